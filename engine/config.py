@@ -1,0 +1,238 @@
+"""``reportflow.toml``: loading, validation and the engine's own sections.
+
+The engine validates ``[store]``, ``[worker]``, ``[notify]`` and
+``[[schedules]]``; every other top-level section is handed, raw, to the
+installed workflows (``WorkflowDef.load_settings``), which own them. Any
+problem is reported with the file, the key path and what is wrong, before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from engine import errors
+from engine.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
+
+DEFAULT_CONFIG = "reportflow.toml"
+DEFAULT_DB_URL = "sqlite:///.reportflow/reportflow.db"
+KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``"30m"``, ``"7d"``, ``"60s"``, ``"1.5h"`` (or a number of seconds) to a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"{value!r}: a duration cannot be negative")
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    raise ValueError(f"{value!r} is not a duration (use e.g. '30s', '10m', '1h', '7d')")
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StoreConfig(Strict):
+    url: str = DEFAULT_DB_URL
+
+
+class WorkerConfig(Strict):
+    lease: Duration = timedelta(seconds=60)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    retry_backoff: Duration = timedelta(minutes=1)
+    backfill_concurrency: int = Field(default=1, ge=1, le=1000)
+    poll_interval: Duration = timedelta(seconds=1)
+
+    @field_validator("lease")
+    @classmethod
+    def _lease_floor(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=1):
+            raise ValueError("lease must be at least 1s (30s or more when several nodes share a database)")
+        return value
+
+
+class NotifyConfig(Strict):
+    webhook_env: str = ""
+
+
+class ScheduleConfig(Strict):
+    name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
+    workflow: str
+    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
+    cron: str
+    timezone: str
+    report_on: ReportOn = ReportOn.PREVIOUS
+    overlap: Overlap = Overlap.QUEUE_NEW
+    misfire: Misfire = Misfire.CATCH_UP_ALL
+    grace: Duration = timedelta(minutes=10)
+    catchup_window: Duration = timedelta(days=7)
+    max_runtime: Duration = timedelta(minutes=30)
+    jitter: Duration = timedelta(0)
+    dst_gap: DstGap = DstGap.SHIFT
+    dst_fold: DstFold = DstFold.FIRST
+    allow_frequent: bool = False
+    enabled: bool = True
+
+    def to_spec(self) -> ScheduleSpec:
+        return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
+
+
+class EngineSections(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    store: StoreConfig = StoreConfig()
+    worker: WorkerConfig = WorkerConfig()
+    notify: NotifyConfig = NotifyConfig()
+    schedules: list[ScheduleConfig] = []
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """The loaded configuration: engine sections, workflow settings, where it came from."""
+
+    path: Path | None
+    base_dir: Path
+    store_url: str
+    worker: WorkerConfig
+    notify: NotifyConfig
+    schedules: tuple[ScheduleSpec, ...]
+    raw: Mapping[str, Any]
+    workflow_settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def schedule(self, name: str) -> ScheduleSpec:
+        for spec in self.schedules:
+            if spec.name == name:
+                return spec
+        raise errors.NotFound(f"no schedule named '{name}' in {self.path or 'the configuration'}")
+
+
+def key_path(loc: Sequence[int | str]) -> str:
+    """Pydantic's ``('schedules', 0, 'cron')`` as ``schedules[0].cron``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequence[int | str] = ()) -> errors.ConfigInvalid:
+    """The first pydantic error as a ConfigInvalid naming the key path and the bad value."""
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif "input" in first and not isinstance(first["input"], dict | list):
+        message = f"{first['input']!r}: {message}"
+    return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)
+
+
+def resolve_store_url(url: str, base_dir: Path) -> str:
+    """Resolve a relative SQLite path against the config's folder."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.startswith("sqlite:////") and url != "sqlite:///:memory:":
+        path = url[len(prefix):]
+        if not os.path.isabs(path):
+            return prefix + str((base_dir / path).resolve())
+    return url
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise errors.ConfigInvalid(
+            "config file not found (run `reportflow init`, or pass --config / set REPORTFLOW_CONFIG)",
+            file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.ConfigInvalid(f"cannot read: {exc}", file=str(path)) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise errors.ConfigInvalid(f"not valid TOML: {exc}", file=str(path)) from exc
+
+
+def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
+    """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
+    return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
+
+
+def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],
+                 db_override: str | None = None) -> AppConfig:
+    """Validate a parsed config; workflows validate their own sections."""
+    from engine import cron  # cron imports config for durations: keep the cycle lazy
+
+    file = str(path) if path else None
+    base_dir = (path.parent if path else Path.cwd()).resolve()
+    try:
+        sections = EngineSections.model_validate(raw)
+    except ValidationError as exc:
+        raise problem_from_validation(exc, file) from exc
+
+    settings: dict[str, Any] = {}
+    for name, workflow in registry.items():
+        try:
+            settings[name] = workflow.load_settings(raw, base_dir)
+        except errors.ConfigInvalid as exc:
+            raise errors.ConfigInvalid(exc.problem, file=file, key=exc.key) from exc
+
+    seen_names: set[str] = set()
+    live_pairs: dict[tuple[str, str], str] = {}
+    specs: list[ScheduleSpec] = []
+    for index, sched in enumerate(sections.schedules):
+        where = f"schedules[{index}]"
+        if sched.name in seen_names:
+            raise errors.ConfigInvalid(f"duplicate schedule name '{sched.name}'", file=file, key=f"{where}.name")
+        seen_names.add(sched.name)
+        if sched.workflow not in registry:
+            known = ", ".join(sorted(registry)) or "none installed"
+            raise errors.ConfigInvalid(f"unknown workflow '{sched.workflow}' (known: {known})",
+                                       file=file, key=f"{where}.workflow")
+        pair = (sched.workflow, sched.project)
+        if pair in live_pairs:
+            raise errors.ConfigInvalid(
+                f"schedule '{live_pairs[pair]}' already runs {sched.workflow} for project '{sched.project}'",
+                file=file, key=f"{where}.project")
+        live_pairs[pair] = sched.name
+        workflow = registry[sched.workflow]
+        try:
+            workflow.check_project(settings[sched.workflow], sched.project)
+        except errors.ConfigInvalid as exc:
+            raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.project") from exc
+        spec = sched.to_spec()
+        try:
+            cron.check_schedule(spec, workflow.period)
+        except errors.ConfigInvalid as exc:
+            raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
+        specs.append(spec)
+
+    url = db_override or os.environ.get("REPORTFLOW_DB") or sections.store.url
+    return AppConfig(
+        path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
+        worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
+        workflow_settings=settings,
+    )

@@ -1,0 +1,105 @@
+"""One exception hierarchy; each class carries its error code and CLI exit code.
+
+Exit codes (SPEC §8): 1 failed at run time, 2 invalid input (nothing written),
+3 conflict (stale version, illegal transition).
+"""
+
+from __future__ import annotations
+
+
+class ReportflowError(Exception):
+    code: str = "ERROR"
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(ReportflowError):
+    code = "INVALID_INPUT"
+    exit_code = 2
+
+
+class ConfigInvalid(InvalidInput):
+    """A configuration problem, located by file and key path."""
+
+    code = "CONFIG_INVALID"
+
+    def __init__(self, problem: str, *, file: str | None = None, key: str | None = None) -> None:
+        self.file = file
+        self.key = key
+        self.problem = problem
+        where = ": ".join(part for part in (file, key) if part)
+        super().__init__(f"{where}: {problem}" if where else problem)
+
+
+class NotFound(InvalidInput):
+    code = "NOT_FOUND"
+
+
+class Conflict(ReportflowError):
+    code = "CONFLICT"
+    exit_code = 3
+
+
+class StaleVersion(Conflict):
+    code = "STALE_VERSION"
+
+
+class InvalidTransition(Conflict):
+    code = "INVALID_TRANSITION"
+
+    def __init__(self, entity: str, current: str, target: str, detail: str = "") -> None:
+        self.current = current
+        self.target = target
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(f"{entity}: cannot go from {current} to {target}{suffix}")
+
+
+class LeaseLost(Conflict):
+    """The run's lease (fencing token) passed to another worker: stop, write nothing."""
+
+    code = "LEASE_LOST"
+
+    def __init__(self, run_id: int, token: int) -> None:
+        self.run_id = run_id
+        self.token = token
+        super().__init__(f"run {run_id}: lease with token {token} is no longer held")
+
+
+class SchemaMismatch(ReportflowError):
+    code = "SCHEMA_UNKNOWN"
+
+
+class StepError(ReportflowError):
+    """A classified step failure. ``retryable`` decides between RETRY_PENDING and FAILED.
+
+    ``retry_after_s`` carries a server's Retry-After (or a wait too long to
+    spend inside the step); it becomes the run's ``not_before``.
+    """
+
+    retryable: bool = False
+
+    def __init__(self, code: str, message: str, *, retryable: bool | None = None,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        if retryable is not None:
+            self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+RETRYABLE_CODES = frozenset({
+    "MODEL_UNAVAILABLE", "NOTION_RATE_LIMITED", "NOTION_UNAVAILABLE", "GIT_COMMIT_NOT_FOUND",
+    "STEP_TIMEOUT", "LEASE_EXPIRED",
+})
+PERMANENT_CODES = frozenset({
+    "NOTION_UNAUTHORIZED", "NOTION_NOT_FOUND", "GIT_REPO_NOT_FOUND", "REPORT_WRITE_FAILED",
+    "CONFIG_INVALID", "PAYLOAD_VERSION_UNSUPPORTED",
+})
+
+
+def step_error(code: str, message: str, *, retry_after_s: float | None = None) -> StepError:
+    """Build a StepError whose retryability follows the code's class (SPEC §4)."""
+    return StepError(code, message, retryable=code in RETRYABLE_CODES, retry_after_s=retry_after_s)

@@ -1,0 +1,268 @@
+"""Status enums and frozen value objects shared by the engine's layers.
+
+Every enum is a ``StrEnum`` whose values are what the database stores.
+ORM/Core rows never leave ``engine.store``: they are converted to these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+
+class RunStatus(StrEnum):
+    PENDING = "PENDING"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    RETRY_PENDING = "RETRY_PENDING"
+    SUCCESS = "SUCCESS"
+    PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
+    FAILED = "FAILED"
+    MISSED = "MISSED"
+    SKIPPED = "SKIPPED"
+    MANUAL_REQUIRED = "MANUAL_REQUIRED"
+    CANCELLED = "CANCELLED"
+
+
+ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+TERMINAL_STATUSES = frozenset({
+    RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
+    RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,
+})
+
+
+class RunTrigger(StrEnum):
+    SCHEDULED = "SCHEDULED"
+    MANUAL = "MANUAL"
+    BACKFILL = "BACKFILL"
+
+
+class AttemptTrigger(StrEnum):
+    SCHEDULED = "scheduled"
+    MANUAL = "manual"
+    BACKFILL = "backfill"
+    AUTO = "auto"
+    RECOVERY = "recovery"
+
+
+class AttemptOutcome(StrEnum):
+    RUNNING = "running"
+    SUCCESS = "success"
+    PARTIAL_SUCCESS = "partial_success"
+    RETRY = "retry"
+    FAILED = "failed"
+    LOST = "lost"
+    CANCELLED = "cancelled"
+
+
+class StepStatus(StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+
+
+class Overlap(StrEnum):
+    ALLOW = "ALLOW"
+    SKIP_NEW = "SKIP_NEW"
+    QUEUE_NEW = "QUEUE_NEW"
+    BUFFER_ONE = "BUFFER_ONE"
+
+
+class Misfire(StrEnum):
+    SKIP = "SKIP"
+    RUN_ONCE = "RUN_ONCE"
+    CATCH_UP_ALL = "CATCH_UP_ALL"
+    MANUAL = "MANUAL"
+
+
+class ReportOn(StrEnum):
+    PREVIOUS = "previous"
+    CURRENT = "current"
+
+
+class PeriodKind(StrEnum):
+    DAY = "day"
+    WEEK = "week"
+    SLOT = "slot"
+
+
+class DstGap(StrEnum):
+    SHIFT = "shift"
+    SKIP = "skip"
+
+
+class DstFold(StrEnum):
+    FIRST = "first"
+    SECOND = "second"
+    BOTH = "both"
+
+
+class SlotReason(StrEnum):
+    """Why a slot was not run (SPEC §3.3)."""
+
+    MISFIRE = "misfire"
+    OVERLAP = "overlap"
+    TOO_OLD = "too_old"
+    DISABLED = "disabled"
+
+
+# Priority of the trigger that last queued a run: MANUAL > SCHEDULED > BACKFILL.
+PRIORITY = {
+    AttemptTrigger.MANUAL: 30,
+    AttemptTrigger.SCHEDULED: 20,
+    AttemptTrigger.AUTO: 20,
+    AttemptTrigger.RECOVERY: 20,
+    AttemptTrigger.BACKFILL: 10,
+}
+
+
+def first_attempt_trigger(trigger: RunTrigger) -> AttemptTrigger:
+    return AttemptTrigger(trigger.value.lower())
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A schedule's definition: what the config declares (no identity, no state)."""
+
+    name: str
+    workflow: str
+    project: str
+    cron: str
+    timezone: str
+    report_on: ReportOn = ReportOn.PREVIOUS
+    overlap: Overlap = Overlap.QUEUE_NEW
+    misfire: Misfire = Misfire.CATCH_UP_ALL
+    grace: timedelta = timedelta(minutes=10)
+    catchup_window: timedelta = timedelta(days=7)
+    max_runtime: timedelta = timedelta(minutes=30)
+    jitter: timedelta = timedelta(0)
+    dst_gap: DstGap = DstGap.SHIFT
+    dst_fold: DstFold = DstFold.FIRST
+    allow_frequent: bool = False
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A stored schedule: its definition plus identity, version and timing state."""
+
+    id: int
+    spec: ScheduleSpec
+    version: int
+    enabled: bool
+    archived: bool
+    next_run_at: datetime | None
+    disabled_reason: str | None = None
+    disabled_by_cli: bool = False
+    disabled_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True)
+class Period:
+    """A business period: its key and its window, [start, end) in UTC."""
+
+    key: str
+    start_at: datetime
+    end_at: datetime
+    timezone: str
+
+    def window_local(self) -> tuple[str, str]:
+        from zoneinfo import ZoneInfo
+
+        zone = ZoneInfo(self.timezone)
+        return (self.start_at.astimezone(zone).isoformat(), self.end_at.astimezone(zone).isoformat())
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    run_id: int
+    position: int
+    name: str
+    status: StepStatus
+    attempts: int
+    output: dict[str, Any] | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    error_code: str | None
+    error_message: str | None
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    run_id: int
+    number: int
+    trigger: AttemptTrigger
+    from_step: str | None
+    outcome: AttemptOutcome
+    worker_id: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    error_code: str | None
+    error_message: str | None
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    run_id: int
+    kind: str
+    location: str
+    sha256: str | None
+    external_id: str | None
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Run:
+    id: int
+    schedule_id: int | None
+    schedule_name: str | None
+    workflow: str
+    project: str
+    trigger: RunTrigger
+    scheduled_for: datetime
+    business_key: str
+    idempotency_key: str
+    revision: int
+    status: RunStatus
+    priority: int
+    not_before: datetime | None
+    pinned: dict[str, Any]
+    attempt_count: int
+    max_attempts: int
+    next_attempt_trigger: AttemptTrigger | None
+    resume_step: str | None
+    reason: str | None
+    lease_owner: str | None
+    lease_until: datetime | None
+    fence: int
+    cancel_requested: bool
+    max_runtime_s: int
+    created_at: datetime
+    claimed_at: datetime | None
+    started_at: datetime | None
+    completed_at: datetime | None
+    error_code: str | None
+    error_message: str | None
+    steps: tuple[StepRecord, ...] = field(default=())
+    attempts: tuple[AttemptRecord, ...] = field(default=())
+    artifacts: tuple[ArtifactRecord, ...] = field(default=())
+
+    @property
+    def start_delay(self) -> timedelta | None:
+        return None if self.started_at is None else self.started_at - self.scheduled_for
+
+    @property
+    def duration(self) -> timedelta | None:
+        if self.started_at is None or self.completed_at is None:
+            return None
+        return self.completed_at - self.started_at

@@ -1,0 +1,129 @@
+"""The workflow contract between the engine and the code that plugs into it.
+
+A workflow declares its business period, its payload version and its ordered
+steps; the engine never knows what a step does. Workflows are found through
+the ``reportflow.workflows`` entry-point group (see ``engine.registry``).
+
+A step receives a ``StepContext`` (the run's pinned inputs and the persisted
+outputs of earlier steps) and returns a ``StepResult`` whose ``output`` is
+committed together with the step's SUCCESS. Steps must make their external
+effects idempotent and call ``ctx.check_fence()`` right before each one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from engine.models import PeriodKind, StepStatus
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """An external effect of a step: (kind, location) identifies it within a run."""
+
+    kind: str
+    location: str
+    sha256: str | None = None
+    external_id: str | None = None
+
+
+@dataclass(frozen=True)
+class StepContext:
+    run_id: int
+    workflow: str
+    project: str
+    idempotency_key: str
+    business_key: str
+    revision: int
+    scheduled_for: datetime
+    period_start_at: datetime
+    period_end_at: datetime
+    timezone: str
+    attempt: int
+    pinned: Mapping[str, Any]
+    outputs: Mapping[str, Mapping[str, Any]]
+    settings: Any
+    check_fence: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a step hands back.
+
+    ``pins`` are merged into the run's pinned inputs, but only for keys not yet
+    pinned (first collect wins, for ever). ``skip_remaining`` ends the run
+    SUCCESS with the later steps SKIPPED for that reason.
+    """
+
+    output: dict[str, Any] = field(default_factory=dict)
+    status: StepStatus = StepStatus.SUCCESS
+    pins: dict[str, Any] = field(default_factory=dict)
+    artifacts: tuple[ArtifactRef, ...] = ()
+    skip_remaining: str | None = None
+
+
+StepFn = Callable[[StepContext], StepResult]
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One ordered step. ``optional``: a permanent failure after earlier steps
+    succeeded ends the run PARTIAL_SUCCESS rather than FAILED."""
+
+    name: str
+    run: StepFn
+    timeout_s: float = 600.0
+    optional: bool = False
+
+
+def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:
+    return None
+
+
+def _no_pins(settings: Any, project: str) -> dict[str, Any]:
+    return {}
+
+
+def _check_nothing(settings: Any, project: str) -> None:
+    return None
+
+
+def _serves_all(settings: Any, project: str) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class WorkflowDef:
+    """A workflow as the engine sees it.
+
+    - ``load_settings(raw_config, base_dir)`` validates the config sections the
+      workflow owns and returns its settings; raises ``ConfigInvalid``.
+    - ``check_project(settings, project)`` raises ``ConfigInvalid`` for a
+      schedule naming a project the workflow cannot run.
+    - ``pin(settings, project)`` returns the workflow's inputs to pin into a
+      new run (model, prompt version, branches...).
+    - ``can_serve(settings, project)`` tells whether this node can run the
+      project (e.g. its repository is present here).
+    """
+
+    name: str
+    period: PeriodKind
+    steps: tuple[StepSpec, ...]
+    payload_version: int = 1
+    load_settings: Callable[[Mapping[str, Any], Path], Any] = _no_settings
+    check_project: Callable[[Any, str], None] = _check_nothing
+    pin: Callable[[Any, str], dict[str, Any]] = _no_pins
+    can_serve: Callable[[Any, str], bool] = _serves_all
+
+    def step_names(self) -> tuple[str, ...]:
+        return tuple(step.name for step in self.steps)
+
+    def step(self, name: str) -> StepSpec:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)

@@ -1,0 +1,109 @@
+"""Settings of the report workflows: ``[reports]``, ``[llm]``, ``[notion]``, ``[[projects]]``.
+
+Destinations, hosts and secrets are read live from here at step time; what
+shapes a report's content is pinned into each run (``pins``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from engine import errors
+from engine.config import KEY_PATTERN, Duration, Strict, problem_from_validation
+
+
+class ReportsSettings(Strict):
+    dir: Path = Path("reports")
+    on_existing: Literal["version", "overwrite", "skip"] = "version"
+
+
+class LlmSettings(Strict):
+    provider: Literal["builtin", "ollama"] = "builtin"
+    model: str = "llama3.1:8b"
+    host: str = "http://127.0.0.1:11434"
+    prompt_version: Annotated[str, Field(pattern=r"^v[0-9]+$")] = "v1"
+    timeout: Duration = timedelta(seconds=300)
+    temperature: float = Field(default=0.2, ge=0, le=2)
+    seed: int = 42
+    num_ctx: int = Field(default=8192, ge=512)
+
+
+class NotionSettings(Strict):
+    enabled: bool = False
+    token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "NOTION_TOKEN"
+    database_id: str = ""
+    data_source_id: str = ""
+    base_url: str = ""
+    timeout: Duration = timedelta(seconds=30)
+
+    @model_validator(mode="after")
+    def _target(self) -> NotionSettings:
+        if self.enabled and not (self.database_id or self.data_source_id):
+            raise ValueError("notion is enabled: set database_id or data_source_id")
+        return self
+
+
+class ProjectSettings(Strict):
+    key: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
+    repo: Path = Path(".")
+    branches: Annotated[list[str], Field(min_length=1)] = ["HEAD"]
+    authors: list[str] = []
+    on_empty: Literal["skip", "report"] = "skip"
+    include_merges: bool = False
+
+
+class ReportSettings(Strict):
+    reports: ReportsSettings = ReportsSettings()
+    llm: LlmSettings = LlmSettings()
+    notion: NotionSettings = NotionSettings()
+    projects: list[ProjectSettings] = []
+
+    def project(self, key: str) -> ProjectSettings:
+        for project in self.projects:
+            if project.key == key:
+                return project
+        raise errors.ConfigInvalid(f"no [[projects]] entry with key '{key}'")
+
+
+SECTIONS = ("reports", "llm", "notion", "projects")
+
+
+def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
+    """Validate the report sections; relative paths resolve against ``base_dir``."""
+    subset = {name: raw[name] for name in SECTIONS if name in raw}
+    try:
+        settings = ReportSettings.model_validate(subset)
+    except ValidationError as exc:
+        raise problem_from_validation(exc, None) from exc
+    keys = [p.key for p in settings.projects]
+    for index, key in enumerate(keys):
+        if keys.index(key) != index:
+            raise errors.ConfigInvalid(f"duplicate project key '{key}'", key=f"projects[{index}].key")
+    reports = settings.reports.model_copy(update={"dir": (base_dir / settings.reports.dir).resolve()})
+    projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
+    return settings.model_copy(update={"reports": reports, "projects": projects})
+
+
+def check_project(settings: ReportSettings, key: str) -> None:
+    settings.project(key)
+
+
+def pins(settings: ReportSettings, key: str) -> dict[str, Any]:
+    """Everything that shapes a report's content, fixed when the run is created."""
+    project = settings.project(key)
+    llm = settings.llm
+    return {
+        "provider": llm.provider,
+        "model": llm.model if llm.provider == "ollama" else "builtin",
+        "prompt_version": llm.prompt_version,
+        "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
+        "branches": list(project.branches),
+        "authors": list(project.authors),
+        "on_empty": project.on_empty,
+        "include_merges": project.include_merges,
+    }
