@@ -103,3 +103,9 @@ PERMANENT_CODES = frozenset({
 def step_error(code: str, message: str, *, retry_after_s: float | None = None) -> StepError:
     """Build a StepError whose retryability follows the code's class (SPEC §4)."""
     return StepError(code, message, retryable=code in RETRYABLE_CODES, retry_after_s=retry_after_s)
+
+
+class NeedsConfirmation(InvalidInput):
+    """A high-risk change (runs per day up more than 10x) that was not confirmed with --yes."""
+
+    code = "NEEDS_CONFIRMATION"

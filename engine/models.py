@@ -54,6 +54,7 @@ class AttemptOutcome(StrEnum):
     RETRY = "retry"
     FAILED = "failed"
     LOST = "lost"
+    RELEASED = "released"
     CANCELLED = "cancelled"
 
 
@@ -266,3 +267,21 @@ class Run:
         if self.started_at is None or self.completed_at is None:
             return None
         return self.completed_at - self.started_at
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    schedule_id: int | None
+    run_id: int | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    reason: str | None
+    version: int | None
+
+
+SYSTEM_SCHEDULER = "SYSTEM_SCHEDULER"
+SYSTEM_RECONCILER = "SYSTEM_RECONCILER"

@@ -12,7 +12,8 @@ from engine.models import RunStatus as S
 ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.PENDING: frozenset({S.QUEUED, S.CANCELLED}),
     S.QUEUED: frozenset({S.RUNNING, S.CANCELLED}),
-    S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED}),
+    # RUNNING -> QUEUED: a worker shutting down (SIGTERM) hands the run back at a step boundary.
+    S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED, S.QUEUED}),
     S.RETRY_PENDING: frozenset({S.RUNNING, S.QUEUED, S.FAILED, S.CANCELLED}),
     S.SUCCESS: frozenset({S.QUEUED}),  # only by an operator's retry --from-step
     S.PARTIAL_SUCCESS: frozenset({S.QUEUED}),

@@ -12,7 +12,8 @@ effects idempotent and call ``ctx.check_fence()`` right before each one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,11 @@ class ArtifactRef:
     location: str
     sha256: str | None = None
     external_id: str | None = None
+
+
+@contextmanager
+def _no_mutex(name: str) -> Iterator[None]:
+    yield
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,10 @@ class StepContext:
     outputs: Mapping[str, Mapping[str, Any]]
     settings: Any
     check_fence: Callable[[], None]
+    # This step's own output from an earlier execution (a re-run after --from-step), if any.
+    previous_output: Mapping[str, Any] | None = None
+    # A mutex shared by every worker on the store (e.g. one generation per Ollama host).
+    exclusive: Callable[[str], AbstractContextManager[None]] = _no_mutex
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,452 @@
+"""The ``reportflow`` command line: a thin Typer adapter over the engine.
+
+Each command parses options, builds the runtime, calls one engine function and
+renders its result (rich tables, or ``--json``). Its only ``try`` maps
+ReportflowError subclasses to exit codes: 1 run-time failure, 2 invalid input,
+3 conflict.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from engine import cli_render as render
+from engine import clock as clock_mod
+from engine import config as config_mod
+from engine import cron, errors, logs
+from engine.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, RunStatus
+from engine.registry import load_registry
+from engine.runtime import Runtime
+from engine.store import Store, database
+
+app = typer.Typer(help="reportflow: step-resumable scheduled pipelines and git work reports.\n\n"
+                  "Example: reportflow --config reportflow.toml schedules apply",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+schedules_app = typer.Typer(help="Schedule definitions: apply, inspect, preview, edit.", no_args_is_help=True)
+runs_app = typer.Typer(help="Run history and operator actions: list, show, retry, approve, cancel.",
+                       no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(schedules_app, name="schedules")
+app.add_typer(runs_app, name="runs")
+app.add_typer(db_app, name="db")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+@dataclass
+class Cli:
+    config_path: Path
+    now_spec: str | None
+    db_url: str | None
+    _runtime: Runtime | None = field(default=None)
+
+    def clock(self) -> clock_mod.Clock:
+        return clock_mod.clock_from_spec(self.now_spec)
+
+    def config(self) -> config_mod.AppConfig:
+        return config_mod.load_config(self.config_path, load_registry(), db_override=self.db_url)
+
+    def runtime(self) -> Runtime:
+        """Validate the config first (bad input writes nothing), then open the store."""
+        if self._runtime is None:
+            clock = self.clock()
+            registry = load_registry()
+            config = config_mod.load_config(self.config_path, registry, db_override=self.db_url)
+            store = Store.open(config.store_url)
+            self._runtime = Runtime(store=store, registry=registry, config=config, clock=clock)
+        return self._runtime
+
+
+def _cli(ctx: typer.Context) -> Cli:
+    return ctx.ensure_object(Cli) if ctx.obj is None else ctx.obj  # type: ignore[no-any-return]
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: Annotated[Optional[Path], typer.Option("--config", envvar="REPORTFLOW_CONFIG",
+                                                   help="Config file (default ./reportflow.toml).")] = None,
+    now: Annotated[Optional[str], typer.Option("--now", envvar="REPORTFLOW_NOW",
+                                               help="Start the clock at T (ISO 8601), or T@UNIX to share it.")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", envvar="REPORTFLOW_DB", help="Database URL override.")] = None,
+    log_format: Annotated[str, typer.Option("--log-format", help="text or json.")] = "text",
+) -> None:
+    """Global options come before the subcommand: reportflow --config F --now T tick"""
+    if log_format not in ("text", "json"):
+        raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
+    logs.configure(log_format)
+    ctx.obj = Cli(config_path=config or Path(config_mod.DEFAULT_CONFIG), now_spec=now, db_url=db)
+    if now:
+        clock_mod.clock_from_spec(now)  # refuse a bad --now before anything runs
+
+
+def _parse_date(text: str, option: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise errors.InvalidInput(f"{option} '{text}' is not a date (YYYY-MM-DD)") from None
+
+
+def _parse_run_id(text: str) -> int:
+    if not text.isdigit() or len(text) > 18:
+        raise errors.InvalidInput(f"'{text}' is not a run id (a positive number, see `reportflow runs list`)")
+    return int(text)
+
+
+# --- setup -------------------------------------------------------------------
+
+@app.command()
+def init(ctx: typer.Context,
+         repo: Annotated[Path, typer.Option(help="Git repository to report on.")] = Path("."),
+         timezone: Annotated[str, typer.Option(help="IANA timezone of the schedules.")] = "UTC",
+         force: Annotated[bool, typer.Option(help="Overwrite an existing config.")] = False) -> None:
+    """Write a starter reportflow.toml and create the database.
+
+    Example: reportflow init --repo ~/src/platform --timezone Asia/Seoul
+    """
+    from engine import starter
+
+    cli = _cli(ctx)
+    path = starter.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
+    runtime = cli.runtime()
+    render.say(f"wrote {path}; database ready at {runtime.config.store_url}")
+
+
+@db_app.command("upgrade")
+def db_upgrade(ctx: typer.Context) -> None:
+    """Run Alembic migrations to head. Example: reportflow db upgrade"""
+    cli = _cli(ctx)
+    url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
+    engine = database.create_db_engine(url)
+    before = database.current_revision(engine)
+    database.upgrade(engine)
+    render.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
+
+
+# --- schedules -----------------------------------------------------------------
+
+@schedules_app.command("apply")
+def schedules_apply(ctx: typer.Context,
+                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False) -> None:
+    """Sync [[schedules]] from the config into the database. Example: reportflow schedules apply"""
+    from engine import schedules
+
+    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes)
+    render.apply_report(report)
+
+
+@schedules_app.command("list")
+def schedules_list(ctx: typer.Context, as_json: JsonOpt = False,
+                   archived: Annotated[bool, typer.Option(help="Include archived schedules.")] = False) -> None:
+    """Definitions, next run (local and UTC) and last result. Example: reportflow schedules list --json"""
+    from engine import queries
+
+    render.schedules(queries.schedules_overview(_cli(ctx).runtime(), include_archived=archived), as_json)
+
+
+@schedules_app.command("show")
+def schedules_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
+    """One schedule in full. Example: reportflow schedules show platform-daily"""
+    from engine import queries
+
+    render.schedule_detail(queries.schedule_overview(_cli(ctx).runtime(), name), as_json)
+
+
+@schedules_app.command("history")
+def schedules_history(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
+    """The audit trail of a schedule. Example: reportflow schedules history platform-daily"""
+    from engine import schedules
+
+    render.audit(schedules.history(_cli(ctx).runtime(), name), as_json)
+
+
+@schedules_app.command("preview")
+def schedules_preview(ctx: typer.Context, name: str,
+                      n: Annotated[int, typer.Option("-n", min=1, max=1000, help="How many fire times.")] = 5,
+                      as_json: JsonOpt = False) -> None:
+    """Next fire times from now, local and UTC; DST-moved ones are marked.
+
+    Example: reportflow schedules preview platform-daily -n 10
+    """
+    from engine import queries
+
+    rt = _cli(ctx).runtime()
+    spec, fires = queries.preview(rt, name, n)
+    render.fires(spec.timezone, fires, as_json)
+
+
+@schedules_app.command("validate")
+def schedules_validate(
+    ctx: typer.Context,
+    cron_expr: Annotated[str, typer.Option("--cron", help="Cron expression (5 fields).")],
+    timezone: Annotated[str, typer.Option("--timezone", help="IANA timezone.")],
+    workflow: Annotated[Optional[str], typer.Option("--workflow", help="Check one slot per period.")] = None,
+    allow_frequent: Annotated[bool, typer.Option(help="Allow intervals under 5 minutes.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate a cron and timezone; exit 2 if invalid.
+
+    Example: reportflow schedules validate --cron "30 19 * * *" --timezone Asia/Seoul --workflow daily_report
+    """
+    period = PeriodKind.SLOT
+    if workflow is not None:
+        registry = load_registry()
+        if workflow not in registry:
+            raise errors.InvalidInput(f"unknown workflow '{workflow}' (known: {', '.join(sorted(registry))})")
+        period = registry[workflow].period
+    result = cron.check(cron_expr, timezone, now=_cli(ctx).clock().now(), period=period,
+                        allow_frequent=allow_frequent)
+    render.validation(cron_expr, timezone, result, as_json)
+    if not result.ok:
+        raise typer.Exit(2)
+
+
+@schedules_app.command("enable")
+def schedules_enable(ctx: typer.Context, name: str,
+                     reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None) -> None:
+    """Re-enable a schedule; it starts from now. Example: reportflow schedules enable platform-daily"""
+    from engine import schedules
+
+    schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=True, reason=reason)
+    render.say(f"schedule {name} {'enabled' if changed else 'was already enabled'} (version {schedule.version})")
+
+
+@schedules_app.command("disable")
+def schedules_disable(ctx: typer.Context, name: str,
+                      reason: Annotated[str, typer.Option(help="Why (audited, required).")]) -> None:
+    """Audited kill switch. Example: reportflow schedules disable platform-daily --reason "repo migration" """
+    from engine import schedules
+
+    schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=False, reason=reason)
+    render.say(f"schedule {name} {'disabled' if changed else 'was already disabled'} (version {schedule.version})")
+
+
+@schedules_app.command("set")
+def schedules_set(
+    ctx: typer.Context, name: str,
+    expect_version: Annotated[int, typer.Option("--expect-version", help="The version you read (optimistic lock).")],
+    cron_expr: Annotated[Optional[str], typer.Option("--cron")] = None,
+    timezone: Annotated[Optional[str], typer.Option("--timezone")] = None,
+    misfire: Annotated[Optional[Misfire], typer.Option("--misfire")] = None,
+    overlap: Annotated[Optional[Overlap], typer.Option("--overlap")] = None,
+    report_on: Annotated[Optional[ReportOn], typer.Option("--report-on")] = None,
+    grace: Annotated[Optional[str], typer.Option("--grace")] = None,
+    dst_gap: Annotated[Optional[DstGap], typer.Option("--dst-gap")] = None,
+    dst_fold: Annotated[Optional[DstFold], typer.Option("--dst-fold")] = None,
+    reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False,
+) -> None:
+    """Audited edit with an optimistic lock; a stale --expect-version exits 3.
+
+    Example: reportflow schedules set platform-daily --cron "0 20 * * *" --expect-version 3
+    """
+    from engine import schedules
+
+    changes: dict[str, Any] = {k: v for k, v in dict(cron=cron_expr, timezone=timezone, misfire=misfire,
+                                                     overlap=overlap, report_on=report_on, dst_gap=dst_gap,
+                                                     dst_fold=dst_fold).items() if v is not None}
+    if grace is not None:
+        try:
+            changes["grace"] = config_mod.parse_duration(grace)
+        except ValueError as exc:
+            raise errors.InvalidInput(f"--grace: {exc}") from None
+    if not changes:
+        raise errors.InvalidInput("nothing to change: pass --cron, --timezone, --misfire, --overlap, ...")
+    schedule, warning = schedules.set_schedule(_cli(ctx).runtime(), name, expect_version=expect_version,
+                                               changes=changes, confirmed=yes, reason=reason)
+    if warning:
+        render.warn(warning)
+    render.say(f"schedule {name} is now version {schedule.version}")
+
+
+# --- the loops ---------------------------------------------------------------
+
+@app.command()
+def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """One scheduler pass: create the runs that are due. Example: reportflow tick"""
+    from engine import scheduler
+
+    render.tick_report(scheduler.tick(_cli(ctx).runtime()), as_json)
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def _handler(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
+    return stop
+
+
+@app.command()
+def work(ctx: typer.Context,
+         until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit when nothing is claimable now.")] = False,
+         max_runs: Annotated[Optional[int], typer.Option("--max-runs", min=1)] = None,
+         worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None) -> None:
+    """Claim and execute runs. Example: reportflow work --until-idle"""
+    from engine.worker import Worker
+
+    rt = _cli(ctx).runtime()
+    stop = _stop_on_signals()
+    worker = Worker(rt, worker_id, stop=stop)
+    try:
+        outcomes = worker.work(until_idle=until_idle, max_runs=max_runs, stop=stop)
+    finally:
+        worker.close()
+    render.outcomes(outcomes)
+
+
+@app.command()
+def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """One reconciler pass: recover expired leases, promote PENDING runs, report stalled and silent.
+
+    Example: reportflow reconcile
+    """
+    from engine import reconciler
+
+    render.sweep_report(reconciler.sweep(_cli(ctx).runtime()), as_json)
+
+
+@app.command()
+def serve(ctx: typer.Context,
+          metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", min=0, max=65535)] = None,
+          worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
+    """Scheduler, worker and reconciler loops in one process; SIGTERM finishes the step and exits 0.
+
+    Example: reportflow serve --metrics-port 9464
+    """
+    from engine import service
+
+    rt = _cli(ctx).runtime()
+    service.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port)
+
+
+# --- runs --------------------------------------------------------------------
+
+@app.command()
+def trigger(ctx: typer.Context, schedule: str,
+            date_: Annotated[Optional[str], typer.Option("--date", help="Business date (YYYY-MM-DD).")] = None,
+            force_new: Annotated[bool, typer.Option("--force-new", help="Make a new revision.")] = False,
+            as_json: JsonOpt = False) -> None:
+    """A manual run for a business date (default: the latest slot). Example: reportflow trigger platform-daily --date 2026-09-29"""
+    from engine import operations
+
+    day = _parse_date(date_, "--date") if date_ else None
+    render.action(operations.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
+
+
+@app.command()
+def backfill(ctx: typer.Context, schedule: str,
+             from_: Annotated[str, typer.Option("--from", help="First business date.")],
+             to: Annotated[str, typer.Option("--to", help="Last business date.")],
+             dry_run: Annotated[bool, typer.Option("--dry-run", help="List, change nothing.")] = False,
+             as_json: JsonOpt = False) -> None:
+    """Runs for every business period without a row. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
+    from engine import operations
+
+    first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
+    rt = _cli(ctx).runtime()
+    with render.progress("backfill", quiet=as_json) as advance:
+        report = operations.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance)
+    render.backfill_report(report, dry_run, as_json)
+
+
+@runs_app.command("list")
+def runs_list(ctx: typer.Context,
+              status: Annotated[Optional[list[str]], typer.Option("--status", help="Filter by status.")] = None,
+              schedule: Annotated[Optional[str], typer.Option("--schedule")] = None,
+              limit: Annotated[int, typer.Option("--limit", min=0, help="0 for all.")] = 200,
+              as_json: JsonOpt = False) -> None:
+    """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
+    from engine import queries
+
+    statuses = [s.upper() for s in status or []]
+    for value in statuses:
+        if value not in RunStatus.__members__:
+            raise errors.InvalidInput(f"unknown status '{value}' (one of {', '.join(RunStatus.__members__)})")
+    rt = _cli(ctx).runtime()
+    render.runs(queries.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit), rt.clock.now(), as_json)
+
+
+@runs_app.command("show")
+def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
+    """Steps, attempts, pinned inputs, artifacts, errors. Example: reportflow runs show 42"""
+    from engine import queries
+
+    render.run_detail(queries.get_run(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+
+
+@runs_app.command("retry")
+def runs_retry(ctx: typer.Context, run: str,
+               from_step: Annotated[Optional[str], typer.Option("--from-step", help="Re-run from this step.")] = None,
+               as_json: JsonOpt = False) -> None:
+    """A new attempt of the same run. Example: reportflow runs retry 42 --from-step UPLOAD_NOTION"""
+    from engine import operations
+
+    render.action(operations.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
+
+
+@runs_app.command("approve")
+def runs_approve(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
+    """Queue a MANUAL_REQUIRED run. Example: reportflow runs approve 42"""
+    from engine import operations
+
+    render.action(operations.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+
+
+@runs_app.command("cancel")
+def runs_cancel(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
+    """Cancel a run that has not finished (a RUNNING one stops at its next step). Example: reportflow runs cancel 42"""
+    from engine import operations
+
+    render.action(operations.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+
+
+@app.command()
+def metrics(ctx: typer.Context) -> None:
+    """Prometheus text exposition computed from the database. Example: reportflow metrics"""
+    from engine import metrics as metrics_mod
+
+    rt = _cli(ctx).runtime()
+    sys.stdout.write(metrics_mod.exposition(rt))
+
+
+@app.command()
+def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Check config, database, repositories, Ollama, Notion, artifacts, stalled runs, silent schedules, clock skew.
+
+    Exits 1 when something needs a person. Example: reportflow doctor
+    """
+    from engine import doctor as doctor_mod
+
+    cli = _cli(ctx)
+    findings = doctor_mod.run_checks(cli)
+    render.findings(findings, as_json)
+    if any(f.problem for f in findings):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Console entry point: Typer handles usage errors (exit 2); engine errors map to their exit codes."""
+    try:
+        app()
+    except errors.ReportflowError as exc:
+        render.error(exc.message, code=exc.code)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

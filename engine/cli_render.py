@@ -1,0 +1,316 @@
+"""Rendering for the CLI: rich tables for people, JSON for machines. No decisions here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine import views
+from engine.clock import format_instant
+from engine.models import AuditEvent, Run
+
+# Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+STATUS_STYLE = {
+    "SUCCESS": "green", "PARTIAL_SUCCESS": "yellow", "FAILED": "bold red", "RUNNING": "cyan",
+    "QUEUED": "blue", "PENDING": "blue", "RETRY_PENDING": "magenta", "MISSED": "red",
+    "SKIPPED": "dim", "MANUAL_REQUIRED": "bold yellow", "CANCELLED": "dim",
+}
+
+
+def _json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=_default) + "\n")
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return str(value)
+
+
+def _status(value: str) -> str:
+    return f"[{STATUS_STYLE.get(value, 'white')}]{value}[/]"
+
+
+def _secs(value: float | None) -> str:
+    if value is None:
+        return ""
+    if abs(value) < 120:
+        return f"{value:.1f}s"
+    if abs(value) < 7200:
+        return f"{value / 60:.1f}m"
+    return f"{value / 3600:.1f}h"
+
+
+def say(message: str) -> None:
+    out.print(escape(message))
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/] {escape(message)}")
+
+
+def error(message: str, code: str | None = None) -> None:
+    prefix = f"error [{code}]" if code else "error"
+    err.print(f"[bold red]{prefix}:[/] {escape(message)}")
+
+
+def apply_report(report: Any) -> None:
+    for warning in report.warnings:
+        warn(warning)
+    for label in ("created", "updated", "archived", "unchanged"):
+        names = getattr(report, label)
+        if names:
+            say(f"{label}: {', '.join(names)}")
+    if not any(getattr(report, label) for label in ("created", "updated", "archived", "unchanged")):
+        say("no schedules in the config")
+
+
+def schedules(overviews: Sequence[Any], as_json: bool) -> None:
+    data = [views.schedule_view(o.schedule, o.last_run) for o in overviews]
+    if as_json:
+        _json(data)
+        return
+    table = Table(title="schedules")
+    for column in ("name", "workflow", "project", "cron", "timezone", "policies", "enabled", "v",
+                   "next run (local)", "next run (UTC)", "last result"):
+        table.add_column(column)
+    for item in data:
+        last = item["last_run"]
+        table.add_row(
+            item["name"], item["workflow"], item["project"], item["cron"], item["timezone"],
+            f"{item['misfire']}/{item['overlap']}",
+            "yes" if item["enabled"] else f"[red]no[/] {escape(item['disabled_reason'] or '')}",
+            str(item["version"]), item["next_run_local"] or "", item["next_run_at"] or "",
+            f"{last['business_key']} {_status(last['status'])}" if last else "",
+        )
+    out.print(table)
+
+
+def schedule_detail(overview: Any, as_json: bool) -> None:
+    data = views.schedule_view(overview.schedule, overview.last_run)
+    if as_json:
+        _json(data)
+        return
+    table = Table(show_header=False, title=f"schedule {data['name']}")
+    for key, value in data.items():
+        table.add_row(key, escape(json.dumps(value) if isinstance(value, dict) else str(value)))
+    out.print(table)
+
+
+def audit(events: Sequence[AuditEvent], as_json: bool) -> None:
+    if as_json:
+        _json([asdict(e) for e in events])
+        return
+    table = Table(title="audit trail")
+    for column in ("at", "actor", "action", "version", "reason", "change"):
+        table.add_column(column)
+    for e in events:
+        change = ""
+        if e.before and e.after:
+            diff = {k: (e.before.get(k), v) for k, v in e.after.items() if e.before.get(k) != v}
+            change = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in diff.items())
+        elif e.after:
+            change = json.dumps(e.after)
+        table.add_row(format_instant(e.at) or "", e.actor, e.action, str(e.version or ""), escape(e.reason or ""),
+                      escape(change))
+    out.print(table)
+
+
+def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
+    data = [{"utc": format_instant(f.at), "local": f.local.isoformat(), "moved": f.moved, "note": f.note}
+            for f in items]
+    if as_json:
+        _json(data)
+        return
+    table = Table(title=f"next fire times ({timezone})")
+    for column in ("local", "UTC", "DST"):
+        table.add_column(column)
+    for item in data:
+        table.add_row(item["local"], item["utc"] or "", f"[yellow]{escape(item['note'] or 'moved')}[/]"
+                      if item["moved"] else "")
+    out.print(table)
+
+
+def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
+    data = {
+        "cron": expr, "timezone": timezone, "valid": result.ok, "runs_per_day": round(result.runs_per_day, 2),
+        "min_interval_s": result.min_interval.total_seconds() if result.min_interval else None,
+        "problems": [{"field": f, "problem": p} for f, p in result.problems],
+        "next_fires": [{"utc": format_instant(f.at), "local": f.local.isoformat(), "moved": f.moved}
+                       for f in result.next_fires],
+    }
+    if as_json:
+        _json(data)
+        return
+    verdict = "[green]valid[/]" if result.ok else "[bold red]invalid[/]"
+    out.print(f"{escape(expr)} in {timezone}: {verdict}; about {data['runs_per_day']} runs/day")
+    for field_name, problem in result.problems:
+        err.print(f"[red]{field_name}:[/] {escape(problem)}")
+    for fire in data["next_fires"]:
+        out.print(f"  {fire['local']}  ({fire['utc']}){'  DST-moved' if fire['moved'] else ''}")
+
+
+def tick_report(report: Any, as_json: bool) -> None:
+    data = {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
+            "lost_races": report.lost_races, "created": dict(report.created), "runs_created": report.runs_created,
+            "already_present": report.already_present, "too_old_slots": report.too_old_slots,
+            "next_due_at": format_instant(report.next_due_at)}
+    if as_json:
+        _json(data)
+        return
+    created = ", ".join(f"{n} {s}" for s, n in sorted(report.created.items())) or "no runs"
+    say(f"tick at {data['now']}: {report.due} schedule(s) due, {created}; next due {data['next_due_at'] or 'never'}")
+
+
+def outcomes(items: Sequence[Any]) -> None:
+    if not items:
+        say("nothing to do")
+        return
+    for item in items:
+        out.print(f"run {item.run_id} {escape(item.key)}: {_status(item.status.value)}"
+                  f"{' ' + item.error_code if item.error_code else ''}")
+
+
+def sweep_report(report: Any, as_json: bool) -> None:
+    data = {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
+            "stalled": [r.id for r in report.stalled],
+            "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent]}
+    if as_json:
+        _json(data)
+        return
+    say(f"recovered {len(report.recovered)}, failed {len(report.failed)}, promoted {len(report.promoted)}")
+    for run in report.stalled:
+        warn(f"run {run.id} ({run.idempotency_key}) is stalled: RUNNING since {format_instant(run.claimed_at)}")
+    for name, at in report.silent:
+        warn(f"schedule {name} is silent: its slot {format_instant(at)} has not been ticked (is a scheduler running?)")
+
+
+def action(result: Any, as_json: bool) -> None:
+    if as_json:
+        _json(asdict(result))
+        return
+    say(result.message)
+
+
+@contextmanager
+def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int], None]]:
+    if quiet or not err.is_terminal:
+        yield lambda done, total: None
+        return
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                   transient=True)
+    with bar:
+        task = bar.add_task(label, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
+
+
+def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
+    data = {"dry_run": dry_run, "created": report.created, "requeued": report.requeued,
+            "left": [{"business_key": k, "status": s} for k, s in report.left], "present": report.present,
+            "future": report.future}
+    if as_json:
+        _json(data)
+        return
+    verb = "would create" if dry_run else "created"
+    say(f"{verb} {len(report.created)}, {'would re-queue' if dry_run else 're-queued'} {len(report.requeued)}, "
+        f"already present {len(report.present)}, left alone {len(report.left)}, future {len(report.future)}")
+    for key, status in report.left:
+        say(f"  {key}: {status} (left as is; use `reportflow runs retry` or `trigger`)")
+    if report.future:
+        say(f"  not yet due: {', '.join(report.future)}")
+
+
+def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
+    if as_json:
+        _json([views.run_summary(r) for r in items])
+        return
+    table = Table(title="runs")
+    for column in ("id", "schedule", "key", "trigger", "slot (UTC)", "status", "att", "delay", "duration",
+                   "failed step / error"):
+        table.add_column(column)
+    for run in items:
+        failure = ""
+        if run.error_code:
+            step = views.failed_step(run)
+            failure = f"{step + ': ' if step else ''}{run.error_code}"
+        stalled = (run.status.value == "RUNNING" and run.claimed_at is not None
+                   and now - run.claimed_at > timedelta(seconds=run.max_runtime_s))
+        table.add_row(
+            str(run.id), run.schedule_name or "", run.idempotency_key, run.trigger.value,
+            format_instant(run.scheduled_for) or "",
+            _status(run.status.value) + (" [red](stalled)[/]" if stalled else "") +
+            (f" [dim]{run.reason}[/]" if run.reason else ""),
+            f"{run.attempt_count}/{run.max_attempts}", _secs(views._seconds(run.start_delay)),
+            _secs(views._seconds(run.duration)), escape(failure))
+    out.print(table)
+
+
+def run_detail(run: Run, as_json: bool) -> None:
+    data = views.run_detail(run)
+    if as_json:
+        _json(data)
+        return
+    zone = ZoneInfo(str(run.pinned.get("timezone", "UTC")))
+    out.print(f"[bold]run {run.id}[/] {escape(run.idempotency_key)}  {_status(run.status.value)}  "
+              f"trigger {run.trigger.value}  attempts {run.attempt_count}/{run.max_attempts}")
+    out.print(f"slot {format_instant(run.scheduled_for)} ({run.scheduled_for.astimezone(zone).isoformat()}), "
+              f"start delay {_secs(data['start_delay_s']) or '-'}, duration {_secs(data['duration_s']) or '-'}")
+    if run.error_code:
+        out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
+    steps = Table(title="steps")
+    for column in ("#", "step", "status", "tries", "started", "finished", "error"):
+        steps.add_column(column)
+    for s in data["steps"]:
+        steps.add_row(str(s["position"]), s["name"], _status(s["status"]), str(s["attempts"]),
+                      s["started_at"] or "", s["finished_at"] or "",
+                      escape(f"{s['error_code'] or ''} {s['error_message'] or ''}".strip()))
+    out.print(steps)
+    attempts = Table(title="attempts")
+    for column in ("#", "trigger", "from step", "outcome", "worker", "started", "finished", "error"):
+        attempts.add_column(column)
+    for a in data["attempts"]:
+        attempts.add_row(str(a["number"]), a["trigger"], a["from_step"] or "", a["outcome"], a["worker_id"] or "",
+                         a["started_at"] or "", a["finished_at"] or "", a["error_code"] or "")
+    out.print(attempts)
+    pinned = Table(title="pinned inputs", show_header=False)
+    for key, value in data["pinned"].items():
+        pinned.add_row(key, escape(json.dumps(value) if not isinstance(value, str) else value))
+    out.print(pinned)
+    if data["artifacts"]:
+        artifacts = Table(title="artifacts")
+        for column in ("kind", "location", "sha256"):
+            artifacts.add_column(column)
+        for a in data["artifacts"]:
+            artifacts.add_row(a["kind"], escape(a["location"]), (a["sha256"] or "")[:16])
+        out.print(artifacts)
+
+
+def findings(items: Sequence[Any], as_json: bool) -> None:
+    if as_json:
+        _json([asdict(f) for f in items])
+        return
+    for f in items:
+        mark = "[bold red]PROBLEM[/]" if f.problem else "[green]ok[/]"
+        out.print(f"{mark} {f.check}: {escape(f.message)}")

@@ -1,0 +1,39 @@
+"""What every shell needs: the store, the workflows, the configuration and a clock."""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine import registry as registry_mod
+from engine.clock import Clock
+from engine.config import AppConfig
+from engine.registry import Registry
+from engine.store import Store
+from engine.workflow import WorkflowDef
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    store: Store
+    registry: Registry
+    config: AppConfig
+    clock: Clock
+    actor: str = field(default_factory=lambda: _cli_user())
+
+    def workflow(self, name: str) -> WorkflowDef:
+        return registry_mod.get(self.registry, name)
+
+    def settings(self, workflow: str) -> Any:
+        return self.config.workflow_settings.get(workflow)
+
+
+def _cli_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"

@@ -1,0 +1,81 @@
+"""Persistence: SQLAlchemy Core tables, the SQL store, migrations.
+
+``Store`` owns the SQLAlchemy engine and hands out transactions; the
+functions in ``engine.store.schedules`` and ``engine.store.runs`` run inside
+them. Rows never leave this package: callers get ``engine.models`` objects.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from engine.store import database
+
+
+class Store:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self._local_mutexes: dict[str, threading.Lock] = {}
+
+    @classmethod
+    def open(cls, url: str, *, auto_migrate: bool | None = None) -> Store:
+        """Connect and check the schema; SQLite is migrated on first use unless told otherwise."""
+        engine = database.create_db_engine(url)
+        migrate = engine.dialect.name == "sqlite" if auto_migrate is None else auto_migrate
+        database.ensure_schema(engine, auto_migrate=migrate)
+        return cls(engine)
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits on success."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction that does not take SQLite's write lock."""
+        with self.engine.connect().execution_options(sqlite_begin="DEFERRED") as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """A mutex across every process sharing this store (e.g. one generation per Ollama host).
+
+        PostgreSQL: a session advisory lock (all nodes). SQLite: a file lock
+        beside the database (SQLite serves one host).
+        """
+        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        if self.dialect == "postgresql":
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.commit()
+            return
+        path = database.sqlite_path(str(self.engine.url))
+        lock = self._local_mutexes.setdefault(name, threading.Lock())
+        with lock:
+            if path is None:
+                yield
+                return
+            fd = os.open(path.with_name(f"{path.name}.{key & 0xFFFFFFFF:08x}.lock"), os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def dispose(self) -> None:
+        self.engine.dispose()

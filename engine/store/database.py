@@ -1,0 +1,139 @@
+"""Connections and schema: SQLite pragmas, ``BEGIN IMMEDIATE``, Alembic migrations.
+
+SQLite runs in WAL with ``synchronous=FULL`` (a power cut loses no committed
+step) and a 30 s busy timeout; every write transaction starts with
+``BEGIN IMMEDIATE`` because a deferred one that upgrades to a writer can fail
+with ``SQLITE_BUSY_SNAPSHOT``, which no busy timeout cures. Read-only work can
+ask for a deferred ``BEGIN`` with the ``sqlite_begin="DEFERRED"`` execution option.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.url import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.pool import NullPool
+
+from engine import errors
+
+HEAD_REVISION = "0001"
+KNOWN_REVISIONS = frozenset({"0001"})
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def sqlite_path(url: str) -> Path | None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = FULL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:
+    """An Engine for ``url`` (``sqlite:///path`` or ``postgresql+psycopg://...``)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise errors.InvalidInput(f"store url '{url}' is not a database URL") from exc
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        path = sqlite_path(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, poolclass=NullPool if path is None else None,
+                               connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False})
+        _configure_sqlite(engine)
+        return engine
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+    raise errors.InvalidInput(f"store url '{url}': only sqlite and postgresql are supported")
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision the database is at (None for an empty database)."""
+    with engine.connect().execution_options(sqlite_begin="DEFERRED") as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def upgrade(engine: Engine) -> str:
+    """Migrate to head (serialised across processes) and return the new revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with _migration_lock(engine), engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(7312001)"))
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+    return HEAD_REVISION
+
+
+@contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    path = sqlite_path(str(engine.url))
+    if path is None:
+        yield
+        return
+    lock_path = path.with_name(path.name + ".migrate.lock")
+    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def ensure_schema(engine: Engine, *, auto_migrate: bool) -> None:
+    """Make sure the schema is one this code knows.
+
+    SQLite (``auto_migrate``) is migrated on first use. A database at a
+    revision this code does not know (a newer release migrated it) is refused.
+    """
+    try:
+        revision = current_revision(engine)
+    except OperationalError as exc:
+        raise errors.ReportflowError(f"cannot reach the database at {engine.url!r}: {exc.orig}") from exc
+    if revision == HEAD_REVISION:
+        return
+    if revision is not None and revision not in KNOWN_REVISIONS:
+        raise errors.SchemaMismatch(
+            f"database schema revision {revision} is unknown to this reportflow (knows up to {HEAD_REVISION}); "
+            "upgrade reportflow on this node")
+    if auto_migrate:
+        upgrade(engine)
+        return
+    raise errors.SchemaMismatch(
+        f"database schema is at {revision or 'nothing'}, this reportflow needs {HEAD_REVISION}: "
+        "run `reportflow db upgrade`")

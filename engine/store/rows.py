@@ -1,0 +1,97 @@
+"""Conversions between table rows and the engine's frozen models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.engine import RowMapping
+
+from engine.models import (
+    ArtifactRecord, AttemptOutcome, AttemptRecord, AttemptTrigger, DstFold, DstGap, Misfire, Overlap,
+    ReportOn, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec, StepRecord, StepStatus,
+)
+
+_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter")
+_ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold}
+
+
+def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
+    """A schedule's definition as JSON (durations in seconds); ``enabled`` is state, not definition."""
+    out: dict[str, Any] = {}
+    for name in ScheduleSpec.__dataclass_fields__:
+        if name == "enabled":
+            continue
+        value = getattr(spec, name)
+        if name in _DURATIONS:
+            value = int(value.total_seconds())
+        elif name in _ENUMS:
+            value = value.value
+        out[name] = value
+    return out
+
+
+def definition_hash(definition: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
+
+
+def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleSpec:
+    values: dict[str, Any] = dict(definition)
+    for name in _DURATIONS:
+        values[name] = timedelta(seconds=values[name])
+    for name, enum in _ENUMS.items():
+        values[name] = enum(values[name])
+    return ScheduleSpec(**values, enabled=enabled)
+
+
+def schedule_from_row(row: RowMapping) -> Schedule:
+    return Schedule(
+        id=row["id"], spec=spec_from_definition(row["definition"], row["enabled"]), version=row["version"],
+        enabled=row["enabled"], archived=row["archived"], next_run_at=row["next_run_at"],
+        disabled_reason=row["disabled_reason"], disabled_by_cli=row["disabled_by_cli"],
+        disabled_at=row["disabled_at"], created_at=row["created_at"], updated_at=row["updated_at"],
+    )
+
+
+def step_from_row(row: RowMapping) -> StepRecord:
+    return StepRecord(
+        run_id=row["run_id"], position=row["position"], name=row["name"], status=StepStatus(row["status"]),
+        attempts=row["attempts"], output=row["output"], started_at=row["started_at"],
+        finished_at=row["finished_at"], error_code=row["error_code"], error_message=row["error_message"],
+    )
+
+
+def attempt_from_row(row: RowMapping) -> AttemptRecord:
+    return AttemptRecord(
+        run_id=row["run_id"], number=row["number"], trigger=AttemptTrigger(row["trigger"]),
+        from_step=row["from_step"], outcome=AttemptOutcome(row["outcome"]), worker_id=row["worker_id"],
+        started_at=row["started_at"], finished_at=row["finished_at"], error_code=row["error_code"],
+        error_message=row["error_message"],
+    )
+
+
+def artifact_from_row(row: RowMapping) -> ArtifactRecord:
+    return ArtifactRecord(run_id=row["run_id"], kind=row["kind"], location=row["location"],
+                          sha256=row["sha256"], external_id=row["external_id"], created_at=row["created_at"])
+
+
+def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tuple[StepRecord, ...] = (),
+                 attempts: tuple[AttemptRecord, ...] = (), artifacts: tuple[ArtifactRecord, ...] = ()) -> Run:
+    trigger = row["next_attempt_trigger"]
+    return Run(
+        id=row["id"], schedule_id=row["schedule_id"],
+        schedule_name=schedule_name if schedule_name is not None else row.get("schedule_name"),
+        workflow=row["workflow"], project=row["project"], trigger=RunTrigger(row["trigger_type"]),
+        scheduled_for=row["scheduled_for"], business_key=row["business_key"],
+        idempotency_key=row["idempotency_key"], revision=row["revision"], status=RunStatus(row["status"]),
+        priority=row["priority"], not_before=row["not_before"], pinned=row["pinned"] or {},
+        attempt_count=row["attempt_count"], max_attempts=row["max_attempts"],
+        next_attempt_trigger=AttemptTrigger(trigger) if trigger else None, resume_step=row["resume_step"],
+        reason=row["reason"], lease_owner=row["lease_owner"], lease_until=row["lease_until"],
+        fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
+        created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],
+        completed_at=row["completed_at"], error_code=row["error_code"], error_message=row["error_message"],
+        steps=steps, attempts=attempts, artifacts=artifacts,
+    )

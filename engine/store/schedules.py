@@ -1,0 +1,107 @@
+"""Schedule rows and the audit trail. Functions take a Connection inside a transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, insert, select, update
+from sqlalchemy.engine import Connection
+
+from engine import errors
+from engine.models import AuditEvent, Schedule, ScheduleSpec
+from engine.store import rows
+from engine.store.tables import audit_events, schedules
+
+
+def get_schedule(conn: Connection, name: str) -> Schedule:
+    row = conn.execute(select(schedules).where(schedules.c.name == name)).mappings().first()
+    if row is None:
+        raise errors.NotFound(f"no schedule named '{name}' (see `reportflow schedules list`)")
+    return rows.schedule_from_row(row)
+
+
+def get_schedule_by_id(conn: Connection, schedule_id: int) -> Schedule:
+    row = conn.execute(select(schedules).where(schedules.c.id == schedule_id)).mappings().one()
+    return rows.schedule_from_row(row)
+
+
+def list_schedules(conn: Connection, *, include_archived: bool = False) -> list[Schedule]:
+    query = select(schedules).order_by(schedules.c.name)
+    if not include_archived:
+        query = query.where(schedules.c.archived.is_(False))
+    return [rows.schedule_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def list_due(conn: Connection, now: datetime) -> list[Schedule]:
+    """Enabled, live schedules whose ``next_run_at <= now`` (one query on the partial index)."""
+    query = (select(schedules)
+             .where(schedules.c.enabled.is_(True), schedules.c.archived.is_(False), schedules.c.next_run_at <= now)
+             .order_by(schedules.c.next_run_at, schedules.c.id))
+    return [rows.schedule_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def insert_schedule(conn: Connection, spec: ScheduleSpec, *, next_run_at: datetime | None, now: datetime) -> int:
+    definition = rows.definition_of(spec)
+    result = conn.execute(insert(schedules).values(
+        name=spec.name, workflow=spec.workflow, project=spec.project, definition=definition,
+        definition_hash=rows.definition_hash(definition), version=1, enabled=spec.enabled, archived=False,
+        disabled_by_cli=False, disabled_at=None if spec.enabled else now, next_run_at=next_run_at,
+        created_at=now, updated_at=now,
+    ))
+    return int(result.inserted_primary_key[0])
+
+
+def update_schedule(conn: Connection, schedule: Schedule, *, now: datetime, spec: ScheduleSpec | None = None,
+                    **state: Any) -> Schedule:
+    """Write a new version of ``schedule`` if its version is still the one read (optimistic lock).
+
+    Raises StaleVersion when another writer got there first; nothing changes then.
+    """
+    values: dict[str, Any] = dict(state)
+    if spec is not None:
+        definition = rows.definition_of(spec)
+        values.update(definition=definition, definition_hash=rows.definition_hash(definition),
+                      workflow=spec.workflow, project=spec.project)
+    values.update(version=schedule.version + 1, updated_at=now)
+    result = conn.execute(update(schedules)
+                          .where(and_(schedules.c.id == schedule.id, schedules.c.version == schedule.version))
+                          .values(**values))
+    if result.rowcount != 1:
+        raise errors.StaleVersion(
+            f"schedule '{schedule.name}' changed since version {schedule.version} was read; reload and retry")
+    return get_schedule_by_id(conn, schedule.id)
+
+
+def advance_next_run_at(conn: Connection, schedule_id: int, expected: datetime, new: datetime) -> bool:
+    """Compare-and-set ``next_run_at``; False means another scheduler already handled this tick."""
+    result = conn.execute(update(schedules)
+                          .where(schedules.c.id == schedule_id, schedules.c.next_run_at == expected)
+                          .values(next_run_at=new))
+    return result.rowcount == 1
+
+
+def record_audit(conn: Connection, *, at: datetime, actor: str, action: str, schedule_id: int | None = None,
+                 run_id: int | None = None, before: dict[str, Any] | None = None,
+                 after: dict[str, Any] | None = None, reason: str | None = None, version: int | None = None) -> None:
+    conn.execute(insert(audit_events).values(
+        at=at, actor=actor, action=action, schedule_id=schedule_id, run_id=run_id,
+        before=before, after=after, reason=reason, version=version))
+
+
+def record_audits(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
+    if events:
+        conn.execute(insert(audit_events), list(events))
+
+
+def list_audit(conn: Connection, *, schedule_id: int | None = None, run_id: int | None = None,
+               action: str | None = None) -> list[AuditEvent]:
+    query = select(audit_events).order_by(audit_events.c.id)
+    if schedule_id is not None:
+        query = query.where(audit_events.c.schedule_id == schedule_id)
+    if run_id is not None:
+        query = query.where(audit_events.c.run_id == run_id)
+    if action is not None:
+        query = query.where(audit_events.c.action == action)
+    return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]

@@ -1,0 +1,167 @@
+"""SQLAlchemy Core table definitions: the schema the migrations build.
+
+Statuses are text with CHECK constraints (a new state is not a migration of a
+PostgreSQL ENUM). Instants are aware UTC. The constraints that make the
+scheduler exactly-once live here: the partial unique index on
+``(schedule_id, scheduled_for, trigger_type) WHERE revision = 1`` and the unique
+``idempotency_key``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON, BigInteger, Boolean, CheckConstraint, Column, ForeignKey, Index, Integer, MetaData,
+    String, Table, Text, UniqueConstraint, text,
+)
+
+from engine.models import RunStatus, RunTrigger, StepStatus
+from engine.store.types import UTCDateTime
+
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+})
+
+# SQLite needs INTEGER (not BIGINT) for an autoincrementing rowid primary key.
+Id = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _in(column: str, values: list[str]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+schedules = Table(
+    "schedules", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("workflow", String(100), nullable=False),
+    Column("project", String(64), nullable=False),
+    Column("definition", JSON, nullable=False),
+    Column("definition_hash", String(64), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("archived", Boolean, nullable=False, server_default=text("false")),
+    Column("disabled_by_cli", Boolean, nullable=False, server_default=text("false")),
+    Column("disabled_reason", Text),
+    Column("disabled_at", UTCDateTime),
+    Column("next_run_at", UTCDateTime),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Index("ix_schedules_due", "next_run_at", sqlite_where=text("enabled AND NOT archived"),
+          postgresql_where=text("enabled AND NOT archived")),
+    Index("uq_schedules_live_workflow_project", "workflow", "project", unique=True,
+          sqlite_where=text("NOT archived"), postgresql_where=text("NOT archived")),
+)
+
+runs = Table(
+    "runs", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("schedule_id", Id, ForeignKey("schedules.id")),
+    Column("workflow", String(100), nullable=False),
+    Column("project", String(64), nullable=False),
+    Column("trigger_type", String(16), nullable=False),
+    Column("scheduled_for", UTCDateTime, nullable=False),
+    Column("business_key", String(64), nullable=False),
+    Column("base_key", String(255), nullable=False),
+    Column("idempotency_key", String(255), nullable=False, unique=True),
+    Column("revision", Integer, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("reason", String(32)),
+    Column("priority", Integer, nullable=False),
+    Column("not_before", UTCDateTime),
+    Column("pinned", JSON, nullable=False),
+    Column("attempt_count", Integer, nullable=False, server_default=text("0")),
+    Column("max_attempts", Integer, nullable=False),
+    Column("next_attempt_trigger", String(16)),
+    Column("resume_step", String(64)),
+    Column("lease_owner", String(255)),
+    Column("lease_until", UTCDateTime),
+    Column("fence", BigInteger, nullable=False, server_default=text("0")),
+    Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
+    Column("max_runtime_s", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("claimed_at", UTCDateTime),
+    Column("started_at", UTCDateTime),
+    Column("completed_at", UTCDateTime),
+    Column("error_code", String(64)),
+    Column("error_message", Text),
+    CheckConstraint(_in("status", [s.value for s in RunStatus]), name="status"),
+    CheckConstraint(_in("trigger_type", [t.value for t in RunTrigger]), name="trigger_type"),
+    CheckConstraint("revision >= 1", name="revision"),
+    Index("ix_runs_claimable", "status", "not_before", "priority"),
+    Index("ix_runs_schedule_status", "schedule_id", "status"),
+    Index("ix_runs_base_key_status", "base_key", "status"),
+    Index("uq_runs_slot", "schedule_id", "scheduled_for", "trigger_type", unique=True,
+          sqlite_where=text("revision = 1"), postgresql_where=text("revision = 1")),
+)
+
+steps = Table(
+    "steps", metadata,
+    Column("run_id", Id, ForeignKey("runs.id"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("output", JSON),
+    Column("started_at", UTCDateTime),
+    Column("finished_at", UTCDateTime),
+    Column("error_code", String(64)),
+    Column("error_message", Text),
+    CheckConstraint(_in("status", [s.value for s in StepStatus]), name="status"),
+)
+
+attempts = Table(
+    "attempts", metadata,
+    Column("run_id", Id, ForeignKey("runs.id"), primary_key=True),
+    Column("number", Integer, primary_key=True),
+    Column("trigger", String(16), nullable=False),
+    Column("from_step", String(64)),
+    Column("outcome", String(20), nullable=False),
+    Column("worker_id", String(255)),
+    Column("fence", BigInteger),
+    Column("started_at", UTCDateTime),
+    Column("finished_at", UTCDateTime),
+    Column("error_code", String(64)),
+    Column("error_message", Text),
+)
+
+artifacts = Table(
+    "artifacts", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("run_id", Id, ForeignKey("runs.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("location", Text, nullable=False),
+    Column("sha256", String(64)),
+    Column("external_id", String(255)),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("run_id", "kind", "location"),
+)
+
+audit_events = Table(
+    "audit_events", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("actor", String(255), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("schedule_id", Id, ForeignKey("schedules.id")),
+    Column("run_id", Id, ForeignKey("runs.id")),
+    Column("before", JSON),
+    Column("after", JSON),
+    Column("reason", Text),
+    Column("version", Integer),
+    Index("ix_audit_events_schedule_action", "schedule_id", "action"),
+)
+
+instances = Table(
+    "instances", metadata,
+    Column("id", String(255), primary_key=True),
+    Column("role", String(32), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("projects", JSON),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("last_seen_at", UTCDateTime, nullable=False),
+)

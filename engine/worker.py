@@ -1,0 +1,310 @@
+"""The worker: claim one run, execute its steps through checkpoints, release it with an outcome.
+
+One commit per step boundary: a step's SUCCESS, output, pins and artifacts go
+together with the next step's start and the lease extension. Every write is
+conditioned on the claim's fencing token, and ``ctx.check_fence()`` re-checks
+it right before each external effect, so a worker that lost its lease can
+neither complete a step nor a run that another worker now owns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine import errors, policies
+from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
+from engine.runtime import Runtime
+from engine.store import runs as run_rows
+from engine.store.runs import Claim
+from engine.workflow import StepContext, StepResult, WorkflowDef
+
+log = logging.getLogger(__name__)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    key: str
+    status: RunStatus
+    error_code: str | None = None
+
+
+class _Lease:
+    """The claim as this process holds it: the heartbeat and the step thread share it."""
+
+    def __init__(self, rt: Runtime, claim: Claim, lease: timedelta) -> None:
+        self.rt = rt
+        self.run_id = claim.run.id
+        self.fence = claim.fence
+        self.lease = lease
+        self.lost = threading.Event()
+        self.stop = threading.Event()
+        self.max_hold = 2 * timedelta(seconds=claim.run.max_runtime_s)
+
+    def check(self) -> None:
+        """Raise LeaseLost unless this worker still holds the run (read from the database)."""
+        if self.lost.is_set():
+            raise errors.LeaseLost(self.run_id, self.fence)
+        with self.rt.store.read() as conn:
+            run_rows.check_fence(conn, self.run_id, self.fence)
+
+    def heartbeat(self) -> None:
+        """Extend the lease every quarter of it; stop at 2x max_runtime or when told."""
+        clock = self.rt.clock
+        started = clock.monotonic()
+        interval = self.lease.total_seconds() / 4
+        while not clock.sleep(interval, self.stop):
+            if clock.monotonic() - started > self.max_hold.total_seconds():
+                log.warning("heartbeat_stopped run=%s reason=max_runtime", self.run_id)
+                return
+            try:
+                with self.rt.store.write() as conn:
+                    run_rows.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+            except errors.LeaseLost:
+                log.warning("lease_lost run=%s token=%s", self.run_id, self.fence)
+                self.lost.set()
+                return
+            except Exception:  # a transient database error: the next beat tries again
+                log.exception("heartbeat_failed run=%s", self.run_id)
+
+
+class Worker:
+    """Claims and executes runs. ``run_one`` is one claim; ``work`` is the loop."""
+
+    def __init__(self, rt: Runtime, worker_id: str | None = None, *, stop: threading.Event | None = None) -> None:
+        self.rt = rt
+        # Set by SIGTERM: the current step finishes, then the run is handed back (lease released).
+        self.stop = stop or threading.Event()
+        self.worker_id = worker_id or default_worker_id()
+        self.lease = rt.config.worker.lease
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
+        self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
+        self.projects = self._served_projects()
+
+    def _served_projects(self) -> list[str] | None:
+        """Projects whose repositories this node can open (SPEC §13); None means no restriction."""
+        if not self.rt.config.schedules:
+            return None
+        served = []
+        for spec in self.rt.config.schedules:
+            workflow = self.rt.registry.get(spec.workflow)
+            if workflow is not None and workflow.can_serve(self.rt.settings(workflow.name), spec.project):
+                served.append(spec.project)
+        return sorted(set(served))
+
+    def run_one(self) -> RunOutcome | None:
+        """Claim the best claimable run and execute it; None when nothing is claimable now."""
+        now = self.rt.clock.now()
+        with self.rt.store.write() as conn:
+            claim = run_rows.acquire_run(
+                conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
+                steps_by_workflow=self.steps_by_workflow, projects=self.projects,
+                backfill_limit=self.rt.config.worker.backfill_concurrency)
+        if claim is None:
+            return None
+        log.info("run_claimed run=%s key=%s attempt=%s token=%s worker=%s", claim.run.id,
+                 claim.run.idempotency_key, claim.attempt, claim.fence, self.worker_id)
+        return self._execute(claim)
+
+    def _execute(self, claim: Claim) -> RunOutcome:
+        run = claim.run
+        workflow = self.rt.workflow(run.workflow)
+        lease = _Lease(self.rt, claim, self.lease)
+        payload = run.pinned.get("payload_version")
+        if payload != workflow.payload_version or tuple(s.name for s in run.steps) != workflow.step_names():
+            error = errors.StepError("PAYLOAD_VERSION_UNSUPPORTED",
+                                     f"run {run.id} has payload version {payload} and steps "
+                                     f"{[s.name for s in run.steps]}; this worker runs {workflow.name} "
+                                     f"v{workflow.payload_version} {list(workflow.step_names())}", retryable=False)
+            return self._fail(claim, workflow, lease, min(claim.start_position, len(run.steps) - 1), error)
+        beat = threading.Thread(target=lease.heartbeat, name=f"heartbeat-{run.id}", daemon=True)
+        beat.start()
+        try:
+            return self._steps(claim, workflow, lease)
+        finally:
+            lease.stop.set()
+
+    def _steps(self, claim: Claim, workflow: WorkflowDef, lease: _Lease) -> RunOutcome:
+        run = claim.run
+        outputs: dict[str, Any] = {s.name: s.output or {} for s in run.steps if s.status is StepStatus.SUCCESS}
+        pinned = dict(run.pinned)
+        position = claim.start_position
+        while position < len(workflow.steps):
+            step = workflow.steps[position]
+            ctx = self._context(claim, workflow, pinned, outputs, lease, position)
+            log.info("step_started run=%s key=%s step=%s", run.id, run.idempotency_key, step.name)
+            try:
+                result = self._call(step.run, ctx, step.timeout_s, lease)
+            except errors.LeaseLost:
+                log.warning("lease_lost run=%s key=%s step=%s: writing nothing", run.id, run.idempotency_key,
+                            step.name)
+                return RunOutcome(run.id, run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
+            except errors.StepError as exc:
+                return self._fail(claim, workflow, lease, position, exc)
+            except Exception as exc:  # a bug in a step: retried within the budget, then FAILED
+                log.exception("step_crashed run=%s step=%s", run.id, step.name)
+                error = errors.StepError("STEP_CRASHED", f"{type(exc).__name__}: {exc}", retryable=True)
+                return self._fail(claim, workflow, lease, position, error)
+            new_pins = {k: v for k, v in result.pins.items() if k not in pinned}
+            pinned.update(new_pins)
+            outputs[step.name] = result.output
+            outcome = self._checkpoint(claim, workflow, position, result, pinned if new_pins else None)
+            if outcome is not None:
+                return outcome
+            position += 1
+        return self._finish(claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS)  # nothing left to run
+
+    def _context(self, claim: Claim, workflow: WorkflowDef, pinned: dict[str, Any], outputs: dict[str, Any],
+                 lease: _Lease, position: int) -> StepContext:
+        run = claim.run
+        period_start = pinned.get("window_start") or run.scheduled_for.isoformat()
+        period_end = pinned.get("window_end") or run.scheduled_for.isoformat()
+        from engine.clock import parse_instant
+
+        return StepContext(
+            run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
+            business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,
+            period_start_at=parse_instant(period_start), period_end_at=parse_instant(period_end),
+            timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
+            outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
+            exclusive=self.rt.store.exclusive,
+            previous_output=run.steps[position].output if position < len(run.steps) else None)
+
+    def _call(self, fn: Any, ctx: StepContext, timeout_s: float, lease: _Lease) -> StepResult:
+        future = self._executor.submit(fn, ctx)
+        try:
+            result = future.result(timeout=timeout_s)
+        except FutureTimeout:
+            # The thread cannot be killed: revoke its token locally so it can make no external effect.
+            lease.lost.set()
+            self._executor.shutdown(wait=False)
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
+            raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s") from None
+        if not isinstance(result, StepResult):
+            raise TypeError(f"step returned {type(result).__name__}, not StepResult")
+        return result
+
+    def _checkpoint(self, claim: Claim, workflow: WorkflowDef, position: int, result: StepResult,
+                    pinned: dict[str, Any] | None) -> RunOutcome | None:
+        """Commit a step boundary; returns the run's outcome when the run ends here."""
+        run = claim.run
+        now = self.rt.clock.now()
+        last = position == len(workflow.steps) - 1
+        with self.rt.store.write() as conn:
+            cancel = run_rows.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
+            run_rows.record_step_end(conn, run.id, position, status=result.status, now=now, output=result.output)
+            run_rows.record_artifacts(conn, run.id, result.artifacts, now)
+            log.info("step_finished run=%s key=%s step=%s status=%s", run.id, run.idempotency_key,
+                     workflow.steps[position].name, result.status.value)
+            if result.skip_remaining and not last:
+                run_rows.skip_steps_from(conn, run.id, position + 1, result.skip_remaining, now)
+                return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
+            if last:
+                return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
+            if cancel:
+                return self._release(conn, claim, RunStatus.CANCELLED, AttemptOutcome.CANCELLED, now,
+                                     error_code="CANCELLED", error_message="cancelled by an operator")
+            if self.stop.is_set():
+                return self._hand_back(conn, claim, position + 1, now)
+            run_rows.start_step(conn, run.id, position + 1, now)
+        return None
+
+    def _release(self, conn: Any, claim: Claim, status: RunStatus, outcome: AttemptOutcome, now: datetime, *,
+                 error_code: str | None = None, error_message: str | None = None,
+                 not_before: datetime | None = None) -> RunOutcome:
+        run = claim.run
+        trigger = AttemptTrigger.AUTO if status is RunStatus.RETRY_PENDING else None
+        run_rows.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
+                             error_message=error_message, next_attempt_trigger=trigger)
+        run_rows.finish_attempt(conn, run.id, claim.attempt, outcome, now, error_code, error_message)
+        if status is not RunStatus.RETRY_PENDING:
+            promoted = run_rows.promote_pending(conn, run.schedule_id, now)
+            if promoted is not None:
+                log.info("run_promoted run=%s after=%s", promoted, run.id)
+        log.info("run_finished run=%s key=%s status=%s attempt=%s%s", run.id, run.idempotency_key, status.value,
+                 claim.attempt, f" error={error_code}" if error_code else "")
+        return RunOutcome(run.id, run.idempotency_key, status, error_code)
+
+    def _hand_back(self, conn: Any, claim: Claim, next_position: int, now: datetime) -> RunOutcome:
+        """Shutdown at a step boundary: the run is QUEUED again and resumes at the next step.
+
+        The interrupted attempt does not consume the run's retry budget.
+        """
+        run = claim.run
+        run_rows.release_run(conn, run.id, claim.fence, RunStatus.QUEUED, now,
+                             next_attempt_trigger=AttemptTrigger.RECOVERY)
+        run_rows.add_attempt_budget(conn, run.id, 1)
+        run_rows.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
+        log.info("run_released run=%s key=%s next_step=%s", run.id, run.idempotency_key, next_position)
+        return RunOutcome(run.id, run.idempotency_key, RunStatus.QUEUED)
+
+    def _finish(self, claim: Claim, status: RunStatus, outcome: AttemptOutcome) -> RunOutcome:
+        now = self.rt.clock.now()
+        with self.rt.store.write() as conn:
+            run_rows.hold_run(conn, claim.run.id, claim.fence, lease_until=now + self.lease)
+            return self._release(conn, claim, status, outcome, now)
+
+    def _fail(self, claim: Claim, workflow: WorkflowDef, lease: _Lease, position: int,
+              error: errors.StepError) -> RunOutcome:
+        run = claim.run
+        now = self.rt.clock.now()
+        budget = self.rt.config.worker.max_attempts
+        used = claim.attempt - max(0, run.max_attempts - budget)
+        retry_after = timedelta(seconds=error.retry_after_s) if error.retry_after_s else None
+        decision = policies.decide_retry(attempts_used=used, max_attempts=min(budget, run.max_attempts),
+                                         backoff=self.rt.config.worker.retry_backoff, now=now,
+                                         retryable=error.retryable, retry_after=retry_after)
+        step = workflow.steps[position] if position < len(workflow.steps) else None
+        with self.rt.store.write() as conn:
+            run_rows.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
+            run_rows.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
+                                     error_code=error.code, error_message=error.message)
+            log.warning("step_failed run=%s key=%s step=%s error=%s retryable=%s: %s", run.id,
+                        run.idempotency_key, step.name if step else "?", error.code, error.retryable, error.message)
+            if decision.retry:
+                return self._release(conn, claim, RunStatus.RETRY_PENDING, AttemptOutcome.RETRY, now,
+                                     error_code=error.code, error_message=error.message,
+                                     not_before=decision.not_before)
+            # Steps run in order, so every step before an optional one that fails has succeeded.
+            partial = step is not None and step.optional and position > 0
+            status = RunStatus.PARTIAL_SUCCESS if partial else RunStatus.FAILED
+            outcome = AttemptOutcome.PARTIAL_SUCCESS if partial else AttemptOutcome.FAILED
+            return self._release(conn, claim, status, outcome, now, error_code=error.code,
+                                 error_message=error.message)
+
+    def work(self, *, until_idle: bool = False, max_runs: int | None = None,
+             stop: threading.Event | None = None) -> list[RunOutcome]:
+        """Claim and execute runs until stopped, idle (``until_idle``) or ``max_runs`` are done.
+
+        First takes back the runs this worker id still holds (a restarted worker
+        resumes its own interrupted runs at once, without waiting for the lease).
+        """
+        from engine import reconciler
+
+        stop = stop or self.stop
+        reconciler.reclaim_own(self.rt, self.worker_id)
+        done: list[RunOutcome] = []
+        while not stop.is_set() and (max_runs is None or len(done) < max_runs):
+            outcome = self.run_one()
+            if outcome is not None:
+                done.append(outcome)
+                continue
+            if until_idle:
+                break
+            self.rt.clock.sleep(self.rt.config.worker.poll_interval.total_seconds(), stop)
+        return done
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False)

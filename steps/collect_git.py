@@ -1,0 +1,236 @@
+"""COLLECT_GIT: the commits of a business window, read from a local repository.
+
+Contract (SPEC §6, §11, §13):
+
+- Heads: pinned SHAs are used exactly as given (when one is missing locally
+  the remote is fetched once, else ``GIT_COMMIT_NOT_FOUND``, retryable so
+  another node can take the run); without pins every branch is resolved now.
+- Commits: reachable from the heads, **author date** in ``[window_start,
+  window_end)``, merges excluded unless asked (a merge carries no files: its
+  changes are counted on the commits it brings in), optional author filter on
+  the ``.mailmap``-resolved name or email (case-insensitive, exact), each with
+  its files and line counts. Sorted by author date, then SHA; one entry per SHA
+  however many heads reach it.
+- Cost: git bounds the walk by committer date ≥ ``window_start - slack`` (the
+  slack absorbs committer clocks behind author clocks), so older history is
+  never read. When the window is near the heads (the daily case) one ``git
+  log --numstat`` does everything; when many newer commits lie above it, a
+  cheap pass lists author dates and only the window's commits are diffed
+  (see ``steps.git_log``).
+
+Errors: ``GIT_REPO_NOT_FOUND`` (no repository at the path, or git cannot read
+it), ``CONFIG_INVALID`` (a configured branch that names no commit, a bad
+window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import git
+from pydantic import BaseModel
+
+from engine import errors
+from steps import git_log
+from steps.git_log import CommitInfo, FileChange, GitFailure
+
+__all__ = ["CollectOutput", "CommitInfo", "FileChange", "collect"]
+
+#: How far before the window the walk reaches, by committer date.
+DEFAULT_SLACK = timedelta(hours=1)
+#: Commits newer than the window that the single pass may diff before switching strategy.
+ABORT_AFTER = 32
+FETCH_TIMEOUT_S = 120.0
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+# git's DWIM order for a short name; tags are left to git, which peels annotated ones.
+_DWIM = ("{}", "refs/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+
+
+class CollectOutput(BaseModel):
+    """COLLECT_GIT's persisted output; ``heads`` is what the run pins."""
+
+    heads: dict[str, str]
+    head_sha: str
+    commits: list[CommitInfo]
+    window_start: str
+    window_end: str
+
+
+def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
+            *, pinned_heads: dict[str, str] | None = None, authors: Sequence[str] = (),
+            include_merges: bool = False, slack: timedelta = DEFAULT_SLACK,
+            abort_after: int = ABORT_AFTER) -> CollectOutput:
+    """Collect the window's commits from ``repo_path`` (see the module contract).
+
+    ``window_start``/``window_end`` must be timezone-aware. ``pinned_heads``
+    (``{ref: sha}``) replaces branch resolution entirely; ``head_sha`` is the
+    head of ``branches[0]`` when present, else the first head.
+    """
+    start, end = _check_window(window_start, window_end)
+    with _open_repo(repo_path) as repo:
+        repo_dir = Path(repo.working_tree_dir or repo.git_dir)
+        pinned = bool(pinned_heads)
+        if pinned_heads:
+            heads = _check_pinned(pinned_heads)
+        else:
+            heads = _resolve_branches(repo, repo_dir, branches)
+    first = branches[0] if branches and branches[0] in heads else next(iter(heads))
+    wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
+    tips = list(dict.fromkeys(heads.values()))
+    try:
+        commits = _commits(repo_dir, tips, start, end, wanted, include_merges, slack, abort_after)
+    except GitFailure as exc:
+        if not (pinned and exc.missing_object):
+            raise _unreadable(repo_dir, exc) from exc
+        _fetch_missing(repo_dir, heads)
+        try:
+            commits = _commits(repo_dir, tips, start, end, wanted, include_merges, slack,
+                               abort_after)
+        except GitFailure as again:
+            raise _unreadable(repo_dir, again) from again
+    return CollectOutput(heads=heads, head_sha=heads[first], commits=commits,
+                         window_start=_iso(start), window_end=_iso(end))
+
+
+def _commits(repo_dir: Path, tips: list[str], start: datetime, end: datetime,
+             wanted: frozenset[str], include_merges: bool, slack: timedelta,
+             abort_after: int) -> list[CommitInfo]:
+    """The window's commits, sorted; raises ``GitFailure``."""
+    lo, hi = start.timestamp(), end.timestamp()
+    since = start - slack
+    found = git_log.window_log(repo_dir, tips, since, int(hi), include_merges=include_merges,
+                               abort_after=abort_after)
+    if found is None:
+        walked = git_log.walk(repo_dir, tips, since, include_merges=include_merges,
+                              with_idents=bool(wanted))
+        chosen = sorted(sha for at, sha, ident in walked
+                        if lo <= at < hi and (not wanted or wanted & ident))
+        found = git_log.details(repo_dir, chosen) if chosen else []
+        if len(found) != len(chosen):
+            raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
+    kept = [(at, c) for at, c in found if lo <= at < hi
+            and (not wanted or wanted & {c.author_name.casefold(), c.author_email.casefold()})]
+    kept.sort(key=lambda pair: (pair[0], pair[1].sha))
+    return [c for _, c in kept]
+
+
+def _check_window(window_start: datetime, window_end: datetime) -> tuple[datetime, datetime]:
+    if window_start.tzinfo is None or window_end.tzinfo is None:
+        raise errors.step_error("CONFIG_INVALID", "collect window must be timezone-aware")
+    if window_end <= window_start:
+        raise errors.step_error("CONFIG_INVALID",
+                                f"collect window is empty: {window_start} >= {window_end}")
+    return window_start.astimezone(timezone.utc), window_end.astimezone(timezone.utc)
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _open_repo(repo_path: Path) -> git.Repo:
+    """The repository at ``repo_path`` (caller closes it); GIT_REPO_NOT_FOUND otherwise."""
+    try:
+        return git.Repo(repo_path)
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError, OSError) as exc:
+        raise errors.step_error(
+            "GIT_REPO_NOT_FOUND", f"no git repository at {repo_path} ({type(exc).__name__})"
+        ) from exc
+
+
+def _unreadable(repo_dir: Path, exc: GitFailure) -> errors.StepError:
+    return errors.step_error("GIT_REPO_NOT_FOUND", f"cannot read git repository {repo_dir}: {exc}")
+
+
+def _lookup(repo_dir: Path, exprs: Sequence[str]) -> dict[str, str | None]:
+    """Resolve revisions to commit SHAs in one ``git cat-file`` call (None: no such commit)."""
+    request = "".join(f"{e}^{{commit}}\n" for e in exprs).encode()
+    try:
+        out = git_log.run(repo_dir, ["cat-file", "--batch-check=%(objectname)"], stdin=request)
+    except GitFailure as exc:
+        raise _unreadable(repo_dir, exc) from exc
+    answers = out.decode("utf-8", "replace").splitlines()
+    return {e: (a if _SHA.match(a) else None) for e, a in zip(exprs, answers, strict=True)}
+
+
+def _read_ref(repo: git.Repo, name: str) -> str | None:
+    """A branch's SHA read straight from the ref store (no subprocess), or None.
+
+    Only names whose target git guarantees to be a commit (HEAD, branches,
+    remote-tracking branches) are answered here; tags and expressions such as
+    ``main~1`` are left to ``git cat-file``.
+    """
+    if "~" in name or "^" in name or ":" in name or "@" in name:
+        return None
+    for pattern in _DWIM:
+        if pattern == "{}" and not (name == "HEAD" or name.startswith("refs/heads/")
+                                    or name.startswith("refs/remotes/")):
+            continue
+        try:
+            sha = git.SymbolicReference.dereference_recursive(repo, pattern.format(name))
+        except (ValueError, OSError, git.GitError):
+            continue
+        return sha if _SHA.match(sha) else None
+    return None
+
+
+def _resolve_branches(repo: git.Repo, repo_dir: Path, branches: Sequence[str]) -> dict[str, str]:
+    """Resolve each configured branch now; an unknown one is a config problem (permanent)."""
+    if not branches:
+        raise errors.step_error("CONFIG_INVALID", "no branches configured for the project")
+    for branch in branches:
+        if not branch or branch.startswith("-") or any(c.isspace() for c in branch):
+            raise errors.step_error("CONFIG_INVALID", f"invalid branch name {branch!r}")
+    found: dict[str, str | None] = {b: _read_ref(repo, b) for b in branches}
+    rest = [b for b, sha in found.items() if sha is None]
+    if rest:
+        found.update(_lookup(repo_dir, rest))
+    missing = [b for b, sha in found.items() if sha is None]
+    if missing:
+        raise errors.step_error(
+            "CONFIG_INVALID",
+            f"repository {repo_dir} has no commit at branch {', '.join(map(repr, missing))} "
+            "(check projects[].branches)")
+    return {b: sha for b, sha in found.items() if sha is not None}
+
+
+def _check_pinned(pinned: dict[str, str]) -> dict[str, str]:
+    for ref, sha in pinned.items():
+        if not isinstance(sha, str) or not _SHA.match(sha):
+            raise errors.step_error("CONFIG_INVALID",
+                                    f"pinned head {ref!r} is not a full SHA: {sha!r}")
+    return dict(pinned)
+
+
+def _fetch_missing(repo_dir: Path, pinned: dict[str, str]) -> None:
+    """Fetch once when pinned SHAs are missing; GIT_COMMIT_NOT_FOUND if they still are."""
+    missing = [sha for sha, found in _lookup(repo_dir, list(pinned.values())).items() if not found]
+    if not missing:
+        return
+    note = _fetch(repo_dir)
+    still = {sha for sha, found in _lookup(repo_dir, missing).items() if not found}
+    if still:
+        refs = ", ".join(f"{ref}={sha[:12]}" for ref, sha in pinned.items() if sha in still)
+        raise errors.step_error("GIT_COMMIT_NOT_FOUND",
+                                f"pinned head(s) {refs} not found in {repo_dir} ({note})")
+
+
+def _fetch(repo_dir: Path) -> str:
+    """Fetch ``origin`` (every remote when there is no origin); say what happened."""
+    try:
+        remotes = git_log.run(repo_dir, ["remote"]).decode().split()
+    except GitFailure as exc:
+        return f"cannot list remotes: {exc}"
+    if not remotes:
+        return "no remote to fetch from"
+    targets = ["origin"] if "origin" in remotes else remotes
+    for remote in targets:
+        try:
+            git_log.run(repo_dir, ["fetch", "--quiet", "--no-tags", remote],
+                        timeout_s=FETCH_TIMEOUT_S)
+        except GitFailure as exc:
+            return f"fetch from {remote} failed: {exc}"
+    return f"fetched {', '.join(targets)}"

@@ -1,0 +1,247 @@
+"""Running ``git`` for COLLECT_GIT and parsing what it prints.
+
+Owns the commit models and the three git invocations the collector uses:
+
+- ``window_log``: one ``git log -z --numstat`` from the heads down to the
+  walk bound, read as a stream and abandoned (``None``) as soon as more than
+  ``abort_after`` commits newer than the window have gone by, because then
+  the window lies deep in history and diffing every newer commit would cost
+  more than listing them;
+- ``walk``: the cheap pass for that case, author time and SHA of every
+  walked commit, with no diffs (written to a temporary file: git flushes per
+  commit, and a pipe turns that into one wake-up per commit);
+- ``details``: ``git log --no-walk --numstat`` over exactly the chosen SHAs.
+
+Git runs with GitPython's git executable and options that make its output
+independent of the user's configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import git
+from pydantic import BaseModel
+
+
+class FileChange(BaseModel):
+    """One file of a commit. Binary files count 0 lines; renames keep ``old_path``."""
+
+    path: str
+    insertions: int
+    deletions: int
+    old_path: str | None = None
+    binary: bool = False
+
+
+class CommitInfo(BaseModel):
+    """A commit as reported: identity after ``.mailmap``, author date in UTC (``…Z``)."""
+
+    sha: str
+    author_name: str
+    author_email: str
+    authored_at: str
+    subject: str
+    body: str
+    files: list[FileChange]
+    insertions: int
+    deletions: int
+
+
+class GitFailure(Exception):
+    """A git command that failed; ``missing_object`` when it named an unknown object."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        text = stderr.strip()
+        super().__init__(f"git {' '.join(args[:1])} exited {returncode}: {text}")
+        self.missing_object = any(s in text for s in ("bad object", "unknown revision",
+                                                      "bad revision", "not a valid object"))
+
+
+_RS, _US = b"\x1e", b"\x1f"
+# Per commit: RS sha US committer-time US author-time US name US email US message US NUL.
+# The message goes last because it may contain anything but NUL.
+_FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
+_HEADER_TIMES = re.compile(rb"\x1e[0-9a-f]{40,64}\x1f([0-9]+)\x1f")
+_DIFF_OPTIONS = ("-z", "--numstat", "--find-renames", "--no-textconv", "--no-ext-diff",
+                 "--no-color")
+_CONFIG = ("-c", "log.showSignature=false", "-c", "core.quotePath=false",
+           "-c", "log.mailmap=true")
+_READ_SIZE = 1 << 16
+
+
+def _command(args: Sequence[str]) -> list[str]:
+    return [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *_CONFIG, *args]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch must fail, never wait for a password
+    return env
+
+
+def run(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
+        timeout_s: float | None = None) -> bytes:
+    """Run git in ``repo_dir`` and return its stdout; raise ``GitFailure``."""
+    try:
+        proc = subprocess.run(_command(args), cwd=repo_dir, input=stdin, capture_output=True,
+                              timeout=timeout_s, check=False, env=_env())
+    except subprocess.TimeoutExpired as exc:
+        raise GitFailure(args, -1, f"timed out after {timeout_s}s") from exc
+    except OSError as exc:
+        raise GitFailure(args, -1, str(exc)) from exc
+    if proc.returncode != 0:
+        raise GitFailure(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc.stdout
+
+
+def _since(since: datetime) -> str:
+    return f"--since={since.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} +0000"
+
+
+def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, end_ts: int, *,
+               include_merges: bool, abort_after: int) -> list[tuple[int, CommitInfo]] | None:
+    """All commits with committer date ≥ ``since``, diffed; ``None`` when abandoned.
+
+    Returns ``(author time, commit)`` pairs. Abandons (kills git, returns
+    ``None``) once more than ``abort_after`` commits with committer time ≥
+    ``end_ts`` have been printed.
+    """
+    args = ["log", _FORMAT, *_DIFF_OPTIONS, _since(since)]
+    if not include_merges:
+        args.append("--no-merges")
+    args += [*heads, "--"]
+    with tempfile.TemporaryFile() as err, subprocess.Popen(
+            _command(args), cwd=repo_dir, stdout=subprocess.PIPE, stderr=err,
+            env=_env()) as proc:
+        assert proc.stdout is not None
+        buf = bytearray()
+        scanned = newer = 0
+        while chunk := proc.stdout.read1(_READ_SIZE):
+            buf += chunk
+            last = scanned
+            for match in _HEADER_TIMES.finditer(buf, scanned):
+                last = match.end()
+                if int(match.group(1)) >= end_ts:
+                    newer += 1
+            scanned = max(last, len(buf) - 96)  # re-read a header cut by the chunk edge
+            if newer > abort_after:
+                proc.kill()
+                proc.wait()
+                return None
+        if proc.wait() != 0:
+            err.seek(0)
+            raise GitFailure(args, proc.returncode, err.read().decode("utf-8", "replace"))
+    return parse_log(bytes(buf))
+
+
+def walk(repo_dir: Path, heads: Sequence[str], since: datetime, *, include_merges: bool,
+         with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
+    """``(author time, sha, {name, email} casefolded or empty)`` of commits since ``since``.
+
+    No diffs: git stops descending at commits older than ``since``, so this
+    costs about as much as the walk of a plain ``git log --since``.
+    """
+    fmt = "--format=%at %H" + ("%x1f%aN%x1f%aE" if with_idents else "")
+    args = ["log", fmt, _since(since)]
+    if not include_merges:
+        args.append("--no-merges")
+    args += [*heads, "--"]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        code = subprocess.run(_command(args), cwd=repo_dir, stdout=out, stderr=err,
+                              check=False, env=_env()).returncode
+        if code != 0:
+            err.seek(0)
+            raise GitFailure(args, code, err.read().decode("utf-8", "replace"))
+        out.seek(0)
+        data = out.read()
+    rows: list[tuple[int, str, frozenset[str]]] = []
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        head, *idents = line.decode("utf-8", "replace").split("\x1f")
+        at, _, sha = head.partition(" ")
+        rows.append((int(at), sha, frozenset(i.strip().casefold() for i in idents)))
+    return rows
+
+
+def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, CommitInfo]]:
+    """``(author time, commit)`` for exactly ``shas``, in one ``git log --no-walk`` call."""
+    args = ["log", "--no-walk=unsorted", "--stdin", _FORMAT, *_DIFF_OPTIONS]
+    out = run(repo_dir, args, stdin="".join(f"{sha}\n" for sha in shas).encode())
+    return parse_log(out)
+
+
+def iso_utc(ts: int) -> str:
+    """A Unix time as ISO 8601 UTC ending in ``Z``."""
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_log(data: bytes) -> list[tuple[int, CommitInfo]]:
+    """Parse ``git log -z --numstat`` output printed with ``_FORMAT``.
+
+    After each header comes, if the commit has a diff, ``LF`` and numstat
+    records: ``ins TAB del TAB path NUL``, or for a rename ``ins TAB del TAB
+    NUL old NUL new NUL``; binary files show ``-`` counts (taken as 0). The
+    message cannot contain NUL, so the first ``US NUL`` ends the header.
+    Returns ``(author time, commit)`` in git's order.
+    """
+    commits: list[tuple[int, CommitInfo]] = []
+    pos, size = 0, len(data)
+    while True:
+        while pos < size and data[pos] in b"\n\x00":
+            pos += 1
+        if pos >= size:
+            return commits
+        if data[pos:pos + 1] != _RS:
+            raise ValueError(f"unexpected git log output at byte {pos}")
+        end = data.index(_US + b"\x00", pos)
+        header = data[pos + 1:end].decode("utf-8", "replace")
+        sha, _committed, authored, name, email, message = header.split("\x1f", 5)
+        pos = end + 2
+        files: list[FileChange] = []
+        if data[pos:pos + 1] == b"\n":
+            pos += 1
+            while pos < size and data[pos:pos + 1] != _RS:
+                change, pos = _numstat_record(data, pos)
+                files.append(change)
+        subject, body = split_message(message)
+        at = int(authored)
+        # model_construct: every field is already of its declared type.
+        commits.append((at, CommitInfo.model_construct(
+            sha=sha, author_name=name, author_email=email, authored_at=iso_utc(at),
+            subject=subject, body=body, files=files,
+            insertions=sum(f.insertions for f in files),
+            deletions=sum(f.deletions for f in files))))
+
+
+def _numstat_record(data: bytes, pos: int) -> tuple[FileChange, int]:
+    """One numstat record starting at ``pos``; returns it and the position after it."""
+    def token(at: int) -> tuple[str, int]:
+        stop = data.index(b"\x00", at)
+        return data[at:stop].decode("utf-8", "replace"), stop + 1
+
+    text, pos = token(pos)
+    ins, dele, path = text.split("\t", 2)
+    old: str | None = None
+    if path == "":
+        old, pos = token(pos)
+        path, pos = token(pos)
+    return FileChange.model_construct(
+        path=path, old_path=old, binary=ins == "-" or dele == "-",
+        insertions=0 if ins == "-" else int(ins),
+        deletions=0 if dele == "-" else int(dele)), pos
+
+
+def split_message(message: str) -> tuple[str, str]:
+    """Git's ``%s``/``%b`` split: the first paragraph (lines joined by spaces) and the rest."""
+    text = message.strip("\n")
+    first, _, rest = text.partition("\n\n")
+    subject = " ".join(line.strip() for line in first.splitlines() if line.strip())
+    return subject, rest.strip("\n").rstrip()

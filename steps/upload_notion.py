@@ -1,0 +1,427 @@
+"""UPLOAD_NOTION: one live Notion page per report key, through the official client.
+
+Contract (SPEC §6, §10.4, §12), against Notion API 2025-09-03 (a database
+holds data sources; pages live in a data source):
+
+- The data source is ``target.data_source_id``, else the first data source of
+  ``target.database_id``; a missing database is ``NOTION_NOT_FOUND``.
+- One live page per key: a stored page id that is trashed or gone is
+  forgotten; the data source is queried on its ``Report Key`` property; a
+  found page is updated (properties, and its content replaced); otherwise a
+  page is created and the key is queried again: twins made by a crash
+  elsewhere are resolved by keeping the oldest (created_time, then id) and
+  moving the others to the trash.
+- Every request is paced (``RateLimiter``, 3/s per process), fenced
+  (``check_fence()`` before each write) and classified: 429
+  ``NOTION_RATE_LIMITED``, 5xx/timeout/connection ``NOTION_UNAVAILABLE``,
+  401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (tenacity,
+  exponential backoff with jitter, Retry-After honoured) for at most
+  ``retry_wait_max_s`` of waiting in all; a longer Retry-After is raised with
+  ``retry_after_s`` so the engine can set the run's ``not_before``.
+- A write whose outcome is unknown (timeout, 5xx, dropped connection on a
+  create or an append) is never repeated blindly: the whole lookup-then-write
+  sequence runs again, so it finds what the lost request did.
+- No message ever contains the token.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+import notion_client
+from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
+from pydantic import BaseModel
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential_jitter
+
+from engine import errors
+from engine.clock import SystemClock
+from steps import notion_blocks
+
+REPORT_KEY_PROPERTY = "Report Key"
+DEFAULT_TITLE_PROPERTY = "Name"
+_MAX_ATTEMPTS = 10
+_backoff = wait_exponential_jitter(initial=0.5, max=8.0, exp_base=2, jitter=0.5)
+
+Page = dict[str, Any]
+
+
+class NotionTarget(BaseModel):
+    """Where pages go: a data source, or a database whose first data source is used."""
+
+    database_id: str = ""
+    data_source_id: str = ""
+
+
+class UploadOutput(BaseModel):
+    page_id: str
+    url: str
+    action: Literal["created", "updated"]
+    data_source_id: str
+
+
+class RateLimiter:
+    """A token bucket: ``rate_per_s`` requests per second on average, bursts of ``burst``.
+
+    Thread-safe; share one per process. ``sleep`` is also what the upload's
+    retries wait with, so tests inject a fake clock through it.
+    """
+
+    def __init__(self, rate_per_s: float = 3.0, burst: int = 3, *,
+                 monotonic: Callable[[], float], sleep: Callable[[float], object]) -> None:
+        if rate_per_s <= 0 or burst < 1:
+            raise ValueError("rate_per_s must be > 0 and burst >= 1")
+        self.rate_per_s = rate_per_s
+        self.burst = burst
+        self.monotonic = monotonic
+        self.sleep = sleep
+        self._tokens = float(burst)
+        self._updated_at = monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        """Take one token, sleeping until one is available."""
+        with self._lock:
+            while True:
+                now = self.monotonic()
+                self._tokens = min(float(self.burst), self._tokens + (now - self._updated_at) * self.rate_per_s)
+                self._updated_at = now
+                if self._tokens >= 1.0:
+                    self._tokens -= 1.0
+                    return
+                self.sleep((1.0 - self._tokens) / self.rate_per_s)
+
+
+_shared_lock = threading.Lock()
+_shared: RateLimiter | None = None
+
+
+def shared_rate_limiter() -> RateLimiter:
+    """The process-wide limiter (3 requests/s) on the system clock, used when ``pace`` is None."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            clock = SystemClock()
+            _shared = RateLimiter(monotonic=clock.monotonic, sleep=clock.sleep)
+        return _shared
+
+
+def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion_client.Client:
+    """A Notion client for ``upload``: the client's own retries are off (``upload``
+    retries within its budget), logs go to this module's logger, and
+    ``base_url`` may point at a proxy or a test server."""
+    options: dict[str, Any] = {
+        "auth": token,
+        "timeout_ms": max(1, int(timeout_s * 1000)),
+        "retry": False,
+        "logger": logging.getLogger(f"{__name__}.client"),
+    }
+    if base_url:
+        options["base_url"] = base_url.rstrip("/")
+    return notion_client.Client(**options)
+
+
+@dataclass
+class _Budget:
+    limit_s: float
+    spent_s: float = 0.0
+
+    @property
+    def left_s(self) -> float:
+        return max(0.0, self.limit_s - self.spent_s)
+
+
+def _retry_after(headers: httpx.Headers | None) -> float | None:
+    raw = headers.get("retry-after") if headers is not None else None
+    try:
+        value = float(raw) if raw is not None else None
+    except ValueError:
+        return None  # an HTTP-date: without a clock here, fall back to backoff
+    return value if value is not None and value >= 0 else None
+
+
+class _Calls:
+    """Every request of one upload: fencing, pacing, classification and retries."""
+
+    def __init__(self, client: notion_client.Client, pace: RateLimiter, budget: _Budget,
+                 check_fence: Callable[[], None]) -> None:
+        self.client = client
+        self.pace = pace
+        self.budget = budget
+        self.check_fence = check_fence
+        auth = getattr(getattr(client, "options", None), "auth", None)
+        self._secret = auth if isinstance(auth, str) and auth else None
+
+    def _retrying(self, retry_unknown_outcome: bool) -> Retrying:
+        def should_retry(exc: BaseException) -> bool:
+            return (isinstance(exc, errors.StepError) and exc.retryable
+                    and (retry_unknown_outcome or exc.code == "NOTION_RATE_LIMITED"))
+
+        return Retrying(retry=retry_if_exception(should_retry), wait=self._wait, stop=self._stop,
+                        sleep=self._sleep, reraise=True)
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, errors.StepError) and exc.retry_after_s is not None:
+            return exc.retry_after_s
+        return min(_backoff(state), self.budget.left_s)
+
+    def _stop(self, state: RetryCallState) -> bool:
+        exc = state.outcome.exception() if state.outcome else None
+        if state.attempt_number >= _MAX_ATTEMPTS:
+            return True
+        if isinstance(exc, errors.StepError) and exc.retry_after_s is not None:
+            return exc.retry_after_s > self.budget.left_s
+        return self.budget.left_s <= 0.0
+
+    def _sleep(self, seconds: float) -> None:
+        self.budget.spent_s += seconds
+        self.pace.sleep(seconds)
+
+    def operation(self, fn: Callable[[], Any]) -> Any:
+        """Run a whole lookup-then-write sequence, again from the top after a retryable failure."""
+        return self._retrying(retry_unknown_outcome=True)(fn)
+
+    def request(self, what: str, fn: Callable[..., Any], *, write: bool = False, idempotent: bool = True,
+                not_found: Callable[[], errors.StepError] | None = None, missing_ok: bool = False,
+                **kwargs: Any) -> Any:
+        """One API call. ``idempotent=False`` calls are retried here only on 429
+        (the server did nothing); other failures go up to ``operation``.
+        A 404 raises ``not_found()``, returns None if ``missing_ok``, else is retryable."""
+
+        def once() -> Any:
+            if write:
+                self.check_fence()
+            self.pace.acquire()
+            try:
+                return fn(**kwargs)
+            except HTTPResponseError as exc:
+                if exc.status == 404 and missing_ok:
+                    return None
+                if exc.status == 404 and not_found is not None:
+                    raise not_found() from exc
+                raise self._classify(exc, what) from exc
+            except (RequestTimeoutError, httpx.TransportError, InvalidPathParameterError) as exc:
+                raise self._classify(exc, what) from exc
+
+        return self._retrying(retry_unknown_outcome=idempotent)(once)
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _classify(self, exc: Exception, what: str) -> errors.StepError:
+        if isinstance(exc, RequestTimeoutError | httpx.TimeoutException):
+            return errors.step_error("NOTION_UNAVAILABLE", f"Notion did not answer in time while {what}")
+        if isinstance(exc, httpx.TransportError):
+            return errors.step_error("NOTION_UNAVAILABLE",
+                                     f"cannot reach Notion while {what}: {type(exc).__name__}")
+        if isinstance(exc, InvalidPathParameterError):
+            return errors.step_error("CONFIG_INVALID", f"invalid Notion id while {what}")
+        assert isinstance(exc, HTTPResponseError)
+        status = exc.status
+        code = getattr(exc.code, "value", exc.code)
+        if status == 429:
+            return errors.step_error("NOTION_RATE_LIMITED", f"Notion rate limit (HTTP 429) while {what}",
+                                     retry_after_s=_retry_after(exc.headers))
+        if status in (401, 403):
+            return errors.step_error(
+                "NOTION_UNAUTHORIZED",
+                f"Notion refused the request while {what} (HTTP {status} {code}): check the token in "
+                "the environment variable named by notion.token_env, and that the integration has "
+                "access to the database (share the database with the integration)")
+        if status >= 500 or status in (404, 409):
+            # 404 here is a page or block that vanished under us: look the key up again.
+            return errors.step_error("NOTION_UNAVAILABLE", f"Notion answered HTTP {status} ({code}) while {what}",
+                                     retry_after_s=_retry_after(exc.headers) if status >= 500 else None)
+        detail = self._scrub(str(exc))[:500]
+        return errors.step_error("NOTION_INVALID_REQUEST",
+                                 f"Notion rejected the request while {what} (HTTP {status} {code}): {detail}")
+
+
+def _resolve_data_source(calls: _Calls, target: NotionTarget) -> str:
+    if target.data_source_id:
+        return target.data_source_id
+    if not target.database_id:
+        raise errors.step_error("CONFIG_INVALID", "notion: set database_id or data_source_id")
+    database_id = target.database_id
+
+    def missing() -> errors.StepError:
+        return errors.step_error(
+            "NOTION_NOT_FOUND", f"database {database_id} not found: check database_id and that the "
+            "database is shared with the integration")
+
+    database = calls.request("reading the database", calls.client.databases.retrieve,
+                             database_id=database_id, not_found=missing)
+    sources = database.get("data_sources") or []
+    if not sources:
+        raise errors.step_error("NOTION_NOT_FOUND", f"database {database_id} has no data source")
+    return str(sources[0]["id"])
+
+
+def _source_missing(data_source_id: str) -> errors.StepError:
+    return errors.step_error(
+        "NOTION_NOT_FOUND", f"data source {data_source_id} not found: check data_source_id and that "
+        "the database is shared with the integration")
+
+
+def _title_property(calls: _Calls, data_source_id: str) -> str:
+    source = calls.request("reading the data source", calls.client.data_sources.retrieve,
+                           data_source_id=data_source_id, not_found=lambda: _source_missing(data_source_id))
+    schema: dict[str, Any] = source.get("properties") or {}
+    key_type = (schema.get(REPORT_KEY_PROPERTY) or {}).get("type")
+    if key_type != "rich_text":
+        raise errors.step_error(
+            "CONFIG_INVALID", f"data source {data_source_id} needs a '{REPORT_KEY_PROPERTY}' text "
+            f"property (found {key_type or 'none'}): add it in Notion")
+    for name, spec in schema.items():
+        if isinstance(spec, dict) and spec.get("type") == "title":
+            return str(name)
+    return DEFAULT_TITLE_PROPERTY
+
+
+def _page_key(page: Page) -> str:
+    prop = (page.get("properties") or {}).get(REPORT_KEY_PROPERTY) or {}
+    return "".join(item.get("plain_text") or item.get("text", {}).get("content", "")
+                   for item in prop.get("rich_text") or [])
+
+
+def _is_live(page: Page) -> bool:
+    return not (page.get("in_trash") or page.get("archived"))
+
+
+def _query_key(calls: _Calls, data_source_id: str, report_key: str) -> list[Page]:
+    """Live pages of the data source whose Report Key equals ``report_key`` (all result pages)."""
+    found: list[Page] = []
+    cursor: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {
+            "data_source_id": data_source_id, "page_size": 100,
+            "filter": {"property": REPORT_KEY_PROPERTY, "rich_text": {"equals": report_key}},
+        }
+        if cursor:
+            kwargs["start_cursor"] = cursor
+        answer = calls.request("looking the report key up", calls.client.data_sources.query,
+                               not_found=lambda: _source_missing(data_source_id), **kwargs)
+        found.extend(page for page in answer.get("results", [])
+                     if page.get("object") == "page" and _is_live(page) and _page_key(page) == report_key)
+        cursor = answer.get("next_cursor")
+        if not answer.get("has_more") or not cursor:
+            return found
+
+
+def _keep_oldest(calls: _Calls, pages: list[Page]) -> Page:
+    """Keep the oldest page (created_time, then id); move every other one to the trash."""
+    ordered = sorted({page["id"]: page for page in pages}.values(),
+                     key=lambda page: (page.get("created_time", ""), page["id"]))
+    for twin in ordered[1:]:
+        calls.request("trashing a duplicate page", calls.client.pages.update, write=True,
+                      missing_ok=True, page_id=twin["id"], in_trash=True)
+    return ordered[0]
+
+
+def _append(calls: _Calls, page_id: str, chunks: list[list[notion_blocks.Block]]) -> None:
+    for chunk in chunks:
+        calls.request("appending blocks", calls.client.blocks.children.append, write=True,
+                      idempotent=False, block_id=page_id, children=chunk)
+
+
+def _replace(calls: _Calls, page_id: str, properties: dict[str, Any],
+             chunks: list[list[notion_blocks.Block]]) -> None:
+    """Set the page's properties and replace all of its content with ``chunks``."""
+    calls.request("updating the page", calls.client.pages.update, write=True,
+                  page_id=page_id, properties=properties)
+    old: list[str] = []
+    cursor: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"block_id": page_id, "page_size": 100}
+        if cursor:
+            kwargs["start_cursor"] = cursor
+        answer = calls.request("listing the page content", calls.client.blocks.children.list, **kwargs)
+        old.extend(block["id"] for block in answer.get("results", []))
+        cursor = answer.get("next_cursor")
+        if not answer.get("has_more") or not cursor:
+            break
+    for block_id in old:
+        calls.request("deleting old content", calls.client.blocks.delete, write=True,
+                      missing_ok=True, block_id=block_id)
+    _append(calls, page_id, chunks)
+
+
+def _live_stored_page(calls: _Calls, page_id: str | None, report_key: str, data_source_id: str) -> Page | None:
+    """The stored page if it still exists, is live and still belongs to this key and data source."""
+    if not page_id:
+        return None
+    page = calls.request("reading the stored page", calls.client.pages.retrieve, missing_ok=True,
+                         page_id=page_id)
+    if page is None or not _is_live(page) or _page_key(page) != report_key:
+        return None
+    parent_source = (page.get("parent") or {}).get("data_source_id")
+    if parent_source and parent_source.replace("-", "") != data_source_id.replace("-", ""):
+        return None
+    return page
+
+
+def upload(
+    client: notion_client.Client,
+    target: NotionTarget,
+    *,
+    report_key: str,
+    title: str,
+    markdown: str,
+    properties_extra: dict[str, Any] | None = None,
+    stored_page_id: str | None = None,
+    check_fence: Callable[[], None] = lambda: None,
+    pace: RateLimiter | None = None,
+    retry_wait_max_s: float = 30.0,
+) -> UploadOutput:
+    """Create or update the one live page whose ``Report Key`` is ``report_key``.
+
+    The page's title property (named by the data source's schema) is ``title``,
+    ``Report Key`` is ``report_key``, ``properties_extra`` (Notion property
+    values) are added as given, and its content is ``markdown`` as blocks.
+    ``pace`` defaults to ``shared_rate_limiter()``; its ``sleep`` is used for
+    retry waits too. Raises ``StepError`` (see the module doc) or whatever
+    ``check_fence`` raises (``LeaseLost``), before the write it guards.
+    """
+    if not report_key:
+        raise errors.step_error("CONFIG_INVALID", "a Notion upload needs a non-empty report key")
+    calls = _Calls(client, pace or shared_rate_limiter(), _Budget(retry_wait_max_s), check_fence)
+    chunks = notion_blocks.chunk_blocks(notion_blocks.markdown_to_blocks(markdown))
+    data_source_id = _resolve_data_source(calls, target)
+    title_name = _title_property(calls, data_source_id)
+    properties: dict[str, Any] = {
+        title_name: {"title": notion_blocks.plain_rich_text(title)[:notion_blocks.MAX_RICH_TEXT_ITEMS]},
+        REPORT_KEY_PROPERTY: {"rich_text": notion_blocks.plain_rich_text(report_key)},
+        **(properties_extra or {}),
+    }
+    stored = _live_stored_page(calls, stored_page_id, report_key, data_source_id)
+
+    def ensure_page() -> tuple[Page, Literal["created", "updated"]]:
+        found = _query_key(calls, data_source_id, report_key)
+        if stored is not None and all(page["id"] != stored["id"] for page in found):
+            found.append(stored)
+        if found:
+            kept = _keep_oldest(calls, found)
+            _replace(calls, kept["id"], properties, chunks)
+            return kept, "updated"
+        created: Page = calls.request(
+            "creating the page", calls.client.pages.create, write=True, idempotent=False,
+            parent={"type": "data_source_id", "data_source_id": data_source_id},
+            properties=properties, children=chunks[0] if chunks else [])
+        _append(calls, created["id"], chunks[1:])
+        twins = _query_key(calls, data_source_id, report_key)
+        if all(page["id"] != created["id"] for page in twins):
+            twins.append(created)  # the query index may lag behind the create
+        kept = _keep_oldest(calls, twins)
+        if kept["id"] == created["id"]:
+            return created, "created"
+        _replace(calls, kept["id"], properties, chunks)
+        return kept, "updated"
+
+    page, action = calls.operation(ensure_page)
+    return UploadOutput(page_id=page["id"], url=page.get("url") or "", action=action,
+                        data_source_id=data_source_id)

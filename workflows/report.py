@@ -1,0 +1,156 @@
+"""The report workflows' wiring: four steps, adapted from the engine's context to plain step calls.
+
+This module is the only place that reads live settings and the environment
+(the Notion token) for the steps; the steps themselves get typed inputs and
+explicit clients. Heavy libraries (GitPython, ollama, notion-client) are
+imported when a step runs, not when the workflow is registered.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from typing import Any
+
+from engine import errors
+from engine.clock import SystemClock
+from engine.models import PeriodKind, StepStatus
+from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import report_settings
+from workflows.report_settings import ReportSettings
+
+PAYLOAD_VERSION = 1
+_limiter: Any = None
+
+
+def _settings(ctx: StepContext) -> ReportSettings:
+    settings = ctx.settings
+    if not isinstance(settings, ReportSettings):
+        raise errors.step_error("CONFIG_INVALID", "the report workflows' settings are not loaded")
+    return settings
+
+
+def collect(ctx: StepContext) -> StepResult:
+    from steps import collect_git
+
+    try:
+        project = _settings(ctx).project(ctx.project)
+    except errors.ConfigInvalid as exc:
+        raise errors.step_error("CONFIG_INVALID", exc.message) from exc
+    pinned_heads = ctx.pinned.get("heads")
+    out = collect_git.collect(project.repo, list(ctx.pinned["branches"]), ctx.period_start_at, ctx.period_end_at,
+                              pinned_heads=pinned_heads, authors=list(ctx.pinned.get("authors", [])),
+                              include_merges=bool(ctx.pinned.get("include_merges", False)))
+    pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
+    skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
+    return StepResult(output=out.model_dump(mode="json"), pins=pins, skip_remaining=skip)
+
+
+def generate(ctx: StepContext) -> StepResult:
+    from steps import generate_report
+
+    settings = _settings(ctx)
+    collected = ctx.outputs["COLLECT_GIT"]
+    options = dict(ctx.pinned.get("llm_options", {}))
+    inp = generate_report.ReportInput(
+        workflow=ctx.workflow, project=ctx.project, business_key=ctx.business_key,
+        window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
+        timezone=ctx.timezone, commits=collected["commits"], prompt_version=str(ctx.pinned["prompt_version"]),
+        on_empty=str(ctx.pinned.get("on_empty", "skip")))
+    writer: Any
+    if ctx.pinned.get("provider") == "ollama":
+        writer = generate_report.OllamaWriter(host=settings.llm.host, model=str(ctx.pinned["model"]),
+                                              timeout_s=settings.llm.timeout.total_seconds(),
+                                              options=options, exclusive=ctx.exclusive)
+    else:
+        writer = generate_report.BuiltinWriter()
+    out = generate_report.generate(inp, writer, num_ctx=int(options.get("num_ctx", 8192)), options=options)
+    return StepResult(output=out.model_dump(mode="json"))
+
+
+def front_matter(ctx: StepContext, report: dict[str, Any]) -> dict[str, Any]:
+    """The run's pinned inputs as the file states them: no wall-clock fields (re-runs write identical bytes)."""
+    return {
+        "run_id": ctx.run_id,
+        "report_key": ctx.idempotency_key,
+        "business_key": ctx.business_key,
+        "workflow": ctx.workflow,
+        "project": ctx.project,
+        "revision": ctx.revision,
+        "timezone": ctx.timezone,
+        "window_start": ctx.pinned.get("window_start"),
+        "window_end": ctx.pinned.get("window_end"),
+        "window_start_local": ctx.pinned.get("window_start_local"),
+        "window_end_local": ctx.pinned.get("window_end_local"),
+        "heads": ctx.pinned.get("heads", {}),
+        "provider": report.get("provider"),
+        "model": report.get("model"),
+        "model_digest": report.get("model_digest"),
+        "prompt_version": report.get("prompt_version"),
+        "prompt_sha256": report.get("prompt_sha256"),
+    }
+
+
+def save(kind: str, ctx: StepContext) -> StepResult:
+    from steps import save_markdown
+
+    settings = _settings(ctx)
+    report = dict(ctx.outputs["GENERATE_REPORT"])
+    document = save_markdown.render_document(front_matter(ctx, report), str(report["text"]))
+    out = save_markdown.save(settings.reports.dir, ctx.project, ctx.business_key, kind, ctx.revision, document,
+                             on_existing=settings.reports.on_existing, check_fence=ctx.check_fence)
+    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
+    return StepResult(output=out.model_dump(mode="json"), artifacts=artifacts)
+
+
+def upload(kind: str, ctx: StepContext) -> StepResult:
+    from steps import upload_notion
+
+    global _limiter
+    notion = _settings(ctx).notion
+    if not notion.enabled:
+        return StepResult(output={"reason": "notion disabled"}, status=StepStatus.SKIPPED)
+    token = os.environ.get(notion.token_env, "")
+    if not token:
+        raise errors.step_error("NOTION_UNAUTHORIZED",
+                                f"the environment variable {notion.token_env} (notion.token_env) is not set")
+    if _limiter is None:
+        clock = SystemClock()
+        _limiter = upload_notion.RateLimiter(rate_per_s=3.0, monotonic=clock.monotonic, sleep=clock.sleep)
+    client = upload_notion.make_client(token, notion.base_url, notion.timeout.total_seconds())
+    report = ctx.outputs["GENERATE_REPORT"]
+    previous = ctx.previous_output or {}
+    out = upload_notion.upload(
+        client, upload_notion.NotionTarget(database_id=notion.database_id, data_source_id=notion.data_source_id),
+        report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
+        markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
+        pace=_limiter)
+    return StepResult(output=out.model_dump(mode="json"),
+                      artifacts=(ArtifactRef("notion_page", out.url or out.page_id, external_id=out.page_id),))
+
+
+def can_serve(settings: ReportSettings, project_key: str) -> bool:
+    """A node serves a project when its repository is present here (SPEC §13)."""
+    try:
+        repo = settings.project(project_key).repo
+    except errors.ConfigInvalid:
+        return False
+    return (repo / ".git").exists() or (repo / "HEAD").is_file()
+
+
+def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
+    return WorkflowDef(
+        name=name,
+        period=period,
+        payload_version=PAYLOAD_VERSION,
+        steps=(
+            StepSpec("COLLECT_GIT", collect, timeout_s=600),
+            StepSpec("GENERATE_REPORT", generate, timeout_s=1800),
+            StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120),
+            StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True),
+        ),
+        load_settings=report_settings.load,
+        check_project=report_settings.check_project,
+        pin=report_settings.pins,
+        can_serve=can_serve,
+    )
