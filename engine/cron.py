@@ -124,7 +124,8 @@ def _parse(expr: str) -> _Parsed:
     if nth or (doms is not None and not all(isinstance(v, int) for v in doms)) or "w" in fields[2].lower():
         special = croniter(" ".join(["0", "0", *fields[2:]]), datetime(2000, 1, 1), max_years_between_matches=9)
     parsed = _Parsed(
-        times=tuple(sorted(timedelta(hours=h, minutes=m) for h in (hours or range(24)) for m in (minutes or range(60)))),
+        times=tuple(sorted(timedelta(hours=int(h), minutes=int(m))
+                           for h in (hours or range(24)) for m in (minutes or range(60)))),
         months=None if months is None else frozenset(int(v) for v in months),
         doms=None if doms is None or special else frozenset(int(v) for v in doms),
         dows=None if dows is None else frozenset(int(v) % 7 for v in dows),
@@ -183,12 +184,18 @@ def _offset(local: datetime) -> timedelta:
     return offset
 
 
-def _constant_offset(tz: ZoneInfo, midnight: datetime) -> timedelta | None:
-    """The UTC offset of the local day starting at ``midnight`` if no transition falls in it."""
-    next_midnight = midnight + _DAY
-    offsets = {_offset(wall.replace(tzinfo=tz, fold=fold)) for wall in (midnight, next_midnight) for fold in (0, 1)}
+@functools.lru_cache(maxsize=8192)
+def _plain_day(tz: ZoneInfo, day: date) -> tuple[datetime, datetime] | None:
+    """(UTC instant, aware local) of ``day``'s midnight if no transition falls in the day, else None.
+
+    Cached: every schedule of a zone walks the same days, and zoneinfo calls dominate the cost.
+    """
+    midnight = datetime.combine(day, time())
+    offsets = {_offset(wall.replace(tzinfo=tz, fold=fold)) for wall in (midnight, midnight + _DAY) for fold in (0, 1)}
     # Two transitions under a day apart that cancel out would pass: tzdata has none since 1970.
-    return offsets.pop() if len(offsets) == 1 else None
+    if len(offsets) != 1:
+        return None
+    return (midnight - offsets.pop()).replace(tzinfo=UTC), midnight.replace(tzinfo=tz)
 
 
 def _earliest(tz: ZoneInfo, midnight: datetime) -> datetime:
@@ -254,18 +261,16 @@ def _stream(parsed: _Parsed, tz: ZoneInfo, start: datetime, until: datetime,
     ``dst_gap=skip`` a cron can match days forever without firing ("30 2 * 3 0#2" in New York).
     """
     pending: list[Fire] = []  # fires of transition days not yet known to be in order
-    times = parsed.times
+    times, last_day = parsed.times, until.date() + _LOOKBEHIND  # no zone is 2 days from UTC
     for day in _matching_days(parsed, start.astimezone(tz).date() - _LOOKBEHIND):
-        midnight = datetime.combine(day, time())
-        if (midnight - _LOOKBEHIND).replace(tzinfo=UTC) > until:  # no zone is 2 days from UTC
+        if day > last_day:
             break
-        offset = _constant_offset(tz, midnight)
-        if offset is not None and not pending:
+        midnight, plain = datetime.combine(day, time()), _plain_day(tz, day)
+        if plain is not None and not pending:
             # Hot path: one offset for the whole day, fires made only as the caller asks.
-            base_at = (midnight - offset).replace(tzinfo=UTC)
+            base_at, base_local = plain
             if base_at + times[-1] < start:
                 continue
-            base_local = midnight.replace(tzinfo=tz)
             for index in range(bisect_left(times, start - base_at) if base_at < start else 0, len(times)):
                 step = times[index]
                 yield Fire(base_at + step, base_local + step, midnight + step, False, None)
@@ -378,7 +383,8 @@ def check(expr: str, tz: str, *, now: datetime, period: PeriodKind = PeriodKind.
     if period is not PeriodKind.SLOT and dst_gap is DstGap.SKIP:
         problems.append(("dst_gap", f'dst_gap = "skip" is only for slot workflows; {kind} needs every period'))
     if period is not PeriodKind.SLOT and dst_fold is DstFold.BOTH:
-        problems.append(("dst_fold", f'dst_fold = "both" is only for slot workflows; {kind} allows one slot per period'))
+        problems.append(("dst_fold",
+                         f'dst_fold = "both" is only for slot workflows; {kind} allows one slot per period'))
     if jitter >= grace:
         problems.append(("jitter", f"jitter {_fmt(jitter)} must be below grace {_fmt(grace)}"))
 
@@ -389,7 +395,8 @@ def check(expr: str, tz: str, *, now: datetime, period: PeriodKind = PeriodKind.
     shortest = min(gaps, default=None)
     if shortest is not None and shortest < min_interval and not allow_frequent:
         how = f"every {_fmt(shortest)}" if max(gaps) == shortest else f"as little as {_fmt(shortest)} apart"
-        problems.append(("cron", f"fires {how}; the minimum interval is {_fmt(min_interval)} (set allow_frequent = true)"))
+        limit = _fmt(min_interval)
+        problems.append(("cron", f"fires {how}; the minimum interval is {limit} (set allow_frequent = true)"))
     next_fires = preview(expr, tz, start, 5, dst_gap=dst_gap, dst_fold=dst_fold)
     if not next_fires:
         problems.append(("cron", "never fires: every slot falls in a DST gap that dst_gap = \"skip\" drops"))
@@ -408,10 +415,10 @@ def _period_problem(parsed: _Parsed, tz: ZoneInfo, now: datetime, period: Period
     first = today + _DAY if period is PeriodKind.DAY else today + timedelta(days=7 - today.weekday())
     begin = _earliest(tz, datetime.combine(first, time()))
     stop = begin + timedelta(days=400)
-    key_of = (lambda f: f.local.date().isoformat()) if period is PeriodKind.DAY else (lambda f: f.local.strftime("%G-W%V"))
+    key_format = "%Y-%m-%d" if period is PeriodKind.DAY else "%G-W%V"
     # Fires come in time order, so a period's fires are consecutive: stop at the first crowded one.
     fires = takewhile(lambda f: f.at <= stop, _stream(parsed, tz, begin, stop, gap, fold))
-    for key, group in groupby(fires, key_of):
+    for key, group in groupby(fires, lambda f: f.local.strftime(key_format)):
         count = sum(1 for _ in group)
         if count > 1:
             where, unit = (f"on {key}", "day") if period is PeriodKind.DAY else (f"in {key}", "ISO week")

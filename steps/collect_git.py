@@ -11,12 +11,16 @@ Contract (SPEC §6, §11, §13):
   the ``.mailmap``-resolved name or email (case-insensitive, exact), each with
   its files and line counts. Sorted by author date, then SHA; one entry per SHA
   however many heads reach it.
-- Cost: git bounds the walk by committer date ≥ ``window_start - slack`` (the
-  slack absorbs committer clocks behind author clocks), so older history is
-  never read. When the window is near the heads (the daily case) one ``git
-  log --numstat`` does everything; when many newer commits lie above it, a
-  cheap pass lists author dates and only the window's commits are diffed
-  (see ``steps.git_log``).
+- Walk bounds: git only looks at commits whose committer date lies in
+  ``[window_start - slack, window_end + late]`` (defaults 1 hour and 7 days).
+  The slack absorbs committer clocks behind author clocks; ``late`` keeps a
+  window deep in history from costing a parse of every newer commit, at the
+  price that a commit re-committed (rebased, amended, cherry-picked) more
+  than ``late`` after its window belongs to no report.
+- Cost grows with the commits in and after the window, never with older
+  history. Near the heads (the daily run) one ``git log --numstat`` does
+  everything; deeper in history a cheap listing picks the window's commits
+  and only those are diffed (``steps.git_log``).
 
 Errors: ``GIT_REPO_NOT_FOUND`` (no repository at the path, or git cannot read
 it), ``CONFIG_INVALID`` (a configured branch that names no commit, a bad
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -37,17 +42,34 @@ from engine import errors
 from steps import git_log
 from steps.git_log import CommitInfo, FileChange, GitFailure
 
-__all__ = ["CollectOutput", "CommitInfo", "FileChange", "collect"]
+__all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect"]
 
-#: How far before the window the walk reaches, by committer date.
-DEFAULT_SLACK = timedelta(hours=1)
-#: Commits newer than the window that the single pass may diff before switching strategy.
-ABORT_AFTER = 32
 FETCH_TIMEOUT_S = 120.0
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # git's DWIM order for a short name; tags are left to git, which peels annotated ones.
 _DWIM = ("{}", "refs/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+
+
+@dataclass(frozen=True)
+class WalkBounds:
+    """How far git walks around the window, and when one pass is cheaper than two.
+
+    ``near``: heads committed at most this long after the window end are
+    collected in a single diffing pass; ``abort_after`` bounds the newer
+    commits that pass may diff before it gives way to the two-pass strategy.
+    """
+
+    slack: timedelta = timedelta(hours=1)
+    late: timedelta = timedelta(days=7)
+    near: timedelta = timedelta(hours=6)
+    abort_after: int = 64
+
+
+@dataclass(frozen=True)
+class Repo:
+    path: Path
+    objects_dir: Path
 
 
 class CollectOutput(BaseModel):
@@ -62,8 +84,7 @@ class CollectOutput(BaseModel):
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
             *, pinned_heads: dict[str, str] | None = None, authors: Sequence[str] = (),
-            include_merges: bool = False, slack: timedelta = DEFAULT_SLACK,
-            abort_after: int = ABORT_AFTER) -> CollectOutput:
+            include_merges: bool = False, bounds: WalkBounds = WalkBounds()) -> CollectOutput:
     """Collect the window's commits from ``repo_path`` (see the module contract).
 
     ``window_start``/``window_end`` must be timezone-aware. ``pinned_heads``
@@ -71,45 +92,46 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
     head of ``branches[0]`` when present, else the first head.
     """
     start, end = _check_window(window_start, window_end)
-    with _open_repo(repo_path) as repo:
-        repo_dir = Path(repo.working_tree_dir or repo.git_dir)
-        pinned = bool(pinned_heads)
+    with _open_repo(repo_path) as handle:
+        repo = Repo(Path(handle.working_tree_dir or handle.git_dir),
+                    Path(handle.common_dir) / "objects")
         if pinned_heads:
             heads = _check_pinned(pinned_heads)
         else:
-            heads = _resolve_branches(repo, repo_dir, branches)
+            heads = _resolve_branches(handle, repo.path, branches)
     first = branches[0] if branches and branches[0] in heads else next(iter(heads))
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     tips = list(dict.fromkeys(heads.values()))
     try:
-        commits = _commits(repo_dir, tips, start, end, wanted, include_merges, slack, abort_after)
+        commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
     except GitFailure as exc:
-        if not (pinned and exc.missing_object):
-            raise _unreadable(repo_dir, exc) from exc
-        _fetch_missing(repo_dir, heads)
+        if not (pinned_heads and exc.missing_object):
+            raise _unreadable(repo.path, exc) from exc
+        _fetch_missing(repo.path, heads)
         try:
-            commits = _commits(repo_dir, tips, start, end, wanted, include_merges, slack,
-                               abort_after)
+            commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
         except GitFailure as again:
-            raise _unreadable(repo_dir, again) from again
+            raise _unreadable(repo.path, again) from again
     return CollectOutput(heads=heads, head_sha=heads[first], commits=commits,
                          window_start=_iso(start), window_end=_iso(end))
 
 
-def _commits(repo_dir: Path, tips: list[str], start: datetime, end: datetime,
-             wanted: frozenset[str], include_merges: bool, slack: timedelta,
-             abort_after: int) -> list[CommitInfo]:
+def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
+             wanted: frozenset[str], include_merges: bool, bounds: WalkBounds) -> list[CommitInfo]:
     """The window's commits, sorted; raises ``GitFailure``."""
     lo, hi = start.timestamp(), end.timestamp()
-    since = start - slack
-    found = git_log.window_log(repo_dir, tips, since, int(hi), include_merges=include_merges,
-                               abort_after=abort_after)
+    since, until = start - bounds.slack, end + bounds.late
+    found: list[tuple[int, CommitInfo]] | None = None
+    times = git_log.committer_times(repo.objects_dir, tips)
+    if times is None or max(times) <= hi + bounds.near.total_seconds():
+        found = git_log.window_log(repo.path, tips, since, until, int(hi),
+                                   include_merges=include_merges, abort_after=bounds.abort_after)
     if found is None:
-        walked = git_log.walk(repo_dir, tips, since, include_merges=include_merges,
+        walked = git_log.walk(repo.path, tips, since, until, include_merges=include_merges,
                               with_idents=bool(wanted))
         chosen = sorted(sha for at, sha, ident in walked
                         if lo <= at < hi and (not wanted or wanted & ident))
-        found = git_log.details(repo_dir, chosen) if chosen else []
+        found = git_log.details(repo.path, chosen) if chosen else []
         if len(found) != len(chosen):
             raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
     kept = [(at, c) for at, c in found if lo <= at < hi

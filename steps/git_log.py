@@ -2,15 +2,16 @@
 
 Owns the commit models and the three git invocations the collector uses:
 
-- ``window_log``: one ``git log -z --numstat`` from the heads down to the
-  walk bound, read as a stream and abandoned (``None``) as soon as more than
-  ``abort_after`` commits newer than the window have gone by, because then
-  the window lies deep in history and diffing every newer commit would cost
-  more than listing them;
-- ``walk``: the cheap pass for that case, author time and SHA of every
-  walked commit, with no diffs (written to a temporary file: git flushes per
-  commit, and a pipe turns that into one wake-up per commit);
-- ``details``: ``git log --no-walk --numstat`` over exactly the chosen SHAs.
+- ``window_log``: one ``git log -z --numstat`` over the committer-date
+  range, for a window near the heads; read as a stream and abandoned
+  (``None``) once more than ``abort_after`` commits newer than the window have
+  gone by, since diffing those would cost more than listing them;
+- ``walk``: the cheap pass for a window deep in history: author time and SHA
+  of every commit in the range, no diffs (written to a temporary file: git
+  flushes per commit, and a pipe turns that into one wake-up per commit);
+- ``details``: ``git log --no-walk --numstat`` over exactly the chosen SHAs;
+- ``committer_times``: the heads' committer times, read in-process (gitdb),
+  which tell the collector which of the two strategies is cheaper.
 
 Git runs with GitPython's git executable and options that make its output
 independent of the user's configuration.
@@ -27,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import git
+import gitdb
 from pydantic import BaseModel
 
 
@@ -69,6 +71,7 @@ _RS, _US = b"\x1e", b"\x1f"
 # The message goes last because it may contain anything but NUL.
 _FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
 _HEADER_TIMES = re.compile(rb"\x1e[0-9a-f]{40,64}\x1f([0-9]+)\x1f")
+_COMMITTER = re.compile(rb"^committer [^\n]* ([0-9]+) [+-][0-9]{4}$", re.MULTILINE)
 _DIFF_OPTIONS = ("-z", "--numstat", "--find-renames", "--no-textconv", "--no-ext-diff",
                  "--no-color")
 _CONFIG = ("-c", "log.showSignature=false", "-c", "core.quotePath=false",
@@ -101,22 +104,40 @@ def run(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
     return proc.stdout
 
 
-def _since(since: datetime) -> str:
-    return f"--since={since.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} +0000"
+def _range(since: datetime, until: datetime, include_merges: bool) -> list[str]:
+    """Committer-date bounds (git walks no further back than ``since``) and merge filter."""
+    fmt = "%Y-%m-%d %H:%M:%S +0000"
+    args = [f"--since={since.astimezone(timezone.utc):{fmt}}",
+            f"--until={until.astimezone(timezone.utc):{fmt}}"]
+    return args if include_merges else [*args, "--no-merges"]
 
 
-def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, end_ts: int, *,
-               include_merges: bool, abort_after: int) -> list[tuple[int, CommitInfo]] | None:
-    """All commits with committer date ≥ ``since``, diffed; ``None`` when abandoned.
+def committer_times(objects_dir: Path, shas: Sequence[str]) -> list[int] | None:
+    """Committer times of ``shas`` read with gitdb (no subprocess); None if unreadable."""
+    try:
+        db = gitdb.GitDB(str(objects_dir))
+        times = []
+        for sha in shas:
+            stream = db.stream(bytes.fromhex(sha))
+            match = _COMMITTER.search(stream.read()) if stream.type == b"commit" else None
+            if match is None:
+                return None
+            times.append(int(match.group(1)))
+        return times
+    except Exception:  # noqa: BLE001 - any failure only means "use the safe strategy"
+        return None
+
+
+def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime,
+               end_ts: int, *, include_merges: bool,
+               abort_after: int) -> list[tuple[int, CommitInfo]] | None:
+    """Every commit with committer date in [since, until], diffed; ``None`` when abandoned.
 
     Returns ``(author time, commit)`` pairs. Abandons (kills git, returns
     ``None``) once more than ``abort_after`` commits with committer time ≥
     ``end_ts`` have been printed.
     """
-    args = ["log", _FORMAT, *_DIFF_OPTIONS, _since(since)]
-    if not include_merges:
-        args.append("--no-merges")
-    args += [*heads, "--"]
+    args = ["log", _FORMAT, *_DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
     with tempfile.TemporaryFile() as err, subprocess.Popen(
             _command(args), cwd=repo_dir, stdout=subprocess.PIPE, stderr=err,
             env=_env()) as proc:
@@ -141,18 +162,15 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, end_ts: in
     return parse_log(bytes(buf))
 
 
-def walk(repo_dir: Path, heads: Sequence[str], since: datetime, *, include_merges: bool,
-         with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
-    """``(author time, sha, {name, email} casefolded or empty)`` of commits since ``since``.
+def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime, *,
+         include_merges: bool, with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
+    """``(author time, sha, {name, email} casefolded or empty)`` of the range's commits.
 
-    No diffs: git stops descending at commits older than ``since``, so this
-    costs about as much as the walk of a plain ``git log --since``.
+    No diffs, so this costs about as much as the walk of a plain ``git log
+    --since --until``.
     """
     fmt = "--format=%at %H" + ("%x1f%aN%x1f%aE" if with_idents else "")
-    args = ["log", fmt, _since(since)]
-    if not include_merges:
-        args.append("--no-merges")
-    args += [*heads, "--"]
+    args = ["log", fmt, *_range(since, until, include_merges), *heads, "--"]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         code = subprocess.run(_command(args), cwd=repo_dir, stdout=out, stderr=err,
                               check=False, env=_env()).returncode

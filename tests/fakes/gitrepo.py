@@ -150,7 +150,7 @@ class LargeRepo:
 
 def build_large_repo(root: Path, *, commits: int = 20_000, name: str = "large",
                      first_at: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc),
-                     per_day: int = 55, files: int = 400, authors: int = 12,
+                     per_day: int = 50, files: int = 400, authors: int = 12,
                      commit_graph: bool = False) -> LargeRepo:
     """A linear ``main`` of ``commits`` commits, ``per_day`` a day, via ``git fast-import``.
 

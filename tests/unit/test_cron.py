@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -112,7 +114,8 @@ def test_gap_slots_merge_into_the_next_slot(tz: str, day: date, kind: str, hour:
     [fire] = at_gap_end
     assert not fire.moved and fire.nominal == datetime.combine(day, time(hour + 1))
     if gap is DstGap.SHIFT:
-        assert fire.note == f"{hour:02d}:00-{hour:02d}:45 do not exist on {day} (DST gap); the {hour + 1:02d}:00 fire stands in"
+        assert fire.note == (f"{hour:02d}:00-{hour:02d}:45 do not exist on {day} (DST gap); "
+                             f"the {hour + 1:02d}:00 fire stands in")
     else:
         assert fire.note is None
     assert not any(f.nominal.hour == hour for f in fires)
@@ -202,8 +205,10 @@ def test_fires_between_is_inclusive_and_next_is_strict() -> None:
     assert [f.at.hour for f in cron.fires_between("0 * * * *", "UTC", start, end)] == [9, 10, 11]
     assert list(cron.fires_between("0 * * * *", "UTC", end, start)) == []
     assert cron.next_fire_after("0 * * * *", "UTC", start).at == start + timedelta(hours=1)
-    assert cron.latest_fire_at_or_before("0 * * * *", "UTC", start).at == start  # type: ignore[union-attr]
-    assert cron.latest_fire_at_or_before("0 * * * *", "UTC", start - MICRO).at == start - timedelta(hours=1)  # type: ignore[union-attr]
+    at_start = cron.latest_fire_at_or_before("0 * * * *", "UTC", start)
+    just_before = cron.latest_fire_at_or_before("0 * * * *", "UTC", start - MICRO)
+    assert at_start is not None and at_start.at == start
+    assert just_before is not None and just_before.at == start - timedelta(hours=1)
 
 
 def test_latest_fire_searches_back_a_bounded_distance() -> None:
@@ -299,7 +304,8 @@ def test_check_minimum_interval() -> None:
     assert not result.ok and result.min_interval == timedelta(minutes=1) and result.runs_per_day == 1440
     assert cron.check("* * * * *", "UTC", now=NOW, allow_frequent=True).ok
     uneven = cron.check("0,3 9 * * *", "UTC", now=NOW)
-    assert uneven.problems == [("cron", "fires as little as 3m apart; the minimum interval is 5m (set allow_frequent = true)")]
+    assert uneven.problems == [
+        ("cron", "fires as little as 3m apart; the minimum interval is 5m (set allow_frequent = true)")]
 
 
 def test_check_summary() -> None:
@@ -342,7 +348,7 @@ def test_check_schedule_keys_and_reference_instant() -> None:
     spec = ScheduleSpec(name="s", workflow="daily_report", project="p", cron="30 19 * * *", timezone="Asia/Seoul")
     result = cron.check_schedule(spec, PeriodKind.DAY)
     assert result.ok and result.next_fires[0].at == datetime(2026, 1, 1, 10, 30, tzinfo=UTC)
-    cases = [
+    cases: list[tuple[dict[str, Any], str, str]] = [
         (dict(cron="61 * * * *"), "cron", "'61 * * * *': minute must be 0-59"),
         (dict(timezone="Mars/Base"), "timezone", "unknown timezone 'Mars/Base'"),
         (dict(cron="0 * * * *"), "cron", "fires 24 times on 2026-01-02; daily_report allows one slot per day"),
@@ -350,7 +356,7 @@ def test_check_schedule_keys_and_reference_instant() -> None:
         (dict(jitter=timedelta(hours=1)), "jitter", "must be below grace"),
     ]
     for change, key, message in cases:
-        bad = ScheduleSpec(**{**spec.__dict__, **change})
+        bad = dataclasses.replace(spec, **change)
         with pytest.raises(errors.ConfigInvalid) as caught:
             cron.check_schedule(bad, PeriodKind.DAY)
         assert caught.value.key == key and message in caught.value.problem

@@ -1,0 +1,79 @@
+"""Helpers for building runtimes and configs in tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine import config as config_mod
+from engine.clock import Clock, ManualClock
+from engine.registry import Registry, load_registry
+from engine.runtime import Runtime
+from engine.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "engine.cli"]
+
+
+def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock: Clock | None = None,
+                 registry: Registry | None = None, extra: Mapping[str, Any] | None = None,
+                 base_dir: Path | None = None) -> Runtime:
+    raw: dict[str, Any] = {"schedules": [dict(s) for s in schedules], **(extra or {})}
+    reg = registry if registry is not None else load_registry()
+    cfg = config_mod.build_config(raw, path=(base_dir / "reportflow.toml") if base_dir else None, registry=reg,
+                                  db_override=url)
+    store = Store.open(cfg.store_url, auto_migrate=True)
+    return Runtime(store=store, registry=reg, config=cfg, clock=clock or ManualClock(config_mod_now()),
+                   actor="tester")
+
+
+def config_mod_now():  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    return datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_config(path: Path, *, db_url: str | None = None, sections: Mapping[str, Mapping[str, Any]] | None = None,
+                 projects: Sequence[Mapping[str, Any]] = (), schedules: Sequence[Mapping[str, Any]] = ()) -> Path:
+    lines: list[str] = []
+    if db_url:
+        lines += ["[store]", f"url = {toml_value(db_url)}", ""]
+    for name, values in (sections or {}).items():
+        lines.append(f"[{name}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
+        lines.append("")
+    for table, items in (("projects", projects), ("schedules", schedules)):
+        for item in items:
+            lines.append(f"[[{table}]]")
+            lines += [f"{k} = {toml_value(v)}" for k, v in item.items()]
+            lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def run_cli(*args: str, config: Path | None = None, now: str | None = None, env: Mapping[str, str] | None = None,
+            cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess (what a user runs)."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    full_env.pop("REPORTFLOW_NOW", None)
+    command = [*CLI]
+    if config is not None:
+        command += ["--config", str(config)]
+    if now is not None:
+        command += ["--now", now]
+    command += list(args)
+    return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)

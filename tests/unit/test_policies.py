@@ -1,0 +1,219 @@
+"""Pure deciders: misfire, overlap, periods, retry backoff (no database, no clock)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import policies
+from engine.models import (
+    Misfire, Overlap, PeriodKind, ReportOn, RunStatus, Schedule, ScheduleSpec, SlotReason,
+)
+
+
+def at(hour: int, minute: int = 0) -> datetime:
+    return datetime(2026, 9, 29, hour, minute, tzinfo=UTC)
+
+
+HOURLY = [at(h) for h in (10, 11, 12, 13, 14)]
+
+
+def statuses(planned: list[policies.PlannedSlot]) -> list[str]:
+    return [p.status.value for p in planned]
+
+
+# --- the spec's worked cases: hourly, grace 10m, next_run_at 10:00 -----------
+
+@pytest.mark.parametrize(("policy", "now", "expected"), [
+    (Misfire.SKIP, at(14, 5), ["MISSED"] * 4 + ["QUEUED"]),
+    (Misfire.RUN_ONCE, at(14, 5), ["MISSED"] * 4 + ["QUEUED"]),
+    (Misfire.CATCH_UP_ALL, at(14, 5), ["QUEUED"] * 5),
+    (Misfire.MANUAL, at(14, 5), ["MANUAL_REQUIRED"] * 4 + ["QUEUED"]),
+    (Misfire.RUN_ONCE, at(14, 15), ["MISSED"] * 4 + ["QUEUED"]),
+    (Misfire.MANUAL, at(14, 15), ["MANUAL_REQUIRED"] * 5),
+    (Misfire.SKIP, at(14, 15), ["MISSED"] * 5),
+    (Misfire.CATCH_UP_ALL, at(14, 15), ["QUEUED"] * 5),
+])
+def test_worked_misfire_cases(policy: Misfire, now: datetime, expected: list[str]) -> None:
+    planned = policies.decide_misfire(HOURLY, now, timedelta(minutes=10), policy)
+    assert [p.slot_at for p in planned] == HOURLY
+    assert statuses(planned) == expected
+    assert all(p.reason is SlotReason.MISFIRE for p in planned if p.status is not RunStatus.QUEUED)
+
+
+def hourly_schedule(misfire: Misfire, next_run_at: datetime, **kw: object) -> Schedule:
+    spec = ScheduleSpec(name="s", workflow="echo", project="p", cron="0 * * * *", timezone="Asia/Seoul",
+                        misfire=misfire, **kw)  # type: ignore[arg-type]
+    return Schedule(id=1, spec=spec, version=1, enabled=True, archived=False, next_run_at=next_run_at)
+
+
+def test_plan_tick_enumerates_from_next_run_at_and_advances() -> None:
+    plan = policies.plan_tick(hourly_schedule(Misfire.SKIP, at(10)), at(14, 5))
+    assert plan is not None
+    assert [p.slot_at for p in plan.slots] == HOURLY
+    assert plan.next_run_at == at(15)
+    assert plan.too_old is None
+
+
+def test_plan_tick_nothing_due() -> None:
+    assert policies.plan_tick(hourly_schedule(Misfire.SKIP, at(15)), at(14, 5)) is None
+
+
+def test_plan_tick_year_of_downtime_is_bounded_by_the_window() -> None:
+    schedule = hourly_schedule(Misfire.CATCH_UP_ALL, at(10) - timedelta(days=365))
+    plan = policies.plan_tick(schedule, at(10, 30))
+    assert plan is not None
+    assert len(plan.slots) == 7 * 24  # the slots in [now - 7d, now]
+    assert plan.too_old is not None
+    assert plan.too_old.estimated_slots == pytest.approx(358 * 24, rel=0.02)
+    assert plan.slots[0].slot_at >= at(10, 30) - timedelta(days=7)
+
+
+# --- overlap -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("policy", "active", "expected"), [
+    (Overlap.ALLOW, 1, ["QUEUED", "QUEUED", "QUEUED"]),
+    (Overlap.SKIP_NEW, 1, ["SKIPPED", "SKIPPED", "SKIPPED"]),
+    (Overlap.SKIP_NEW, 0, ["QUEUED", "SKIPPED", "SKIPPED"]),
+    (Overlap.QUEUE_NEW, 0, ["QUEUED", "PENDING", "PENDING"]),
+    (Overlap.QUEUE_NEW, 1, ["PENDING", "PENDING", "PENDING"]),
+    (Overlap.BUFFER_ONE, 0, ["QUEUED", "PENDING", "SKIPPED"]),
+    (Overlap.BUFFER_ONE, 1, ["PENDING", "SKIPPED", "SKIPPED"]),
+])
+def test_overlap_counts_runs_created_earlier_in_the_same_tick(policy: Overlap, active: int,
+                                                             expected: list[str]) -> None:
+    state = policies.OverlapState(active=active, pending=0)
+    got = [policies.decide_overlap(RunStatus.QUEUED, policy, state) for _ in range(3)]
+    assert [s.value for s, _ in got] == expected
+    assert all(reason is SlotReason.OVERLAP for s, reason in got if s is RunStatus.SKIPPED)
+
+
+def test_overlap_leaves_unrun_slots_alone() -> None:
+    state = policies.OverlapState(active=1, pending=1)
+    assert policies.decide_overlap(RunStatus.MISSED, Overlap.SKIP_NEW, state) == (RunStatus.MISSED, None)
+    assert state == policies.OverlapState(1, 1)
+
+
+def test_buffer_one_with_an_existing_pending_skips() -> None:
+    state = policies.OverlapState(active=2, pending=1)
+    assert policies.decide_overlap(RunStatus.QUEUED, Overlap.BUFFER_ONE, state)[0] is RunStatus.SKIPPED
+
+
+# --- business periods -----------------------------------------------------------
+
+def test_daily_previous_reports_on_yesterday_local() -> None:
+    slot = datetime(2026, 9, 29, 18, 0, tzinfo=UTC)  # 03:00 on the 30th in Seoul
+    period = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.PREVIOUS)
+    assert period.key == "2026-09-29"
+    assert period.start_at == datetime(2026, 9, 28, 15, 0, tzinfo=UTC)
+    assert period.end_at == datetime(2026, 9, 29, 15, 0, tzinfo=UTC)
+
+
+def test_daily_current_reports_on_the_slot_day() -> None:
+    slot = datetime(2026, 9, 29, 10, 30, tzinfo=UTC)  # 19:30 Seoul
+    assert policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.CURRENT).key == "2026-09-29"
+
+
+def test_weekly_period_is_iso_week_monday_to_monday_local() -> None:
+    slot = datetime(2027, 1, 4, 0, 0, tzinfo=UTC)  # Monday 09:00 Seoul, ISO 2027-W01
+    period = policies.business_period(PeriodKind.WEEK, slot, "Asia/Seoul", ReportOn.PREVIOUS)
+    assert period.key == "2026-W53"
+    assert period.start_at == datetime(2026, 12, 27, 15, 0, tzinfo=UTC)  # Mon 2026-12-28 00:00 KST
+    assert period.end_at - period.start_at == timedelta(days=7)
+
+
+def test_week_spanning_dst_is_still_monday_to_monday_local() -> None:
+    period = policies.period_of_date(PeriodKind.WEEK, date(2026, 11, 4), "America/New_York")
+    assert period.key == "2026-W45"
+    assert period.start_at == datetime(2026, 11, 2, 5, 0, tzinfo=UTC)
+    assert period.end_at == datetime(2026, 11, 9, 5, 0, tzinfo=UTC)
+    period = policies.period_of_date(PeriodKind.WEEK, date(2026, 10, 29), "America/New_York")
+    assert period.end_at - period.start_at == timedelta(days=7, hours=1)  # the week that falls back
+
+
+def test_slot_period_is_keyed_by_the_fire() -> None:
+    period = policies.business_period(PeriodKind.SLOT, at(14, 30), "Asia/Seoul", ReportOn.PREVIOUS)
+    assert period.key == "2026-09-29T14:30Z"
+
+
+def test_slot_dates_for_a_business_date() -> None:
+    assert policies.slot_dates_for_period(PeriodKind.DAY, date(2026, 9, 29), ReportOn.PREVIOUS) == (
+        date(2026, 9, 30), date(2026, 9, 30))
+    assert policies.slot_dates_for_period(PeriodKind.WEEK, date(2026, 10, 1), ReportOn.CURRENT) == (
+        date(2026, 9, 28), date(2026, 10, 4))
+
+
+def test_idempotency_keys() -> None:
+    assert policies.idempotency_key("daily_report", "platform", "2026-09-29") == "daily_report:platform:2026-09-29"
+    assert policies.idempotency_key("weekly_report", "platform", "2026-W40", 3) == "weekly_report:platform:2026-W40#3"
+
+
+# --- retries -------------------------------------------------------------------
+
+def test_retry_backoff_grows_fourfold_then_fails() -> None:
+    now = at(12)
+    delays = []
+    for used in (1, 2):
+        decision = policies.decide_retry(attempts_used=used, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+                                         retryable=True)
+        assert decision.retry and decision.not_before is not None
+        delays.append(decision.not_before - now)
+    assert delays == [timedelta(minutes=1), timedelta(minutes=4)]
+    assert not policies.decide_retry(attempts_used=3, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+                                     retryable=True).retry
+
+
+def test_permanent_errors_never_retry_and_retry_after_is_a_floor() -> None:
+    now = at(12)
+    assert not policies.decide_retry(attempts_used=1, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+                                     retryable=False).retry
+    decision = policies.decide_retry(attempts_used=1, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+                                     retryable=True, retry_after=timedelta(minutes=10))
+    assert decision.not_before == now + timedelta(minutes=10)
+
+
+def test_jitter_is_deterministic_and_below_the_bound() -> None:
+    first = policies.jitter_delay(7, at(10), timedelta(minutes=5))
+    assert first == policies.jitter_delay(7, at(10), timedelta(minutes=5))
+    assert timedelta(0) <= first < timedelta(minutes=5)
+
+
+# --- property: every slot in the window is accounted for exactly once ------
+
+ZONES = ["Asia/Seoul", "America/New_York", "Europe/London", "Australia/Sydney", "UTC"]
+CRONS = ["0 * * * *", "*/15 * * * *", "30 2 * * *", "0 9 * * 1", "45 23 * * *"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(zone=st.sampled_from(ZONES), cron_expr=st.sampled_from(CRONS), misfire=st.sampled_from(list(Misfire)),
+       overlap=st.sampled_from(list(Overlap)), downtime_h=st.integers(0, 24 * 40),
+       start=st.datetimes(min_value=datetime(2026, 1, 1), max_value=datetime(2026, 12, 1)),
+       active=st.integers(0, 2))
+def test_every_slot_is_accounted_for_exactly_once(zone: str, cron_expr: str, misfire: Misfire, overlap: Overlap,
+                                                  downtime_h: int, start: datetime, active: int) -> None:
+    from engine import cron
+
+    first = cron.next_fire_after(cron_expr, zone, start.replace(tzinfo=UTC)).at
+    schedule = Schedule(id=1, spec=ScheduleSpec(name="s", workflow="echo", project="p", cron=cron_expr,
+                                                timezone=zone, misfire=misfire, overlap=overlap),
+                        version=1, enabled=True, archived=False, next_run_at=first)
+    now = first + timedelta(hours=downtime_h, minutes=3)
+    plan = policies.plan_tick(schedule, now)
+    assert plan is not None
+    every = [f.at for f in cron.fires_between(cron_expr, zone, first, now)]
+    window_start = now - schedule.spec.catchup_window
+    expected = [s for s in every if s >= window_start]
+    assert [p.slot_at for p in plan.slots] == expected  # no slot twice, none lost inside the window
+    if any(s < window_start for s in every):
+        assert plan.too_old is not None and plan.too_old.end_at == window_start
+    assert plan.next_run_at > now
+    state = policies.OverlapState(active, 0)
+    final = [policies.decide_overlap(p.status, overlap, state)[0] for p in plan.slots]
+    assert all(s in {RunStatus.QUEUED, RunStatus.PENDING, RunStatus.MISSED, RunStatus.SKIPPED,
+                     RunStatus.MANUAL_REQUIRED} for s in final)
+    runs_to_make = sum(1 for s in final if s in (RunStatus.QUEUED, RunStatus.PENDING))
+    if misfire is Misfire.RUN_ONCE:
+        assert runs_to_make <= 1
