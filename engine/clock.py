@@ -66,10 +66,13 @@ class ManualClock:
             self._now = to_utc(instant)
 
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
-        if stop is not None and stop.is_set():
-            return True
-        self.advance(timedelta(seconds=max(0.0, seconds)))
-        return False
+        """Without ``stop``: advance instantly. With one: manual time does not pass by
+        itself, so a background loop (a heartbeat) just waits until it is stopped."""
+        if stop is None:
+            self.advance(timedelta(seconds=max(0.0, seconds)))
+            return False
+        stop.wait()
+        return True
 
     def monotonic(self) -> float:
         return self.now().timestamp()

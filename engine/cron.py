@@ -375,7 +375,9 @@ def check(expr: str, tz: str, *, now: datetime, period: PeriodKind = PeriodKind.
     Raises InvalidInput for a bad expression or zone (nothing else can be computed);
     every other finding is a ``(field, problem)`` in the result: DST choices a
     period workflow cannot take, jitter not below grace, fires closer than
-    ``min_interval`` (unless ``allow_frequent``), more than one fire in a period.
+    ``min_interval`` (unless ``allow_frequent``, sampled over a year, at most 2,000
+    fires), no fire at all, more than one fire in a period (looked for over ~400 days).
+    ``workflow`` only names the workflow in messages. ``next_fires`` are after ``now``.
     """
     parsed, zone_info, start = _prepare(expr, tz, now)
     problems: list[tuple[str, str]] = []
