@@ -431,7 +431,7 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from engine import doctor as doctor_mod
 
     cli = _cli(ctx)
-    findings = doctor_mod.run_checks(cli)
+    findings = doctor_mod.run_checks(cli.config_path, db_url=cli.db_url, clock=cli.clock())
     render.findings(findings, as_json)
     if any(f.problem for f in findings):
         raise typer.Exit(1)

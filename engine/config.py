@@ -14,6 +14,7 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -176,6 +177,22 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise errors.ConfigInvalid(f"not valid TOML: {exc}", file=str(path)) from exc
 
 
+def _check_timing(spec: ScheduleSpec, period: Any) -> None:
+    """Cron validation costs ~3 ms; schedules share a few timings, so each distinct one is checked once."""
+    _check_timing_cached(spec.cron, spec.timezone, spec.dst_gap, spec.dst_fold, spec.allow_frequent,
+                         spec.jitter, spec.grace, period)
+
+
+@lru_cache(maxsize=4096)
+def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fold: DstFold, allow_frequent: bool,
+                         jitter: timedelta, grace: timedelta, period: Any) -> None:
+    from engine import cron
+
+    timing = ScheduleSpec(name="", workflow="", project="", cron=cron_expr, timezone=timezone, dst_gap=dst_gap,
+                          dst_fold=dst_fold, allow_frequent=allow_frequent, jitter=jitter, grace=grace)
+    cron.check_schedule(timing, period)
+
+
 def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
     """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
     return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
@@ -184,8 +201,6 @@ def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | N
 def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],
                  db_override: str | None = None) -> AppConfig:
     """Validate a parsed config; workflows validate their own sections."""
-    from engine import cron  # cron imports config for durations: keep the cycle lazy
-
     file = str(path) if path else None
     base_dir = (path.parent if path else Path.cwd()).resolve()
     try:
@@ -225,7 +240,7 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.project") from exc
         spec = sched.to_spec()
         try:
-            cron.check_schedule(spec, workflow.period)
+            _check_timing(spec, workflow.period)
         except errors.ConfigInvalid as exc:
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
         specs.append(spec)

@@ -13,6 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection
+
 from engine import errors, pinning, policies
 from engine.clock import format_instant
 from engine.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
@@ -70,36 +73,58 @@ def _tick_schedule(rt: Runtime, schedule: Schedule, now: datetime, report: TickR
     plan = policies.plan_tick(schedule, now)
     if plan is None:
         return
+    candidates = [(slot, pinning.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED,
+                                         status=slot.status, now=now, max_attempts=rt.config.worker.max_attempts,
+                                         workflow_pins=pins, reason=slot.reason, not_before=slot.not_before))
+                  for slot in plan.slots]
     with rt.store.write() as conn:
         if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
             report.lost_races += 1
             return
+        # Periods that already have a row (a trigger, a backfill) count as handled. This read only
+        # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below.
+        present = run_rows.existing_keys(conn, [values["base_key"] for _, values in candidates])
         active, pending = run_rows.overlap_counts(conn, schedule.id)
         state = policies.OverlapState(active, pending)
-        missed: list[str] = []
-        for slot in plan.slots:
-            before = policies.OverlapState(state.active, state.pending)
-            status, overlap_reason = policies.decide_overlap(slot.status, spec.overlap, state)
-            values = pinning.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED, status=status,
-                                     now=now, max_attempts=rt.config.worker.max_attempts, workflow_pins=pins,
-                                     reason=overlap_reason or slot.reason, not_before=slot.not_before)
-            run_id = run_rows.insert_run(conn, values)
-            if run_id is None:  # the period already has a row: it is handled
-                state.active, state.pending = before.active, before.pending
+        to_insert = []
+        for slot, values in candidates:
+            if values["base_key"] in present:
                 report.already_present += 1
                 continue
-            report.created[status.value] += 1
-            if status in (RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.MANUAL_REQUIRED):
-                missed.append(status.value)
-            log.info("run_created run=%s key=%s status=%s slot=%s", run_id, values["idempotency_key"],
-                     status.value, format_instant(slot.slot_at))
-        _audit_tick(conn, schedule, plan, Counter(missed), now)
+            status, overlap_reason = policies.decide_overlap(slot.status, spec.overlap, state)
+            reason = overlap_reason or slot.reason
+            to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
+        inserted = run_rows.insert_runs(conn, to_insert)
+        report.already_present += len(to_insert) - len(inserted)
+        created = Counter(values["status"] for values in to_insert if values["idempotency_key"] in inserted)
+        report.created.update(created)
+        _audit_tick(conn, schedule, plan, created, now)
         if plan.too_old is not None:
             report.too_old_slots += plan.too_old.estimated_slots
+    _log_created(spec.name, to_insert, inserted)
     report.handled += 1
 
 
-def _audit_tick(conn: object, schedule: Schedule, plan: policies.TickPlan, unrun: Counter[str], now: datetime) -> None:
+def _log_created(name: str, rows: list[dict[str, object]], inserted: dict[str, int]) -> None:
+    """One line per created run; a large catch-up gets one summary line instead of thousands."""
+    made = [r for r in rows if r["idempotency_key"] in inserted]
+    if len(made) <= 20:
+        for r in made:
+            log.info("run_created run=%s key=%s status=%s slot=%s", inserted[str(r["idempotency_key"])],
+                     r["idempotency_key"], r["status"], format_instant(r["scheduled_for"]))  # type: ignore[arg-type]
+    elif made:
+        log.info("runs_created schedule=%s count=%d first=%s last=%s statuses=%s", name, len(made),
+                 made[0]["idempotency_key"], made[-1]["idempotency_key"],
+                 dict(Counter(str(r["status"]) for r in made)))
+
+
+UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),
+                 RunStatus.SKIPPED.value: ("slots_overlap_skipped", "overlap"),
+                 RunStatus.MANUAL_REQUIRED.value: ("slots_manual_required", "misfire")}
+
+
+def _audit_tick(conn: Connection, schedule: Schedule, plan: policies.TickPlan, created: Counter[str],
+                now: datetime) -> None:
     """Counted, append-only records of slots that did not run (metrics read these)."""
     events = []
     if plan.too_old is not None:
@@ -108,19 +133,16 @@ def _audit_tick(conn: object, schedule: Schedule, plan: policies.TickPlan, unrun
                            after={"from": format_instant(plan.too_old.start_at),
                                   "to": format_instant(plan.too_old.end_at),
                                   "estimated_slots": plan.too_old.estimated_slots}))
-    for status, count in unrun.items():
-        action = {"MISSED": "slots_missed", "SKIPPED": "slots_overlap_skipped",
-                  "MANUAL_REQUIRED": "slots_manual_required"}[status]
-        events.append(dict(at=now, actor=SYSTEM_SCHEDULER, action=action, schedule_id=schedule.id, run_id=None,
-                           before=None, version=schedule.version,
-                           reason="overlap" if status == "SKIPPED" else "misfire", after={"count": count}))
-    schedule_rows.record_audits(conn, events)  # type: ignore[arg-type]
+    for status, count in created.items():
+        if status in UNRUN_ACTIONS:
+            action, reason = UNRUN_ACTIONS[status]
+            events.append(dict(at=now, actor=SYSTEM_SCHEDULER, action=action, schedule_id=schedule.id, run_id=None,
+                               before=None, version=schedule.version, reason=reason, after={"count": count}))
+    schedule_rows.record_audits(conn, events)
 
 
-def next_wake(conn: object) -> datetime | None:
+def next_wake(conn: Connection) -> datetime | None:
     """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
-    from sqlalchemy import func, select
-
     query = select(func.min(schedules_table.c.next_run_at)).where(
         schedules_table.c.enabled.is_(True), schedules_table.c.archived.is_(False))
-    return conn.execute(query).scalar()  # type: ignore[attr-defined]
+    return conn.execute(query).scalar()

@@ -12,7 +12,7 @@ effects idempotent and call ``ctx.check_fence()`` right before each one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -90,6 +90,15 @@ class StepSpec:
     optional: bool = False
 
 
+@dataclass(frozen=True)
+class Finding:
+    """One line of ``reportflow doctor``: what was checked, and whether a person must act."""
+
+    check: str
+    message: str
+    problem: bool = False
+
+
 def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:
     return None
 
@@ -106,6 +115,10 @@ def _serves_all(settings: Any, project: str) -> bool:
     return True
 
 
+def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequence[Any]) -> list[Finding]:
+    return []
+
+
 @dataclass(frozen=True)
 class WorkflowDef:
     """A workflow as the engine sees it.
@@ -118,6 +131,9 @@ class WorkflowDef:
       new run (model, prompt version, branches...).
     - ``can_serve(settings, project)`` tells whether this node can run the
       project (e.g. its repository is present here).
+    - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
+      workflow's own dependencies (repositories, model server, destinations) and
+      its external artifacts (``ArtifactRecord`` of successful runs).
     """
 
     name: str
@@ -128,6 +144,7 @@ class WorkflowDef:
     check_project: Callable[[Any, str], None] = _check_nothing
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
+    diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
 
     def step_names(self) -> tuple[str, ...]:
         return tuple(step.name for step in self.steps)

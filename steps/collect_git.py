@@ -47,8 +47,9 @@ __all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect"]
 FETCH_TIMEOUT_S = 120.0
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-# git's DWIM order for a short name; tags are left to git, which peels annotated ones.
-_DWIM = ("{}", "refs/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+# Where a branch name is looked up in-process, branches first; anything else (tags,
+# which may need peeling, or expressions) is resolved by git itself.
+_DWIM = ("refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
 
 
 @dataclass(frozen=True)
@@ -112,19 +113,25 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
             commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
         except GitFailure as again:
             raise _unreadable(repo.path, again) from again
-    return CollectOutput(heads=heads, head_sha=heads[first], commits=commits,
-                         window_start=_iso(start), window_end=_iso(end))
+    return CollectOutput.model_validate({
+        "heads": heads, "head_sha": heads[first], "commits": commits,
+        "window_start": _iso(start), "window_end": _iso(end)})
 
 
 def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
-             wanted: frozenset[str], include_merges: bool, bounds: WalkBounds) -> list[CommitInfo]:
-    """The window's commits, sorted; raises ``GitFailure``."""
+             wanted: frozenset[str], include_merges: bool,
+             bounds: WalkBounds) -> list[git_log.RawCommit]:
+    """The window's commits as dicts, sorted; raises ``GitFailure``."""
     lo, hi = start.timestamp(), end.timestamp()
     since, until = start - bounds.slack, end + bounds.late
-    found: list[tuple[int, CommitInfo]] | None = None
+
+    def keep(at: int, name: str, email: str) -> bool:
+        return lo <= at < hi and (not wanted or bool(wanted & {name.casefold(), email.casefold()}))
+
+    found: list[tuple[int, git_log.RawCommit]] | None = None
     times = git_log.committer_times(repo.objects_dir, tips)
     if times is None or max(times) <= hi + bounds.near.total_seconds():
-        found = git_log.window_log(repo.path, tips, since, until, int(hi),
+        found = git_log.window_log(repo.path, tips, since, until, int(hi), keep=keep,
                                    include_merges=include_merges, abort_after=bounds.abort_after)
     if found is None:
         walked = git_log.walk(repo.path, tips, since, until, include_merges=include_merges,
@@ -134,9 +141,8 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
         found = git_log.details(repo.path, chosen) if chosen else []
         if len(found) != len(chosen):
             raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
-    kept = [(at, c) for at, c in found if lo <= at < hi
-            and (not wanted or wanted & {c.author_name.casefold(), c.author_email.casefold()})]
-    kept.sort(key=lambda pair: (pair[0], pair[1].sha))
+    kept = [(at, c) for at, c in found if keep(at, c["author_name"], c["author_email"])]
+    kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
     return [c for _, c in kept]
 
 
@@ -181,18 +187,19 @@ def _lookup(repo_dir: Path, exprs: Sequence[str]) -> dict[str, str | None]:
 def _read_ref(repo: git.Repo, name: str) -> str | None:
     """A branch's SHA read straight from the ref store (no subprocess), or None.
 
-    Only names whose target git guarantees to be a commit (HEAD, branches,
+    Only refs that git guarantees to point at a commit (HEAD, local and
     remote-tracking branches) are answered here; tags and expressions such as
     ``main~1`` are left to ``git cat-file``.
     """
-    if "~" in name or "^" in name or ":" in name or "@" in name:
+    if any(c in name for c in "~^:@*?[\\"):
         return None
-    for pattern in _DWIM:
-        if pattern == "{}" and not (name == "HEAD" or name.startswith("refs/heads/")
-                                    or name.startswith("refs/remotes/")):
-            continue
+    if name == "HEAD" or name.startswith(("refs/heads/", "refs/remotes/")):
+        candidates: tuple[str, ...] = (name,)
+    else:
+        candidates = tuple(pattern.format(name) for pattern in _DWIM)
+    for path in candidates:
         try:
-            sha = git.SymbolicReference.dereference_recursive(repo, pattern.format(name))
+            sha = git.SymbolicReference.dereference_recursive(repo, path)
         except (ValueError, OSError, git.GitError):
             continue
         return sha if _SHA.match(sha) else None

@@ -23,7 +23,8 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -129,19 +130,19 @@ def committer_times(objects_dir: Path, shas: Sequence[str]) -> list[int] | None:
 
 
 def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime,
-               end_ts: int, *, include_merges: bool,
-               abort_after: int) -> list[tuple[int, CommitInfo]] | None:
+               end_ts: int, *, include_merges: bool, abort_after: int,
+               keep: Keep | None = None) -> list[tuple[int, RawCommit]] | None:
     """Every commit with committer date in [since, until], diffed; ``None`` when abandoned.
 
     Returns ``(author time, commit)`` pairs. Abandons (kills git, returns
     ``None``) once more than ``abort_after`` commits with committer time ≥
-    ``end_ts`` have been printed.
+    ``end_ts`` have been printed. ``keep`` as for ``parse_log``.
     """
     args = ["log", _FORMAT, *_DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
-    with tempfile.TemporaryFile() as err, subprocess.Popen(
-            _command(args), cwd=repo_dir, stdout=subprocess.PIPE, stderr=err,
-            env=_env()) as proc:
-        assert proc.stdout is not None
+    # stderr stays unread until stdout ends: git prints at most a line or two there.
+    with subprocess.Popen(_command(args), cwd=repo_dir, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=_env()) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
         buf = bytearray()
         scanned = newer = 0
         while chunk := proc.stdout.read1(_READ_SIZE):
@@ -156,10 +157,10 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
                 proc.kill()
                 proc.wait()
                 return None
+        complaint = proc.stderr.read()
         if proc.wait() != 0:
-            err.seek(0)
-            raise GitFailure(args, proc.returncode, err.read().decode("utf-8", "replace"))
-    return parse_log(bytes(buf))
+            raise GitFailure(args, proc.returncode, complaint.decode("utf-8", "replace"))
+    return parse_log(bytes(buf), keep)
 
 
 def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime, *,
@@ -189,7 +190,7 @@ def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime,
     return rows
 
 
-def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, CommitInfo]]:
+def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, RawCommit]]:
     """``(author time, commit)`` for exactly ``shas``, in one ``git log --no-walk`` call."""
     args = ["log", "--no-walk=unsorted", "--stdin", _FORMAT, *_DIFF_OPTIONS]
     out = run(repo_dir, args, stdin="".join(f"{sha}\n" for sha in shas).encode())
@@ -201,16 +202,26 @@ def iso_utc(ts: int) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_log(data: bytes) -> list[tuple[int, CommitInfo]]:
+Keep = Callable[[int, str, str], bool]
+#: A commit (file) as a dict shaped like ``CommitInfo`` (``FileChange``): validating
+#: them all at once in pydantic-core costs a quarter of building models one by one.
+RawCommit = dict[str, Any]
+RawFile = dict[str, Any]
+
+
+def parse_log(data: bytes, keep: Keep | None = None) -> list[tuple[int, RawCommit]]:
     """Parse ``git log -z --numstat`` output printed with ``_FORMAT``.
+
+    ``keep(author_time, name, email)`` drops commits before their files are
+    built (the single pass also prints commits just outside the window).
 
     After each header comes, if the commit has a diff, ``LF`` and numstat
     records: ``ins TAB del TAB path NUL``, or for a rename ``ins TAB del TAB
     NUL old NUL new NUL``; binary files show ``-`` counts (taken as 0). The
     message cannot contain NUL, so the first ``US NUL`` ends the header.
-    Returns ``(author time, commit)`` in git's order.
+    Returns ``(author time, commit dict)`` in git's order.
     """
-    commits: list[tuple[int, CommitInfo]] = []
+    commits: list[tuple[int, RawCommit]] = []
     pos, size = 0, len(data)
     while True:
         while pos < size and data[pos] in b"\n\x00":
@@ -222,25 +233,28 @@ def parse_log(data: bytes) -> list[tuple[int, CommitInfo]]:
         end = data.index(_US + b"\x00", pos)
         header = data[pos + 1:end].decode("utf-8", "replace")
         sha, _committed, authored, name, email, message = header.split("\x1f", 5)
+        at = int(authored)
+        wanted = keep is None or keep(at, name, email)
         pos = end + 2
-        files: list[FileChange] = []
+        files: list[RawFile] = []
         if data[pos:pos + 1] == b"\n":
             pos += 1
             while pos < size and data[pos:pos + 1] != _RS:
-                change, pos = _numstat_record(data, pos)
-                files.append(change)
+                change, pos = _numstat_record(data, pos, build=wanted)
+                if change is not None:
+                    files.append(change)
+        if not wanted:
+            continue
         subject, body = split_message(message)
-        at = int(authored)
-        # model_construct: every field is already of its declared type.
-        commits.append((at, CommitInfo.model_construct(
-            sha=sha, author_name=name, author_email=email, authored_at=iso_utc(at),
-            subject=subject, body=body, files=files,
-            insertions=sum(f.insertions for f in files),
-            deletions=sum(f.deletions for f in files))))
+        commits.append((at, {
+            "sha": sha, "author_name": name, "author_email": email, "authored_at": iso_utc(at),
+            "subject": subject, "body": body, "files": files,
+            "insertions": sum(f["insertions"] for f in files),
+            "deletions": sum(f["deletions"] for f in files)}))
 
 
-def _numstat_record(data: bytes, pos: int) -> tuple[FileChange, int]:
-    """One numstat record starting at ``pos``; returns it and the position after it."""
+def _numstat_record(data: bytes, pos: int, *, build: bool) -> tuple[RawFile | None, int]:
+    """One numstat record starting at ``pos`` (None unless ``build``) and the position after."""
     def token(at: int) -> tuple[str, int]:
         stop = data.index(b"\x00", at)
         return data[at:stop].decode("utf-8", "replace"), stop + 1
@@ -251,10 +265,11 @@ def _numstat_record(data: bytes, pos: int) -> tuple[FileChange, int]:
     if path == "":
         old, pos = token(pos)
         path, pos = token(pos)
-    return FileChange.model_construct(
-        path=path, old_path=old, binary=ins == "-" or dele == "-",
-        insertions=0 if ins == "-" else int(ins),
-        deletions=0 if dele == "-" else int(dele)), pos
+    if not build:
+        return None, pos
+    return {"path": path, "old_path": old, "binary": ins == "-" or dele == "-",
+            "insertions": 0 if ins == "-" else int(ins),
+            "deletions": 0 if dele == "-" else int(dele)}, pos
 
 
 def split_message(message: str) -> tuple[str, str]:

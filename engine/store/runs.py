@@ -34,13 +34,27 @@ def _insert(conn: Connection) -> Any:
     return pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
 
 
+def _insert_or_nothing(conn: Connection) -> Any:
+    # Built once per dialect and executed with parameters, so SQLAlchemy's statement cache applies.
+    return _insert(conn)(runs).on_conflict_do_nothing().returning(runs.c.id, runs.c.idempotency_key,
+                                                                  sort_by_parameter_order=True)
+
+
 def insert_run(conn: Connection, values: Mapping[str, Any]) -> int | None:
     """Insert a run unless its slot or idempotency key already has one (``ON CONFLICT DO NOTHING``).
 
     Returns the new id, or None when another row already handles that period.
     """
-    stmt = _insert(conn)(runs).values(**values).on_conflict_do_nothing().returning(runs.c.id)
-    return conn.execute(stmt).scalar()
+    row = conn.execute(_insert_or_nothing(conn), dict(values)).first()
+    return None if row is None else int(row[0])
+
+
+def insert_runs(conn: Connection, rows_: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Insert many runs in one statement, each doing nothing on conflict; returns {key: id} of those inserted."""
+    if not rows_:
+        return {}
+    result = conn.execute(_insert_or_nothing(conn), [dict(r) for r in rows_])
+    return {key: int(run_id) for run_id, key in result.all()}
 
 
 def overlap_counts(conn: Connection, schedule_id: int) -> tuple[int, int]:

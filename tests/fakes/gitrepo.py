@@ -28,6 +28,9 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_TERMINAL_PROMPT": "0",
         "LC_ALL": "C",
+        # An identity for commands that need one (tags, merges) without a user config.
+        "GIT_AUTHOR_NAME": DEFAULT_AUTHOR[0], "GIT_AUTHOR_EMAIL": DEFAULT_AUTHOR[1],
+        "GIT_COMMITTER_NAME": DEFAULT_AUTHOR[0], "GIT_COMMITTER_EMAIL": DEFAULT_AUTHOR[1],
     })
     env.update(extra or {})
     return env

@@ -71,8 +71,9 @@ def make_step(name: str) -> Any:
         ctx.check_fence()
         _log(settings, f"end {tag} {os.getpid()} {ctx.attempt}")
         seen = {k: v.get("value") for k, v in ctx.outputs.items()}
-        return StepResult(output={"value": f"{name}@{ctx.run_id}", "seen": seen},
-                          artifacts=(ArtifactRef("marker", f"{ctx.idempotency_key}/{name}"),))
+        return StepResult(output={"value": f"{name}@{ctx.run_id}", "seen": seen, "pid": os.getpid()},
+                          artifacts=(ArtifactRef("marker", f"{ctx.idempotency_key}/{name}",
+                                                 external_id=str(os.getpid())),))
 
     return step
 

@@ -1,0 +1,252 @@
+"""GENERATE_REPORT: statistics, the prompt from a versioned template, the narrative.
+
+Contract (SPEC §6):
+
+- The report Markdown is a deterministic header, a note when the model saw a
+  trimmed commit list, the writer's narrative (Summary, Changes by area,
+  Notable commits) and a computed ``## Statistics`` section. No wall-clock
+  value appears in it.
+- The prompt comes from ``steps/prompts/{workflow}.{prompt_version}.md``
+  (``<!-- system -->`` and ``<!-- user -->`` parts, ``string.Template``
+  placeholders). An unknown version is ``CONFIG_INVALID``.
+- The commit listing is held to ``budget_for(num_ctx)`` characters: first
+  messages are shortened, then the smallest commits are left out; both are
+  said in the prompt and in the report, never silently.
+- A window without commits gives a short no-activity report and calls no
+  model (``model = "none"``, empty ``prompt_sha256``).
+
+Writers: ``BuiltinWriter`` (deterministic, no model) and ``OllamaWriter``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from engine import errors
+from steps.git_log import CommitInfo
+from steps.ollama_writer import OllamaWriter
+from steps.report_markdown import (BuiltinWriter, assemble, header, inline, local_span, local_time,
+                                   no_activity, short, statistics_section, trim_note, zone)
+from steps.report_model import (ReportInput, ReportMaterial, ReportOutput, ReportStats, Writer,
+                                WriterResult, churn, compute_stats, summarize)
+
+__all__ = ["BuiltinWriter", "OllamaWriter", "ReportInput", "ReportOutput", "Writer",
+           "WriterResult", "budget_for", "compute_stats", "generate", "load_template",
+           "render_prompt"]
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+WORKFLOWS = ("daily_report", "weekly_report")
+_VERSION = re.compile(r"^v[0-9]+$")
+
+#: Prompt sizing: characters per token (conservative for English and code), the
+#: share of the context kept for the answer, and tokens for instructions + statistics.
+CHARS_PER_TOKEN = 3
+ANSWER_SHARE = 4
+FIXED_TOKENS = 700
+MIN_BUDGET_CHARS = 600
+#: Limits of one commit's entry in the listing, full and shortened.
+FULL_FILES, SHORT_FILES = 8, 3
+BODY_LINES, BODY_CHARS = 6, 600
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A versioned template: its two parts and the sha256 of the file."""
+
+    workflow: str
+    version: str
+    system: str
+    user: string.Template
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The commit listing given to the model and what it left out."""
+
+    text: str
+    listed: int
+    total: int
+    compacted: bool
+
+    @property
+    def trimmed(self) -> bool:
+        return self.compacted or self.listed < self.total
+
+
+def budget_for(num_ctx: int) -> int:
+    """Characters allowed for the commit listing with a context of ``num_ctx`` tokens.
+
+    A quarter of the context (at least 256 tokens) is kept for the answer and
+    ``FIXED_TOKENS`` for the instructions and statistics; the rest, at
+    ``CHARS_PER_TOKEN``, is the listing's (never below ``MIN_BUDGET_CHARS``).
+    """
+    answer = max(256, num_ctx // ANSWER_SHARE)
+    return max(MIN_BUDGET_CHARS, (num_ctx - answer - FIXED_TOKENS) * CHARS_PER_TOKEN)
+
+
+def load_template(workflow: str, version: str) -> PromptTemplate:
+    """The template file for ``(workflow, version)``; CONFIG_INVALID if there is none."""
+    if workflow not in WORKFLOWS or not _VERSION.match(version):
+        raise errors.step_error("CONFIG_INVALID",
+                                f"no prompt template for workflow {workflow!r} version {version!r}")
+    path = PROMPTS_DIR / f"{workflow}.{version}.md"
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        known = sorted(p.name for p in PROMPTS_DIR.glob(f"{workflow}.v*.md"))
+        raise errors.step_error(
+            "CONFIG_INVALID", f"prompt version {version!r} of {workflow} does not exist "
+            f"(no {path.name}; available: {', '.join(known) or 'none'})") from exc
+    text = raw.decode("utf-8")
+    match = re.fullmatch(r"\s*<!-- system -->\n(.*?)\n<!-- user -->\n(.*)", text, re.DOTALL)
+    if match is None:
+        raise errors.step_error("CONFIG_INVALID",
+                                f"prompt template {path.name} lacks its system/user markers")
+    return PromptTemplate(workflow, version, match.group(1).strip(),
+                          string.Template(match.group(2).strip() + "\n"),
+                          hashlib.sha256(raw).hexdigest())
+
+
+def stats_text(stats: ReportStats) -> str:
+    """The statistics as the prompt states them (bounded lists)."""
+    lines = [f"- {stats.commits} commits by {stats.author_count} authors; {stats.files_changed} "
+             f"files changed; +{stats.insertions} / -{stats.deletions} lines"]
+    if stats.authors:
+        lines.append("- Authors: " + "; ".join(
+            f"{inline(a.name)} ({a.commits} commits, +{a.insertions}/-{a.deletions})"
+            for a in stats.authors[:10]))
+    if stats.areas:
+        lines.append("- Areas: " + "; ".join(
+            f"{inline(a.area)} ({a.commits} commits, {a.files} files, +{a.insertions}/-{a.deletions})"
+            for a in stats.areas[:12]))
+    if stats.busiest_files:
+        lines.append("- Busiest files: " + "; ".join(
+            f"{inline(f.path)} ({f.commits} commits)" for f in stats.busiest_files))
+    return "\n".join(lines)
+
+
+def _entry(commit: CommitInfo, tz: ZoneInfo, *, full: bool) -> str:
+    paths = [f.path for f in commit.files]
+    limit = FULL_FILES if full else SHORT_FILES
+    shown = ", ".join(inline(p) for p in paths[:limit])
+    if len(paths) > limit:
+        shown += f", +{len(paths) - limit} more"
+    line = (f"- `{short(commit.sha)}` {local_time(commit.authored_at, tz)} · "
+            f"{inline(commit.author_name)} · {inline(commit.subject)} "
+            f"(+{commit.insertions}/-{commit.deletions})" + (f" [{shown}]" if shown else ""))
+    if full and commit.body:
+        body = "\n".join(commit.body.splitlines()[:BODY_LINES])[:BODY_CHARS]
+        line += "\n" + "\n".join(f"    {row}".rstrip() for row in body.splitlines())
+    return line
+
+
+def build_listing(commits: Sequence[CommitInfo], tz: ZoneInfo, budget_chars: int) -> Listing:
+    """The listing within ``budget_chars``: full entries, else shortened, else the largest."""
+    total = len(commits)
+    full = [_entry(c, tz, full=True) for c in commits]
+    if sum(len(e) + 1 for e in full) <= budget_chars:
+        return Listing("\n".join(full), total, total, compacted=False)
+    brief = [_entry(c, tz, full=False) for c in commits]
+    if sum(len(e) + 1 for e in brief) <= budget_chars:
+        return Listing("\n".join(brief), total, total, compacted=True)
+    order = sorted(range(total), key=lambda i: (-churn(commits[i]), commits[i].authored_at,
+                                                commits[i].sha))
+    chosen: set[int] = set()
+    used = 0
+    for index in order:
+        size = len(brief[index]) + 1
+        if used + size <= budget_chars:
+            chosen.add(index)
+            used += size
+    return Listing("\n".join(brief[i] for i in sorted(chosen)), len(chosen), total, compacted=True)
+
+
+def _prompt_note(listing: Listing) -> str:
+    if listing.listed < listing.total:
+        left = listing.total - listing.listed
+        return (f"NOTE: only {listing.listed} of {listing.total} commits are listed (the largest "
+                f"by lines changed); the other {left} were left out to fit the context window. "
+                "The statistics cover all commits; do not guess what the missing commits did.")
+    if listing.compacted:
+        return ("NOTE: commit messages and file lists were shortened to fit the context window; "
+                "the statistics are complete.")
+    return ""
+
+
+def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
+            budget_chars: int) -> tuple[str, Listing]:
+    listing = build_listing(inp.commits, zone(inp.timezone), budget_chars)
+    summary = (f"all {listing.total}" if listing.listed == listing.total
+               else f"{listing.listed} of {listing.total} listed")
+    try:
+        prompt = template.user.substitute(
+            project=inp.project, business_key=inp.business_key, window_local=local_span(inp),
+            window_start=inp.window_start, window_end=inp.window_end, timezone=inp.timezone,
+            commit_count=listing.total, listing_summary=summary, stats=stats_text(stats),
+            commits=listing.text or "(none listed)", trim_note=_prompt_note(listing))
+    except (KeyError, ValueError) as exc:
+        raise errors.step_error("CONFIG_INVALID", f"prompt template {template.workflow}."
+                                f"{template.version}.md has a bad placeholder: {exc}") from exc
+    return prompt.rstrip("\n") + "\n", listing
+
+
+def render_prompt(inp: ReportInput, stats: ReportStats | Mapping[str, Any], *,
+                  budget_chars: int) -> tuple[str, bool]:
+    """The user prompt for ``inp`` and whether its commit listing was trimmed."""
+    template = load_template(inp.workflow, inp.prompt_version)
+    parsed = stats if isinstance(stats, ReportStats) else ReportStats.model_validate(stats)
+    prompt, listing = _render(inp, parsed, template, budget_chars)
+    return prompt, listing.trimmed
+
+
+def prompt_digest(system: str, prompt: str) -> str:
+    """sha256 of exactly what the model is sent: system text, a blank line, the prompt."""
+    return hashlib.sha256(f"{system}\n\n{prompt}".encode()).hexdigest()
+
+
+def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
+             options: Mapping[str, Any]) -> ReportOutput:
+    """Write the report for ``inp`` with ``writer`` (see the module contract).
+
+    ``options`` (temperature, seed...) are passed to the writer with
+    ``num_ctx`` added, and recorded. Raises ``StepError`` from the writer
+    (``MODEL_UNAVAILABLE``...) or ``CONFIG_INVALID`` for a bad template.
+    """
+    template = load_template(inp.workflow, inp.prompt_version)
+    stats = summarize(inp.commits)
+    opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
+    if not inp.commits:
+        return ReportOutput(text=no_activity(inp), model="none", model_digest=None,
+                            prompt_version=inp.prompt_version, prompt_sha256="",
+                            template_sha256=template.sha256, options=opts,
+                            provider=writer.provider, trimmed=False, stats=stats.model_dump())
+    prompt, listing = _render(inp, stats, template, budget_for(num_ctx))
+    result = writer.write(prompt, system=template.system, options=opts,
+                          material=ReportMaterial(input=inp, stats=stats))
+    narrative = result.text.replace("\r\n", "\n").strip()
+    if not narrative:
+        raise errors.step_error("MODEL_UNAVAILABLE",
+                                f"{writer.provider} model {result.model!r} returned an empty report")
+    # A writer that reads the commits itself (builtin) never sees the trimmed listing.
+    trimmed = listing.trimmed and writer.reads_prompt
+    by = f"{writer.provider} `{result.model}`"
+    if result.digest:
+        by += f" (digest `{result.digest[:19]}`)"
+    by += f", prompt {inp.workflow} {inp.prompt_version}"
+    note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
+                     num_ctx=num_ctx) if trimmed else ""
+    text = assemble([header(inp, stats, writer_line=by), note, narrative,
+                     statistics_section(stats)])
+    return ReportOutput(text=text, model=result.model, model_digest=result.digest,
+                        prompt_version=inp.prompt_version,
+                        prompt_sha256=prompt_digest(template.system, prompt),
+                        template_sha256=template.sha256, options=opts, provider=writer.provider,
+                        trimmed=trimmed, stats=stats.model_dump())

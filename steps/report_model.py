@@ -1,0 +1,175 @@
+"""The GENERATE_REPORT contract: its input and output, the writer port, the statistics.
+
+Statistics are a pure function of the commits (``summarize``): the same
+commits give the same numbers in the same order, whichever writer runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from steps.git_log import CommitInfo
+
+WorkflowName = Literal["daily_report", "weekly_report"]
+#: How many files the "busiest files" table lists.
+BUSIEST_FILES = 10
+ROOT_AREA = "(root)"
+
+
+class ReportInput(BaseModel):
+    """What the step needs: pinned inputs, the window, and COLLECT_GIT's commits."""
+
+    workflow: WorkflowName
+    project: str
+    business_key: str
+    window_start: str
+    window_end: str
+    timezone: str
+    commits: list[CommitInfo]
+    prompt_version: str
+    on_empty: Literal["skip", "report"] = "skip"
+
+
+class ReportOutput(BaseModel):
+    """GENERATE_REPORT's persisted output. ``text`` is the full Markdown body."""
+
+    text: str
+    model: str
+    model_digest: str | None
+    prompt_version: str
+    prompt_sha256: str
+    template_sha256: str
+    options: dict[str, Any]
+    provider: str
+    trimmed: bool
+    stats: dict[str, Any]
+
+
+class AuthorStats(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    email: str
+    commits: int
+    insertions: int
+    deletions: int
+
+
+class AreaStats(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    area: str
+    commits: int
+    files: int
+    insertions: int
+    deletions: int
+
+
+class FileStats(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    path: str
+    commits: int
+    insertions: int
+    deletions: int
+
+
+class ReportStats(BaseModel):
+    """Deterministic figures of a window. Lists are ordered by size, then by name."""
+
+    model_config = ConfigDict(frozen=True)
+    commits: int
+    author_count: int
+    files_changed: int
+    insertions: int
+    deletions: int
+    authors: list[AuthorStats]
+    areas: list[AreaStats]
+    busiest_files: list[FileStats]
+
+
+@dataclass(frozen=True)
+class ReportMaterial:
+    """Everything a writer may use besides the prompt (the builtin writer uses only this)."""
+
+    input: ReportInput
+    stats: ReportStats
+
+
+@dataclass(frozen=True)
+class WriterResult:
+    """A narrative (Markdown sections) and the model that wrote it."""
+
+    text: str
+    model: str
+    digest: str | None
+
+
+class Writer(Protocol):
+    """Writes the narrative sections (Summary, Changes by area, Notable commits).
+
+    ``write`` raises ``StepError`` (``MODEL_UNAVAILABLE`` and the like) when it
+    cannot. ``reads_prompt`` is false for a writer that works from
+    ``material`` alone (then a trimmed listing does not concern its report).
+    """
+
+    provider: str
+    reads_prompt: bool
+
+    def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
+              material: ReportMaterial) -> WriterResult: ...
+
+
+def area_of(path: str) -> str:
+    """The top-level directory of a path; files at the top level share ``(root)``."""
+    head, sep, _ = path.partition("/")
+    return head if sep else ROOT_AREA
+
+
+def churn(commit: CommitInfo) -> int:
+    return commit.insertions + commit.deletions
+
+
+def summarize(commits: Sequence[CommitInfo]) -> ReportStats:
+    """Statistics of ``commits``: totals, per author, per area, busiest files."""
+    authors: dict[str, list[Any]] = {}
+    areas: dict[str, list[Any]] = {}
+    files: dict[str, list[int]] = {}
+    for commit in commits:
+        key = commit.author_email.casefold() or commit.author_name.casefold()
+        row = authors.setdefault(key, [commit.author_name, commit.author_email, 0, 0, 0])
+        row[2] += 1
+        row[3] += commit.insertions
+        row[4] += commit.deletions
+        touched: set[str] = set()
+        for change in commit.files:
+            area = areas.setdefault(area_of(change.path), [0, set(), 0, 0])
+            area[1].add(change.path)
+            area[2] += change.insertions
+            area[3] += change.deletions
+            touched.add(area_of(change.path))
+            stats = files.setdefault(change.path, [0, 0, 0])
+            stats[0] += 1
+            stats[1] += change.insertions
+            stats[2] += change.deletions
+        for name in touched:
+            areas[name][0] += 1
+    author_rows = sorted((AuthorStats(name=r[0], email=r[1], commits=r[2], insertions=r[3],
+                                      deletions=r[4]) for r in authors.values()),
+                         key=lambda a: (-a.commits, -(a.insertions + a.deletions), a.name, a.email))
+    area_rows = sorted((AreaStats(area=name, commits=r[0], files=len(r[1]), insertions=r[2],
+                                  deletions=r[3]) for name, r in areas.items()),
+                       key=lambda a: (-a.commits, -(a.insertions + a.deletions), a.area))
+    file_rows = sorted((FileStats(path=p, commits=r[0], insertions=r[1], deletions=r[2])
+                        for p, r in files.items()),
+                       key=lambda f: (-f.commits, -(f.insertions + f.deletions), f.path))
+    return ReportStats(
+        commits=len(commits), author_count=len(author_rows), files_changed=len(files),
+        insertions=sum(c.insertions for c in commits), deletions=sum(c.deletions for c in commits),
+        authors=author_rows, areas=area_rows, busiest_files=file_rows[:BUSIEST_FILES])
+
+
+def compute_stats(commits: Sequence[CommitInfo]) -> dict[str, Any]:
+    """``summarize`` as plain JSON-ready data (what ReportOutput.stats persists)."""
+    return summarize(commits).model_dump()

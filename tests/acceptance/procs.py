@@ -1,0 +1,72 @@
+"""Real ``reportflow`` processes for acceptance and reliability tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tests.flows.install import pythonpath
+from tests.support import REPO_ROOT
+
+
+class Shared:
+    """A shared simulated clock for processes started at different moments: ``--now T@E``."""
+
+    def __init__(self, start: datetime) -> None:
+        self.start = start
+        self.anchor = time.time()  # the real instant at which the simulated clock read `start`
+
+    def at(self, offset_s: float = 0.0) -> str:
+        """``--now`` for a process whose clock reads ``start + offset + (real elapsed)``."""
+        instant = datetime.fromtimestamp(self.start.timestamp() + offset_s, UTC)
+        return f"{instant.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}@{self.anchor}"
+
+
+def env_for(tmp: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": pythonpath(tmp), **(extra or {})}
+    env.pop("REPORTFLOW_NOW", None)
+    return env
+
+
+def command(config: Path, now: str | None, *args: str) -> list[str]:
+    cmd = [sys.executable, "-m", "engine.cli", "--config", str(config)]
+    if now:
+        cmd += ["--now", now]
+    return cmd + list(args)
+
+
+def run(tmp: Path, config: Path, *args: str, now: str | None = None, timeout: float = 180,
+        env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(config, now, *args), capture_output=True, text=True, env=env_for(tmp, env),
+                          cwd=REPO_ROOT, timeout=timeout)
+
+
+def spawn(tmp: Path, config: Path, *args: str, now: str | None = None,
+          env: Mapping[str, str] | None = None, log_name: str | None = None) -> subprocess.Popen[str]:
+    stderr: Any = subprocess.PIPE
+    if log_name:
+        stderr = open(tmp / log_name, "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(command(config, now, *args), stdout=subprocess.PIPE, stderr=stderr, text=True,
+                            env=env_for(tmp, env), cwd=REPO_ROOT)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
+    """Poll an observable condition (a log line, a row), failing after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def kill9(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)

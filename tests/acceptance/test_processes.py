@@ -1,0 +1,213 @@
+"""Real processes against real databases: ticks racing, workers killed, paused, stopped.
+
+Crash tests SIGKILL a real ``reportflow work`` in the middle of a step; the
+side-effect log written by the test workflow, not the engine's own records,
+is the witness of what executed.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, func, select
+
+from engine.store.tables import attempts, runs, steps
+from tests.acceptance import procs
+from tests.support import write_config
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
+
+
+def flow_config(tmp: Path, url: str, *, schedules: list[dict[str, object]], lease: str = "60s",
+                **flow: object) -> Path:
+    sections = {"worker": {"lease": lease, "retry_backoff": "1s", "poll_interval": "0.2s"},
+                "testflow": {"log": str(tmp / "steps.log"), "gate": str(tmp / "gate"), **flow}}
+    return write_config(tmp / "reportflow.toml", db_url=url, sections=sections, schedules=schedules)
+
+
+def four(name: str = "four", project: str = "p1", cron: str = "0 * * * *") -> dict[str, object]:
+    return dict(name=name, workflow="four_steps", project=project, cron=cron, timezone="UTC",
+                misfire="CATCH_UP_ALL", overlap="ALLOW")
+
+
+def log_lines(tmp: Path) -> list[list[str]]:
+    path = tmp / "steps.log"
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def db(url: str):  # type: ignore[no-untyped-def]
+    return create_engine(url)
+
+
+def ok(result) -> None:  # type: ignore[no-untyped-def]
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+
+
+def test_eight_tick_processes_create_every_run_exactly_once(store_url: str, tmp_path: Path) -> None:
+    schedules = [dict(name=f"s{i:03d}", workflow="echo", project=f"p{i:03d}", cron="*/15 * * * *",
+                      timezone=["UTC", "Asia/Seoul", "America/New_York", "Europe/London"][i % 4],
+                      misfire="CATCH_UP_ALL", overlap=["ALLOW", "QUEUE_NEW", "SKIP_NEW", "BUFFER_ONE"][i % 4])
+                 for i in range(200)]
+    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T00:00:00Z"))
+    later = "2026-09-30T00:00:00Z"  # 96 slots per schedule are due
+    ticks = [procs.spawn(tmp_path, config, "tick", now=later) for _ in range(8)]
+    for proc in ticks:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    with db(store_url).connect() as conn:
+        total = conn.execute(select(func.count()).select_from(runs)).scalar_one()
+        distinct = conn.execute(select(func.count()).select_from(
+            select(runs.c.schedule_id, runs.c.scheduled_for).distinct().subquery())).scalar_one()
+        per_schedule = conn.execute(select(runs.c.schedule_id, func.count()).group_by(runs.c.schedule_id)).all()
+    assert total == distinct == 200 * 96
+    assert {count for _, count in per_schedule} == {96}
+
+
+@pytest.mark.parametrize("step", ["ONE", "TWO", "THREE", "FOUR"])
+def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite_url: str, tmp_path: Path,
+                                                                          step: str) -> None:
+    config = flow_config(tmp_path, sqlite_url, schedules=[four()], block_on=[step])
+    clock = procs.Shared(T0)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    worker = procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", "doomed", now=clock.at(60))
+    procs.wait_for(lambda: any(line[:3] == ["start", "1", step] for line in log_lines(tmp_path)),
+                   what=f"the worker to enter {step}")
+    procs.kill9(worker)
+    # Nothing to recover while the lease lives; after it has expired the reconciler queues a recovery.
+    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(60)))
+    with db(sqlite_url).connect() as conn:
+        assert conn.execute(select(runs.c.status)).scalar_one() == "RUNNING"
+    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
+    with db(sqlite_url).connect() as conn:
+        assert conn.execute(select(runs.c.status)).scalar_one() == "RETRY_PENDING"
+    ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(201)))
+    ends = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "end")
+    assert ends == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
+    starts = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "start")
+    order = ["ONE", "TWO", "THREE", "FOUR"]
+    assert starts[step] == 2  # the interrupted step ran again...
+    assert all(starts[s] == 1 for s in order if s != step)  # ...and no other
+    with db(sqlite_url).connect() as conn:
+        assert conn.execute(select(runs.c.status)).scalar_one() == "SUCCESS"
+        rows = conn.execute(select(attempts.c.trigger, attempts.c.from_step, attempts.c.outcome)
+                            .order_by(attempts.c.number)).all()
+    assert [tuple(r) for r in rows] == [("scheduled", "ONE", "lost"), ("recovery", step, "success")]
+
+
+def test_paused_worker_cannot_write_after_its_lease_passed(store_url: str, tmp_path: Path) -> None:
+    config = flow_config(tmp_path, store_url, schedules=[four()], block_on=["TWO"])
+    clock = procs.Shared(T0)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    paused = procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", "paused", now=clock.at(60))
+    procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
+                   what="the first worker to enter TWO")
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
+        ok(procs.run(tmp_path, config, "work", "--until-idle", "--worker-id", "rescuer", now=clock.at(201)))
+        (tmp_path / "gate").touch()
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    paused.communicate(timeout=120)
+    assert paused.returncode == 0
+    pids = {line[3] for line in log_lines(tmp_path) if line[0] == "start" and line[2] == "THREE"}
+    assert len(pids) == 1
+    (rescuer_pid,) = pids
+    assert not any(line[0] == "end" and line[2] != "ONE" and line[3] == str(paused.pid)
+                   for line in log_lines(tmp_path))
+    with db(store_url).connect() as conn:
+        assert conn.execute(select(runs.c.status)).scalar_one() == "SUCCESS"
+        outputs = dict(conn.execute(select(steps.c.name, steps.c.output)).all())
+    assert outputs["ONE"]["pid"] == paused.pid
+    assert {outputs[s]["pid"] for s in ("TWO", "THREE", "FOUR")} == {int(rescuer_pid)}
+
+
+def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path) -> None:
+    schedules = [four(name=f"f{i:03d}", project=f"p{i:03d}") for i in range(200)]
+    config = flow_config(tmp_path, store_url, schedules=schedules)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T08:30:00Z"))
+    ok(procs.run(tmp_path, config, "tick", now="2026-09-29T09:01:00Z"))
+    workers = [procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", f"w{i}",
+                           now="2026-09-29T09:02:00Z") for i in range(2)]
+    for proc in workers:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    lines = log_lines(tmp_path)
+    ends = Counter((line[1], line[2]) for line in lines if line[0] == "end")
+    assert len(ends) == 200 * 4 and set(ends.values()) == {1}
+    starts = Counter((line[1], line[2]) for line in lines if line[0] == "start")
+    assert set(starts.values()) == {1}
+    by_run: dict[str, set[str]] = defaultdict(set)
+    for line in lines:
+        by_run[line[1]].add(line[3])
+    assert all(len(pids) == 1 for pids in by_run.values())  # one process executed each run
+    assert len({pid for pids in by_run.values() for pid in pids}) == 2  # and both processes worked
+    with db(store_url).connect() as conn:
+        statuses = Counter(conn.execute(select(runs.c.status)).scalars())
+    assert statuses == {"SUCCESS": 200}
+
+
+def test_serve_executes_a_due_run_and_stops_cleanly_on_sigterm(sqlite_url: str, tmp_path: Path) -> None:
+    config = flow_config(tmp_path, sqlite_url, schedules=[four(cron="* * * * *") | {"allow_frequent": True}],
+                         block_on=["TWO"], block_attempt=2)
+    clock = procs.Shared(T0)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-2)))
+    server = procs.spawn(tmp_path, config, "serve", "--worker-id", "srv", now=clock.at(-1), log_name="serve.log")
+    try:
+        procs.wait_for(lambda: sum(1 for line in log_lines(tmp_path) if line[:3] == ["end", "1", "FOUR"]) == 1,
+                       what="the 09:00 run to finish")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+    assert server.returncode == 0, (tmp_path / "serve.log").read_text()
+    with db(sqlite_url).connect() as conn:
+        first = conn.execute(select(runs.c.status, runs.c.started_at, runs.c.scheduled_for)
+                             .where(runs.c.id == 1)).one()
+    assert first.status == "SUCCESS"
+    assert "serve_stopped" in (tmp_path / "serve.log").read_text()
+
+
+def test_sigterm_mid_step_finishes_the_step_and_hands_the_run_back(sqlite_url: str, tmp_path: Path) -> None:
+    config = flow_config(tmp_path, sqlite_url, schedules=[four()], block_on=["TWO"])
+    clock = procs.Shared(T0)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    worker = procs.spawn(tmp_path, config, "work", now=clock.at(60), log_name="work.log")
+    procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
+                   what="the worker to enter TWO")
+    worker.send_signal(signal.SIGTERM)
+    (tmp_path / "gate").touch()
+    worker.wait(timeout=60)
+    assert worker.returncode == 0, (tmp_path / "work.log").read_text()
+    with db(sqlite_url).connect() as conn:
+        run = conn.execute(select(runs.c.status, runs.c.lease_owner)).one()
+        done = dict(conn.execute(select(steps.c.name, steps.c.status)).all())
+    assert run.status == "QUEUED" and run.lease_owner is None
+    assert done == {"ONE": "SUCCESS", "TWO": "SUCCESS", "THREE": "PENDING", "FOUR": "PENDING"}
+    ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(70)))
+    ends = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "end")
+    assert ends == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
+
+
+def test_concurrent_schedule_edits_one_wins_the_other_exits_3(store_url: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", db_url=store_url,
+                          schedules=[dict(name="e", workflow="echo", project="p", cron="0 * * * *", timezone="UTC")])
+    ok(procs.run(tmp_path, config, "schedules", "apply"))
+    edits = [procs.spawn(tmp_path, config, "schedules", "set", "e", "--cron", cron, "--expect-version", "1")
+             for cron in ("0 */2 * * *", "0 */3 * * *")]
+    codes = sorted(p.wait(timeout=120) for p in edits)
+    assert codes == [0, 3]
+    shown = procs.run(tmp_path, config, "schedules", "show", "e", "--json")
+    ok(shown)
+    import json
+
+    data = json.loads(shown.stdout)
+    assert data["version"] == 2 and data["cron"] in ("0 */2 * * *", "0 */3 * * *")

@@ -1,0 +1,133 @@
+"""``reportflow metrics`` from real rows, on SQLite and PostgreSQL: the values an operator alerts on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from engine import metrics, scheduler, schedules
+from engine.clock import ManualClock
+from engine.models import RunStatus
+from engine.store import runs as run_rows
+from engine.worker import Worker
+from tests.support import make_runtime
+
+T0 = datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
+HOURLY = dict(workflow="echo", cron="0 * * * *", timezone="UTC", grace="10m")
+SCHEDULES = [
+    dict(name="late", project="p-late", misfire="SKIP", **HOURLY),
+    dict(name="busy", project="p-busy", misfire="CATCH_UP_ALL", overlap="SKIP_NEW", **HOURLY),
+]
+
+
+def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Every sample by its full name (``_total``, ``_bucket``... included), parsed as Prometheus would."""
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return out
+
+
+def value(parsed: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    matches = [v for found, v in parsed.get(name, []) if found == labels]
+    assert len(matches) == 1, f"{name}{labels}: {len(matches)} samples in {parsed.get(name)}"
+    return matches[0]
+
+
+def setup(url: str) -> Any:
+    rt = make_runtime(url, schedules=SCHEDULES, clock=ManualClock(T0))
+    schedules.apply(rt)  # next slot 11:00
+    return rt
+
+
+def test_counts_misses_skips_attempts_and_timings(store_url: str) -> None:
+    rt = setup(store_url)
+    rt.clock.set(T0 + timedelta(hours=4, minutes=30))  # 14:30: 11:00..14:00 have all misfired
+    scheduler.tick(rt)
+    rt.clock.set(T0 + timedelta(hours=5, minutes=1))  # 15:01: the 15:00 slot is on time
+    scheduler.tick(rt)
+
+    before = samples(metrics.exposition(rt))
+    # late (SKIP): 4 misfired slots MISSED, the on-time 15:00 QUEUED.
+    assert value(before, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="MISSED") == 4
+    assert value(before, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="QUEUED") == 1
+    assert value(before, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="FAILED") == 0
+    assert value(before, "reportflow_missed_slots_total", schedule="late") == 4
+    # busy (CATCH_UP_ALL, SKIP_NEW): 11:00 queued, 12:00-15:00 skipped by the overlap policy.
+    assert value(before, "reportflow_runs", schedule="busy", trigger="SCHEDULED", status="QUEUED") == 1
+    assert value(before, "reportflow_runs", schedule="busy", trigger="SCHEDULED", status="SKIPPED") == 4
+    assert value(before, "reportflow_overlap_skips_total", schedule="busy") == 4
+    assert value(before, "reportflow_missed_slots_total", schedule="busy") == 0
+    # busy's 11:00 run has waited since the 14:30 tick created it.
+    assert value(before, "reportflow_oldest_pending_age_seconds") == 31 * 60
+    assert "reportflow_attempts_total" not in before
+    next_slot = (T0 + timedelta(hours=6)).timestamp()
+    assert value(before, "reportflow_schedule_next_run_timestamp", schedule="late") == next_slot
+    assert value(before, "reportflow_schedule_next_run_timestamp", schedule="busy") == next_slot
+    assert "reportflow_last_success_timestamp_seconds" not in before
+
+    worker = Worker(rt, "w1")
+    for _ in range(2):
+        rt.clock.advance(timedelta(seconds=2))
+        outcome = worker.run_one()
+        assert outcome is not None and outcome.status is RunStatus.SUCCESS
+    assert worker.run_one() is None
+    worker.close()
+
+    after = samples(metrics.exposition(rt))
+    assert value(after, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="SUCCESS") == 1
+    assert value(after, "reportflow_runs", schedule="busy", trigger="SCHEDULED", status="SUCCESS") == 1
+    assert value(after, "reportflow_runs", schedule="busy", trigger="SCHEDULED", status="QUEUED") == 0
+    assert value(after, "reportflow_attempts_total", schedule="late", trigger="scheduled", outcome="success") == 1
+    assert value(after, "reportflow_attempts_total", schedule="busy", trigger="scheduled", outcome="success") == 1
+    assert value(after, "reportflow_oldest_pending_age_seconds") == 0
+    assert value(after, "reportflow_stalled_runs") == 0
+    # The worker ran busy's older slot first, 2 s after 15:01, then late's at 15:01:04.
+    assert value(after, "reportflow_last_success_timestamp_seconds", schedule="busy") == \
+        (T0 + timedelta(hours=5, minutes=1, seconds=2)).timestamp()
+    assert value(after, "reportflow_last_success_timestamp_seconds", schedule="late") == \
+        (T0 + timedelta(hours=5, minutes=1, seconds=4)).timestamp()
+
+    # The manual clock does not move during a run: both took 0 s.
+    assert value(after, "reportflow_run_duration_seconds_count") == 2
+    assert value(after, "reportflow_run_duration_seconds_bucket", le="0.01") == 2
+    assert value(after, "reportflow_run_duration_seconds_sum") == 0
+    # Start delays: 4h01m02s (busy's misfired 11:00 slot) and 64 s (late's 15:00 slot).
+    assert value(after, "reportflow_start_delay_seconds_count") == 2
+    assert value(after, "reportflow_start_delay_seconds_sum") == (4 * 3600 + 62) + 64
+    assert value(after, "reportflow_start_delay_seconds_bucket", le="60.0") == 0
+    assert value(after, "reportflow_start_delay_seconds_bucket", le="120.0") == 1
+    assert value(after, "reportflow_start_delay_seconds_bucket", le="3600.0") == 1
+    assert value(after, "reportflow_start_delay_seconds_bucket", le="+Inf") == 2
+    rt.store.dispose()
+
+
+def test_stalled_run_and_too_old_slots(store_url: str) -> None:
+    rt = setup(store_url)
+    rt.clock.set(T0 + timedelta(days=10, minutes=1))  # ten days down: past the 7-day catch-up window
+    report = scheduler.tick(rt)
+    assert report.too_old_slots > 0
+    # A worker that claims a run and keeps its lease alive, but never finishes.
+    with rt.store.write() as conn:
+        claim = run_rows.acquire_run(conn, worker_id="slow", now=rt.clock.now(),
+                                     lease_until=rt.clock.now() + timedelta(hours=2),
+                                     steps_by_workflow={"echo": ["ECHO"]}, projects=None, backfill_limit=1)
+    assert claim is not None
+    assert value(samples(metrics.exposition(rt)), "reportflow_stalled_runs") == 0
+    rt.clock.advance(timedelta(minutes=31))  # past the default max_runtime of 30 min, lease still held
+    parsed = samples(metrics.exposition(rt))
+    assert value(parsed, "reportflow_stalled_runs") == 1
+    assert value(parsed, "reportflow_runs", schedule=claim.run.schedule_name or "", trigger="SCHEDULED",
+                 status="RUNNING") == 1
+    # Both schedules lost the same estimated range beyond the window; in it, late (SKIP) missed every
+    # misfired slot (all but 10:00), busy (CATCH_UP_ALL) ran the first and overlap-skipped the rest.
+    too_old_each = report.too_old_slots // 2
+    assert too_old_each > 0
+    assert value(parsed, "reportflow_missed_slots_total", schedule="late") == 7 * 24 - 1 + too_old_each
+    assert value(parsed, "reportflow_missed_slots_total", schedule="busy") == too_old_each
+    assert value(parsed, "reportflow_overlap_skips_total", schedule="busy") == 7 * 24 - 1
+    assert value(parsed, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="MISSED") == 7 * 24 - 1
+    rt.store.dispose()
