@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
-from sqlalchemy import Float, Integer, case, extract, func, or_, select, type_coerce
+from sqlalchemy import case, func, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -187,16 +187,13 @@ def _slot_counts(conn: Connection, names: dict[int | None, str]) -> tuple[dict[s
 
 
 def _seconds(conn: Connection, later: Any, earlier: Any) -> ColumnElement[Any]:
+    """``later - earlier`` in seconds, computed by the database."""
     if conn.dialect.name == "postgresql":
-        return extract("epoch", later - earlier)
-    return _sqlite_epoch(later) - _sqlite_epoch(earlier)
-
-
-def _sqlite_epoch(column: Any) -> ColumnElement[Any]:
-    # SQLite stores 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC): whole seconds from strftime plus the fraction
-    # as written. julianday() would do it in one call but only to about 10 us, which shows in sums.
-    whole = func.strftime("%s", column).cast(Integer)
-    return whole + func.substr(column, 20).cast(Float)
+        # date_part is double precision; EXTRACT returns numeric (PostgreSQL 14+), several times slower here.
+        return func.date_part("epoch", later - earlier)
+    # julianday() carries each instant to within about 20 us; rounding the difference to 0.1 ms makes
+    # whole-second durations exact again (bucket bounds) at half the cost of exact text arithmetic.
+    return func.round((func.julianday(later) - func.julianday(earlier)) * 86400.0, 4)
 
 
 def _histograms(conn: Connection) -> tuple[Histogram, Histogram]:

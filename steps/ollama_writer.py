@@ -93,7 +93,7 @@ class OllamaWriter:
         self.retry = retry
         self.keep_alive = keep_alive
         self._exclusive: Exclusive = exclusive or _no_lock
-        self._sleep = sleep or tenacity.nap.sleep
+        self._sleep = sleep if sleep is not None else tenacity.nap.sleep
         self._client = ollama.Client(host=self.host, timeout=timeout_s)
         self._lookup = ollama.Client(host=self.host, timeout=min(timeout_s, LOOKUP_TIMEOUT_S))
 

@@ -36,7 +36,7 @@ import httpx
 import notion_client
 from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
 from pydantic import BaseModel
-from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential, wait_random
 
 from engine import errors
 from engine.clock import SystemClock
@@ -45,7 +45,7 @@ from steps import notion_blocks
 REPORT_KEY_PROPERTY = "Report Key"
 DEFAULT_TITLE_PROPERTY = "Name"
 _MAX_ATTEMPTS = 10
-_backoff = wait_exponential_jitter(initial=0.5, max=8.0, exp_base=2, jitter=0.5)
+_backoff = wait_exponential(multiplier=0.5, max=8.0) + wait_random(0, 0.5)
 
 Page = dict[str, Any]
 
@@ -86,14 +86,18 @@ class RateLimiter:
     def acquire(self) -> None:
         """Take one token, sleeping until one is available."""
         with self._lock:
-            while True:
-                now = self.monotonic()
-                self._tokens = min(float(self.burst), self._tokens + (now - self._updated_at) * self.rate_per_s)
-                self._updated_at = now
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
-                    return
-                self.sleep((1.0 - self._tokens) / self.rate_per_s)
+            now = self.monotonic()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._updated_at) * self.rate_per_s)
+            self._updated_at = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return
+            wait_s = (1.0 - self._tokens) / self.rate_per_s
+            self.sleep(wait_s)
+            # The token that accrued while sleeping is spent now; any oversleep is
+            # credited at the next call, which refills from ``_updated_at``.
+            self._tokens = 0.0
+            self._updated_at = now + wait_s
 
 
 _shared_lock = threading.Lock()

@@ -270,3 +270,20 @@ def test_naive_window_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StepError) as caught:
         collect(repo.path, ["main"], datetime(2026, 9, 29), datetime(2026, 9, 30))
     assert caught.value.code == "CONFIG_INVALID"
+
+
+def test_late_bound_on_committer_date(tmp_path: Path, bounds: WalkBounds) -> None:
+    repo = make_repo(tmp_path)
+    repo.commit("rebased three days later", at=local(SEOUL, 2026, 9, 29, 9),
+                committed_at=local(SEOUL, 2026, 10, 2, 9))
+    repo.commit("rebased ten days later", at=local(SEOUL, 2026, 9, 29, 10),
+                committed_at=local(SEOUL, 2026, 10, 9, 9))
+    window = day_window(date(2026, 9, 29), SEOUL)
+
+    default = collect(repo.path, ["main"], *window, bounds=bounds)
+    wider = collect(repo.path, ["main"], *window,
+                    bounds=WalkBounds(late=timedelta(days=30), near=bounds.near,
+                                      abort_after=bounds.abort_after))
+
+    assert subjects(default) == ["rebased three days later"]
+    assert subjects(wider) == ["rebased three days later", "rebased ten days later"]
