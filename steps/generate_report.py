@@ -239,7 +239,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     trimmed = listing.trimmed and writer.reads_prompt
     by = f"{writer.provider} `{result.model}`"
     if result.digest:
-        by += f" (digest `{result.digest[:19]}`)"
+        by += f" (digest `{result.digest[:12]}`)"
     by += f", prompt {inp.workflow} {inp.prompt_version}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx) if trimmed else ""

@@ -84,38 +84,41 @@ class OllamaWriter:
 
     def __init__(self, host: str, model: str, *, timeout_s: float = 300.0,
                  exclusive: Exclusive | None = None, retry: RetryPolicy = RetryPolicy(),
-                 keep_alive: str | float | None = None,
+                 options: Mapping[str, Any] | None = None, keep_alive: str | float | None = None,
                  sleep: Callable[[float], None] | None = None) -> None:
-        """``sleep`` replaces tenacity's sleep between attempts (tests record the waits)."""
+        """``options`` are defaults under the per-call ones; ``sleep`` replaces
+        tenacity's sleep between attempts (tests record the waits)."""
         self.host = host.rstrip("/")
+        self.options = dict(options or {})
         self.model = model
         self.timeout_s = timeout_s
         self.retry = retry
         self.keep_alive = keep_alive
         self._exclusive: Exclusive = exclusive or _no_lock
         self._sleep = sleep if sleep is not None else tenacity.nap.sleep
-        self._client = ollama.Client(host=self.host, timeout=timeout_s)
-        self._lookup = ollama.Client(host=self.host, timeout=min(timeout_s, LOOKUP_TIMEOUT_S))
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
               material: ReportMaterial) -> WriterResult:
         """The narrative for ``prompt``; raises ``StepError`` (see the module contract)."""
-        digest = self._call("model lookup", self._find_digest)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        # Clients live for one call, so no connection outlives the step.
+        with ollama.Client(host=self.host, timeout=min(self.timeout_s, LOOKUP_TIMEOUT_S)) as lookup:
+            digest = self._call("model lookup", lambda: self._find_digest(lookup))
+        with ollama.Client(host=self.host, timeout=self.timeout_s) as client:
 
-        def chat() -> ollama.ChatResponse:
-            with self._exclusive(f"ollama:{self.host}"):
-                return self._client.chat(model=self.model, messages=messages,
-                                         options=dict(options), stream=False,
-                                         keep_alive=self.keep_alive)
+            def chat() -> ollama.ChatResponse:
+                with self._exclusive(f"ollama:{self.host}"):
+                    return client.chat(model=self.model, messages=messages,
+                                       options={**self.options, **options}, stream=False,
+                                       keep_alive=self.keep_alive)
 
-        response = self._call("generation", chat)
+            response = self._call("generation", chat)
         text = _THINKING.sub("", response.message.content or "").strip()
         return WriterResult(text=text, model=self.model, digest=digest)
 
-    def _find_digest(self) -> str | None:
+    def _find_digest(self, lookup: ollama.Client) -> str | None:
         wanted = _model_key(self.model)
-        for entry in self._lookup.list().models:
+        for entry in lookup.list().models:
             if entry.model and _model_key(entry.model) == wanted:
                 return entry.digest or None
         raise _ModelMissing(self.model)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
@@ -118,25 +117,11 @@ def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion
     """A Notion client for ``upload``: the client's own retries are off (``upload``
     retries within its budget), logs go to this module's logger, and
     ``base_url`` may point at a proxy or a test server."""
-    options: dict[str, Any] = {
-        "auth": token,
-        "timeout_ms": max(1, int(timeout_s * 1000)),
-        "retry": False,
-        "logger": logging.getLogger(f"{__name__}.client"),
-    }
+    options: dict[str, Any] = {"auth": token, "timeout_ms": max(1, int(timeout_s * 1000)), "retry": False,
+                               "logger": logging.getLogger(f"{__name__}.client")}
     if base_url:
         options["base_url"] = base_url.rstrip("/")
     return notion_client.Client(**options)
-
-
-@dataclass
-class _Budget:
-    limit_s: float
-    spent_s: float = 0.0
-
-    @property
-    def left_s(self) -> float:
-        return max(0.0, self.limit_s - self.spent_s)
 
 
 def _retry_after(headers: httpx.Headers | None) -> float | None:
@@ -151,11 +136,12 @@ def _retry_after(headers: httpx.Headers | None) -> float | None:
 class _Calls:
     """Every request of one upload: fencing, pacing, classification and retries."""
 
-    def __init__(self, client: notion_client.Client, pace: RateLimiter, budget: _Budget,
+    def __init__(self, client: notion_client.Client, pace: RateLimiter, budget_s: float,
                  check_fence: Callable[[], None]) -> None:
         self.client = client
         self.pace = pace
-        self.budget = budget
+        self.budget_s = budget_s
+        self.waited_s = 0.0
         self.check_fence = check_fence
         auth = getattr(getattr(client, "options", None), "auth", None)
         self._secret = auth if isinstance(auth, str) and auth else None
@@ -168,22 +154,26 @@ class _Calls:
         return Retrying(retry=retry_if_exception(should_retry), wait=self._wait, stop=self._stop,
                         sleep=self._sleep, reraise=True)
 
+    @property
+    def _left_s(self) -> float:
+        return max(0.0, self.budget_s - self.waited_s)
+
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, errors.StepError) and exc.retry_after_s is not None:
             return exc.retry_after_s
-        return min(_backoff(state), self.budget.left_s)
+        return min(_backoff(state), self._left_s)
 
     def _stop(self, state: RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
         if state.attempt_number >= _MAX_ATTEMPTS:
             return True
         if isinstance(exc, errors.StepError) and exc.retry_after_s is not None:
-            return exc.retry_after_s > self.budget.left_s
-        return self.budget.left_s <= 0.0
+            return exc.retry_after_s > self._left_s
+        return self._left_s <= 0.0
 
     def _sleep(self, seconds: float) -> None:
-        self.budget.spent_s += seconds
+        self.waited_s += seconds
         self.pace.sleep(seconds)
 
     def operation(self, fn: Callable[[], Any]) -> Any:
@@ -251,30 +241,22 @@ def _resolve_data_source(calls: _Calls, target: NotionTarget) -> str:
         return target.data_source_id
     if not target.database_id:
         raise errors.step_error("CONFIG_INVALID", "notion: set database_id or data_source_id")
-    database_id = target.database_id
-
-    def missing() -> errors.StepError:
-        return errors.step_error(
-            "NOTION_NOT_FOUND", f"database {database_id} not found: check database_id and that the "
-            "database is shared with the integration")
-
     database = calls.request("reading the database", calls.client.databases.retrieve,
-                             database_id=database_id, not_found=missing)
+                             database_id=target.database_id, not_found=lambda: _missing("database", target.database_id))
     sources = database.get("data_sources") or []
     if not sources:
-        raise errors.step_error("NOTION_NOT_FOUND", f"database {database_id} has no data source")
+        raise errors.step_error("NOTION_NOT_FOUND", f"database {target.database_id} has no data source")
     return str(sources[0]["id"])
 
 
-def _source_missing(data_source_id: str) -> errors.StepError:
-    return errors.step_error(
-        "NOTION_NOT_FOUND", f"data source {data_source_id} not found: check data_source_id and that "
-        "the database is shared with the integration")
+def _missing(kind: str, object_id: str) -> errors.StepError:
+    return errors.step_error("NOTION_NOT_FOUND", f"{kind} {object_id} not found: check {kind.replace(' ', '_')}_id "
+                             f"and that the database is shared with the integration")
 
 
 def _title_property(calls: _Calls, data_source_id: str) -> str:
     source = calls.request("reading the data source", calls.client.data_sources.retrieve,
-                           data_source_id=data_source_id, not_found=lambda: _source_missing(data_source_id))
+                           data_source_id=data_source_id, not_found=lambda: _missing("data source", data_source_id))
     schema: dict[str, Any] = source.get("properties") or {}
     key_type = (schema.get(REPORT_KEY_PROPERTY) or {}).get("type")
     if key_type != "rich_text":
@@ -309,7 +291,7 @@ def _query_key(calls: _Calls, data_source_id: str, report_key: str) -> list[Page
         if cursor:
             kwargs["start_cursor"] = cursor
         answer = calls.request("looking the report key up", calls.client.data_sources.query,
-                               not_found=lambda: _source_missing(data_source_id), **kwargs)
+                               not_found=lambda: _missing("data source", data_source_id), **kwargs)
         found.extend(page for page in answer.get("results", [])
                      if page.get("object") == "page" and _is_live(page) and _page_key(page) == report_key)
         cursor = answer.get("next_cursor")
@@ -393,14 +375,14 @@ def upload(
     """
     if not report_key:
         raise errors.step_error("CONFIG_INVALID", "a Notion upload needs a non-empty report key")
-    calls = _Calls(client, pace or shared_rate_limiter(), _Budget(retry_wait_max_s), check_fence)
+    calls = _Calls(client, pace or shared_rate_limiter(), retry_wait_max_s, check_fence)
     chunks = notion_blocks.chunk_blocks(notion_blocks.markdown_to_blocks(markdown))
     data_source_id = _resolve_data_source(calls, target)
     title_name = _title_property(calls, data_source_id)
     properties: dict[str, Any] = {
+        **(properties_extra or {}),  # never overrides the title or the key
         title_name: {"title": notion_blocks.plain_rich_text(title)[:notion_blocks.MAX_RICH_TEXT_ITEMS]},
         REPORT_KEY_PROPERTY: {"rich_text": notion_blocks.plain_rich_text(report_key)},
-        **(properties_extra or {}),
     }
     stored = _live_stored_page(calls, stored_page_id, report_key, data_source_id)
 

@@ -16,7 +16,7 @@ from engine import errors
 from engine.clock import SystemClock
 from engine.models import PeriodKind, StepStatus
 from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import report_settings
+from workflows import diagnose, report_settings
 from workflows.report_settings import ReportSettings
 
 PAYLOAD_VERSION = 1
@@ -153,4 +153,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         check_project=report_settings.check_project,
         pin=report_settings.pins,
         can_serve=can_serve,
+        diagnose=diagnose.diagnose,
     )

@@ -45,13 +45,13 @@ _ERRORS = {
 _BLOCK_TYPES = {"paragraph", "heading_1", "heading_2", "heading_3", "bulleted_list_item",
                 "numbered_list_item", "to_do", "quote", "code", "divider", "callout", "toggle"}
 _CODE_LANGUAGES = {
-    "abap", "arduino", "bash", "basic", "c", "clojure", "coffeescript", "c++", "c#", "css", "dart",
-    "diff", "docker", "elixir", "elm", "erlang", "flow", "fortran", "f#", "gherkin", "glsl", "go",
-    "graphql", "groovy", "haskell", "html", "java", "javascript", "json", "julia", "kotlin", "latex",
-    "less", "lisp", "livescript", "lua", "makefile", "markdown", "markup", "matlab", "mermaid", "nix",
-    "objective-c", "ocaml", "pascal", "perl", "php", "plain text", "powershell", "prolog", "protobuf",
-    "python", "r", "reason", "ruby", "rust", "sass", "scala", "scheme", "scss", "shell", "sql", "swift",
-    "typescript", "vb.net", "verilog", "vhdl", "visual basic", "webassembly", "xml", "yaml",
+    "abap", "arduino", "bash", "basic", "c", "c#", "c++", "clojure", "coffeescript", "css", "dart", "diff",
+    "docker", "elixir", "elm", "erlang", "f#", "flow", "fortran", "gherkin", "glsl", "go", "graphql", "groovy",
+    "haskell", "html", "java", "javascript", "json", "julia", "kotlin", "latex", "less", "lisp", "livescript",
+    "lua", "makefile", "markdown", "markup", "matlab", "mermaid", "nix", "objective-c", "ocaml", "pascal", "perl",
+    "php", "plain text", "powershell", "prolog", "protobuf", "python", "r", "reason", "ruby", "rust", "sass",
+    "scala", "scheme", "scss", "shell", "sql", "swift", "typescript", "vb.net", "verilog", "vhdl", "visual basic",
+    "webassembly", "xml", "yaml",
 }
 
 
@@ -115,22 +115,16 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:
-        self.server.fake._serve(self, "GET")
+    def _any(self) -> None:
+        self.server.fake._serve(self, self.command)
 
-    def do_POST(self) -> None:
-        self.server.fake._serve(self, "POST")
-
-    def do_PATCH(self) -> None:
-        self.server.fake._serve(self, "PATCH")
-
-    def do_DELETE(self) -> None:
-        self.server.fake._serve(self, "DELETE")
+    do_GET = do_POST = do_PATCH = do_DELETE = _any
 
 
 class FakeNotion:
@@ -241,12 +235,17 @@ class FakeNotion:
         return "".join(i["plain_text"] for i in page["properties"]["Report Key"]["rich_text"])
 
     def _lookup(self, table: dict[str, Json], raw_id: str, kind: str) -> Json:
+        """The object whose id equals ``raw_id`` (with or without dashes), else 404."""
         compact = raw_id.replace("-", "")
         for key, value in table.items():
             if key.replace("-", "") == compact:
                 return value
         raise _Reject(404, f"Could not find {kind} with ID: {raw_id}. Make sure the relevant pages and "
                            "databases are shared with your integration.")
+
+    def _same(self, raw_id: str, known: str, kind: str) -> None:
+        if raw_id.replace("-", "") != known.replace("-", ""):
+            self._lookup({}, raw_id, kind)
 
     def _serve(self, handler: _Handler, method: str) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
@@ -275,17 +274,17 @@ class FakeNotion:
                 raise _Reject(401)
             if not handler.headers.get("Notion-Version"):
                 raise _Reject(400, "Notion-Version header failed validation: Notion-Version header should be defined.")
-            with self.lock:
-                status, payload = 200, self._route(method, parts.path, body, parse_qs(parts.query))
+            with self.lock:  # serialise under the lock: the payload is live state
+                payload = self._route(method, parts.path, body, parse_qs(parts.query))
+                status, data = 200, None if payload is None else json.dumps(payload).encode()
         except _Reject as rej:
             code = _ERRORS.get(rej.status, ("internal_server_error", ""))[0]
-            status, payload = rej.status, {"object": "error", "status": rej.status, "code": code,
-                                           "message": rej.message}
+            status, data = rej.status, json.dumps({"object": "error", "status": rej.status, "code": code,
+                                                   "message": rej.message}).encode()
         record.status = status
-        if payload is None:  # drop_after_create
+        if data is None:  # drop_after_create
             handler.close_connection = True
             return
-        data = json.dumps(payload).encode()
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", "application/json; charset=utf-8")
@@ -306,12 +305,10 @@ class FakeNotion:
             raise _Reject(400, "Invalid request URL.")
         kind, raw_id, tail = match.groups()
         if (method, kind, tail) == ("GET", "databases", None):
-            if raw_id.replace("-", "") != self.database_id.replace("-", ""):
-                self._lookup({}, raw_id, "database")
+            self._same(raw_id, self.database_id, "database")
             return self._database()
         if kind == "data_sources":
-            if raw_id.replace("-", "") != self.data_source_id.replace("-", ""):
-                self._lookup({}, raw_id, "data_source")
+            self._same(raw_id, self.data_source_id, "data_source")
             if (method, tail) == ("GET", None):
                 return self._data_source()
             if (method, tail) == ("POST", "/query"):
@@ -455,7 +452,8 @@ class FakeNotion:
             if "rich_text" in block[kind]:
                 _check_rich(block[kind]["rich_text"], f"body.children[{i}].{kind}.rich_text")
             if kind == "code" and block[kind].get("language") not in _CODE_LANGUAGES:
-                raise _Reject(400, f"body failed validation: body.children[{i}].code.language should be a known language.")
+                raise _Reject(400, f"body failed validation: body.children[{i}].code.language should be "
+                                   "a known language.")
 
     def _store_children(self, parent: Json, children: list[Json]) -> list[Json]:
         parent_ref = ({"type": "page_id", "page_id": parent["id"]} if parent["object"] == "page"

@@ -285,8 +285,9 @@ def test_lost_fence_stops_before_any_write(fake: FakeNotion, client: notion_clie
 
 def test_requests_are_paced_at_three_per_second(fake: FakeNotion, client: notion_client.Client,
                                                 clock: FakeTime) -> None:
-    upload(client, fake, clock, markdown="\n\n".join(f"p{i}" for i in range(20)))
-    upload(client, fake, clock, markdown="short")  # an update: one delete per old block
+    shared = un.RateLimiter(monotonic=clock.monotonic, sleep=clock.sleep)  # one per process
+    upload(client, fake, clock, markdown="\n\n".join(f"p{i}" for i in range(20)), pace=shared)
+    upload(client, fake, clock, markdown="short", pace=shared)  # an update: one delete per old block
     sent = len(fake.requests)
     assert sent > 20
     assert clock.now >= (sent - 3) / 3.0 - 1e-6

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,8 @@ FRONT = {"run_id": 7, "business_key": "2026-09-29", "heads": {"main": "abc123", 
          "model": "builtin", "prompt_version": "v1", "window": ["2026-09-28T15:00:00Z", "2026-09-29T15:00:00Z"]}
 
 
-def save(reports: Path, document: str, **kwargs: object) -> sm.SaveOutput:
-    return sm.save(reports, "platform", "2026-09-29", "daily", 1, document, hostname="node-a", **kwargs)  # type: ignore[arg-type]
+def save(reports: Path, document: str, **kwargs: Any) -> sm.SaveOutput:
+    return sm.save(reports, "platform", "2026-09-29", "daily", 1, document, hostname="node-a", **kwargs)
 
 
 def leftovers(directory: Path) -> list[str]:

@@ -1,0 +1,168 @@
+"""The CLI as a user runs it: validation, preview, bad input, exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import run_cli, write_config
+
+SCHEDULE = dict(name="platform-daily", workflow="daily_report", project="platform", cron="30 19 * * *",
+                timezone="Asia/Seoul", report_on="current")
+PROJECT = dict(key="platform", repo=".")
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_validate_names_the_bad_minute_field() -> None:
+    result = run_cli("schedules", "validate", "--cron", "61 * * * *", "--timezone", "Asia/Seoul")
+    assert result.returncode == 2
+    assert "minute" in result.stderr and "0-59" in result.stderr
+
+
+def test_validate_refuses_an_unknown_timezone() -> None:
+    result = run_cli("schedules", "validate", "--cron", "0 9 * * *", "--timezone", "Mars/Olympus")
+    assert result.returncode == 2
+    assert "Mars/Olympus" in result.stderr
+
+
+def test_validate_summary_for_a_good_cron() -> None:
+    result = run_cli("schedules", "validate", "--cron", "30 19 * * *", "--timezone", "Asia/Seoul",
+                     "--workflow", "daily_report", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["valid"] and data["runs_per_day"] == 1 and len(data["next_fires"]) == 5
+    assert all(f["utc"].endswith("Z") for f in data["next_fires"])
+
+
+def test_hourly_cron_on_a_daily_workflow_is_invalid() -> None:
+    result = run_cli("schedules", "validate", "--cron", "0 * * * *", "--timezone", "UTC", "--workflow",
+                     "daily_report")
+    assert result.returncode == 2
+
+
+def test_preview_new_york_dst_days(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", projects=[PROJECT], schedules=[
+        dict(SCHEDULE, name="ny", cron="30 2 * * *", timezone="America/New_York", report_on="previous")])
+    assert run_cli("schedules", "apply", config=config, now="2026-03-01T00:00:00Z").returncode == 0
+    result = run_cli("schedules", "preview", "ny", "-n", "14", "--json", config=config, now="2026-03-01T00:00:00Z")
+    assert result.returncode == 0, result.stderr
+    fires = json.loads(result.stdout)
+    on_the_8th = [f for f in fires if f["local"].startswith("2026-03-08")]
+    assert len(on_the_8th) == 1 and on_the_8th[0]["local"].startswith("2026-03-08T03:00") and on_the_8th[0]["moved"]
+    result = run_cli("schedules", "preview", "ny", "-n", "5", "--json", config=config, now="2026-10-30T12:00:00Z")
+    fires = json.loads(result.stdout)
+    assert len([f for f in fires if f["local"].startswith("2026-11-01")]) == 1
+
+
+def test_bad_config_on_a_fresh_install_writes_nothing(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", projects=[PROJECT],
+                          schedules=[dict(SCHEDULE, cron="61 * * * *")])
+    result = run_cli("schedules", "apply", config=config)
+    assert result.returncode == 2
+    assert "schedules[0].cron" in result.stderr and "minute" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reportflow.toml"]  # no database, no reports/
+
+
+BAD_CONFIGS = {
+    "toml syntax": "[[schedules]\nname = 1",
+    "unknown key": '[worker]\nleese = "60s"\n',
+    "bad duration": '[worker]\nlease = "sixty"\n',
+    "negative attempts": "[worker]\nmax_attempts = 0\n",
+    "unknown provider": '[llm]\nprovider = "gpt"\n',
+    "traversal project key": '[[projects]]\nkey = "../x"\nrepo = "."\n',
+    "upper-case project key": '[[projects]]\nkey = "Platform"\nrepo = "."\n',
+    "bad on_existing": '[reports]\non_existing = "append"\n',
+    "notion enabled without target": "[notion]\nenabled = true\n",
+    "token_env not a name": '[notion]\ntoken_env = "secret value"\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_malformed_configs_exit_2_and_leave_the_database_alone(tmp_path: Path, case: str) -> None:
+    good = write_config(tmp_path / "reportflow.toml", projects=[PROJECT], schedules=[SCHEDULE])
+    assert run_cli("schedules", "apply", config=good).returncode == 0
+    db = tmp_path / ".reportflow" / "reportflow.db"
+    before = digest(db)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BAD_CONFIGS[case])
+    result = run_cli("--db", f"sqlite:///{db}", "schedules", "apply", config=bad)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "bad.toml" in result.stderr
+    assert digest(db) == before
+    assert not (tmp_path / "reports").exists()
+
+
+def test_stale_version_exits_3_and_changes_nothing(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", projects=[PROJECT], schedules=[SCHEDULE])
+    assert run_cli("schedules", "apply", config=config).returncode == 0
+    ok = run_cli("schedules", "set", "platform-daily", "--cron", "0 20 * * *", "--expect-version", "1",
+                 config=config)
+    assert ok.returncode == 0, ok.stderr
+    stale = run_cli("schedules", "set", "platform-daily", "--cron", "0 21 * * *", "--expect-version", "1",
+                    config=config)
+    assert stale.returncode == 3
+    shown = json.loads(run_cli("schedules", "show", "platform-daily", "--json", config=config).stdout)
+    assert shown["cron"] == "0 20 * * *" and shown["version"] == 2
+    history = json.loads(run_cli("schedules", "history", "platform-daily", "--json", config=config).stdout)
+    assert [e["action"] for e in history] == ["create", "set"]
+    assert history[1]["before"]["cron"] == "30 19 * * *" and history[1]["after"]["cron"] == "0 20 * * *"
+
+
+def test_a_tenfold_rise_in_runs_per_day_needs_yes(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", schedules=[
+        dict(name="e", workflow="echo", project="p", cron="0 9 * * *", timezone="UTC")])
+    assert run_cli("schedules", "apply", config=config).returncode == 0
+    refused = run_cli("schedules", "set", "e", "--cron", "*/15 * * * *", "--expect-version", "1", config=config)
+    assert refused.returncode == 2 and "high risk" in refused.stderr
+    accepted = run_cli("schedules", "set", "e", "--cron", "*/15 * * * *", "--expect-version", "1", "--yes",
+                       config=config)
+    assert accepted.returncode == 0, accepted.stderr
+
+
+def test_apply_is_idempotent_and_archives_removed_schedules(tmp_path: Path) -> None:
+    two = [dict(name="a", workflow="echo", project="p1", cron="0 9 * * *", timezone="UTC"),
+           dict(name="b", workflow="echo", project="p2", cron="0 9 * * *", timezone="UTC")]
+    config = write_config(tmp_path / "reportflow.toml", schedules=two)
+    assert run_cli("schedules", "apply", config=config).returncode == 0
+    again = run_cli("schedules", "apply", config=config)
+    assert "unchanged: a, b" in again.stdout
+    write_config(tmp_path / "reportflow.toml", schedules=two[:1])
+    assert "archived: b" in run_cli("schedules", "apply", config=config).stdout
+    listed = json.loads(run_cli("schedules", "list", "--json", config=config).stdout)
+    assert [s["name"] for s in listed] == ["a"]
+    everything = json.loads(run_cli("schedules", "list", "--archived", "--json", config=config).stdout)
+    assert {s["name"]: s["archived"] for s in everything} == {"a": False, "b": True}
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["runs", "show", "abc"], 2), (["runs", "show", "999"], 2), (["runs", "retry", "-1"], 2),
+    (["trigger", "nope"], 2), (["trigger", "e", "--date", "2026-13-01"], 2),
+    (["backfill", "e", "--from", "2026-09-30", "--to", "2026-09-01"], 2),
+    (["backfill", "e", "--from", "yesterday", "--to", "2026-09-01"], 2),
+    (["runs", "list", "--status", "DONE"], 2), (["--now", "tomorrow", "tick"], 2),
+    (["--log-format", "xml", "tick"], 2),
+])
+def test_bad_arguments_exit_2(tmp_path: Path, args: list[str], code: int) -> None:
+    config = write_config(tmp_path / "reportflow.toml", schedules=[
+        dict(name="e", workflow="echo", project="p", cron="0 9 * * *", timezone="UTC")])
+    assert run_cli("schedules", "apply", config=config).returncode == 0
+    db = tmp_path / ".reportflow" / "reportflow.db"
+    before = digest(db)
+    result = run_cli(*args, config=config)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.stderr.strip()
+    assert digest(db) == before
+
+
+def test_help_has_examples() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0 and "Example" in result.stdout
+    for sub in (["schedules", "set"], ["runs", "retry"], ["backfill"], ["work"], ["serve"], ["doctor"]):
+        shown = run_cli(*sub, "--help")
+        assert shown.returncode == 0 and "Example" in shown.stdout, sub
