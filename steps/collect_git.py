@@ -11,12 +11,11 @@ Contract (SPEC §6, §11, §13):
   the ``.mailmap``-resolved name or email (case-insensitive, exact), each with
   its files and line counts. Sorted by author date, then SHA; one entry per SHA
   however many heads reach it.
-- Walk bounds: git only looks at commits whose committer date lies in
-  ``[window_start - slack, window_end + late]`` (defaults 1 hour and 7 days).
-  The slack absorbs committer clocks behind author clocks; ``late`` keeps a
-  window deep in history from costing a parse of every newer commit, at the
-  price that a commit re-committed (rebased, amended, cherry-picked) more
-  than ``late`` after its window belongs to no report.
+- Walk bounds: git only looks at commits whose committer date is at least
+  ``window_start - slack`` (default 1 hour, for committer clocks behind author
+  clocks). There is no upper bound by default: a commit re-committed (rebased,
+  amended, cherry-picked) long after its author date still belongs to its
+  window. ``late`` can bound the walk for speed, at that price.
 - Cost grows with the commits in and after the window, never with older
   history. Near the heads (the daily run) one ``git log --numstat`` does
   everything; deeper in history a cheap listing picks the window's commits
@@ -62,7 +61,7 @@ class WalkBounds:
     """
 
     slack: timedelta = timedelta(hours=1)
-    late: timedelta = timedelta(days=7)
+    late: timedelta | None = None
     near: timedelta = timedelta(hours=6)
     abort_after: int = 64
 
@@ -123,7 +122,8 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
              bounds: WalkBounds) -> list[git_log.RawCommit]:
     """The window's commits as dicts, sorted; raises ``GitFailure``."""
     lo, hi = start.timestamp(), end.timestamp()
-    since, until = start - bounds.slack, end + bounds.late
+    since = start - bounds.slack
+    until = None if bounds.late is None else end + bounds.late
 
     def keep(at: int, name: str, email: str) -> bool:
         return lo <= at < hi and (not wanted or bool(wanted & {name.casefold(), email.casefold()}))

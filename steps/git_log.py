@@ -105,11 +105,12 @@ def run(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
     return proc.stdout
 
 
-def _range(since: datetime, until: datetime, include_merges: bool) -> list[str]:
+def _range(since: datetime, until: datetime | None, include_merges: bool) -> list[str]:
     """Committer-date bounds (git walks no further back than ``since``) and merge filter."""
     fmt = "%Y-%m-%d %H:%M:%S +0000"
-    args = [f"--since={since.astimezone(timezone.utc):{fmt}}",
-            f"--until={until.astimezone(timezone.utc):{fmt}}"]
+    args = [f"--since={since.astimezone(timezone.utc):{fmt}}"]
+    if until is not None:
+        args.append(f"--until={until.astimezone(timezone.utc):{fmt}}")
     return args if include_merges else [*args, "--no-merges"]
 
 
@@ -129,7 +130,7 @@ def committer_times(objects_dir: Path, shas: Sequence[str]) -> list[int] | None:
         return None
 
 
-def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime,
+def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime | None,
                end_ts: int, *, include_merges: bool, abort_after: int,
                keep: Keep | None = None) -> list[tuple[int, RawCommit]] | None:
     """Every commit with committer date in [since, until], diffed; ``None`` when abandoned.
@@ -163,7 +164,7 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
     return parse_log(bytes(buf), keep)
 
 
-def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime, *,
+def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime | None, *,
          include_merges: bool, with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
     """``(author time, sha, {name, email} casefolded or empty)`` of the range's commits.
 

@@ -13,14 +13,12 @@ from functools import partial
 from typing import Any
 
 from engine import errors
-from engine.clock import SystemClock
 from engine.models import PeriodKind, StepStatus
 from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, report_settings
 from workflows.report_settings import ReportSettings
 
 PAYLOAD_VERSION = 1
-_limiter: Any = None
 
 
 def _settings(ctx: StepContext) -> ReportSettings:
@@ -106,7 +104,6 @@ def save(kind: str, ctx: StepContext) -> StepResult:
 def upload(kind: str, ctx: StepContext) -> StepResult:
     from steps import upload_notion
 
-    global _limiter
     notion = _settings(ctx).notion
     if not notion.enabled:
         return StepResult(output={"reason": "notion disabled"}, status=StepStatus.SKIPPED)
@@ -114,17 +111,18 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
     if not token:
         raise errors.step_error("NOTION_UNAUTHORIZED",
                                 f"the environment variable {notion.token_env} (notion.token_env) is not set")
-    if _limiter is None:
-        clock = SystemClock()
-        _limiter = upload_notion.RateLimiter(rate_per_s=3.0, monotonic=clock.monotonic, sleep=clock.sleep)
     client = upload_notion.make_client(token, notion.base_url, notion.timeout.total_seconds())
     report = ctx.outputs["GENERATE_REPORT"]
     previous = ctx.previous_output or {}
-    out = upload_notion.upload(
-        client, upload_notion.NotionTarget(database_id=notion.database_id, data_source_id=notion.data_source_id),
-        report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
-        markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
-        pace=_limiter)
+    try:
+        out = upload_notion.upload(
+            client, upload_notion.NotionTarget(database_id=notion.database_id,
+                                               data_source_id=notion.data_source_id),
+            report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
+            markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
+            pace=upload_notion.shared_rate_limiter())
+    finally:
+        client.close()
     return StepResult(output=out.model_dump(mode="json"),
                       artifacts=(ArtifactRef("notion_page", out.url or out.page_id, external_id=out.page_id),))
 

@@ -272,7 +272,7 @@ def test_naive_window_is_refused(tmp_path: Path) -> None:
     assert caught.value.code == "CONFIG_INVALID"
 
 
-def test_late_bound_on_committer_date(tmp_path: Path, bounds: WalkBounds) -> None:
+def test_rebased_commits_stay_in_their_author_window(tmp_path: Path, bounds: WalkBounds) -> None:
     repo = make_repo(tmp_path)
     repo.commit("rebased three days later", at=local(SEOUL, 2026, 9, 29, 9),
                 committed_at=local(SEOUL, 2026, 10, 2, 9))
@@ -281,9 +281,10 @@ def test_late_bound_on_committer_date(tmp_path: Path, bounds: WalkBounds) -> Non
     window = day_window(date(2026, 9, 29), SEOUL)
 
     default = collect(repo.path, ["main"], *window, bounds=bounds)
-    wider = collect(repo.path, ["main"], *window,
-                    bounds=WalkBounds(late=timedelta(days=30), near=bounds.near,
-                                      abort_after=bounds.abort_after))
+    bounded = collect(repo.path, ["main"], *window,
+                      bounds=WalkBounds(late=timedelta(days=7), near=bounds.near,
+                                        abort_after=bounds.abort_after))
 
-    assert subjects(default) == ["rebased three days later"]
-    assert subjects(wider) == ["rebased three days later", "rebased ten days later"]
+    # No upper bound by default: author date decides, however late the commit was re-committed.
+    assert subjects(default) == ["rebased three days later", "rebased ten days later"]
+    assert subjects(bounded) == ["rebased three days later"]
