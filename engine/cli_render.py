@@ -312,5 +312,5 @@ def findings(items: Sequence[Any], as_json: bool) -> None:
         _json([asdict(f) for f in items])
         return
     for f in items:
-        mark = "[bold red]PROBLEM[/]" if f.problem else "[green]ok[/]"
+        mark = "[bold red]PROBLEM[/]" if f.problem else "[yellow]warning[/]" if f.warning else "[green]ok[/]"
         out.print(f"{mark} {f.check}: {escape(f.message)}")

@@ -43,9 +43,6 @@ MAX_SKEW = timedelta(seconds=1)
 MIN_SHARED_LEASE = timedelta(seconds=30)
 CONNECT_TIMEOUT_S = 5
 SUCCESSFUL = (RunStatus.SUCCESS.value, RunStatus.PARTIAL_SUCCESS.value)
-# Artifact kinds that are files on one host ("host:path", SPEC §13), and the step that rewrites
-# them. Workflows do not declare this (yet), so the one file kind the project writes is named here.
-FILE_KINDS = {"markdown": "SAVE_MARKDOWN"}
 
 
 def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[Finding]:
@@ -170,9 +167,9 @@ def check_lease(store: Store, lease: timedelta) -> list[Finding]:
     """A warning (not a problem) for leases under 30 s on a database that several nodes may share."""
     if store.dialect != "postgresql" or lease >= MIN_SHARED_LEASE:
         return []
-    return [Finding("lease", f"warning: worker.lease is {lease.total_seconds():g}s; with several nodes on one "
+    return [Finding("lease", f"worker.lease is {lease.total_seconds():g}s; with several nodes on one "
                              f"PostgreSQL database use {MIN_SHARED_LEASE.total_seconds():g}s or more, or a worker "
-                             "paused for a moment loses its run to another node")]
+                             "paused for a moment loses its run to another node", warning=True)]
 
 
 # --- artifacts -----------------------------------------------------------------------------------
@@ -183,7 +180,7 @@ def latest_artifacts(store: Store) -> tuple[list[ArtifactRecord], dict[int, str]
     Only the latest per (run, kind): a re-save that wrote ``-v2.md`` or a page
     made after the old one was trashed supersedes the earlier record.
     """
-    query = (select(artifacts.c.id, artifacts.c.run_id, artifacts.c.kind, artifacts.c.location,
+    query = (select(artifacts.c.id, artifacts.c.run_id, artifacts.c.kind, artifacts.c.step, artifacts.c.location,
                     artifacts.c.sha256, artifacts.c.external_id, artifacts.c.created_at, runs.c.workflow)
              .select_from(artifacts.join(runs, artifacts.c.run_id == runs.c.id))
              .where(runs.c.status.in_(SUCCESSFUL)).order_by(artifacts.c.id))
@@ -192,7 +189,7 @@ def latest_artifacts(store: Store) -> tuple[list[ArtifactRecord], dict[int, str]
     with store.read() as conn:
         for row in conn.execute(query):
             latest[(row.run_id, row.kind)] = ArtifactRecord(
-                run_id=row.run_id, kind=row.kind, location=row.location, sha256=row.sha256,
+                run_id=row.run_id, kind=row.kind, step=row.step, location=row.location, sha256=row.sha256,
                 external_id=row.external_id, created_at=row.created_at)
             workflow_of[row.run_id] = row.workflow
     return list(latest.values()), workflow_of
@@ -211,16 +208,16 @@ def check_files(records: Sequence[ArtifactRecord], host: str) -> list[Finding]:
     found: list[Finding] = []
     checked = elsewhere = 0
     for record in records:
-        step = FILE_KINDS.get(record.kind)
-        if step is None:
-            continue
+        # A file is recorded as "host:/absolute/path" with its sha256 (SPEC §13); URLs are not files.
         where, _, raw_path = record.location.partition(":")
-        if where != host or not raw_path:
+        if not record.sha256 or not raw_path.startswith("/") or raw_path.startswith("//"):
+            continue
+        if where != host:
             elsewhere += 1
             continue
         checked += 1
         path = Path(raw_path)
-        repair = f"run `reportflow runs retry {record.run_id} --from-step {step}`"
+        repair = f"run `reportflow runs retry {record.run_id} --from-step {record.step}`"
         try:
             actual = _sha256(path)
         except FileNotFoundError:

@@ -28,7 +28,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 from sqlalchemy import case, func, or_, select, type_coerce
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
@@ -279,6 +278,6 @@ def _per_schedule(kind: Any, name: str, doc: str, values: dict[str, float] | dic
 
 
 def _histogram(name: str, doc: str, hist: Histogram) -> Metric:
-    buckets = [(floatToGoString(bound), count) for bound, count in zip(BUCKETS_S, hist.cumulative, strict=True)]
+    buckets = [(repr(bound), count) for bound, count in zip(BUCKETS_S, hist.cumulative, strict=True)]
     buckets.append(("+Inf", hist.count))
     return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=hist.sum_s)

@@ -216,6 +216,7 @@ class AttemptRecord:
 class ArtifactRecord:
     run_id: int
     kind: str
+    step: str  # the step that made it: `runs retry RUN --from-step STEP` makes it again
     location: str
     sha256: str | None
     external_id: str | None

@@ -66,7 +66,8 @@ def run_detail(run: Run) -> dict[str, Any]:
             "finished_at": format_instant(a.finished_at), "error_code": a.error_code,
             "error_message": a.error_message,
         } for a in run.attempts],
-        "artifacts": [{"kind": a.kind, "location": a.location, "sha256": a.sha256, "external_id": a.external_id}
+        "artifacts": [{"kind": a.kind, "step": a.step, "location": a.location, "sha256": a.sha256,
+                       "external_id": a.external_id}
                       for a in run.artifacts],
     }
 

@@ -205,7 +205,7 @@ class Worker:
         with self.rt.store.write() as conn:
             cancel = run_rows.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
             run_rows.record_step_end(conn, run.id, position, status=result.status, now=now, output=result.output)
-            run_rows.record_artifacts(conn, run.id, result.artifacts, now)
+            run_rows.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
             log.info("step_finished run=%s key=%s step=%s status=%s", run.id, run.idempotency_key,
                      workflow.steps[position].name, result.status.value)
             if result.skip_remaining and not last:

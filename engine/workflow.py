@@ -97,6 +97,7 @@ class Finding:
     check: str
     message: str
     problem: bool = False
+    warning: bool = False  # worth a look, but nothing is broken (doctor still exits 0)
 
 
 def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:

@@ -187,7 +187,7 @@ def _check_pages(token: str, client: Any, pages: Sequence[ArtifactRecord]) -> li
     found: list[Finding] = []
     for record in pages[:MAX_PAGES]:
         page_id = record.external_id or record.location
-        repair = f"run `reportflow runs retry {record.run_id} --from-step UPLOAD_NOTION`"
+        repair = f"run `reportflow runs retry {record.run_id} --from-step {record.step}`"
         gone = f"run {record.run_id}: Notion page {page_id} no longer exists (404): {repair}"
         try:
             page = _call(token, f"reading page {page_id}", client.pages.retrieve, page_id=page_id, not_found=gone)

@@ -73,7 +73,7 @@ def attempt_from_row(row: RowMapping) -> AttemptRecord:
 
 
 def artifact_from_row(row: RowMapping) -> ArtifactRecord:
-    return ArtifactRecord(run_id=row["run_id"], kind=row["kind"], location=row["location"],
+    return ArtifactRecord(run_id=row["run_id"], kind=row["kind"], step=row["step"], location=row["location"],
                           sha256=row["sha256"], external_id=row["external_id"], created_at=row["created_at"])
 
 

@@ -256,9 +256,9 @@ def extend_lease(conn: Connection, run_id: int, fence: int, lease_until: datetim
     _hold(conn, run_id, fence, lease_until=lease_until)
 
 
-def record_artifacts(conn: Connection, run_id: int, refs: Sequence[ArtifactRef], now: datetime) -> None:
+def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[ArtifactRef], now: datetime) -> None:
     for ref in refs:
-        stmt = _insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, location=ref.location,
+        stmt = _insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, step=step, location=ref.location,
                                                sha256=ref.sha256, external_id=ref.external_id, created_at=now)
         stmt = stmt.on_conflict_do_update(index_elements=["run_id", "kind", "location"],
                                           set_={"sha256": ref.sha256, "external_id": ref.external_id})

@@ -133,6 +133,7 @@ artifacts = Table(
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("run_id", Id, ForeignKey("runs.id"), nullable=False),
     Column("kind", String(32), nullable=False),
+    Column("step", String(64), nullable=False),
     Column("location", Text, nullable=False),
     Column("sha256", String(64)),
     Column("external_id", String(255)),

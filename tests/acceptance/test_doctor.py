@@ -105,7 +105,7 @@ def test_postgres_clock_skew_and_short_lease(pg_url: str, tmp_path: Path) -> Non
     assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert "off the database server's" in line and "NTP" in line
-    assert "warning: worker.lease is 10s" in result.stdout
+    assert "warning lease: worker.lease is 10s" in result.stdout
 
 
 def echo_runs(url: str, count: int) -> list[int]:
@@ -132,7 +132,7 @@ def record_file(url: str, run_id: int, path: Path, content: bytes) -> None:
     ref = ArtifactRef("markdown", f"{socket.gethostname()}:{path}", hashlib.sha256(content).hexdigest())
     store = Store.open(url, auto_migrate=False)
     with store.write() as conn:
-        run_rows.record_artifacts(conn, run_id, [ref], SystemClock().now())
+        run_rows.record_artifacts(conn, run_id, "ECHO", [ref], SystemClock().now())
     store.dispose()
 
 
@@ -151,8 +151,8 @@ def test_deleted_and_edited_markdown_files(store_url: str, tmp_path: Path) -> No
     assert len(found) == 2, result.stdout
     missing, edited = sorted(found, key=lambda line: "missing" not in line)
     assert f"{tmp_path / f'{deleted_run}.md'} is missing" in missing
-    assert f"`reportflow runs retry {deleted_run} --from-step SAVE_MARKDOWN`" in missing
-    assert "sha256 differs" in edited and f"`reportflow runs retry {edited_run} --from-step SAVE_MARKDOWN`" in edited
+    assert f"`reportflow runs retry {deleted_run} --from-step ECHO`" in missing
+    assert "sha256 differs" in edited and f"`reportflow runs retry {edited_run} --from-step ECHO`" in edited
 
 
 def report_config(path: Path, url: str, notion: Mapping[str, Any], projects: Sequence[Mapping[str, Any]]) -> Path:
@@ -192,6 +192,12 @@ def test_trashed_notion_page_and_schema(tmp_path: Path, monkeypatch: pytest.Monk
         (line,) = problems(result.stdout)
         assert "in the trash" in line and f"`reportflow runs retry {run.id} --from-step UPLOAD_NOTION`" in line
         assert fake.token not in result.stdout + result.stderr
+
+        with fake.lock:  # someone renamed the key property in Notion
+            fake.schema["Key"] = {**fake.schema.pop("Report Key"), "name": "Key"}
+        renamed = doctor(config, env=env)
+        assert any("needs a text property named 'Report Key' (found none)" in line
+                   for line in problems(renamed.stdout)), renamed.stdout
 
         fake.token = "another-token"  # the integration's token was rotated: the old one is refused
         refused = doctor(config, env=env)

@@ -136,6 +136,7 @@ def upgrade() -> None:
         sa.Column("id", Id, primary_key=True, autoincrement=True),
         sa.Column("run_id", Id, nullable=False),
         sa.Column("kind", sa.String(32), nullable=False),
+        sa.Column("step", sa.String(64), nullable=False),
         sa.Column("location", sa.Text, nullable=False),
         sa.Column("sha256", sa.String(64)),
         sa.Column("external_id", sa.String(255)),
