@@ -46,6 +46,7 @@ def collect(ctx: StepContext) -> StepResult:
 
 def generate(ctx: StepContext) -> StepResult:
     from steps import generate_report
+    from steps.ollama_writer import RetryPolicy
 
     settings = _settings(ctx)
     collected = ctx.outputs["COLLECT_GIT"]
@@ -57,9 +58,12 @@ def generate(ctx: StepContext) -> StepResult:
         on_empty=str(ctx.pinned.get("on_empty", "skip")))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
-        writer = generate_report.OllamaWriter(host=settings.llm.host, model=str(ctx.pinned["model"]),
-                                              timeout_s=settings.llm.timeout.total_seconds(),
-                                              options=options, exclusive=ctx.exclusive)
+        budget = settings.llm.retry_budget.total_seconds()
+        writer = generate_report.OllamaWriter(
+            host=settings.llm.host, model=str(ctx.pinned["model"]), timeout_s=settings.llm.timeout.total_seconds(),
+            options=options, exclusive=ctx.exclusive,
+            retry=RetryPolicy(budget_s=budget, initial_s=min(1.0, budget / 8),
+                                              max_wait_s=min(10.0, budget / 2)))
     else:
         writer = generate_report.BuiltinWriter()
     out = generate_report.generate(inp, writer, num_ctx=int(options.get("num_ctx", 8192)), options=options)
@@ -120,7 +124,7 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
             markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
-            pace=upload_notion.shared_rate_limiter())
+            pace=upload_notion.shared_rate_limiter(), retry_wait_max_s=notion.retry_budget.total_seconds())
     finally:
         client.close()
     return StepResult(output=out.model_dump(mode="json"),

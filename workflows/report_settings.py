@@ -31,6 +31,8 @@ class LlmSettings(Strict):
     temperature: float = Field(default=0.2, ge=0, le=2)
     seed: int = 42
     num_ctx: int = Field(default=8192, ge=512)
+    # Waiting spent on in-step retries (SPEC §4: 30 s); longer outages become run-level retries.
+    retry_budget: Duration = timedelta(seconds=30)
 
 
 class NotionSettings(Strict):
@@ -40,6 +42,7 @@ class NotionSettings(Strict):
     data_source_id: str = ""
     base_url: str = ""
     timeout: Duration = timedelta(seconds=30)
+    retry_budget: Duration = timedelta(seconds=30)
 
     @model_validator(mode="after")
     def _target(self) -> NotionSettings:

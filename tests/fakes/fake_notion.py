@@ -180,6 +180,11 @@ class FakeNotion:
         with self.lock:
             self._faults.extend(_Fault("status", status=status, headers=headers, path=path) for _ in range(n))
 
+    def heal(self) -> None:
+        """Drop every pending injected fault: the server has recovered."""
+        with self.lock:
+            self._faults.clear()
+
     def timeout_next(self, n: int = 1, delay_s: float = 5.0, *, path: str | None = None) -> None:
         """The next ``n`` requests get no answer for ``delay_s``, then the connection closes."""
         with self.lock:

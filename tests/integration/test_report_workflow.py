@@ -1,0 +1,221 @@
+"""The report workflows end to end, in-process: a real git repository, the fake Ollama and Notion."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine import operations, schedules
+from engine.clock import ManualClock
+from engine.models import RunStatus, StepStatus
+from engine.store import runs as run_rows
+from engine.worker import Worker
+from tests.fakes.fake_notion import FakeNotion
+from tests.fakes.fake_ollama import FakeOllama, closed_port
+from tests.fakes.gitrepo import GitRepo, make_repo
+from tests.support import make_runtime
+
+SEOUL = ZoneInfo("Asia/Seoul")
+NOW = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)  # 10:00 in Seoul on the 30th
+TOKEN = "secret_test_token"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitRepo:
+    repo = make_repo(tmp_path)
+    repo.commit("before midnight (28th)", at=datetime(2026, 9, 28, 23, 59, tzinfo=SEOUL))
+    repo.commit("first of the day", at=datetime(2026, 9, 29, 0, 0, 30, tzinfo=SEOUL),
+                files={"engine/a.py": "a = 1\n"})
+    repo.commit("afternoon", at=datetime(2026, 9, 29, 15, 0, tzinfo=SEOUL), files={"steps/b.py": "b = 2\n"})
+    repo.commit("just before midnight", at=datetime(2026, 9, 29, 23, 59, 59, tzinfo=SEOUL),
+                files={"engine/a.py": "a = 3\n"})
+    repo.commit("after midnight (30th)", at=datetime(2026, 9, 30, 0, 0, 1, tzinfo=SEOUL))
+    return repo
+
+
+@pytest.fixture
+def ollama() -> Iterator[FakeOllama]:
+    fake = FakeOllama().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def notion() -> Iterator[FakeNotion]:
+    with FakeNotion(token=TOKEN) as fake:
+        yield fake
+
+
+def runtime(url: str, tmp_path: Path, repo: GitRepo, *, llm: dict[str, Any] | None = None,
+            notion: FakeNotion | None = None, workflow: str = "daily_report", cron: str = "0 3 * * *",
+            on_empty: str = "skip"):  # type: ignore[no-untyped-def]
+    extra: dict[str, Any] = {
+        "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"], "on_empty": on_empty}],
+        "reports": {"dir": str(tmp_path / "reports")},
+        "llm": {"provider": "builtin", "retry_budget": "0.2s", **(llm or {})},
+        "worker": {"retry_backoff": "1m"},
+    }
+    if notion is not None:
+        extra["notion"] = {"enabled": True, "token_env": "RF_TEST_NOTION", "database_id": notion.database_id,
+                           "base_url": notion.url, "retry_budget": "0.3s", "timeout": "5s"}
+    spec = dict(name="platform-report", workflow=workflow, project="platform", cron=cron, timezone="Asia/Seoul")
+    rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), extra=extra)
+    schedules.apply(rt)
+    rt.clock.set(NOW)
+    return rt
+
+
+def show(rt, run_id: int):  # type: ignore[no-untyped-def]
+    with rt.store.read() as conn:
+        return run_rows.get_run(conn, run_id)
+
+
+def front_matter(path: Path) -> dict[str, str]:
+    head = path.read_text().split("---\n")[1]
+    return dict(line.split(": ", 1) for line in head.splitlines() if ": " in line and not line.startswith(" "))
+
+
+def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, repo: GitRepo,
+                                                ollama: FakeOllama, notion: FakeNotion,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
+    rt = runtime(store_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url}, notion=notion)
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    outcome = Worker(rt, "w").run_one()
+    assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
+    run = show(rt, result.run_id)
+    commits = run.steps[0].output["commits"]
+    assert [c["subject"] for c in commits] == ["first of the day", "afternoon", "just before midnight"]
+    assert run.pinned["head_sha"] == repo.head("main")
+    path = tmp_path / "reports" / "platform" / "2026-09-29-platform-daily-summary.md"
+    meta = front_matter(path)
+    assert meta["report_key"] == '"daily_report:platform:2026-09-29"'
+    assert meta["window_start"] == f'"{run.pinned["window_start"]}"' == '"2026-09-28T15:00:00Z"'
+    assert meta["window_end"] == '"2026-09-29T15:00:00Z"'
+    assert meta["prompt_version"] == '"v1"' and meta["model"] == '"llama3.1:8b"'
+    assert repo.head("main") in path.read_text()
+    assert ollama.generations == 1
+    (page,) = notion.live_pages("daily_report:platform:2026-09-29")
+    kinds = {a.kind: a for a in run.artifacts}
+    assert set(kinds) == {"markdown", "notion_page"}
+    assert kinds["notion_page"].external_id == page["id"]
+    assert kinds["markdown"].location.endswith(str(path))
+
+
+def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
+    rt = runtime(sqlite_url, tmp_path, repo)
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    Worker(rt, "w").run_one()
+    first = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_bytes()
+    # A late commit authored inside the window, and a new prompt version in the config.
+    repo.commit("late but inside the window", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
+    rt2 = runtime(sqlite_url, tmp_path, repo, llm={"prompt_version": "v2"})
+    operations.retry(rt2, result.run_id, from_step="COLLECT_GIT")
+    assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt2, result.run_id)
+    assert "late but inside the window" not in [c["subject"] for c in run.steps[0].output["commits"]]
+    assert run.pinned["prompt_version"] == "v1"
+    assert (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_bytes() == first
+    assert sorted(p.name for p in (tmp_path / "reports/platform").iterdir()) == [
+        "2026-09-29-platform-daily-summary.md"]
+
+
+def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                     ollama: FakeOllama, notion: FakeNotion,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
+    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url}, notion=notion)
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    notion.fail_next(1000, 500)
+    outcome = Worker(rt, "w").run_one()
+    assert outcome is not None and outcome.status is RunStatus.RETRY_PENDING
+    assert outcome.error_code == "NOTION_UNAVAILABLE"
+    run = show(rt, result.run_id)
+    assert [s.status for s in run.steps] == [StepStatus.SUCCESS] * 3 + [StepStatus.FAILED]
+    assert run.not_before is not None and run.not_before > rt.clock.now()
+    notion.heal()
+    operations.retry(rt, result.run_id)
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert ollama.generations == 1
+    assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
+    run = show(rt, result.run_id)
+    assert [a.from_step for a in run.attempts] == ["COLLECT_GIT", "UPLOAD_NOTION"]
+    assert [s.attempts for s in run.steps] == [1, 1, 1, 2]
+
+
+def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_path: Path,
+                                                         repo: GitRepo) -> None:
+    port = closed_port()
+    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": f"http://127.0.0.1:{port}"})
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    outcome = Worker(rt, "w").run_one()
+    assert outcome is not None and outcome.status is RunStatus.RETRY_PENDING
+    run = show(rt, result.run_id)
+    assert run.error_code == "MODEL_UNAVAILABLE" and f"127.0.0.1:{port}" in (run.error_message or "")
+    fake = FakeOllama().start()
+    try:
+        rt2 = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url})
+        rt2.clock.set(NOW + timedelta(minutes=2))
+        assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        assert fake.generations == 1
+    finally:
+        fake.stop()
+    assert show(rt2, result.run_id).attempt_count == 2
+
+
+def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    repo.commit("sunday before", at=datetime(2026, 9, 27, 23, 59, tzinfo=SEOUL))
+    repo.commit("monday 00:00", at=datetime(2026, 9, 28, 0, 0, tzinfo=SEOUL))
+    repo.commit("sunday 23:59", at=datetime(2026, 10, 4, 23, 59, 59, tzinfo=SEOUL))
+    repo.commit("next monday", at=datetime(2026, 10, 5, 0, 0, tzinfo=SEOUL))
+    rt = runtime(sqlite_url, tmp_path, repo, workflow="weekly_report", cron="0 9 * * 1")
+    rt.clock.set(datetime(2026, 10, 6, 0, 0, tzinfo=UTC))
+    result = operations.trigger(rt, "platform-report", day=date(2026, 10, 1))
+    assert result.business_key == "2026-W40"
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt, result.run_id)
+    assert run.pinned["window_start"] == "2026-09-27T15:00:00Z"  # Monday 28th 00:00 KST
+    assert run.pinned["window_end"] == "2026-10-04T15:00:00Z"
+    assert [c["subject"] for c in run.steps[0].output["commits"]] == ["monday 00:00", "sunday 23:59"]
+    assert (tmp_path / "reports/platform/2026-W40-platform-weekly-summary.md").exists()
+
+
+def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
+    rt = runtime(sqlite_url, tmp_path, repo)
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 20))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt, result.run_id)
+    assert [s.status for s in run.steps] == [StepStatus.SUCCESS] + [StepStatus.SKIPPED] * 3
+    assert all(s.error_message == "no_activity" for s in run.steps[1:])
+    assert not (tmp_path / "reports").exists()
+
+
+def test_an_empty_window_with_on_empty_report_writes_a_short_report(sqlite_url: str, tmp_path: Path,
+                                                                   repo: GitRepo) -> None:
+    rt = runtime(sqlite_url, tmp_path, repo, on_empty="report")
+    operations.trigger(rt, "platform-report", day=date(2026, 9, 20))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    text = (tmp_path / "reports/platform/2026-09-20-platform-daily-summary.md").read_text()
+    assert re.search(r"no (commits|activity)", text, re.IGNORECASE)
+
+
+def test_force_new_revision_gets_its_own_file_and_page(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                       notion: FakeNotion, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
+    rt = runtime(sqlite_url, tmp_path, repo, notion=notion)
+    operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    Worker(rt, "w").run_one()
+    forced = operations.trigger(rt, "platform-report", day=date(2026, 9, 29), force_new=True)
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    names = sorted(p.name for p in (tmp_path / "reports/platform").iterdir())
+    assert names == ["2026-09-29-platform-daily-summary.md", "2026-09-29-platform-daily-summary.r2.md"]
+    assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
+    assert len(notion.live_pages("daily_report:platform:2026-09-29#2")) == 1
+    assert show(rt, forced.run_id).idempotency_key == "daily_report:platform:2026-09-29#2"
