@@ -67,7 +67,9 @@ class Cli:
 
 
 def _cli(ctx: typer.Context) -> Cli:
-    return ctx.ensure_object(Cli) if ctx.obj is None else ctx.obj  # type: ignore[no-any-return]
+    state = ctx.obj
+    assert isinstance(state, Cli), "the main callback sets ctx.obj"
+    return state
 
 
 @app.callback()

@@ -93,15 +93,15 @@ def apply(rt: Runtime, *, confirmed: bool = False) -> ApplyReport:
                        before=rows.definition_of(current.spec))
                 report.archived.append(name)
         for name, spec in wanted.items():
-            current = existing.get(name)
-            if current is None:
+            known = existing.get(name)
+            if known is None:
                 next_run_at = first_slot_after(spec, now) if spec.enabled else None
                 schedule_id = schedule_rows.insert_schedule(conn, spec, next_run_at=next_run_at, now=now)
                 created = schedule_rows.get_schedule_by_id(conn, schedule_id)
                 _audit(conn, rt.actor, "create", created, now, after=rows.definition_of(spec), version=1)
                 report.created.append(name)
                 continue
-            _apply_one(conn, rt, current, spec, now, confirmed, report)
+            _apply_one(conn, rt, known, spec, now, confirmed, report)
     return report
 
 

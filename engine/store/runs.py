@@ -63,7 +63,7 @@ def overlap_counts(conn: Connection, schedule_id: int) -> tuple[int, int]:
              .where(runs.c.schedule_id == schedule_id, runs.c.trigger_type == RunTrigger.SCHEDULED.value,
                     runs.c.status.in_(_ACTIVE))
              .group_by(runs.c.status))
-    counts = dict(conn.execute(query).all())
+    counts: dict[str, int] = {status: count for status, count in conn.execute(query).all()}
     return sum(counts.values()), counts.get(RunStatus.PENDING.value, 0)
 
 

@@ -50,7 +50,9 @@ def insert_schedule(conn: Connection, spec: ScheduleSpec, *, next_run_at: dateti
         disabled_by_cli=False, disabled_at=None if spec.enabled else now, next_run_at=next_run_at,
         created_at=now, updated_at=now,
     ))
-    return int(result.inserted_primary_key[0])
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
 
 
 def update_schedule(conn: Connection, schedule: Schedule, *, now: datetime, spec: ScheduleSpec | None = None,

@@ -26,12 +26,11 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if not isinstance(value, datetime) or value.tzinfo is None:
             raise ValueError(f"expected an aware datetime, got {value!r}")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        instant: datetime = value.astimezone(UTC)
+        return instant.replace(tzinfo=None) if dialect.name == "sqlite" else instant
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        stored: datetime = value
+        return stored.replace(tzinfo=UTC) if stored.tzinfo is None else stored.astimezone(UTC)

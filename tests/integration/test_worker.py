@@ -254,3 +254,38 @@ def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: st
     second = claim("c")
     if second is not None:
         assert second.run.business_key != first.run.business_key
+
+
+def test_heartbeat_keeps_a_long_step_leased(sqlite_url: str, tmp_path: Path) -> None:
+    """Real time: a 1 s lease renewed every 0.25 s survives a step that outlasts it."""
+    from engine.clock import SystemClock
+
+    log = tmp_path / "steps.log"
+    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC")
+    rt = make_runtime(sqlite_url, schedules=[spec], clock=SystemClock(), registry=registry(),
+                      extra={"testflow": {"log": str(log), "gate": str(tmp_path / "gate"), "block_on": ["TWO"]},
+                             "worker": {"lease": "1s"}})
+    schedules.apply(rt)
+    operations.trigger(rt, "four")
+    thread, result = _start_blocked(rt, log, "TWO")
+    with rt.store.read() as conn:
+        (run,) = run_rows.list_runs(conn)
+    first_lease = run.lease_until
+    assert first_lease is not None
+
+    def renewed_past_first_lease() -> bool:
+        with rt.store.read() as conn:
+            current = run_rows.get_run(conn, run.id, detail=False)
+        return current.lease_until is not None and current.lease_until > first_lease + timedelta(seconds=1)
+
+    waiter = threading.Event()
+    for _ in range(1000):  # up to ~10 s for the heartbeat to renew twice past the first lease
+        if renewed_past_first_lease():
+            break
+        waiter.wait(0.01)
+    assert renewed_past_first_lease()
+    assert rt.clock.now() > first_lease  # the original lease has run out: only the heartbeat keeps it
+    assert reconciler.sweep(rt).recovered == []  # a live lease is never taken
+    (tmp_path / "gate").touch()
+    thread.join(timeout=60)
+    assert result["outcome"].status is RunStatus.SUCCESS  # type: ignore[attr-defined]
