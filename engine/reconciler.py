@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.engine import Connection
 
 from engine import errors, policies
+from engine.clock import format_instant
 from engine.models import SYSTEM_RECONCILER, AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
@@ -108,7 +109,30 @@ def sweep(rt: Runtime) -> SweepReport:
         log.warning("run_stalled run=%s key=%s started_at=%s", run.id, run.idempotency_key, run.started_at)
     for name, next_run_at in report.silent:
         log.warning("schedule_silent schedule=%s next_run_at=%s", name, next_run_at.isoformat())
+    _notify_once(rt, report, now)
     return report
+
+
+def _notify_once(rt: Runtime, report: SweepReport, now: datetime) -> None:
+    """Stalled runs and silent schedules are notified once each (an audit event marks it)."""
+    with rt.store.write() as conn:
+        for run in report.stalled:
+            if schedule_rows.list_audit(conn, run_id=run.id, action="run_stalled"):
+                continue
+            schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_stalled", run_id=run.id,
+                                       schedule_id=run.schedule_id, reason="past max_runtime with a live lease")
+            rt.notifier.send("run_stalled", run_id=run.id, key=run.idempotency_key,
+                             started_at=format_instant(run.claimed_at))
+        for name, next_run_at in report.silent:
+            schedule = schedule_rows.get_schedule(conn, name)
+            slot = format_instant(next_run_at)
+            seen = schedule_rows.list_audit(conn, schedule_id=schedule.id, action="schedule_silent")
+            if any((event.after or {}).get("next_run_at") == slot for event in seen):
+                continue
+            schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="schedule_silent",
+                                       schedule_id=schedule.id, after={"next_run_at": slot},
+                                       reason="no scheduler ticked within the grace period")
+            rt.notifier.send("schedule_silent", schedule=name, next_run_at=slot)
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:

@@ -10,6 +10,7 @@ from typing import Any
 from engine import registry as registry_mod
 from engine.clock import Clock
 from engine.config import AppConfig
+from engine.notify import Notifier
 from engine.registry import Registry
 from engine.store import Store
 from engine.workflow import WorkflowDef
@@ -24,6 +25,10 @@ class Runtime:
     config: AppConfig
     clock: Clock
     actor: str = field(default_factory=lambda: _cli_user())
+
+    @property
+    def notifier(self) -> Notifier:
+        return Notifier(self.config.notify.webhook_env)
 
     def workflow(self, name: str) -> WorkflowDef:
         return registry_mod.get(self.registry, name)

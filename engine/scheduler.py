@@ -102,6 +102,9 @@ def _tick_schedule(rt: Runtime, schedule: Schedule, now: datetime, report: TickR
         if plan.too_old is not None:
             report.too_old_slots += plan.too_old.estimated_slots
     _log_created(spec.name, to_insert, inserted)
+    unrun = {status: n for status, n in created.items() if status in UNRUN_ACTIONS}
+    if unrun:
+        rt.notifier.send("slots_not_run", schedule=spec.name, counts=unrun)
     report.handled += 1
 
 

@@ -46,6 +46,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
             if rt.clock.monotonic() - last_sweep >= sweep_every:
                 reconciler.sweep(rt)
                 last_sweep = rt.clock.monotonic()
+            worker.beat()
             while not stop.is_set() and worker.run_one() is not None:
                 pass
             with rt.store.read() as conn:

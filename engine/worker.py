@@ -22,6 +22,7 @@ from typing import Any
 from engine import errors, policies
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
+from engine.store import instances as instance_rows
 from engine.store import runs as run_rows
 from engine.store.runs import Claim
 from engine.workflow import StepContext, StepResult, WorkflowDef
@@ -91,7 +92,9 @@ class Worker:
         self.lease = rt.config.worker.lease
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
         self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
+        self._failed: list[tuple[int, str, str | None, str | None]] = []  # notified after the commit
         self.projects = self._served_projects()
+        self._last_beat: float | None = None
 
     def _served_projects(self) -> list[str] | None:
         """Projects whose repositories this node can open (SPEC §13); None means no restriction."""
@@ -116,7 +119,11 @@ class Worker:
             return None
         log.info("run_claimed run=%s key=%s attempt=%s token=%s worker=%s", claim.run.id,
                  claim.run.idempotency_key, claim.attempt, claim.fence, self.worker_id)
-        return self._execute(claim)
+        outcome = self._execute(claim)
+        while self._failed:
+            run_id, key, code, message = self._failed.pop()
+            self.rt.notifier.send("run_failed", run_id=run_id, key=key, error_code=code, error=message)
+        return outcome
 
     def _execute(self, claim: Claim) -> RunOutcome:
         run = claim.run
@@ -235,6 +242,8 @@ class Worker:
                 log.info("run_promoted run=%s after=%s", promoted, run.id)
         log.info("run_finished run=%s key=%s status=%s attempt=%s%s", run.id, run.idempotency_key, status.value,
                  claim.attempt, f" error={error_code}" if error_code else "")
+        if status is RunStatus.FAILED:
+            self._failed.append((run.id, run.idempotency_key, error_code, error_message))
         return RunOutcome(run.id, run.idempotency_key, status, error_code)
 
     def _hand_back(self, conn: Any, claim: Claim, next_position: int, now: datetime) -> RunOutcome:
@@ -297,6 +306,7 @@ class Worker:
         reconciler.reclaim_own(self.rt, self.worker_id)
         done: list[RunOutcome] = []
         while not stop.is_set() and (max_runs is None or len(done) < max_runs):
+            self.beat()
             outcome = self.run_one()
             if outcome is not None:
                 done.append(outcome)
@@ -305,6 +315,16 @@ class Worker:
                 break
             self.rt.clock.sleep(self.rt.config.worker.poll_interval.total_seconds(), stop)
         return done
+
+    def beat(self, *, every_s: float = 10.0) -> None:
+        """Say this worker is alive and which projects it serves (at most every ``every_s``)."""
+        clock = self.rt.clock
+        if self._last_beat is not None and clock.monotonic() - self._last_beat < every_s:
+            return
+        self._last_beat = clock.monotonic()
+        with self.rt.store.write() as conn:
+            instance_rows.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
+                               pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)

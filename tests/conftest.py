@@ -32,6 +32,13 @@ def _with_db(url: str, name: str) -> str:
     return url.rsplit("/", 1)[0] + "/" + name
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Here, not in tests/reliability/conftest.py: pytest reads option hooks only from conftests it loads
+    # at start-up, and a plain `pytest --long` from the repository root does not load that one in time.
+    parser.addoption("--long", action="store_true", default=False,
+                     help="reliability suite (tests/reliability): many more iterations")
+
+
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:
     """A migrated template database, or a skip (a failure in CI) when PostgreSQL is unreachable."""
