@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from engine import reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
@@ -40,18 +42,24 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     last_sweep = float("-inf")
     log.info("serve_started worker=%s", worker.worker_id)
     reconciler.reclaim_own(rt, worker.worker_id)
+    poll = rt.config.worker.poll_interval
     try:
         while not stop.is_set():
-            report = scheduler.tick(rt)
-            if rt.clock.monotonic() - last_sweep >= sweep_every:
-                reconciler.sweep(rt)
-                last_sweep = rt.clock.monotonic()
-            worker.beat()
-            while not stop.is_set() and worker.run_one() is not None:
-                pass
-            with rt.store.read() as conn:
-                retry_at = run_rows.next_due_at(conn)
-            delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], rt.config.worker.poll_interval)
+            try:
+                report = scheduler.tick(rt)
+                if rt.clock.monotonic() - last_sweep >= sweep_every:
+                    reconciler.sweep(rt)
+                    last_sweep = rt.clock.monotonic()
+                worker.beat()
+                while not stop.is_set() and worker.run_one() is not None:
+                    pass
+                with rt.store.read() as conn:
+                    retry_at = run_rows.next_due_at(conn)
+                delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)
+            except SQLAlchemyError:
+                # The database went away (restart, failover): keep the process, try again shortly.
+                log.exception("serve_loop_failed: retrying in %ss", poll.total_seconds())
+                delay = poll.total_seconds()
             rt.clock.sleep(delay, stop)
     finally:
         worker.close()

@@ -135,7 +135,7 @@ class Worker:
                                      f"run {run.id} has payload version {payload} and steps "
                                      f"{[s.name for s in run.steps]}; this worker runs {workflow.name} "
                                      f"v{workflow.payload_version} {list(workflow.step_names())}", retryable=False)
-            return self._fail(claim, workflow, lease, min(claim.start_position, len(run.steps) - 1), error)
+            return self._fail(claim, workflow, lease, None, error)
         beat = threading.Thread(target=lease.heartbeat, name=f"heartbeat-{run.id}", daemon=True)
         beat.start()
         try:
@@ -265,8 +265,9 @@ class Worker:
             run_rows.hold_run(conn, claim.run.id, claim.fence, lease_until=now + self.lease)
             return self._release(conn, claim, status, outcome, now)
 
-    def _fail(self, claim: Claim, workflow: WorkflowDef, lease: _Lease, position: int,
+    def _fail(self, claim: Claim, workflow: WorkflowDef, lease: _Lease, position: int | None,
               error: errors.StepError) -> RunOutcome:
+        """Record a failure: of the step at ``position``, or of the run as a whole (None)."""
         run = claim.run
         now = self.rt.clock.now()
         budget = self.rt.config.worker.max_attempts
@@ -275,11 +276,12 @@ class Worker:
         decision = policies.decide_retry(attempts_used=used, max_attempts=min(budget, run.max_attempts),
                                          backoff=self.rt.config.worker.retry_backoff, now=now,
                                          retryable=error.retryable, retry_after=retry_after)
-        step = workflow.steps[position] if position < len(workflow.steps) else None
+        step = workflow.steps[position] if position is not None else None
         with self.rt.store.write() as conn:
             run_rows.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
-            run_rows.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
-                                     error_code=error.code, error_message=error.message)
+            if position is not None:
+                run_rows.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
+                                         error_code=error.code, error_message=error.message)
             log.warning("step_failed run=%s key=%s step=%s error=%s retryable=%s: %s", run.id,
                         run.idempotency_key, step.name if step else "?", error.code, error.retryable, error.message)
             if decision.retry:
@@ -287,7 +289,7 @@ class Worker:
                                      error_code=error.code, error_message=error.message,
                                      not_before=decision.not_before)
             # Steps run in order, so every step before an optional one that fails has succeeded.
-            partial = step is not None and step.optional and position > 0
+            partial = step is not None and step.optional and bool(position)
             status = RunStatus.PARTIAL_SUCCESS if partial else RunStatus.FAILED
             outcome = AttemptOutcome.PARTIAL_SUCCESS if partial else AttemptOutcome.FAILED
             return self._release(conn, claim, status, outcome, now, error_code=error.code,
