@@ -7,9 +7,7 @@ them. Rows never leave this package: callers get ``engine.models`` objects.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,18 +62,10 @@ class Store:
                     conn.commit()
             return
         path = database.sqlite_path(str(self.engine.url))
-        lock = self._local_mutexes.setdefault(name, threading.Lock())
-        with lock:
-            if path is None:
-                yield
-                return
-            fd = os.open(path.with_name(f"{path.name}.{key & 0xFFFFFFFF:08x}.lock"), os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+        lock_file = None if path is None else path.with_name(f"{path.name}.{key & 0xFFFFFFFF:08x}.lock")
+        # flock is per process: a thread lock keeps two threads of this process apart too.
+        with self._local_mutexes.setdefault(name, threading.Lock()), database.file_lock(lock_file):
+            yield
 
     def dispose(self) -> None:
         self.engine.dispose()

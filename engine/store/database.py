@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,19 +100,23 @@ def upgrade(engine: Engine) -> str:
 
 
 @contextmanager
-def _migration_lock(engine: Engine) -> Iterator[None]:
-    path = sqlite_path(str(engine.url))
+def file_lock(path: Path | None) -> Iterator[None]:
+    """An exclusive lock on ``path`` across the processes of this host (nothing when None)."""
     if path is None:
         yield
         return
-    lock_path = path.with_name(path.name + ".migrate.lock")
-    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _migration_lock(engine: Engine) -> AbstractContextManager[None]:
+    path = sqlite_path(str(engine.url))
+    return file_lock(None if path is None else path.with_name(path.name + ".migrate.lock"))
 
 
 def ensure_schema(engine: Engine, *, auto_migrate: bool) -> None:

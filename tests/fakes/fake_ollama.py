@@ -69,6 +69,7 @@ class FakeOllama:
         self._scripts: dict[str, deque[ScriptEntry]] = {}
         self.requests: list[RecordedRequest] = []
         self.generations = 0
+        self.generation_delay_s = 0.0
         self.active = 0
         self.max_active = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -209,6 +210,8 @@ class FakeOllama:
                         fake.active += 1
                         fake.max_active = max(fake.max_active, fake.active)
                 try:
+                    if generation and fake.generation_delay_s:
+                        time.sleep(fake.generation_delay_s)  # simulated inference time, while "active"
                     stream = isinstance(body, dict) and body.get("stream", True)
                     if generation and stream:
                         self._send_stream(payload)

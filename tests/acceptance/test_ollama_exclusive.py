@@ -1,0 +1,47 @@
+"""At most one generation at a time per Ollama host, across worker processes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.acceptance import procs
+from tests.fakes.fake_ollama import FakeOllama
+from tests.fakes.gitrepo import make_repo
+from tests.support import write_config
+
+pytestmark = pytest.mark.slow
+SEOUL = ZoneInfo("Asia/Seoul")
+
+
+def test_two_workers_share_one_ollama_host_one_generation_at_a_time(store_url: str, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    for day in (25, 26, 27, 28):
+        repo.commit(f"work on the {day}th", at=datetime(2026, 9, day, 12, 0, tzinfo=SEOUL))
+    fake = FakeOllama().start()
+    fake.generation_delay_s = 0.4
+    try:
+        config = write_config(
+            tmp_path / "reportflow.toml", db_url=store_url,
+            sections={"llm": {"provider": "ollama", "host": fake.url}, "reports": {"dir": str(tmp_path / "out")},
+                      "worker": {"poll_interval": "0.1s"}},
+            projects=[dict(key="platform", repo=str(repo.path), branches=["main"])],
+            schedules=[dict(name="daily", workflow="daily_report", project="platform", cron="0 3 * * *",
+                            timezone="Asia/Seoul")])
+        now = "2026-09-30T00:00:00Z"
+        assert procs.run(tmp_path, config, "schedules", "apply", now=now).returncode == 0
+        for day in (25, 26, 27, 28):
+            result = procs.run(tmp_path, config, "trigger", "daily", "--date", f"2026-09-{day}", now=now)
+            assert result.returncode == 0, result.stderr
+        workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=now) for _ in range(2)]
+        for proc in workers:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+        assert fake.generations == 4
+        assert fake.max_active == 1
+    finally:
+        fake.stop()
+    assert len(list((tmp_path / "out" / "platform").glob("*.md"))) == 4
