@@ -19,6 +19,7 @@ from engine.models import (
     ACTIVE_STATUSES, AttemptTrigger, PeriodKind, Run, RunStatus, RunTrigger, Schedule,
 )
 from engine.runtime import Runtime
+from engine.store import claims
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
@@ -215,7 +216,7 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
             action, status = "cancel_requested", run.status.value
         elif run.status in CANCELLABLE:
             run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            run_rows.promote_pending(conn, run.schedule_id, now)
+            claims.promote_pending(conn, run.schedule_id, now)
             action, status = "cancelled", RunStatus.CANCELLED.value
         else:
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "CANCELLED", "it has already finished")

@@ -17,6 +17,7 @@ from engine import errors, policies
 from engine.clock import format_instant
 from engine.models import SYSTEM_RECONCILER, AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
 from engine.runtime import Runtime
+from engine.store import claims
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 from engine.store.tables import steps as steps_table
@@ -47,16 +48,16 @@ def _recover(conn: Connection, rt: Runtime, run: Run, now: datetime, reason: str
         target = RunStatus.RETRY_PENDING
         code, message = "LEASE_EXPIRED", f"worker {run.lease_owner} stopped renewing its lease ({reason})"
     # Guard on the token read and on the lease still being the expired one (or this worker's own).
-    run_rows.release_run(conn, run.id, run.fence, target, now, not_before=now if target is RunStatus.RETRY_PENDING
+    claims.release_run(conn, run.id, run.fence, target, now, not_before=now if target is RunStatus.RETRY_PENDING
                          else None, error_code=code, error_message=message,
                          next_attempt_trigger=AttemptTrigger.RECOVERY if target is RunStatus.RETRY_PENDING else None,
                          lease_expired_by=now if expired_only else None)
     conn.execute(steps_table.update().where(steps_table.c.run_id == run.id,
                                             steps_table.c.status == StepStatus.RUNNING.value)
                  .values(status=StepStatus.FAILED.value, error_code=code, error_message=message, finished_at=now))
-    run_rows.finish_attempt(conn, run.id, run.attempt_count, AttemptOutcome.LOST, now, code, message)
+    claims.finish_attempt(conn, run.id, run.attempt_count, AttemptOutcome.LOST, now, code, message)
     if target is RunStatus.FAILED:
-        run_rows.promote_pending(conn, run.schedule_id, now)
+        claims.promote_pending(conn, run.schedule_id, now)
         report.failed.append(run.id)
     else:
         report.recovered.append(run.id)
@@ -97,7 +98,7 @@ def sweep(rt: Runtime) -> SweepReport:
             continue
     with rt.store.write() as conn:
         for schedule_id in run_rows.orphaned_pending(conn):
-            promoted = run_rows.promote_pending(conn, schedule_id, now)
+            promoted = claims.promote_pending(conn, schedule_id, now)
             if promoted is not None:
                 report.promoted.append(promoted)
                 schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_promoted",

@@ -23,8 +23,8 @@ from engine import errors, policies
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
 from engine.store import instances as instance_rows
-from engine.store import runs as run_rows
-from engine.store.runs import Claim
+from engine.store import claims
+from engine.store.claims import Claim
 from engine.workflow import StepContext, StepResult, WorkflowDef
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class _Lease:
         if self.lost.is_set():
             raise errors.LeaseLost(self.run_id, self.fence)
         with self.rt.store.read() as conn:
-            run_rows.check_fence(conn, self.run_id, self.fence)
+            claims.check_fence(conn, self.run_id, self.fence)
 
     def heartbeat(self) -> None:
         """Extend the lease every quarter of it; stop at 2x max_runtime or when told."""
@@ -72,7 +72,7 @@ class _Lease:
                 return
             try:
                 with self.rt.store.write() as conn:
-                    run_rows.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+                    claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
             except errors.LeaseLost:
                 log.warning("lease_lost run=%s token=%s", self.run_id, self.fence)
                 self.lost.set()
@@ -111,7 +111,7 @@ class Worker:
         """Claim the best claimable run and execute it; None when nothing is claimable now."""
         now = self.rt.clock.now()
         with self.rt.store.write() as conn:
-            claim = run_rows.acquire_run(
+            claim = claims.acquire_run(
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
                 backfill_limit=self.rt.config.worker.backfill_concurrency)
@@ -210,34 +210,35 @@ class Worker:
         now = self.rt.clock.now()
         last = position == len(workflow.steps) - 1
         with self.rt.store.write() as conn:
-            cancel = run_rows.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
-            run_rows.record_step_end(conn, run.id, position, status=result.status, now=now, output=result.output)
-            run_rows.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
+            cancel = claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
+            claims.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
             log.info("step_finished run=%s key=%s step=%s status=%s", run.id, run.idempotency_key,
                      workflow.steps[position].name, result.status.value)
+            if not (last or result.skip_remaining or cancel or self.stop.is_set()):
+                # The common boundary: this step's end and the next one's start, in one statement.
+                claims.advance_step(conn, run.id, position, status=result.status, output=result.output, now=now)
+                return None
+            claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=result.output)
             if result.skip_remaining and not last:
-                run_rows.skip_steps_from(conn, run.id, position + 1, result.skip_remaining, now)
+                claims.skip_steps_from(conn, run.id, position + 1, result.skip_remaining, now)
                 return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
             if last:
                 return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
             if cancel:
                 return self._release(conn, claim, RunStatus.CANCELLED, AttemptOutcome.CANCELLED, now,
                                      error_code="CANCELLED", error_message="cancelled by an operator")
-            if self.stop.is_set():
-                return self._hand_back(conn, claim, position + 1, now)
-            run_rows.start_step(conn, run.id, position + 1, now)
-        return None
+            return self._hand_back(conn, claim, position + 1, now)
 
     def _release(self, conn: Any, claim: Claim, status: RunStatus, outcome: AttemptOutcome, now: datetime, *,
                  error_code: str | None = None, error_message: str | None = None,
                  not_before: datetime | None = None) -> RunOutcome:
         run = claim.run
         trigger = AttemptTrigger.AUTO if status is RunStatus.RETRY_PENDING else None
-        run_rows.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
+        claims.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
                              error_message=error_message, next_attempt_trigger=trigger)
-        run_rows.finish_attempt(conn, run.id, claim.attempt, outcome, now, error_code, error_message)
+        claims.finish_attempt(conn, run.id, claim.attempt, outcome, now, error_code, error_message)
         if status is not RunStatus.RETRY_PENDING:
-            promoted = run_rows.promote_pending(conn, run.schedule_id, now)
+            promoted = claims.promote_pending(conn, run.schedule_id, now)
             if promoted is not None:
                 log.info("run_promoted run=%s after=%s", promoted, run.id)
         log.info("run_finished run=%s key=%s status=%s attempt=%s%s", run.id, run.idempotency_key, status.value,
@@ -252,17 +253,17 @@ class Worker:
         The interrupted attempt does not consume the run's retry budget.
         """
         run = claim.run
-        run_rows.release_run(conn, run.id, claim.fence, RunStatus.QUEUED, now,
+        claims.release_run(conn, run.id, claim.fence, RunStatus.QUEUED, now,
                              next_attempt_trigger=AttemptTrigger.RECOVERY)
-        run_rows.add_attempt_budget(conn, run.id, 1)
-        run_rows.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
+        claims.add_attempt_budget(conn, run.id, 1)
+        claims.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
         log.info("run_released run=%s key=%s next_step=%s", run.id, run.idempotency_key, next_position)
         return RunOutcome(run.id, run.idempotency_key, RunStatus.QUEUED)
 
     def _finish(self, claim: Claim, status: RunStatus, outcome: AttemptOutcome) -> RunOutcome:
         now = self.rt.clock.now()
         with self.rt.store.write() as conn:
-            run_rows.hold_run(conn, claim.run.id, claim.fence, lease_until=now + self.lease)
+            claims.hold_run(conn, claim.run.id, claim.fence, lease_until=now + self.lease)
             return self._release(conn, claim, status, outcome, now)
 
     def _fail(self, claim: Claim, workflow: WorkflowDef, lease: _Lease, position: int | None,
@@ -278,9 +279,9 @@ class Worker:
                                          retryable=error.retryable, retry_after=retry_after)
         step = workflow.steps[position] if position is not None else None
         with self.rt.store.write() as conn:
-            run_rows.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
+            claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
             if position is not None:
-                run_rows.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
+                claims.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
                                          error_code=error.code, error_message=error.message)
             log.warning("step_failed run=%s key=%s step=%s error=%s retryable=%s: %s", run.id,
                         run.idempotency_key, step.name if step else "?", error.code, error.retryable, error.message)

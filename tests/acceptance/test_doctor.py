@@ -13,6 +13,7 @@ import pytest
 from engine import operations, schedules
 from engine.clock import SystemClock
 from engine.models import RunStatus
+from engine.store import claims
 from engine.store import runs as run_rows
 from engine.worker import Worker
 from engine.workflow import ArtifactRef
@@ -132,7 +133,7 @@ def record_file(url: str, run_id: int, path: Path, content: bytes) -> None:
     ref = ArtifactRef("markdown", f"{socket.gethostname()}:{path}", hashlib.sha256(content).hexdigest())
     store = Store.open(url, auto_migrate=False)
     with store.write() as conn:
-        run_rows.record_artifacts(conn, run_id, "ECHO", [ref], SystemClock().now())
+        claims.record_artifacts(conn, run_id, "ECHO", [ref], SystemClock().now())
     store.dispose()
 
 

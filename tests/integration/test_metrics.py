@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from engine import metrics, scheduler, schedules
 from engine.clock import ManualClock
 from engine.models import RunStatus
-from engine.store import runs as run_rows
+from engine.store import claims
 from engine.worker import Worker
 from tests.support import make_runtime
 
@@ -112,7 +112,7 @@ def test_stalled_run_and_too_old_slots(store_url: str) -> None:
     assert report.too_old_slots > 0
     # A worker that claims a run and keeps its lease alive, but never finishes.
     with rt.store.write() as conn:
-        claim = run_rows.acquire_run(conn, worker_id="slow", now=rt.clock.now(),
+        claim = claims.acquire_run(conn, worker_id="slow", now=rt.clock.now(),
                                      lease_until=rt.clock.now() + timedelta(hours=2),
                                      steps_by_workflow={"echo": ["ECHO"]}, projects=None, backfill_limit=1)
     assert claim is not None
@@ -120,7 +120,7 @@ def test_stalled_run_and_too_old_slots(store_url: str) -> None:
     rt.clock.advance(timedelta(minutes=31))  # past the default max_runtime of 30 min, lease still held
     parsed = samples(metrics.exposition(rt))
     assert value(parsed, "reportflow_stalled_runs") == 1
-    assert value(parsed, "reportflow_runs", schedule=claim.run.schedule_name or "", trigger="SCHEDULED",
+    assert value(parsed, "reportflow_runs", schedule="busy", trigger="SCHEDULED",
                  status="RUNNING") == 1
     # Both schedules lost the same estimated range beyond the window; in it, late (SKIP) missed every
     # misfired slot (all but 10:00), busy (CATCH_UP_ALL) ran the first and overlap-skipped the rest.

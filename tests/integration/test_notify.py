@@ -14,6 +14,7 @@ import pytest
 
 from engine import reconciler, scheduler, schedules
 from engine.clock import ManualClock
+from engine.store import claims
 from engine.store import runs as run_rows
 from engine.worker import Worker
 from tests.flows.testflows import FOUR_STEPS
@@ -72,7 +73,7 @@ def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, 
     now = rt.clock.now()
     with rt.store.write() as conn:
         run_rows.insert_run(conn, {**_row(now), "idempotency_key": "x", "base_key": "x"})
-        claim = run_rows.acquire_run(conn, worker_id="slow", now=now - timedelta(minutes=20),
+        claim = claims.acquire_run(conn, worker_id="slow", now=now - timedelta(minutes=20),
                                      lease_until=now + timedelta(hours=2),
                                      steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
                                      backfill_limit=1)

@@ -13,6 +13,7 @@ from engine import errors, operations, reconciler, scheduler, schedules
 from engine.clock import ManualClock
 from engine.models import RunStatus, StepStatus
 from engine.registry import load_registry
+from engine.store import claims
 from engine.store import runs as run_rows
 from engine.worker import Worker
 from tests.flows.testflows import FOUR_STEPS
@@ -186,7 +187,7 @@ def test_recovery_attempts_count_toward_max_attempts(store_url: str, tmp_path: P
     now = rt.clock.now()
     for attempt in range(1, 4):
         with rt.store.write() as conn:
-            claim = run_rows.acquire_run(conn, worker_id="dies", now=now, lease_until=now + timedelta(seconds=60),
+            claim = claims.acquire_run(conn, worker_id="dies", now=now, lease_until=now + timedelta(seconds=60),
                                          steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
                                          backfill_limit=1)
         assert claim is not None and claim.attempt == attempt
@@ -203,7 +204,7 @@ def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_pa
     run_id = queue_one(rt)
     now = rt.clock.now()
     with rt.store.write() as conn:
-        run_rows.acquire_run(conn, worker_id="host:1", now=now, lease_until=now + timedelta(seconds=60),
+        claims.acquire_run(conn, worker_id="host:1", now=now, lease_until=now + timedelta(seconds=60),
                              steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
                              backfill_limit=1)
     done = Worker(rt, "host:1").work(until_idle=True)  # the lease is still live: no waiting for it
@@ -238,7 +239,7 @@ def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: st
 
     def claim(worker: str):  # type: ignore[no-untyped-def]
         with rt.store.write() as conn:
-            return run_rows.acquire_run(conn, worker_id=worker, now=now, lease_until=now + timedelta(minutes=1),
+            return claims.acquire_run(conn, worker_id=worker, now=now, lease_until=now + timedelta(minutes=1),
                                         steps_by_workflow=names, projects=None, backfill_limit=1)
 
     first = claim("a")

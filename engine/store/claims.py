@@ -1,0 +1,287 @@
+"""The worker's hot path: claiming a run and recording step boundaries.
+
+Every statement here is built once, with bind parameters, so SQLAlchemy's
+compiled-statement cache applies and a step boundary costs little more than
+its commit (SPEC §11). Every write is guarded by the claim's fencing token and
+the RUNNING status; a guard that matches no row raises ``LeaseLost`` so the
+caller's transaction rolls back and nothing is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Select, Update, bindparam, case, exists, func, insert, or_, select, text, update
+from sqlalchemy.engine import Connection
+
+from engine import errors, transitions
+from engine.models import (
+    ACTIVE_STATUSES, PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus, RunTrigger, StepRecord, StepStatus,
+)
+from engine.store import rows
+from engine.store.runs import _insert
+from engine.store.tables import artifacts, attempts, runs, schedules, steps
+from engine.workflow import ArtifactRef
+from engine.store.types import UTCDateTime
+
+CLAIM_LOCK_KEY = 7312002
+BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
+RUNNING = RunStatus.RUNNING.value
+P = bindparam
+
+
+def _now(name: str = "b_now") -> Any:
+    return P(name, type_=UTCDateTime)
+
+
+@lru_cache(maxsize=8)
+def _candidate(postgres: bool, with_projects: bool) -> Select[Any]:
+    other = runs.alias("other")
+    running_backfills = (select(func.count()).select_from(other)
+                         .where(other.c.status == RUNNING, other.c.priority == BACKFILL_PRIORITY)
+                         .scalar_subquery())
+    query = select(runs).where(
+        runs.c.status.in_([RunStatus.QUEUED.value, RunStatus.RETRY_PENDING.value]),
+        or_(runs.c.not_before.is_(None), runs.c.not_before <= _now()),
+        runs.c.workflow.in_(P("b_workflows", expanding=True)),
+        ~exists().where(other.c.base_key == runs.c.base_key, other.c.status == RUNNING),
+        or_(runs.c.priority != BACKFILL_PRIORITY, running_backfills < P("b_limit")),
+    ).order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
+    if with_projects:
+        query = query.where(runs.c.project.in_(P("b_projects", expanding=True)))
+    if postgres:
+        query = query.with_for_update(skip_locked=True, of=runs)
+    return query
+
+
+_CLAIM = update(runs).where(runs.c.id == P("b_id")).values(
+    status=RUNNING, lease_owner=P("b_owner"), lease_until=_now("b_lease"), fence=P("b_fence"),
+    claimed_at=_now(), started_at=func.coalesce(runs.c.started_at, _now()), attempt_count=P("b_attempt"),
+    not_before=None, next_attempt_trigger=None, resume_step=None, completed_at=None)
+_NEW_ATTEMPT = insert(attempts)
+_STEPS_OF = select(steps).where(steps.c.run_id == P("b_run")).order_by(steps.c.position)
+_START_STEP = update(steps).where(steps.c.run_id == P("b_run"), steps.c.position == P("b_pos")).values(
+    status=RUNNING, started_at=_now(), finished_at=None, error_code=None, error_message=None,
+    attempts=steps.c.attempts + 1)
+_GUARD = (runs.c.id == P("b_id"), runs.c.fence == P("b_fence"), runs.c.status == RUNNING)
+_HOLD = update(runs).where(*_GUARD).values(lease_until=_now("b_lease")).returning(runs.c.cancel_requested)
+_HOLD_PINNED = (update(runs).where(*_GUARD).values(lease_until=_now("b_lease"), pinned=P("b_pinned"))
+                .returning(runs.c.cancel_requested))
+_CHECK = select(runs.c.id).where(*_GUARD)
+_STEP_WHERE = (steps.c.run_id == P("b_run"), steps.c.position == P("b_pos"))
+_STEP_END = update(steps).where(*_STEP_WHERE).values(
+    status=P("b_status"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"),
+    output=P("b_output"))
+_STEP_FAILED = update(steps).where(*_STEP_WHERE).values(
+    status=P("b_status"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"))
+_FINISH_ATTEMPT = update(attempts).where(attempts.c.run_id == P("b_run"), attempts.c.number == P("b_number")).values(
+    outcome=P("b_outcome"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"))
+
+
+@dataclass(frozen=True)
+class Claim:
+    run: Run
+    fence: int
+    attempt: int
+    start_position: int
+
+
+def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until: datetime,
+                steps_by_workflow: Mapping[str, Sequence[str]], projects: Sequence[str] | None,
+                backfill_limit: int) -> Claim | None:
+    """Claim the highest-priority, oldest claimable run, or return None.
+
+    Claimable: QUEUED, or RETRY_PENDING, with ``not_before`` passed; of a
+    workflow this worker knows and a project it serves; no other revision of
+    its period RUNNING; backfill-priority runs only while fewer than
+    ``backfill_limit`` are RUNNING. The limits are exact because claims are
+    serialised: ``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL.
+    The claim also starts the first step that is not done (one commit).
+    """
+    postgres = conn.dialect.name == "postgresql"
+    if postgres:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
+    params: dict[str, Any] = {"b_now": now, "b_workflows": list(steps_by_workflow), "b_limit": backfill_limit}
+    if projects is not None:
+        params["b_projects"] = list(projects)
+    row = conn.execute(_candidate(postgres, projects is not None), params).mappings().first()
+    if row is None:
+        return None
+    run = rows.run_from_row(row)
+    fence, attempt = run.fence + 1, run.attempt_count + 1
+    trigger = run.next_attempt_trigger or AttemptTrigger(run.trigger.value.lower())
+    conn.execute(_CLAIM, {"b_id": run.id, "b_owner": worker_id, "b_lease": lease_until, "b_fence": fence,
+                          "b_now": now, "b_attempt": attempt})
+    names = list(steps_by_workflow[run.workflow])
+    # Step rows are made by a run's first claim, so a run never claimed has none to read.
+    stored = [] if run.attempt_count == 0 else [
+        rows.step_from_row(r) for r in conn.execute(_STEPS_OF, {"b_run": run.id}).mappings()]
+    if not stored:
+        conn.execute(insert(steps), [dict(run_id=run.id, position=i, name=n, status=StepStatus.PENDING.value,
+                                          attempts=0) for i, n in enumerate(names)])
+        stored = [StepRecord(run.id, i, n, StepStatus.PENDING, 0, None, None, None, None, None)
+                  for i, n in enumerate(names)]
+    if [s.name for s in stored] == names:
+        start = next((s.position for s in stored if s.status not in (StepStatus.SUCCESS, StepStatus.SKIPPED)),
+                     len(stored))
+    else:
+        start = len(stored)  # recorded under another version of the workflow: the worker fails the run
+    if start < len(stored):
+        conn.execute(_START_STEP, {"b_run": run.id, "b_pos": start, "b_now": now})
+        stored[start] = dataclasses.replace(stored[start], status=StepStatus.RUNNING, started_at=now,
+                                            attempts=stored[start].attempts + 1)
+    conn.execute(_NEW_ATTEMPT, dict(
+        run_id=run.id, number=attempt, trigger=trigger.value,
+        from_step=stored[start].name if start < len(stored) else None, outcome=AttemptOutcome.RUNNING.value,
+        worker_id=worker_id, fence=fence, started_at=now))
+    claimed = dataclasses.replace(run, status=RunStatus.RUNNING, lease_owner=worker_id, lease_until=lease_until,
+                                  fence=fence, attempt_count=attempt, claimed_at=now,
+                                  started_at=run.started_at or now, steps=tuple(stored))
+    return Claim(run=claimed, fence=fence, attempt=attempt, start_position=start)
+
+
+def check_fence(conn: Connection, run_id: int, fence: int) -> None:
+    """Raise LeaseLost unless ``fence`` still owns the RUNNING run."""
+    if conn.execute(_CHECK, {"b_id": run_id, "b_fence": fence}).first() is None:
+        raise errors.LeaseLost(run_id, fence)
+
+
+def hold_run(conn: Connection, run_id: int, fence: int, *, lease_until: datetime,
+             pinned: Mapping[str, Any] | None = None) -> bool:
+    """Extend the lease (and update pins) under the token; returns whether a cancel was requested."""
+    params: dict[str, Any] = {"b_id": run_id, "b_fence": fence, "b_lease": lease_until}
+    if pinned is not None:
+        params["b_pinned"] = dict(pinned)
+    row = conn.execute(_HOLD if pinned is None else _HOLD_PINNED, params).first()
+    if row is None:
+        raise errors.LeaseLost(run_id, fence)
+    return bool(row[0])
+
+
+def extend_lease(conn: Connection, run_id: int, fence: int, lease_until: datetime) -> None:
+    hold_run(conn, run_id, fence, lease_until=lease_until)
+
+
+def record_step_end(conn: Connection, run_id: int, position: int, *, status: StepStatus, now: datetime,
+                    output: Mapping[str, Any] | None = None, error_code: str | None = None,
+                    error_message: str | None = None) -> None:
+    """A step's outcome; a failure keeps the output an earlier execution recorded."""
+    params: dict[str, Any] = {"b_run": run_id, "b_pos": position, "b_status": status.value, "b_now": now,
+                              "b_code": error_code, "b_message": error_message}
+    if output is None:
+        conn.execute(_STEP_FAILED, params)
+    else:
+        conn.execute(_STEP_END, {**params, "b_output": dict(output)})
+
+
+def start_step(conn: Connection, run_id: int, position: int, now: datetime) -> None:
+    conn.execute(_START_STEP, {"b_run": run_id, "b_pos": position, "b_now": now})
+
+
+_IS_DONE = steps.c.position == P("b_pos")
+_NEXT_STEP = update(steps).where(steps.c.run_id == P("b_run"), steps.c.position.in_([P("b_pos"), P("b_next")])).values(
+    status=case((_IS_DONE, P("b_status")), else_=RUNNING),
+    output=case((_IS_DONE, P("b_output", type_=steps.c.output.type)), else_=steps.c.output),
+    started_at=case((_IS_DONE, steps.c.started_at), else_=_now()),
+    finished_at=case((_IS_DONE, _now()), else_=None),
+    error_code=None, error_message=None,
+    attempts=case((_IS_DONE, steps.c.attempts), else_=steps.c.attempts + 1))
+
+
+def advance_step(conn: Connection, run_id: int, position: int, *, status: StepStatus, output: Mapping[str, Any],
+                 now: datetime) -> None:
+    """One statement for a step boundary: step ``position`` ends with ``output``, the next one starts."""
+    conn.execute(_NEXT_STEP, {"b_run": run_id, "b_pos": position, "b_next": position + 1, "b_status": status.value,
+                              "b_output": dict(output), "b_now": now})
+
+
+def finish_attempt(conn: Connection, run_id: int, number: int, outcome: AttemptOutcome, now: datetime,
+                   error_code: str | None = None, error_message: str | None = None) -> None:
+    conn.execute(_FINISH_ATTEMPT, {"b_run": run_id, "b_number": number, "b_outcome": outcome.value, "b_now": now,
+                                   "b_code": error_code, "b_message": error_message})
+
+
+@lru_cache(maxsize=8)
+def _release(fenced: bool, expiring: bool) -> Update:
+    conditions = [runs.c.id == P("b_id"), runs.c.status == P("b_expect")]
+    if fenced:
+        conditions.append(runs.c.fence == P("b_fence"))
+    if expiring:
+        conditions.append(runs.c.lease_until < _now("b_expired_by"))
+    return update(runs).where(*conditions).values(
+        status=P("b_status"), lease_owner=None, lease_until=None, not_before=_now("b_not_before"),
+        error_code=P("b_code"), error_message=P("b_message"), next_attempt_trigger=P("b_trigger"),
+        completed_at=_now("b_completed"))
+
+
+def release_run(conn: Connection, run_id: int, fence: int | None, target: RunStatus, now: datetime, *,
+                not_before: datetime | None = None, error_code: str | None = None,
+                error_message: str | None = None, next_attempt_trigger: AttemptTrigger | None = None,
+                expect_status: RunStatus = RunStatus.RUNNING, lease_expired_by: datetime | None = None) -> None:
+    """Move a RUNNING run to its outcome and drop the lease.
+
+    ``fence`` None skips the token check (the reconciler, which guards on the
+    lease having expired by ``lease_expired_by`` instead).
+    """
+    transitions.transition(expect_status, target)
+    params: dict[str, Any] = {
+        "b_id": run_id, "b_expect": expect_status.value, "b_fence": fence, "b_expired_by": lease_expired_by,
+        "b_status": target.value, "b_not_before": not_before, "b_code": error_code, "b_message": error_message,
+        "b_trigger": next_attempt_trigger.value if next_attempt_trigger else None,
+        "b_completed": None if target in ACTIVE_STATUSES else now}
+    result = conn.execute(_release(fence is not None, lease_expired_by is not None), params)
+    if result.rowcount != 1:
+        raise errors.LeaseLost(run_id, fence or 0)
+
+
+_BUSY = select(func.count()).where(
+    runs.c.schedule_id == P("b_schedule"), runs.c.trigger_type == RunTrigger.SCHEDULED.value,
+    runs.c.status.in_([RunStatus.QUEUED.value, RUNNING, RunStatus.RETRY_PENDING.value]))
+_OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule"),
+                                           runs.c.status == RunStatus.PENDING.value)
+                   .order_by(runs.c.scheduled_for, runs.c.id).limit(1))
+_PROMOTE = update(runs).where(runs.c.id == P("b_id"), runs.c.status == RunStatus.PENDING.value).values(
+    status=RunStatus.QUEUED.value)
+_LOCK_SCHEDULE = select(schedules.c.id).where(schedules.c.id == P("b_schedule")).with_for_update()
+
+
+def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) -> int | None:
+    """Queue the oldest PENDING run of a schedule when no other scheduled run of it is in flight.
+
+    On PostgreSQL the schedule row is locked first, serialising with the tick
+    that may be adding PENDING runs to the same schedule.
+    """
+    if schedule_id is None:
+        return None
+    params = {"b_schedule": schedule_id}
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_SCHEDULE, params)
+    oldest = conn.execute(_OLDEST_PENDING, params).scalar()
+    if oldest is None or conn.execute(_BUSY, params).scalar_one():
+        return None
+    transitions.transition(RunStatus.PENDING, RunStatus.QUEUED)
+    conn.execute(_PROMOTE, {"b_id": oldest})
+    return int(oldest)
+
+
+def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[ArtifactRef], now: datetime) -> None:
+    for ref in refs:
+        stmt = _insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, step=step, location=ref.location,
+                                               sha256=ref.sha256, external_id=ref.external_id, created_at=now)
+        stmt = stmt.on_conflict_do_update(index_elements=["run_id", "kind", "location"],
+                                          set_={"sha256": ref.sha256, "external_id": ref.external_id})
+        conn.execute(stmt)
+
+
+def skip_steps_from(conn: Connection, run_id: int, position: int, reason: str, now: datetime) -> None:
+    conn.execute(update(steps).where(steps.c.run_id == run_id, steps.c.position >= position).values(
+        status=StepStatus.SKIPPED.value, finished_at=now, error_code=None, error_message=reason))
+
+
+def add_attempt_budget(conn: Connection, run_id: int, extra: int) -> None:
+    conn.execute(update(runs).where(runs.c.id == run_id).values(max_attempts=runs.c.max_attempts + extra))
