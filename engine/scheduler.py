@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -43,69 +44,101 @@ class TickReport:
         return sum(self.created.values())
 
 
-def tick(rt: Runtime) -> TickReport:
-    """One scheduler pass at ``rt.clock.now()``: one transaction per due schedule.
+BATCH = 200  # schedules per transaction: one commit per batch, not per schedule
 
-    A schedule whose ``next_run_at`` another scheduler already advanced is left
-    alone (counted in ``lost_races``); a slot whose period already has a row is
-    counted in ``already_present``. Neither is an error.
+
+@dataclass
+class _Prepared:
+    schedule: Schedule
+    plan: policies.TickPlan
+    candidates: list[tuple[policies.PlannedSlot, dict[str, Any]]]
+
+
+def tick(rt: Runtime) -> TickReport:
+    """One scheduler pass at ``rt.clock.now()``.
+
+    Due schedules are planned (pure), then persisted in batches: in one
+    transaction, each schedule's ``next_run_at`` advances by compare-and-set
+    together with its inserts. A schedule whose ``next_run_at`` another
+    scheduler already advanced is left alone (``lost_races``); a slot whose
+    period already has a row counts as handled (``already_present``). Neither
+    is an error.
     """
     now = rt.clock.now()
     report = TickReport(now=now)
     with rt.store.read() as conn:
         due = schedule_rows.list_due(conn, now)
     report.due = len(due)
-    for schedule in due:
-        _tick_schedule(rt, schedule, now, report)
+    prepared = [p for p in (_prepare(rt, schedule, now) for schedule in due) if p is not None]
+    for start in range(0, len(prepared), BATCH):
+        batch = prepared[start:start + BATCH]
+        with rt.store.write() as conn:
+            outcomes = [(p, _persist(conn, p, now, report)) for p in batch]
+        for p, made in outcomes:
+            if made is not None:
+                _announce(rt, p.schedule.spec.name, *made)
     with rt.store.read() as conn:
         report.next_due_at = next_wake(conn)
     return report
 
 
-def _tick_schedule(rt: Runtime, schedule: Schedule, now: datetime, report: TickReport) -> None:
+def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None:
+    """The schedule's plan and the rows it would create (no I/O)."""
     spec = schedule.spec
     try:
         workflow = rt.workflow(spec.workflow)
         pins = workflow.pin(rt.settings(workflow.name), spec.project)
     except errors.ReportflowError as exc:
         log.error("schedule_skipped schedule=%s reason=%s", spec.name, exc.message)
-        return
+        return None
     plan = policies.plan_tick(schedule, now)
     if plan is None:
-        return
+        return None
     candidates = [(slot, pinning.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED,
                                          status=slot.status, now=now, max_attempts=rt.config.worker.max_attempts,
                                          workflow_pins=pins, reason=slot.reason, not_before=slot.not_before))
                   for slot in plan.slots]
-    with rt.store.write() as conn:
-        if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
-            report.lost_races += 1
-            return
-        # Periods that already have a row (a trigger, a backfill) count as handled. This read only
-        # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below.
-        present = run_rows.existing_keys(conn, [values["base_key"] for _, values in candidates])
-        active, pending = run_rows.overlap_counts(conn, schedule.id)
-        state = policies.OverlapState(active, pending)
-        to_insert = []
-        for slot, values in candidates:
-            if values["base_key"] in present:
-                report.already_present += 1
-                continue
-            status, overlap_reason = policies.decide_overlap(slot.status, spec.overlap, state)
-            reason = overlap_reason or slot.reason
-            to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
-        inserted = run_rows.insert_runs(conn, to_insert)
-        report.already_present += len(to_insert) - len(inserted)
-        created = Counter(values["status"] for values in to_insert if values["idempotency_key"] in inserted)
-        report.created.update(created)
-        _audit_tick(conn, schedule, plan, created, now)
-        if plan.too_old is not None:
-            report.too_old_slots += plan.too_old.estimated_slots
-    _log_created(spec.name, to_insert, inserted)
+    return _Prepared(schedule, plan, candidates)
+
+
+def _persist(conn: Connection, prepared: _Prepared, now: datetime,
+             report: TickReport) -> tuple[list[dict[str, Any]], dict[str, int], Counter[str]] | None:
+    """Advance ``next_run_at`` (compare-and-set) and insert the runs; None if another scheduler won."""
+    schedule, plan = prepared.schedule, prepared.plan
+    if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
+        report.lost_races += 1
+        return None
+    # Periods that already have a row (a trigger, a backfill) count as handled. This read only
+    # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below.
+    present = run_rows.existing_keys(conn, [values["base_key"] for _, values in prepared.candidates])
+    active, pending = run_rows.overlap_counts(conn, schedule.id)
+    state = policies.OverlapState(active, pending)
+    to_insert = []
+    for slot, values in prepared.candidates:
+        if values["base_key"] in present:
+            report.already_present += 1
+            continue
+        status, overlap_reason = policies.decide_overlap(slot.status, schedule.spec.overlap, state)
+        reason = overlap_reason or slot.reason
+        to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
+    inserted = run_rows.insert_runs(conn, to_insert)
+    report.already_present += len(to_insert) - len(inserted)
+    created = Counter(str(values["status"]) for values in to_insert if values["idempotency_key"] in inserted)
+    report.created.update(created)
+    _audit_tick(conn, schedule, plan, created, now)
+    if plan.too_old is not None:
+        report.too_old_slots += plan.too_old.estimated_slots
+    report.handled += 1
+    return to_insert, inserted, created
+
+
+def _announce(rt: Runtime, name: str, rows: list[dict[str, Any]], inserted: dict[str, int],
+              created: Counter[str]) -> None:
+    """After the commit: log what was created, notify slots that will not run."""
+    _log_created(name, rows, inserted)
     unrun = {status: n for status, n in created.items() if status in UNRUN_ACTIONS}
     if unrun:
-        rt.notifier.send("slots_not_run", schedule=spec.name, counts=unrun)
-    report.handled += 1
+        rt.notifier.send("slots_not_run", schedule=name, counts=unrun)
 
 
 def _log_created(name: str, rows: list[dict[str, object]], inserted: dict[str, int]) -> None:

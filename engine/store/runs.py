@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
@@ -55,13 +55,17 @@ def insert_runs(conn: Connection, rows_: Sequence[Mapping[str, Any]]) -> dict[st
     return {key: int(run_id) for run_id, key in result.all()}
 
 
+_OVERLAP_COUNTS = (select(runs.c.status, func.count())
+                   .where(runs.c.schedule_id == bindparam("b_schedule"),
+                          runs.c.trigger_type == RunTrigger.SCHEDULED.value, runs.c.status.in_(_ACTIVE))
+                   .group_by(runs.c.status))
+_KEYS_PRESENT = select(runs.c.base_key).where(runs.c.base_key.in_(bindparam("b_keys", expanding=True)))
+
+
 def overlap_counts(conn: Connection, schedule_id: int) -> tuple[int, int]:
     """(active, pending) SCHEDULED runs of a schedule: what overlap policies count."""
-    query = (select(runs.c.status, func.count())
-             .where(runs.c.schedule_id == schedule_id, runs.c.trigger_type == RunTrigger.SCHEDULED.value,
-                    runs.c.status.in_(_ACTIVE))
-             .group_by(runs.c.status))
-    counts: dict[str, int] = {status: count for status, count in conn.execute(query).all()}
+    result = conn.execute(_OVERLAP_COUNTS, {"b_schedule": schedule_id}).all()
+    counts: dict[str, int] = {status: count for status, count in result}
     return sum(counts.values()), counts.get(RunStatus.PENDING.value, 0)
 
 
@@ -110,7 +114,7 @@ def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(base_keys), 500):
         chunk = base_keys[start:start + 500]
-        found.update(conn.execute(select(runs.c.base_key).where(runs.c.base_key.in_(chunk))).scalars())
+        found.update(conn.execute(_KEYS_PRESENT, {"b_keys": list(chunk)}).scalars())
     return found
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from engine import errors
@@ -76,11 +76,14 @@ def update_schedule(conn: Connection, schedule: Schedule, *, now: datetime, spec
     return get_schedule_by_id(conn, schedule.id)
 
 
+_ADVANCE = (update(schedules)
+            .where(schedules.c.id == bindparam("b_id"), schedules.c.next_run_at == bindparam("b_expected"))
+            .values(next_run_at=bindparam("b_new")))
+
+
 def advance_next_run_at(conn: Connection, schedule_id: int, expected: datetime, new: datetime) -> bool:
     """Compare-and-set ``next_run_at``; False means another scheduler already handled this tick."""
-    result = conn.execute(update(schedules)
-                          .where(schedules.c.id == schedule_id, schedules.c.next_run_at == expected)
-                          .values(next_run_at=new))
+    result = conn.execute(_ADVANCE, {"b_id": schedule_id, "b_expected": expected, "b_new": new})
     return result.rowcount == 1
 
 
