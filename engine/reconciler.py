@@ -65,8 +65,13 @@ def _recover(conn: Connection, rt: Runtime, run: Run, now: datetime, reason: str
                                schedule_id=run.schedule_id, reason=reason,
                                before={"status": "RUNNING", "lease_owner": run.lease_owner, "token": run.fence},
                                after={"status": target.value})
+
+
+def _log_recovery(run: Run, report: SweepReport, reason: str) -> None:
+    """Logged after the commit: nothing is written to a log while the write lock is held."""
+    status = RunStatus.FAILED if run.id in report.failed else RunStatus.RETRY_PENDING
     log.warning("run_recovered run=%s key=%s owner=%s status=%s reason=%s", run.id, run.idempotency_key,
-                run.lease_owner, target.value, reason)
+                run.lease_owner, status.value, reason)
 
 
 def reclaim_own(rt: Runtime, worker_id: str) -> list[int]:
@@ -81,6 +86,7 @@ def reclaim_own(rt: Runtime, worker_id: str) -> list[int]:
                 _recover(conn, rt, run, now, f"worker {worker_id} restarted", report, expired_only=False)
         except errors.LeaseLost:
             continue
+        _log_recovery(run, report, f"worker {worker_id} restarted")
     return report.recovered + report.failed
 
 
@@ -96,6 +102,7 @@ def sweep(rt: Runtime) -> SweepReport:
                 _recover(conn, rt, run, now, "lease expired", report)
         except errors.LeaseLost:  # the worker came back and renewed, or another reconciler won
             continue
+        _log_recovery(run, report, "lease expired")
     with rt.store.write() as conn:
         for schedule_id in run_rows.orphaned_pending(conn):
             promoted = claims.promote_pending(conn, schedule_id, now)
@@ -104,7 +111,8 @@ def sweep(rt: Runtime) -> SweepReport:
                 schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_promoted",
                                            run_id=promoted, schedule_id=schedule_id, reason="blocker gone",
                                            before={"status": "PENDING"}, after={"status": "QUEUED"})
-                log.info("run_promoted run=%s reason=blocker_gone", promoted)
+    for promoted in report.promoted:
+        log.info("run_promoted run=%s reason=blocker_gone", promoted)
     report.stalled, report.silent = find_problems(rt, now)
     for run in report.stalled:
         log.warning("run_stalled run=%s key=%s started_at=%s", run.id, run.idempotency_key, run.started_at)

@@ -21,6 +21,7 @@ from engine import errors, pinning, policies
 from engine.clock import format_instant
 from engine.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
+from engine.store import claims
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 from engine.store.tables import schedules as schedules_table
@@ -108,6 +109,7 @@ def _persist(conn: Connection, prepared: _Prepared, now: datetime,
     if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
         report.lost_races += 1
         return None
+    claims.lock_schedule_runs(conn, schedule.id)
     # Periods that already have a row (a trigger, a backfill) count as handled. This read only
     # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below.
     present = run_rows.existing_keys(conn, [values["base_key"] for _, values in prepared.candidates])

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +95,7 @@ class Worker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
         self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
         self._failed: list[tuple[int, str, str | None, str | None]] = []  # notified after the commit
+        self._deferred: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self.projects = self._served_projects()
         self._last_beat: float | None = None
 
@@ -209,10 +212,10 @@ class Worker:
         run = claim.run
         now = self.rt.clock.now()
         last = position == len(workflow.steps) - 1
-        with self.rt.store.write() as conn:
+        with self._transaction() as conn:
             cancel = claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
             claims.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
-            log.info("step_finished run=%s key=%s step=%s status=%s", run.id, run.idempotency_key,
+            self._later(log.info, "step_finished run=%s key=%s step=%s status=%s", run.id, run.idempotency_key,
                      workflow.steps[position].name, result.status.value)
             if not (last or result.skip_remaining or cancel or self.stop.is_set()):
                 # The common boundary: this step's end and the next one's start, in one statement.
@@ -229,6 +232,23 @@ class Worker:
                                      error_code="CANCELLED", error_message="cancelled by an operator")
             return self._hand_back(conn, claim, position + 1, now)
 
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A write transaction whose log lines are emitted after the commit.
+
+        Nothing is logged while the write lock is held (a blocked stderr must not
+        stall the database), and a transaction that rolls back logs nothing.
+        """
+        self._deferred.clear()
+        with self.rt.store.write() as conn:
+            yield conn
+        deferred, self._deferred = self._deferred, []
+        for emit, args in deferred:
+            emit(*args)
+
+    def _later(self, emit: Callable[..., None], *args: Any) -> None:
+        self._deferred.append((emit, args))
+
     def _release(self, conn: Any, claim: Claim, status: RunStatus, outcome: AttemptOutcome, now: datetime, *,
                  error_code: str | None = None, error_message: str | None = None,
                  not_before: datetime | None = None) -> RunOutcome:
@@ -240,8 +260,9 @@ class Worker:
         if status is not RunStatus.RETRY_PENDING:
             promoted = claims.promote_pending(conn, run.schedule_id, now)
             if promoted is not None:
-                log.info("run_promoted run=%s after=%s", promoted, run.id)
-        log.info("run_finished run=%s key=%s status=%s attempt=%s%s", run.id, run.idempotency_key, status.value,
+                self._later(log.info, "run_promoted run=%s after=%s", promoted, run.id)
+        self._later(log.info, "run_finished run=%s key=%s status=%s attempt=%s%s", run.id, run.idempotency_key,
+                    status.value,
                  claim.attempt, f" error={error_code}" if error_code else "")
         if status is RunStatus.FAILED:
             self._failed.append((run.id, run.idempotency_key, error_code, error_message))
@@ -257,12 +278,12 @@ class Worker:
                              next_attempt_trigger=AttemptTrigger.RECOVERY)
         claims.add_attempt_budget(conn, run.id, 1)
         claims.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
-        log.info("run_released run=%s key=%s next_step=%s", run.id, run.idempotency_key, next_position)
+        self._later(log.info, "run_released run=%s key=%s next_step=%s", run.id, run.idempotency_key, next_position)
         return RunOutcome(run.id, run.idempotency_key, RunStatus.QUEUED)
 
     def _finish(self, claim: Claim, status: RunStatus, outcome: AttemptOutcome) -> RunOutcome:
         now = self.rt.clock.now()
-        with self.rt.store.write() as conn:
+        with self._transaction() as conn:
             claims.hold_run(conn, claim.run.id, claim.fence, lease_until=now + self.lease)
             return self._release(conn, claim, status, outcome, now)
 
@@ -278,12 +299,12 @@ class Worker:
                                          backoff=self.rt.config.worker.retry_backoff, now=now,
                                          retryable=error.retryable, retry_after=retry_after)
         step = workflow.steps[position] if position is not None else None
-        with self.rt.store.write() as conn:
+        with self._transaction() as conn:
             claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
             if position is not None:
                 claims.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
                                          error_code=error.code, error_message=error.message)
-            log.warning("step_failed run=%s key=%s step=%s error=%s retryable=%s: %s", run.id,
+            self._later(log.warning, "step_failed run=%s key=%s step=%s error=%s retryable=%s: %s", run.id,
                         run.idempotency_key, step.name if step else "?", error.code, error.retryable, error.message)
             if decision.retry:
                 return self._release(conn, claim, RunStatus.RETRY_PENDING, AttemptOutcome.RETRY, now,

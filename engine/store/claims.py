@@ -25,7 +25,7 @@ from engine.models import (
 )
 from engine.store import rows
 from engine.store.runs import _insert
-from engine.store.tables import artifacts, attempts, runs, schedules, steps
+from engine.store.tables import artifacts, attempts, runs, steps
 from engine.workflow import ArtifactRef
 from engine.store.types import UTCDateTime
 
@@ -247,20 +247,31 @@ _OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule")
                    .order_by(runs.c.scheduled_for, runs.c.id).limit(1))
 _PROMOTE = update(runs).where(runs.c.id == P("b_id"), runs.c.status == RunStatus.PENDING.value).values(
     status=RunStatus.QUEUED.value)
-_LOCK_SCHEDULE = select(schedules.c.id).where(schedules.c.id == P("b_schedule")).with_for_update()
+SCHEDULE_LOCK_SPACE = 7312003
+_LOCK_SCHEDULE = text("SELECT pg_advisory_xact_lock(:space, :schedule)")
+
+
+def lock_schedule_runs(conn: Connection, schedule_id: int) -> None:
+    """Serialise the tick and finishing workers on one schedule's runs (PostgreSQL; SQLite is serial).
+
+    An advisory lock, not ``SELECT ... FOR UPDATE`` on the schedule row: two
+    transactions that both hold a key-share lock on that row (foreign-key
+    checks) and then ask for FOR UPDATE deadlock on the upgrade.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK_SCHEDULE, {"space": SCHEDULE_LOCK_SPACE, "schedule": schedule_id % 2**31})
 
 
 def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) -> int | None:
     """Queue the oldest PENDING run of a schedule when no other scheduled run of it is in flight.
 
-    On PostgreSQL the schedule row is locked first, serialising with the tick
-    that may be adding PENDING runs to the same schedule.
+    Serialised with the tick that may be adding PENDING runs to the same
+    schedule (``lock_schedule_runs``), so a PENDING run is never stranded.
     """
     if schedule_id is None:
         return None
     params = {"b_schedule": schedule_id}
-    if conn.dialect.name == "postgresql":
-        conn.execute(_LOCK_SCHEDULE, params)
+    lock_schedule_runs(conn, schedule_id)
     oldest = conn.execute(_OLDEST_PENDING, params).scalar()
     if oldest is None or conn.execute(_BUSY, params).scalar_one():
         return None

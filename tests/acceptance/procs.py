@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -48,13 +49,25 @@ def run(tmp: Path, config: Path, *args: str, now: str | None = None, timeout: fl
                           cwd=REPO_ROOT, timeout=timeout)
 
 
+_spawned = itertools.count()
+
+
 def spawn(tmp: Path, config: Path, *args: str, now: str | None = None,
           env: Mapping[str, str] | None = None, log_name: str | None = None) -> subprocess.Popen[str]:
-    stderr: Any = subprocess.PIPE
-    if log_name:
-        stderr = open(tmp / log_name, "w")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(command(config, now, *args), stdout=subprocess.PIPE, stderr=stderr, text=True,
+    """Start the CLI; its logs (stderr) go to a file, never a pipe nobody drains while it runs
+    (a full pipe would block the process mid-transaction). ``finish`` reads them back."""
+    log_path = tmp / (log_name or f"proc-{next(_spawned)}-{args[0]}.log")
+    stderr: Any = open(log_path, "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(command(config, now, *args), stdout=subprocess.PIPE, stderr=stderr, text=True,
                             env=env_for(tmp, env), cwd=REPO_ROOT)
+    proc.log_path = log_path  # type: ignore[attr-defined]
+    return proc
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 600) -> tuple[str, str]:
+    """Wait for a spawned process; return its stdout and its log (stderr)."""
+    out, _ = proc.communicate(timeout=timeout)
+    return out or "", Path(proc.log_path).read_text()  # type: ignore[attr-defined]
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:

@@ -38,7 +38,7 @@ def test_two_workers_share_one_ollama_host_one_generation_at_a_time(store_url: s
             assert result.returncode == 0, result.stderr
         workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=now) for _ in range(2)]
         for proc in workers:
-            _, err = proc.communicate(timeout=300)
+            _, err = procs.finish(proc, timeout=300)
             assert proc.returncode == 0, err
         assert fake.generations == 4
         assert fake.max_active == 1

@@ -58,7 +58,7 @@ def test_eight_tick_processes_create_every_run_exactly_once(store_url: str, tmp_
     later = "2026-09-30T00:00:00Z"  # 96 slots per schedule are due
     ticks = [procs.spawn(tmp_path, config, "tick", now=later) for _ in range(8)]
     for proc in ticks:
-        out, err = proc.communicate(timeout=300)
+        out, err = procs.finish(proc, timeout=300)
         assert proc.returncode == 0, err
     with db(store_url).connect() as conn:
         total = conn.execute(select(func.count()).select_from(runs)).scalar_one()
@@ -130,15 +130,22 @@ def test_paused_worker_cannot_write_after_its_lease_passed(store_url: str, tmp_p
     assert {outputs[s]["pid"] for s in ("TWO", "THREE", "FOUR")} == {int(rescuer_pid)}
 
 
-def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path) -> None:
-    schedules = [four(name=f"f{i:03d}", project=f"p{i:03d}") for i in range(200)]
+@pytest.mark.parametrize("shared", [False, True], ids=["200-schedules", "one-schedule"])
+def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path, shared: bool) -> None:
+    # One schedule: both workers finish runs of it at once (this once deadlocked on PostgreSQL).
+    if shared:
+        schedules = [four(name="f", project="p", cron="* * * * *") | {"allow_frequent": True}]
+        apply_at, tick_at = "2026-09-29T05:40:00Z", "2026-09-29T09:00:30Z"  # 200 minute slots
+    else:
+        schedules = [four(name=f"f{i:03d}", project=f"p{i:03d}") for i in range(200)]
+        apply_at, tick_at = "2026-09-29T08:30:00Z", "2026-09-29T09:01:00Z"
     config = flow_config(tmp_path, store_url, schedules=schedules)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T08:30:00Z"))
-    ok(procs.run(tmp_path, config, "tick", now="2026-09-29T09:01:00Z"))
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=apply_at))
+    ok(procs.run(tmp_path, config, "tick", now=tick_at))
     workers = [procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", f"w{i}",
                            now="2026-09-29T09:02:00Z") for i in range(2)]
     for proc in workers:
-        _, err = proc.communicate(timeout=600)
+        _, err = procs.finish(proc, timeout=600)
         assert proc.returncode == 0, err
     lines = log_lines(tmp_path)
     ends = Counter((line[1], line[2]) for line in lines if line[0] == "end")
