@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from sqlalchemy.exc import SQLAlchemyError
 
 from engine import cli_render as render
 from engine import clock as clock_mod
@@ -446,6 +447,11 @@ def main() -> None:
     except errors.ReportflowError as exc:
         render.error(exc.message, code=exc.code)
         sys.exit(exc.exit_code)
+    except SQLAlchemyError as exc:
+        # The driver's first line only: no SQL echo, no parameters.
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        render.error(f"database error: {reason}", code="DATABASE_ERROR")
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
 
