@@ -9,6 +9,7 @@ anything is written.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -193,6 +194,19 @@ def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fol
     cron.check_schedule(timing, period)
 
 
+ENGINE_SECTIONS = ("store", "worker", "notify", "schedules")
+
+
+def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any], file: str | None) -> None:
+    """A misspelled ``[[schedule]]`` must not read as an empty schedule list (and archive them all)."""
+    known = set(ENGINE_SECTIONS) | {name for wf in registry.values() for name in getattr(wf, "sections", ())}
+    for name in raw:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(known))})"
+            raise errors.ConfigInvalid(f"unknown section{hint}", file=file, key=name)
+
+
 def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
     """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
     return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
@@ -203,6 +217,7 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
     """Validate a parsed config; workflows validate their own sections."""
     file = str(path) if path else None
     base_dir = (path.parent if path else Path.cwd()).resolve()
+    _refuse_unknown_sections(raw, registry, file)
     try:
         sections = EngineSections.model_validate(raw)
     except ValidationError as exc:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
+from engine import config as config_mod
 from engine import cron, errors
+from engine.registry import load_registry
 
 TEMPLATE = """\
 # reportflow configuration. Relative paths resolve against this file's folder.
@@ -61,9 +64,12 @@ misfire = "RUN_ONCE"
 """
 
 
+MAX_KEY = 48  # leaves room for "-weekly" in schedule names, under the 64-character key limit
+
+
 def project_key(repo: Path) -> str:
     name = re.sub(r"[^a-z0-9_-]+", "-", repo.resolve().name.lower()).strip("-_")
-    return name or "project"
+    return name[:MAX_KEY].rstrip("-_") or "project"
 
 
 def write_starter(path: Path, *, repo: Path, timezone: str, force: bool) -> Path:
@@ -79,7 +85,10 @@ def write_starter(path: Path, *, repo: Path, timezone: str, force: bool) -> Path
         repo_text = str(repo_abs.relative_to(base)) or "."
     except ValueError:
         repo_text = str(repo_abs)
-    text = TEMPLATE.format(key=project_key(repo_abs), repo=repo_text, timezone=timezone)
+    text = TEMPLATE.format(key=project_key(repo_abs), repo=repo_text.replace("\\", "\\\\").replace('"', '\\"'),
+                           timezone=timezone)
+    # Validate what we are about to write: init never leaves behind a config it would refuse.
+    config_mod.build_config(tomllib.loads(text), path=path, registry=load_registry())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

@@ -124,6 +124,8 @@ def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequ
 class WorkflowDef:
     """A workflow as the engine sees it.
 
+    - ``sections`` names the top-level config sections the workflow owns; any
+      other unknown section is refused (a typo must not read as "no schedules").
     - ``load_settings(raw_config, base_dir)`` validates the config sections the
       workflow owns and returns its settings; raises ``ConfigInvalid``.
     - ``check_project(settings, project)`` raises ``ConfigInvalid`` for a
@@ -141,6 +143,7 @@ class WorkflowDef:
     period: PeriodKind
     steps: tuple[StepSpec, ...]
     payload_version: int = 1
+    sections: tuple[str, ...] = ()  # top-level config sections this workflow owns
     load_settings: Callable[[Mapping[str, Any], Path], Any] = _no_settings
     check_project: Callable[[Any, str], None] = _check_nothing
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins

@@ -145,6 +145,7 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         name=name,
         period=period,
         payload_version=PAYLOAD_VERSION,
+        sections=report_settings.SECTIONS,
         steps=(
             StepSpec("COLLECT_GIT", collect, timeout_s=600),
             StepSpec("GENERATE_REPORT", generate, timeout_s=1800),

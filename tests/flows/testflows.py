@@ -79,6 +79,6 @@ def make_step(name: str) -> Any:
 
 
 FOUR_STEPS = WorkflowDef(
-    name="four_steps", period=PeriodKind.SLOT, load_settings=load,
+    name="four_steps", period=PeriodKind.SLOT, load_settings=load, sections=("testflow",),
     steps=tuple(StepSpec(n, make_step(n), timeout_s=120, optional=(n == "FOUR")) for n in STEPS),
 )
