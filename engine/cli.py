@@ -121,7 +121,7 @@ def init(ctx: typer.Context,
     cli = _cli(ctx)
     path = starter.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
     runtime = cli.runtime()
-    render.say(f"wrote {path}; database ready at {runtime.config.store_url}")
+    render.say(f"wrote {path}; database ready at {database.safe_url(runtime.config.store_url)}")
 
 
 @db_app.command("upgrade")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -54,12 +55,20 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+def safe_url(url: str) -> str:
+    """``url`` fit to print: the password masked (also in a URL SQLAlchemy cannot parse)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
 def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:
     """An Engine for ``url`` (``sqlite:///path`` or ``postgresql+psycopg://...``)."""
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise errors.InvalidInput(f"store url '{url}' is not a database URL") from exc
+        raise errors.InvalidInput(f"store url '{safe_url(url)}' is not a database URL") from exc
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         path = sqlite_path(url)
@@ -73,7 +82,7 @@ def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(parsed, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
-    raise errors.InvalidInput(f"store url '{url}': only sqlite and postgresql are supported")
+    raise errors.InvalidInput(f"store url '{safe_url(url)}': only sqlite and postgresql are supported")
 
 
 def current_revision(engine: Engine) -> str | None:
