@@ -74,11 +74,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def stat_row(label: str, values: Sequence[float], unit: str = "", higher_is_better: bool = False) -> list[str]:
-    """A table row: label, best (min, or max for rates), median, reps."""
+STAT_HEADERS = ["measure", "min", "median", "max", "reps"]
+
+
+def stat_row(label: str, values: Sequence[float], unit: str = "") -> list[str]:
+    """A table row under ``STAT_HEADERS``: label, min, median, max, reps."""
     s = summary(values)
-    best = s["max"] if higher_is_better else s["min"]
-    return [label, fmt(best, unit), fmt(s["median"], unit), str(len(values))]
+    return [label, fmt(s["min"], unit), fmt(s["median"], unit), fmt(s["max"], unit), str(len(values))]
 
 
 def machine() -> dict[str, str]:
@@ -90,9 +92,25 @@ def machine() -> dict[str, str]:
     }
     try:
         info["git"] = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=REPO_ROOT).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "engine", "steps", "workflows"],
+                               capture_output=True, text=True, cwd=REPO_ROOT).stdout.strip()
+        info["commit"] = head + (" (engine/steps/workflows modified)" if dirty else "")
     except OSError:
         pass
     return info
+
+
+def announce(name: str) -> None:
+    """First line of every script's output: what ran, on which code and machine."""
+    info = machine()
+    load = os.getloadavg()[0]
+    print(f"{name}: commit {info.get('commit', '?')}, python {info['python']}, sqlite {info['sqlite']}, "
+          f"nproc {info['nproc']}, load average {load:.2f}", flush=True)
+    if load > 1.0:
+        print(f"WARNING: load average {load:.2f} on {info['nproc']} cores: something else is running; "
+              "these numbers will be low and noisy", flush=True)
 
 
 def bench_python() -> Path | None:

@@ -102,6 +102,7 @@ def main() -> None:
     p.add_argument("--profile", action="store_true", help="print a cProfile of one 10%%-due tick at the largest size")
     args = p.parse_args()
     reps = c.check_reps(args.reps)
+    c.announce("bench_tick.py")
     sizes = [int(s) for s in args.sizes.split(",")]
     with_aps = not args.no_apscheduler and c.bench_python() is not None
     rows, payload = [], {}
@@ -136,7 +137,7 @@ def main() -> None:
             print("APScheduler comparison skipped: "
                   + ("--no-apscheduler" if args.no_apscheduler else f"no bench venv at {c.BENCH_VENV}"))
         print()
-        print(c.table(["measure", "min", "median", "reps"], rows))
+        print(c.table(c.STAT_HEADERS, rows))
         c.save("bench_tick", payload)
         if args.profile:
             n = sizes[-1]

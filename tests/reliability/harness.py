@@ -12,7 +12,6 @@ import os
 import shutil
 import sqlite3
 import stat
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,8 +21,6 @@ from typing import Any
 
 from tests.fakes.gitrepo import GitRepo, make_repo
 from tests.support import write_config
-
-STEPS = ("COLLECT_GIT", "GENERATE_REPORT", "SAVE_MARKDOWN", "UPLOAD_NOTION")
 
 
 def poll(predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.005) -> None:
@@ -35,17 +32,27 @@ def poll(predicate: Callable[[], bool], timeout: float, what: str, interval: flo
         time.sleep(interval)
 
 
-def fake_handlers_busy() -> bool:
-    """Whether any loopback fake in this process is still handling a request.
+_OPEN_STATES = {"01", "08"}  # ESTABLISHED, CLOSE_WAIT: a connection a server thread still holds
 
-    Both fakes are ``ThreadingHTTPServer``s: a request in flight is a live
-    ``process_request_thread``; the thread ends when its connection closes.
+
+def port_busy(port: int) -> bool:
+    """Whether a loopback server on ``port`` still holds a client connection (read from /proc/net/tcp).
+
+    A handler thread keeps its socket until it has answered (or found the
+    client gone) and closed it, so no open connection means no request in flight.
     """
-    return any("process_request_thread" in t.name for t in threading.enumerate())
+    suffix = f":{port:04X}"
+    with open("/proc/net/tcp") as table:
+        next(table)
+        for line in table:
+            fields = line.split()
+            if fields[1].endswith(suffix) and fields[3] in _OPEN_STATES:
+                return True
+    return False
 
 
-def wait_fakes_quiet(timeout: float = 30) -> None:
-    poll(lambda: not fake_handlers_busy(), timeout, "the fakes to finish the requests in flight", 0.01)
+def wait_ports_quiet(ports: Sequence[int], timeout: float = 30) -> None:
+    poll(lambda: not any(port_busy(p) for p in ports), timeout, f"the fakes on {list(ports)} to go quiet", 0.01)
 
 
 class GitSpy:
@@ -68,6 +75,11 @@ class GitSpy:
         if not self.log.exists():
             return 0
         return sum(1 for line in self.log.read_text().splitlines() if line.split()[1:2] != ["version"])
+
+
+def page_key(page: Mapping[str, Any]) -> str:
+    """The ``Report Key`` of a page FakeNotion stored."""
+    return "".join(item["plain_text"] for item in page["properties"]["Report Key"]["rich_text"])
 
 
 def daily_history(root: Path, first_day: datetime, days: int, name: str = "repo") -> GitRepo:
@@ -152,3 +164,15 @@ def tree_digest(root: Path, skip: Callable[[Path], bool] = lambda p: False) -> d
 
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+
+
+def open_runtime(config: Path, clock: Any, actor: str = "reliability") -> Any:
+    """An in-process runtime on the database and settings of ``config`` (what the CLI would build)."""
+    from engine import config as config_mod
+    from engine.registry import load_registry
+    from engine.runtime import Runtime
+    from engine.store import Store
+
+    registry = load_registry()
+    cfg = config_mod.load_config(config, registry)
+    return Runtime(store=Store.open(cfg.store_url), registry=registry, config=cfg, clock=clock, actor=actor)

@@ -1,0 +1,297 @@
+"""Bad input through the real CLI: exit 2, a message naming what is wrong, nothing written (SPEC §7, §10.6).
+
+Every case runs against a copy of one working install (a database with a
+schedule and a SUCCESS run, a reports directory holding its report): a
+malformed config (``--config bad.toml`` pointing at that same database and
+reports directory) given to a command that writes, or a malformed argument
+given to the good config. Afterwards every file of the install is
+byte-identical. The cases complement ``tests/acceptance/test_cli.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.harness import daily_history, tree_digest, utc
+from tests.support import run_cli
+
+pytestmark = pytest.mark.slow
+
+NOW = "2026-09-30T12:00:00Z"
+GOOD = """\
+[store]
+url = "sqlite:///rf.db"
+
+[reports]
+dir = "reports"
+
+[llm]
+provider = "builtin"
+
+[[projects]]
+key = "platform"
+repo = "{repo}"
+
+[[schedules]]
+name = "platform-daily"
+workflow = "daily_report"
+project = "platform"
+cron = "30 19 * * *"
+timezone = "Asia/Seoul"
+"""
+SCHEDULE_TAIL = 'timezone = "Asia/Seoul"\n'
+
+
+def sub(old: str, new: str) -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        assert old in text, old
+        return text.replace(old, new, 1)
+    return edit
+
+
+def add(extra: str) -> Callable[[str], str]:
+    return lambda text: text + extra
+
+
+def head(extra: str) -> Callable[[str], str]:
+    return lambda text: extra + text
+
+
+def schedule_line(line: str) -> Callable[[str], str]:
+    """One more line in the [[schedules]] entry."""
+    return lambda text: text + line + "\n"
+
+
+def replace_all(content: str) -> Callable[[str], str]:
+    return lambda text: content
+
+
+@dataclass(frozen=True)
+class Case:
+    edit: Callable[[str], str]
+    says: tuple[str, ...]
+    command: tuple[str, ...] = ("schedules", "apply")
+
+
+WRITERS = [("schedules", "apply"), ("tick",), ("work", "--until-idle"),
+           ("trigger", "platform-daily", "--date", "2026-09-29"),
+           ("backfill", "platform-daily", "--from", "2026-09-20", "--to", "2026-09-25"),
+           ("runs", "retry", "1", "--from-step", "SAVE_MARKDOWN")]
+LONG_KEY = "k" * 65
+
+CONFIG_CASES: dict[str, Case] = {
+    # cron
+    "cron with a seconds field": Case(sub('"30 19 * * *"', '"0 30 19 * * *"'), ("schedules[0].cron", "got 6")),
+    "cron hour 25": Case(sub('"30 19 * * *"', '"30 25 * * *"'), ("schedules[0].cron", "hour must be 0-23")),
+    "cron that never fires (Feb 31)": Case(sub('"30 19 * * *"', '"0 9 31 2 *"'), ("schedules[0].cron", "never fires")),
+    "cron step of zero": Case(sub('"30 19 * * *"', '"*/0 * * * *"'), ("schedules[0].cron", "step")),
+    "empty cron": Case(sub('"30 19 * * *"', '""'), ("schedules[0].cron", "empty")),
+    "cron day-of-week 8": Case(sub('"30 19 * * *"', '"0 9 * * 8"'), ("schedules[0].cron", "day-of-week")),
+    "@hourly on a daily workflow": Case(sub('"30 19 * * *"', '"@hourly"'), ("schedules[0].cron", "one slot per day")),
+    "cron missing": Case(sub('cron = "30 19 * * *"\n', ""), ("schedules[0].cron", "required")),
+    # timezones
+    "timezone as an offset": Case(sub('"Asia/Seoul"', '"UTC+9"'), ("schedules[0].timezone", "UTC+9")),
+    "timezone path traversal": Case(sub('"Asia/Seoul"', '"../../../etc/passwd"'),
+                                    ("schedules[0].timezone", "../../../etc/passwd")),
+    "timezone as an absolute path": Case(sub('"Asia/Seoul"', '"/usr/share/zoneinfo/UTC"'),
+                                         ("schedules[0].timezone", "unknown timezone")),
+    "timezone in lower case": Case(sub('"Asia/Seoul"', '"asia/seoul"'), ("schedules[0].timezone", "asia/seoul")),
+    "timezone as a number": Case(sub('"Asia/Seoul"', "9"), ("schedules[0].timezone", "string")),
+    # durations
+    "grace in words": Case(schedule_line('grace = "10 minutes"'), ("schedules[0].grace", "10 minutes")),
+    "negative grace": Case(schedule_line('grace = "-5m"'), ("schedules[0].grace", "-5m")),
+    "catch-up window in words": Case(schedule_line('catchup_window = "7 days"'), ("schedules[0].catchup_window",)),
+    "max_runtime with two dots": Case(schedule_line('max_runtime = "0.5.0h"'), ("schedules[0].max_runtime",)),
+    "jitter not below grace": Case(schedule_line('jitter = "15m"'), ("schedules[0].jitter", "below grace")),
+    "grace as a boolean": Case(schedule_line("grace = true"), ("schedules[0].grace", "not a duration")),
+    "lease under a second": Case(head('[worker]\nlease = "500ms"\n'), ("worker.lease", "at least 1s")),
+    "negative retry backoff": Case(head("[worker]\nretry_backoff = -60\n"), ("worker.retry_backoff", "negative")),
+    "llm timeout in words": Case(sub('provider = "builtin"', 'provider = "builtin"\ntimeout = "soon"'),
+                                 ("llm.timeout", "soon")),
+    "negative notion timeout": Case(add('\n[notion]\ntimeout = "-1s"\n'), ("notion.timeout", "-1s")),
+    # schedules
+    "schedule name with a path": Case(sub('name = "platform-daily"', 'name = "daily/../x"'), ("schedules[0].name",)),
+    "schedule project traversal": Case(sub('project = "platform"', 'project = "../x"'), ("schedules[0].project",)),
+    "schedule for an undeclared project": Case(sub('project = "platform"', 'project = "ghost"'),
+                                               ("schedules[0].project", "ghost")),
+    "unknown workflow": Case(sub('workflow = "daily_report"', 'workflow = "monthly_report"'),
+                             ("schedules[0].workflow", "monthly_report")),
+    "duplicate schedule names": Case(add('\n[[schedules]]\nname = "platform-daily"\nworkflow = "echo"\n'
+                                         'project = "other"\ncron = "0 9 * * *"\ntimezone = "UTC"\n'),
+                                     ("schedules[1].name", "duplicate")),
+    "two live schedules for one project": Case(add('\n[[schedules]]\nname = "second"\nworkflow = "daily_report"\n'
+                                                   'project = "platform"\ncron = "0 9 * * *"\ntimezone = "UTC"\n'),
+                                               ("schedules[1].project", "already runs")),
+    "unknown overlap policy": Case(schedule_line('overlap = "QUEUE_ALL"'), ("schedules[0].overlap", "QUEUE_ALL")),
+    "unknown misfire policy": Case(schedule_line('misfire = "NEVER"'), ("schedules[0].misfire", "NEVER")),
+    "unknown report_on": Case(schedule_line('report_on = "tomorrow"'), ("schedules[0].report_on", "tomorrow")),
+    "dst_gap skip on a daily workflow": Case(schedule_line('dst_gap = "skip"'), ("schedules[0].dst_gap", "slot")),
+    "dst_fold both on a daily workflow": Case(schedule_line('dst_fold = "both"'), ("schedules[0].dst_fold", "slot")),
+    # projects
+    "project key ..": Case(sub('key = "platform"', 'key = ".."'), ("projects[0].key", "'..'")),
+    "project key /etc": Case(sub('key = "platform"', 'key = "/etc"'), ("projects[0].key", "/etc")),
+    "project key with a leading dash": Case(sub('key = "platform"', 'key = "-platform"'), ("projects[0].key",)),
+    "project key with a space": Case(sub('key = "platform"', 'key = "my project"'), ("projects[0].key",)),
+    "project key of 65 characters": Case(sub('key = "platform"', f'key = "{LONG_KEY}"'),
+                                         ("projects[0].key", "64 characters")),
+    "duplicate project key": Case(sub("[[schedules]]", '[[projects]]\nkey = "platform"\nrepo = "."\n\n[[schedules]]'),
+                                  ("projects[1].key", "duplicate")),
+    "no branches": Case(sub('key = "platform"\n', 'key = "platform"\nbranches = []\n'), ("projects[0].branches",)),
+    # other sections
+    "max_attempts 1000": Case(head("[worker]\nmax_attempts = 1000\n"), ("worker.max_attempts", "100")),
+    "backfill_concurrency 0": Case(head("[worker]\nbackfill_concurrency = 0\n"), ("worker.backfill_concurrency",)),
+    "temperature 5": Case(sub('provider = "builtin"', 'provider = "builtin"\ntemperature = 5'),
+                          ("llm.temperature",)),
+    "num_ctx 100": Case(sub('provider = "builtin"', 'provider = "builtin"\nnum_ctx = 100'), ("llm.num_ctx", "512")),
+    "prompt version path traversal": Case(sub('provider = "builtin"', 'provider = "builtin"\n'
+                                              'prompt_version = "../../etc/passwd"'), ("llm.prompt_version",)),
+    "seed not a number": Case(sub('provider = "builtin"', 'provider = "builtin"\nseed = "abc"'), ("llm.seed", "abc")),
+    "unsupported store": Case(sub('"sqlite:///rf.db"', '"mysql://user@host/db"'), ("store url", "mysql")),
+    "store url that is no url": Case(sub('"sqlite:///rf.db"', '"not a url"'), ("store url", "not a url")),
+    "projects as a table": Case(sub("[[projects]]", "[projects]"), ("projects", "list")),
+    "schedules as a string": Case(replace_all('schedules = "daily"\n\n[store]\nurl = "sqlite:///rf.db"\n'),
+                                  ("schedules", "list")),
+    "byte order mark": Case(head("\ufeff"), ("bad.toml", "TOML")),
+    "not UTF-8": Case(lambda text: text.replace("Asia/Seoul", "Asia/S\udce9oul"), ("bad.toml", "cannot read")),
+}
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An install with a schedule, a SUCCESS run (id 1) and its report."""
+    root = tmp_path_factory.mktemp("golden")
+    repo = daily_history(root, utc(2026, 9, 26), 5)
+    install = root / "install"
+    install.mkdir()
+    config = install / "reportflow.toml"
+    config.write_text(GOOD.format(repo=repo.path))
+    for args in (("schedules", "apply"), ("trigger", "platform-daily", "--date", "2026-09-28"),
+                 ("work", "--until-idle")):
+        result = run_cli(*args, config=config, now=NOW if args[0] != "schedules" else "2026-09-27T00:00:00Z")
+        assert result.returncode == 0, result.stderr
+    assert list((install / "reports" / "platform").glob("*.md"))
+    return install
+
+
+@pytest.fixture
+def install(golden: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "install"
+    shutil.copytree(golden, copy)
+    return copy
+
+
+def not_config(path: Path) -> bool:
+    return path.name == "bad.toml"
+
+
+def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...], config: Path) -> None:
+    before = tree_digest(install, skip=not_config)
+    result = run_cli(*args, config=config, now=NOW)
+    shown = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 2, shown
+    for text in says:
+        assert text in result.stderr, f"expected {text!r} in the message\n{shown}"
+    assert tree_digest(install, skip=not_config) == before, "the install changed"
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_CASES))
+def test_malformed_config_exits_2_and_writes_nothing(install: Path, name: str) -> None:
+    case = CONFIG_CASES[name]
+    good = (install / "reportflow.toml").read_text()
+    bad = install / "bad.toml"
+    text = case.edit(good)
+    bad.write_bytes(text.encode("utf-8", "surrogateescape"))
+    command = WRITERS[sorted(CONFIG_CASES).index(name) % len(WRITERS)]  # every writing command gets its share
+    expect_refused(install, command, case.says, bad)
+
+
+ARG_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "run id with a path": (("runs", "show", "../1"), ("'../1' is not a run id",)),
+    "run id with SQL": (("runs", "show", "1;DROP TABLE runs"), ("is not a run id",)),
+    "run id of 19 digits": (("runs", "show", "1234567890123456789"), ("is not a run id",)),
+    "run id with a space": (("runs", "cancel", " 1"), ("is not a run id",)),
+    "negative run id to approve": (("runs", "approve", "--", "-5"), ("'-5' is not a run id",)),
+    "retry from a step path": (("runs", "retry", "1", "--from-step", "../../x"), ("unknown step", "../../x")),
+    "retry from a lower-case step": (("runs", "retry", "1", "--from-step", "save_markdown"), ("unknown step",)),
+    "trigger on February 30": (("trigger", "platform-daily", "--date", "2026-02-30"), ("2026-02-30", "not a date")),
+    "trigger date with a path": (("trigger", "platform-daily", "--date", "../2026-09-29"), ("not a date",)),
+    "trigger a future date": (("trigger", "platform-daily", "--date", "2099-01-01"), ("in the future",)),
+    "trigger a schedule path": (("trigger", "../platform-daily"), ("no schedule named '../platform-daily'",)),
+    "backfill with slashes": (("backfill", "platform-daily", "--from", "2026/09/01", "--to", "2026-09-30"),
+                              ("--from", "not a date")),
+    "backfill over 26 years": (("backfill", "platform-daily", "--from", "2000-01-01", "--to", "2026-09-30"),
+                               ("at most 10 years",)),
+    "backfill without --to": (("backfill", "platform-daily", "--from", "2026-09-01"), ("--to",)),
+    "validate a timezone path": (("schedules", "validate", "--cron", "0 9 * * *", "--timezone", "../../etc/localtime"),
+                                ("../../etc/localtime",)),
+    "validate an unknown workflow": (("schedules", "validate", "--cron", "0 9 * * *", "--timezone", "UTC",
+                                      "--workflow", "monthly_report"), ("monthly_report",)),
+    "set a grace in words": (("schedules", "set", "platform-daily", "--grace", "forever", "--expect-version", "1"),
+                             ("--grace", "forever")),
+    "set an unknown timezone": (("schedules", "set", "platform-daily", "--timezone", "Mars/Base",
+                                 "--expect-version", "1"), ("Mars/Base",)),
+    "set a four-field cron": (("schedules", "set", "platform-daily", "--cron", "0 9 * *", "--expect-version", "1"),
+                              ("cron", "got 4")),
+    "set an hourly cron on a daily workflow": (("schedules", "set", "platform-daily", "--cron", "0 * * * *",
+                                                "--expect-version", "1"), ("one slot per day",)),
+    "set nothing": (("schedules", "set", "platform-daily", "--expect-version", "1"), ("nothing to change",)),
+    "set a version that is not a number": (("schedules", "set", "platform-daily", "--cron", "0 9 * * *",
+                                            "--expect-version", "abc"), ("--expect-version",)),
+    "preview zero fire times": (("schedules", "preview", "platform-daily", "-n", "0"), ("-n",)),
+    "preview 100000 fire times": (("schedules", "preview", "platform-daily", "-n", "100000"), ("-n",)),
+    "disable without a reason": (("schedules", "disable", "platform-daily"), ("--reason",)),
+    "history of a schedule named with SQL": (("schedules", "history", "'; DROP TABLE schedules; --"),
+                                             ("no schedule named",)),
+    "--now without an offset": (("--now", "2026-09-29T10:00:00", "tick"), ("no UTC offset",)),
+    "--now anchored to a word": (("--now", "2026-09-29T10:00:00Z@soon", "tick"), ("'soon' is not a Unix time",)),
+    "work --max-runs 0": (("work", "--max-runs", "0"), ("--max-runs",)),
+    "runs list --limit -1": (("runs", "list", "--limit", "-1"), ("--limit",)),
+    "--db of an unsupported kind": (("--db", "mysql://user@host/db", "tick"), ("only sqlite and postgresql",)),
+    "init over an install with a bad timezone": (("init", "--timezone", "Mars/Base", "--force"), ("Mars/Base",)),
+    "init for a missing repository": (("init", "--repo", "/no/such/repo", "--force"), ("/no/such/repo",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARG_CASES))
+def test_malformed_argument_exits_2_and_writes_nothing(install: Path, name: str) -> None:
+    args, says = ARG_CASES[name]
+    expect_refused(install, args, says, install / "reportflow.toml")
+
+
+def test_missing_config_file_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    result = run_cli("schedules", "apply", config=tmp_path / "nowhere" / "reportflow.toml", cwd=tmp_path)
+    assert result.returncode == 2 and "config file not found" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bug_a_misspelled_schedules_table_archives_every_schedule(install: Path) -> None:
+    """BUG (reported, not fixed here): an unknown top-level table is accepted silently.
+
+    ``[[schedule]]`` (singular) leaves the config with no ``[[schedules]]``, so
+    ``schedules apply`` exits 0 and archives every live schedule: one typo stops
+    all reports. The same root cause lets ``[notoin]`` silently leave Notion
+    off. Expected: exit 2 naming the unknown table, nothing written.
+    """
+    bad = install / "bad.toml"
+    bad.write_text((install / "reportflow.toml").read_text().replace("[[schedules]]", "[[schedule]]"))
+    expect_refused(install, ("schedules", "apply"), ("schedule",), bad)
+
+
+def test_bug_init_with_a_long_repository_name_writes_an_invalid_config(tmp_path: Path) -> None:
+    """BUG (reported, not fixed here): ``init`` derives the project key from the folder name without
+    the 64-character limit, writes that config, then refuses it (exit 2) and leaves it behind."""
+    repo = tmp_path / ("r" * 70)
+    repo.mkdir()
+    config = tmp_path / "reportflow.toml"
+    result = run_cli("init", "--repo", str(repo), config=config, cwd=tmp_path)
+    if result.returncode == 0:
+        listed = run_cli("schedules", "list", config=config, cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr  # the config it wrote is valid
+    else:
+        assert result.returncode == 2
+        assert not config.exists(), "init refused its own config but left it on disk"

@@ -1,0 +1,127 @@
+"""Secrets: a canary Notion token appears nowhere the product writes (SPEC §7, §10.7).
+
+A full run with the token variable set to a canary FakeNotion accepts, then
+failing runs with a second canary it refuses (401), ``doctor`` with each,
+``runs show --json``, ``runs list --json``, ``metrics`` and the schedule views,
+every command logging with ``--log-format json``. Afterwards neither canary
+is in any command's stdout or stderr, the database file and its WAL (kept on
+disk by a connection this test holds open), the reports, or the pages
+FakeNotion stored. A database password given through ``REPORTFLOW_DB`` is
+checked the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance import procs
+from tests.fakes.fake_notion import FakeNotion
+from tests.fakes.fake_ollama import FakeOllama
+from tests.reliability.harness import daily_history, daily_schedule, report_config, utc
+
+pytestmark = pytest.mark.slow
+
+TOKEN_ENV = "RF_SECRETS_NOTION_TOKEN"
+CANARY = "secret_CANARY7f3a9c2e5b1d"  # accepted by FakeNotion
+WRONG = "secret_WRONGCANARY4d8e2a90"  # refused: 401
+NOW = "2026-03-05T12:00:00Z"
+
+
+class Transcript:
+    """Every command run, with what it printed."""
+
+    def __init__(self, tmp: Path, config: Path) -> None:
+        self.tmp, self.config = tmp, config
+        self.outputs: list[tuple[str, str]] = []
+
+    def run(self, *args: str, token: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        result = procs.run(self.tmp, self.config, "--log-format", "json", *args, now=NOW,
+                           env={TOKEN_ENV: token})
+        self.outputs.append((" ".join(args), result.stdout + result.stderr))
+        if ok:
+            assert result.returncode == 0, f"{args}: exit {result.returncode}\n{result.stderr[-2000:]}"
+        return result
+
+
+def test_the_notion_token_appears_nowhere(tmp_path: Path) -> None:
+    repo = daily_history(tmp_path, utc(2026, 3, 1), 4)
+    with FakeOllama() as ollama, FakeNotion(token=CANARY) as notion:
+        config = report_config(
+            tmp_path, db_url="sqlite:///rf.db", repo=repo.path, project="secrets",
+            schedules=[daily_schedule("secrets-daily", "secrets")], worker={"max_attempts": 1},
+            llm={"provider": "ollama", "host": ollama.url},
+            notion={"enabled": True, "token_env": TOKEN_ENV, "database_id": notion.database_id,
+                    "base_url": notion.url})
+        log = Transcript(tmp_path, config)
+        result = procs.run(tmp_path, config, "--log-format", "json", "schedules", "apply",
+                           now="2026-03-02T00:00:00Z", env={TOKEN_ENV: CANARY})
+        assert result.returncode == 0, result.stderr
+        log.outputs.append(("schedules apply", result.stdout + result.stderr))
+        keeper = sqlite3.connect(tmp_path / "rf.db")  # an open connection keeps the WAL file on disk
+        try:
+            keeper.execute("SELECT count(*) FROM runs").fetchone()
+            log.run("tick", token=CANARY)
+            log.run("work", "--until-idle", token=CANARY)
+            runs = json.loads(log.run("runs", "list", "--json", token=CANARY).stdout)
+            assert {r["status"] for r in runs} == {"SUCCESS"} and len(runs) == 4, runs
+            assert len(notion.live_pages()) == 4
+            # Failing runs: the second canary is refused.
+            log.run("trigger", "secrets-daily", "--date", "2026-03-01", "--force-new", token=WRONG)
+            log.run("runs", "retry", str(runs[0]["id"]), "--from-step", "UPLOAD_NOTION", token=WRONG)
+            log.run("work", "--until-idle", token=WRONG)
+            after = json.loads(log.run("runs", "list", "--json", token=WRONG).stdout)
+            failed = [r for r in after if r["status"] == "PARTIAL_SUCCESS"]
+            assert len(failed) == 2 and {r["error_code"] for r in failed} == {"NOTION_UNAUTHORIZED"}, after
+            for run in after:
+                log.run("runs", "show", str(run["id"]), "--json", token=WRONG)
+                log.run("runs", "show", str(run["id"]), token=CANARY)
+            log.run("runs", "list", token=CANARY)
+            log.run("metrics", token=WRONG)
+            for token in (CANARY, WRONG):
+                log.run("doctor", token=token, ok=False)
+                log.run("doctor", "--json", token=token, ok=False)
+            for args in (("schedules", "list", "--json"), ("schedules", "show", "secrets-daily", "--json"),
+                         ("schedules", "history", "secrets-daily", "--json"), ("reconcile", "--json")):
+                log.run(*args, token=WRONG)
+            stored = [tmp_path / name for name in ("rf.db", "rf.db-wal", "rf.db-shm")]
+            assert stored[1].exists(), "the WAL file should still be there to be read"
+            blobs = {str(path): path.read_bytes() for path in stored if path.exists()}
+        finally:
+            keeper.close()
+        with notion.lock:
+            pages = json.dumps([notion.pages, notion.blocks])
+    reports = {str(p): p.read_bytes() for p in (tmp_path / "reports").rglob("*") if p.is_file()}
+    assert len(reports) == 5  # four reports and the revision the refused run saved
+    for secret in (CANARY, WRONG):
+        leaks = [name for name, text in log.outputs if secret in text]
+        leaks += [name for name, data in {**blobs, **reports}.items() if secret.encode() in data]
+        leaks += ["FakeNotion pages"] if secret in pages else []
+        assert not leaks, f"{secret} found in: {leaks}"
+    print(f"\nsecrets: {len(log.outputs)} commands, {len(blobs)} database files "
+          f"({sum(len(b) for b in blobs.values())} bytes), {len(reports)} reports: no canary anywhere")
+
+
+def test_bug_the_database_password_is_printed(tmp_path: Path, pg_url: str) -> None:
+    """BUG (reported, not fixed here): a password in the database URL is printed in clear.
+
+    ``init`` says ``database ready at postgresql+psycopg://user:PASSWORD@host/db``
+    and an unsupported URL is echoed whole (``store url 'mysql://user:PASSWORD@…'``).
+    Other commands already mask it (SQLAlchemy's ``***``). Fix: render URLs with
+    ``make_url(url).render_as_string(hide_password=True)`` wherever one is printed.
+    """
+    password = "PWCANARY5e6f7a8b"
+    user, rest = pg_url.split("://", 1)[1].split("@", 1)
+    with_password = f"postgresql+psycopg://{user}:{password}@{rest}"
+    outputs = []
+    for db_url, args in ((with_password, ("init", "--repo", str(tmp_path))),
+                         (with_password, ("doctor",)),
+                         (f"mysql://root:{password}@localhost/reports", ("tick",))):
+        result = procs.run(tmp_path, tmp_path / "reportflow.toml", *args, env={"REPORTFLOW_DB": db_url})
+        outputs.append((" ".join(args), result.stdout + result.stderr))
+    leaks = [name for name, text in outputs if password in text]
+    assert not leaks, f"the database password is printed by: {leaks}"
