@@ -178,7 +178,7 @@ def _parse(text: str) -> datetime:
 @pytest.mark.postgres
 def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_succeed(pg_url: str,
                                                                                      tmp_path: Path) -> None:
-    """Regression for a PostgreSQL deadlock this suite found (reported; the engine since locks differently).
+    """Regression for a PostgreSQL deadlock this suite found (fixed in af0897f: an advisory lock per schedule).
 
     The release transaction updates the run row twice (``hold_run``, then
     ``release_run``); the second UPDATE of a row version the transaction made
@@ -189,7 +189,8 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
     that worker process died with its run left RUNNING. The racing-processes
     test above hit it by chance; here a barrier (an event hook on this test's
     own engine) holds each worker just before the schedule lock of its
-    promotion until both are there, which made it certain.
+    promotion until both are there, which made it certain (it fails on the
+    code before af0897f).
     """
     import threading
 

@@ -106,13 +106,11 @@ def test_the_notion_token_appears_nowhere(tmp_path: Path) -> None:
           f"({sum(len(b) for b in blobs.values())} bytes), {len(reports)} reports: no canary anywhere")
 
 
-def test_bug_the_database_password_is_printed(tmp_path: Path, pg_url: str) -> None:
-    """BUG (reported, not fixed here): a password in the database URL is printed in clear.
+def test_a_database_password_is_never_printed(tmp_path: Path, pg_url: str) -> None:
+    """Regression for a bug this suite found (fixed in a952ff5): a password in the database URL was printed.
 
-    ``init`` says ``database ready at postgresql+psycopg://user:PASSWORD@host/db``
-    and an unsupported URL is echoed whole (``store url 'mysql://user:PASSWORD@…'``).
-    Other commands already mask it (SQLAlchemy's ``***``). Fix: render URLs with
-    ``make_url(url).render_as_string(hide_password=True)`` wherever one is printed.
+    ``init`` said ``database ready at postgresql+psycopg://user:PASSWORD@host/db``
+    and an unsupported URL was echoed whole (``store url 'mysql://user:PASSWORD@…'``).
     """
     password = "PWCANARY5e6f7a8b"
     user, rest = pg_url.split("://", 1)[1].split("@", 1)
