@@ -20,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from engine import errors
 from engine.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
@@ -96,8 +96,8 @@ class ScheduleConfig(Strict):
     jitter: Duration = timedelta(0)
     dst_gap: DstGap = DstGap.SHIFT
     dst_fold: DstFold = DstFold.FIRST
-    allow_frequent: bool = False
-    enabled: bool = True
+    allow_frequent: StrictBool = False
+    enabled: StrictBool = True  # "yes" is a typo, not true
 
     def to_spec(self) -> ScheduleSpec:
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})

@@ -125,6 +125,11 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
             report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
             markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
             pace=upload_notion.shared_rate_limiter(), retry_wait_max_s=notion.retry_budget.total_seconds())
+    except errors.StepError as exc:
+        if exc.code != "NOTION_UNAUTHORIZED":
+            raise
+        # The step cannot know which variable holds the token; the operator needs its name.
+        raise errors.step_error(exc.code, f"{exc.message} (token variable: {notion.token_env})") from exc
     finally:
         client.close()
     return StepResult(output=out.model_dump(mode="json"),

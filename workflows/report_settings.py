@@ -11,7 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from engine import errors
 from engine.config import KEY_PATTERN, Duration, Strict, problem_from_validation
@@ -36,7 +36,7 @@ class LlmSettings(Strict):
 
 
 class NotionSettings(Strict):
-    enabled: bool = False
+    enabled: StrictBool = False
     token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "NOTION_TOKEN"
     database_id: str = ""
     data_source_id: str = ""
@@ -57,7 +57,7 @@ class ProjectSettings(Strict):
     branches: Annotated[list[str], Field(min_length=1)] = ["HEAD"]
     authors: list[str] = []
     on_empty: Literal["skip", "report"] = "skip"
-    include_merges: bool = False
+    include_merges: StrictBool = False
 
 
 class ReportSettings(Strict):
