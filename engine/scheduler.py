@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
 from engine import errors, pinning, policies
@@ -24,6 +24,7 @@ from engine.runtime import Runtime
 from engine.store import claims
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
+from engine.store.tables import LIVE_SCHEDULE
 from engine.store.tables import schedules as schedules_table
 
 log = logging.getLogger(__name__)
@@ -181,6 +182,5 @@ def _audit_tick(conn: Connection, schedule: Schedule, plan: policies.TickPlan, c
 
 def next_wake(conn: Connection) -> datetime | None:
     """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
-    query = select(func.min(schedules_table.c.next_run_at)).where(
-        schedules_table.c.enabled.is_(True), schedules_table.c.archived.is_(False))
+    query = select(func.min(schedules_table.c.next_run_at)).where(text(LIVE_SCHEDULE))
     return conn.execute(query).scalar()

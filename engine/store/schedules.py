@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, insert, select, update
+from sqlalchemy import Select, and_, bindparam, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from engine import errors
 from engine.models import AuditEvent, Schedule, ScheduleSpec
 from engine.store import rows
-from engine.store.tables import audit_events, schedules
+from engine.store.tables import LIVE_SCHEDULE, audit_events, schedules
 
 
 def get_schedule(conn: Connection, name: str) -> Schedule:
@@ -36,10 +36,13 @@ def list_schedules(conn: Connection, *, include_archived: bool = False) -> list[
 
 def list_due(conn: Connection, now: datetime) -> list[Schedule]:
     """Enabled, live schedules whose ``next_run_at <= now`` (one query on the partial index)."""
-    query = (select(schedules)
-             .where(schedules.c.enabled.is_(True), schedules.c.archived.is_(False), schedules.c.next_run_at <= now)
-             .order_by(schedules.c.next_run_at, schedules.c.id))
-    return [rows.schedule_from_row(r) for r in conn.execute(query).mappings()]
+    return [rows.schedule_from_row(r) for r in conn.execute(due_query(now)).mappings()]
+
+
+def due_query(now: datetime) -> Select[Any]:
+    """Live schedules due at ``now``, in the form the partial index ``ix_schedules_due`` serves."""
+    return (select(schedules).where(text(LIVE_SCHEDULE), schedules.c.next_run_at <= now)
+            .order_by(schedules.c.next_run_at, schedules.c.id))
 
 
 def insert_schedule(conn: Connection, spec: ScheduleSpec, *, next_run_at: datetime | None, now: datetime) -> int:

@@ -33,6 +33,10 @@ def _in(column: str, values: list[str]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
+# The due-schedule predicate, written once: queries must repeat the partial index's own text,
+# because neither database proves `enabled IS true AND archived IS false` implies it.
+LIVE_SCHEDULE = "enabled AND NOT archived"
+
 schedules = Table(
     "schedules", metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
@@ -50,8 +54,8 @@ schedules = Table(
     Column("next_run_at", UTCDateTime),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
-    Index("ix_schedules_due", "next_run_at", sqlite_where=text("enabled AND NOT archived"),
-          postgresql_where=text("enabled AND NOT archived")),
+    Index("ix_schedules_due", "next_run_at", sqlite_where=text(LIVE_SCHEDULE),
+          postgresql_where=text(LIVE_SCHEDULE)),
     Index("uq_schedules_live_workflow_project", "workflow", "project", unique=True,
           sqlite_where=text("NOT archived"), postgresql_where=text("NOT archived")),
 )

@@ -195,3 +195,16 @@ def test_disabled_schedule_is_not_ticked_and_restarts_from_now(store_url: str) -
         actions = [e.action for e in schedule_rows.list_audit(conn, schedule_id=schedule.id)]
     assert schedule.next_run_at == at(29, 15)
     assert actions == ["create", "disable", "slots_disabled", "enable"]
+
+
+def test_the_due_query_uses_its_partial_index(sqlite_url: str) -> None:
+    """A tick with nothing due must cost one indexed lookup, not a scan of every schedule."""
+    from sqlalchemy.dialects import sqlite
+
+    rt = make_runtime(sqlite_url, schedules=[hourly("SKIP")], clock=ManualClock(at(29, 9, 30)))
+    apply_at(rt, at(29, 9, 30))
+    query = schedule_rows.due_query(at(29, 10))
+    compiled = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
+    with rt.store.read() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + compiled))
+    assert "ix_schedules_due" in plan, plan
