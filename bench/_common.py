@@ -91,11 +91,11 @@ def machine() -> dict[str, str]:
         "platform": platform.platform(),
     }
     try:
-        info["git"] = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+        info["git"] = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False).stdout.strip()
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=REPO_ROOT).stdout.strip()
+                              cwd=REPO_ROOT, check=False).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "engine", "steps", "workflows"],
-                               capture_output=True, text=True, cwd=REPO_ROOT).stdout.strip()
+                               capture_output=True, text=True, cwd=REPO_ROOT, check=False).stdout.strip()
         info["commit"] = head + (" (engine/steps/workflows modified)" if dirty else "")
     except OSError:
         pass
@@ -125,7 +125,7 @@ def run_comparator(script: Path, *args: str, timeout: float = 900) -> dict[str, 
     if python is None:
         raise RuntimeError(f"no bench venv at {BENCH_VENV} (run bench/setup_venv.sh)")
     proc = subprocess.run([str(python), str(script), *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=REPO_ROOT)
+                          cwd=REPO_ROOT, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{script.name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -63,9 +63,9 @@ def main() -> None:
             ours, theirs, ratio = [], [], []
             found = printed = 0
             for _ in range(reps):
-                seconds, output = c.timed(lambda: collect(repo, ["main"], start, end))
+                seconds, output = c.timed(lambda s=start, e=end: collect(repo, ["main"], s, e))
                 found = len(output.commits)
-                baseline, printed = c.timed(lambda: git_log(repo, start, end))
+                baseline, printed = c.timed(lambda s=start, e=end: git_log(repo, s, e))
                 ours.append(seconds)
                 theirs.append(baseline)
                 ratio.append(seconds / baseline)

@@ -109,7 +109,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-tick-") as tmp:
         folder = Path(tmp)
         for n in sizes:
-            setup_s, template = c.timed(lambda: build_template(folder, n))
+            setup_s, template = c.timed(lambda n=n: build_template(folder, n))
             print(f"N={n}: applied in {setup_s:.1f} s (setup, not timed)", flush=True)
             quiet, due, aps_quiet, aps_due = [], [], [], []
             for _ in range(reps):

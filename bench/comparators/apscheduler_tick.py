@@ -19,7 +19,7 @@ import argparse
 import json
 import shutil
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -51,7 +51,7 @@ def scheduler_on(engine):  # type: ignore[no-untyped-def]
         jobstores={"default": SQLAlchemyJobStore(engine=engine)},
         executors={"default": ThreadPoolExecutor(10)},
         job_defaults={"misfire_grace_time": 24 * 3600, "coalesce": True, "max_instances": 1},
-        timezone=timezone.utc)
+        timezone=UTC)
     scheduler.start(paused=True)  # jobs go straight to the store; the scheduler thread stays idle
     return scheduler
 
@@ -59,11 +59,11 @@ def scheduler_on(engine):  # type: ignore[no-untyped-def]
 def build_template(path: Path, jobs: int) -> None:
     engine = sqlite_engine(path, "OFF")
     scheduler = scheduler_on(engine)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for i in range(jobs):
         due = i % 10 == 0
-        trigger = CronTrigger(hour=0, minute=1, timezone=timezone.utc) if due else \
-            CronTrigger(hour=3, minute=0, timezone=timezone.utc)
+        trigger = CronTrigger(hour=0, minute=1, timezone=UTC) if due else \
+            CronTrigger(hour=3, minute=0, timezone=UTC)
         scheduler.add_job(noop, trigger, id=f"s{i:05d}",
                           next_run_time=now - timedelta(seconds=1) if due else now + timedelta(days=1))
     # No shutdown: it would leave the paused state and let the scheduler thread process the due jobs.

@@ -61,8 +61,9 @@ def main() -> None:
             synchronous = conn.exec_driver_sql("PRAGMA synchronous").scalar()
     finally:
         DBOS.destroy()
-    import dbos as dbos_pkg
     from importlib.metadata import version
+
+    import dbos as dbos_pkg
 
     print(json.dumps({"seconds": elapsed, "runs": args.runs, "steps_recorded": steps - 4,
                       "workflows_success": workflows - 1, "journal_mode": journal, "synchronous": synchronous,
