@@ -24,7 +24,15 @@ from engine import cli_render as render
 from engine import clock as clock_mod
 from engine import config as config_mod
 from engine import cron, errors, logs
-from engine.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, RunStatus
+from engine.models import (
+    DstFold,
+    DstGap,
+    Misfire,
+    Overlap,
+    PeriodKind,
+    ReportOn,
+    RunStatus,
+)
 from engine.registry import load_registry
 from engine.runtime import Runtime
 from engine.store import Store, database

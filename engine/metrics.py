@@ -26,7 +26,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, or_, select, type_coerce
 from sqlalchemy.engine import Connection

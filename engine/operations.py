@@ -16,7 +16,13 @@ from sqlalchemy.engine import Connection
 
 from engine import cron, errors, pinning, policies
 from engine.models import (
-    ACTIVE_STATUSES, AttemptTrigger, PeriodKind, Run, RunStatus, RunTrigger, Schedule,
+    ACTIVE_STATUSES,
+    AttemptTrigger,
+    PeriodKind,
+    Run,
+    RunStatus,
+    RunTrigger,
+    Schedule,
 )
 from engine.runtime import Runtime
 from engine.store import claims

@@ -12,7 +12,15 @@ from typing import Any
 
 from engine import policies
 from engine.clock import format_instant
-from engine.models import PRIORITY, AttemptTrigger, Period, RunStatus, RunTrigger, Schedule, SlotReason
+from engine.models import (
+    PRIORITY,
+    AttemptTrigger,
+    Period,
+    RunStatus,
+    RunTrigger,
+    Schedule,
+    SlotReason,
+)
 from engine.workflow import WorkflowDef
 
 

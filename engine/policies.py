@@ -15,7 +15,14 @@ from zoneinfo import ZoneInfo
 
 from engine import cron
 from engine.models import (
-    Misfire, Overlap, Period, PeriodKind, ReportOn, RunStatus, Schedule, SlotReason,
+    Misfire,
+    Overlap,
+    Period,
+    PeriodKind,
+    ReportOn,
+    RunStatus,
+    Schedule,
+    SlotReason,
 )
 
 SLOT_KEY_FORMAT = "%Y-%m-%dT%H:%MZ"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
+from sqlalchemy.engine import Connection
 
 from engine import cron
 from engine.models import Run, Schedule, ScheduleSpec
@@ -22,7 +23,7 @@ class ScheduleOverview:
     last_run: Run | None
 
 
-def _last_runs(conn: object, schedule_ids: Sequence[int]) -> dict[int, Run]:
+def _last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
     """The latest run (by slot) that is not merely waiting, per schedule."""
     latest = (select(runs_table.c.schedule_id, func.max(runs_table.c.scheduled_for).label("at"))
               .where(runs_table.c.schedule_id.in_(list(schedule_ids)))
@@ -31,7 +32,7 @@ def _last_runs(conn: object, schedule_ids: Sequence[int]) -> dict[int, Run]:
                                      & (runs_table.c.scheduled_for == latest.c.at))
              .order_by(runs_table.c.id))
     found: dict[int, Run] = {}
-    for row in conn.execute(query).mappings():  # type: ignore[attr-defined]
+    for row in conn.execute(query).mappings():
         found[row["schedule_id"]] = rows.run_from_row(row)
     return found
 

@@ -15,7 +15,14 @@ from sqlalchemy.engine import Connection
 
 from engine import errors, policies
 from engine.clock import format_instant
-from engine.models import SYSTEM_RECONCILER, AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
+from engine.models import (
+    SYSTEM_RECONCILER,
+    AttemptOutcome,
+    AttemptTrigger,
+    Run,
+    RunStatus,
+    StepStatus,
+)
 from engine.runtime import Runtime
 from engine.store import claims
 from engine.store import runs as run_rows

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection

@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 import socket
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from engine import errors, policies
+from engine.clock import parse_instant
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
-from engine.store import instances as instance_rows
 from engine.store import claims
+from engine.store import instances as instance_rows
 from engine.store.claims import Claim
 from engine.workflow import StepContext, StepResult, WorkflowDef
 
@@ -181,8 +182,6 @@ class Worker:
         run = claim.run
         period_start = pinned.get("window_start") or run.scheduled_for.isoformat()
         period_end = pinned.get("window_end") or run.scheduled_for.isoformat()
-        from engine.clock import parse_instant
-
         return StepContext(
             run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
             business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,

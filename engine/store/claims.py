@@ -16,18 +16,38 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, Update, bindparam, case, exists, func, insert, or_, select, text, update
+from sqlalchemy import (
+    Select,
+    Update,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import Connection
 
 from engine import errors, transitions
 from engine.models import (
-    ACTIVE_STATUSES, PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus, RunTrigger, StepRecord, StepStatus,
+    ACTIVE_STATUSES,
+    PRIORITY,
+    AttemptOutcome,
+    AttemptTrigger,
+    Run,
+    RunStatus,
+    RunTrigger,
+    StepRecord,
+    StepStatus,
 )
 from engine.store import rows
-from engine.store.runs import _insert
+from engine.store.runs import dialect_insert
 from engine.store.tables import artifacts, attempts, runs, steps
-from engine.workflow import ArtifactRef
 from engine.store.types import UTCDateTime
+from engine.workflow import ArtifactRef
 
 CLAIM_LOCK_KEY = 7312002
 BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
@@ -282,7 +302,7 @@ def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) ->
 
 def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[ArtifactRef], now: datetime) -> None:
     for ref in refs:
-        stmt = _insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, step=step, location=ref.location,
+        stmt = dialect_insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, step=step, location=ref.location,
                                                sha256=ref.sha256, external_id=ref.external_id, created_at=now)
         stmt = stmt.on_conflict_do_update(index_elements=["run_id", "kind", "location"],
                                           set_={"sha256": ref.sha256, "external_id": ref.external_id})

@@ -10,8 +10,22 @@ from typing import Any
 from sqlalchemy.engine import RowMapping
 
 from engine.models import (
-    ArtifactRecord, AttemptOutcome, AttemptRecord, AttemptTrigger, DstFold, DstGap, Misfire, Overlap,
-    ReportOn, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec, StepRecord, StepStatus,
+    ArtifactRecord,
+    AttemptOutcome,
+    AttemptRecord,
+    AttemptTrigger,
+    DstFold,
+    DstGap,
+    Misfire,
+    Overlap,
+    ReportOn,
+    Run,
+    RunStatus,
+    RunTrigger,
+    Schedule,
+    ScheduleSpec,
+    StepRecord,
+    StepStatus,
 )
 
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter")

@@ -18,7 +18,13 @@ from sqlalchemy.engine import Connection
 
 from engine import errors, transitions
 from engine.models import (
-    ACTIVE_STATUSES, PRIORITY, AttemptTrigger, Run, RunStatus, RunTrigger, StepStatus,
+    ACTIVE_STATUSES,
+    PRIORITY,
+    AttemptTrigger,
+    Run,
+    RunStatus,
+    RunTrigger,
+    StepStatus,
 )
 from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
@@ -28,13 +34,14 @@ BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
 
 
-def _insert(conn: Connection) -> Any:
+def dialect_insert(conn: Connection) -> Any:
+    """The dialect's INSERT construct (it has ON CONFLICT on both SQLite and PostgreSQL)."""
     return pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
 
 
 def _insert_or_nothing(conn: Connection) -> Any:
     # Built once per dialect and executed with parameters, so SQLAlchemy's statement cache applies.
-    return _insert(conn)(runs).on_conflict_do_nothing().returning(runs.c.id, runs.c.idempotency_key,
+    return dialect_insert(conn)(runs).on_conflict_do_nothing().returning(runs.c.id, runs.c.idempotency_key,
                                                                   sort_by_parameter_order=True)
 
 

@@ -10,8 +10,20 @@ scheduler exactly-once live here: the partial unique index on
 from __future__ import annotations
 
 from sqlalchemy import (
-    JSON, BigInteger, Boolean, CheckConstraint, Column, ForeignKey, Index, Integer, MetaData,
-    String, Table, Text, UniqueConstraint, text,
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
 )
 
 from engine.models import RunStatus, RunTrigger, StepStatus
