@@ -242,7 +242,6 @@ class Run:
     attempt_count: int
     max_attempts: int
     next_attempt_trigger: AttemptTrigger | None
-    resume_step: str | None
     reason: str | None
     lease_owner: str | None
     lease_until: datetime | None

@@ -82,7 +82,7 @@ def _candidate(postgres: bool, with_projects: bool) -> Select[Any]:
 _CLAIM = update(runs).where(runs.c.id == P("b_id")).values(
     status=RUNNING, lease_owner=P("b_owner"), lease_until=_now("b_lease"), fence=P("b_fence"),
     claimed_at=_now(), started_at=func.coalesce(runs.c.started_at, _now()), attempt_count=P("b_attempt"),
-    not_before=None, next_attempt_trigger=None, resume_step=None, completed_at=None)
+    not_before=None, next_attempt_trigger=None, completed_at=None)
 _NEW_ATTEMPT = insert(attempts)
 _STEPS_OF = select(steps).where(steps.c.run_id == P("b_run")).order_by(steps.c.position)
 _START_STEP = update(steps).where(steps.c.run_id == P("b_run"), steps.c.position == P("b_pos")).values(

@@ -25,8 +25,8 @@ from sqlalchemy.pool import NullPool
 
 from engine import errors
 
-HEAD_REVISION = "0001"
-KNOWN_REVISIONS = frozenset({"0001"})
+HEAD_REVISION = "0002"
+KNOWN_REVISIONS = frozenset({"0001", "0002"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 

@@ -102,7 +102,7 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         idempotency_key=row["idempotency_key"], revision=row["revision"], status=RunStatus(row["status"]),
         priority=row["priority"], not_before=row["not_before"], pinned=row["pinned"] or {},
         attempt_count=row["attempt_count"], max_attempts=row["max_attempts"],
-        next_attempt_trigger=AttemptTrigger(trigger) if trigger else None, resume_step=row["resume_step"],
+        next_attempt_trigger=AttemptTrigger(trigger) if trigger else None,
         reason=row["reason"], lease_owner=row["lease_owner"], lease_until=row["lease_until"],
         fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
         created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],

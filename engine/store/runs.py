@@ -149,8 +149,7 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
     run that many more attempts (a manual retry starts a fresh budget).
     """
     values: dict[str, Any] = dict(priority=PRIORITY[trigger], next_attempt_trigger=trigger.value,
-                                  not_before=None, completed_at=None, cancel_requested=False,
-                                  resume_step=from_step, reason=None)
+                                  not_before=None, completed_at=None, cancel_requested=False, reason=None)
     if fresh_budget is not None:
         values["max_attempts"] = run.attempt_count + fresh_budget
     _guarded_status(conn, run.id, RunStatus.QUEUED, **values)

@@ -92,7 +92,6 @@ runs = Table(
     Column("attempt_count", Integer, nullable=False, server_default=text("0")),
     Column("max_attempts", Integer, nullable=False),
     Column("next_attempt_trigger", String(16)),
-    Column("resume_step", String(64)),
     Column("lease_owner", String(255)),
     Column("lease_until", UTCDateTime),
     Column("fence", BigInteger, nullable=False, server_default=text("0")),
@@ -181,4 +180,13 @@ instances = Table(
     Column("projects", JSON),
     Column("started_at", UTCDateTime, nullable=False),
     Column("last_seen_at", UTCDateTime, nullable=False),
+)
+
+# One row per shared external rate limit (e.g. the Notion integration): the
+# earliest instant the next request may be sent. Every worker on the store
+# reserves its slot here, so N workers together keep the one limit.
+rate_limits = Table(
+    "rate_limits", metadata,
+    Column("name", String(100), primary_key=True),
+    Column("next_at", UTCDateTime, nullable=False),
 )

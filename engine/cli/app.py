@@ -20,7 +20,7 @@ from typing import Annotated, Any, Optional
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine import cli_render as render
+from engine.cli import render
 from engine import clock as clock_mod
 from engine import config as config_mod
 from engine import cron, errors, logs

@@ -1,0 +1,3 @@
+from engine.cli.app import main
+
+main()
