@@ -138,9 +138,17 @@ def db_upgrade(ctx: typer.Context) -> None:
     cli = _cli(ctx)
     url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
     engine = database.create_db_engine(url)
-    before = database.current_revision(engine)
-    database.upgrade(engine)
-    render.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
+    try:
+        before = database.current_revision(engine)
+        if before == database.HEAD_REVISION:
+            render.say(f"schema already at head ({database.HEAD_REVISION}); nothing to do")
+            return
+        if before is not None and before not in database.KNOWN_REVISIONS:
+            database.ensure_schema(engine, auto_migrate=False)  # refuses: a newer reportflow migrated it
+        database.upgrade(engine, wait=False)
+        render.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
+    finally:
+        engine.dispose()
 
 
 @db_app.command("backup")
