@@ -75,7 +75,7 @@ def warn(message: str) -> None:
 
 def error(message: str, code: str | None = None) -> None:
     prefix = f"error [{code}]" if code else "error"
-    err.print(f"[bold red]{prefix}:[/] {escape(message)}")
+    err.print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line, however long
 
 
 def apply_report(report: Any) -> None:

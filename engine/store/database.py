@@ -158,7 +158,8 @@ def ensure_schema(engine: Engine, *, auto_migrate: bool) -> None:
     try:
         revision = current_revision(engine)
     except OperationalError as exc:
-        raise errors.ReportflowError(f"cannot reach the database at {engine.url!r}: {exc.orig}") from exc
+        reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]  # one line, no SQL
+        raise errors.ReportflowError(f"cannot reach the database at {engine.url!r}: {reason}") from exc
     if revision == HEAD_REVISION:
         return
     if revision is not None and revision not in KNOWN_REVISIONS:
