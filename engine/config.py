@@ -66,8 +66,20 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _optional_duration(value: Any) -> timedelta | None:
+    return None if value in ("", None) else parse_duration(value)
+
+
 class StoreConfig(Strict):
     url: str = DEFAULT_DB_URL
+    retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
+
+    @field_validator("retain")
+    @classmethod
+    def _retain_floor(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(days=1):
+            raise ValueError("retain must be at least 1d (or \"\" to keep every run)")
+        return value
 
 
 class WorkerConfig(Strict):
@@ -131,6 +143,7 @@ class AppConfig:
     schedules: tuple[ScheduleSpec, ...]
     raw: Mapping[str, Any]
     workflow_settings: Mapping[str, Any] = field(default_factory=dict)
+    retain: timedelta | None = None
 
     def schedule(self, name: str) -> ScheduleSpec:
         for spec in self.schedules:
@@ -272,5 +285,5 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
     return AppConfig(
         path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
-        workflow_settings=settings,
+        workflow_settings=settings, retain=sections.store.retain,
     )

@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine import cron, errors, pinning, policies
+from engine import cron, errors, pinning, policies, retention
 from engine.models import (
     ACTIVE_STATUSES,
     AttemptTrigger,
@@ -25,7 +25,7 @@ from engine.models import (
     Schedule,
 )
 from engine.runtime import Runtime
-from engine.store import claims
+from engine.store import claims, pruning
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
@@ -131,6 +131,7 @@ class BackfillReport:
     left: list[tuple[str, str]] = field(default_factory=list)  # (key, status) listed, not touched
     present: list[str] = field(default_factory=list)
     future: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # periods a prune settled: left out unless include_pruned
 
 
 def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: date) -> Iterator[datetime]:
@@ -154,11 +155,13 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
 
 
 def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_run: bool = False,
-             progress: Callable[[int, int], None] | None = None) -> BackfillReport:
+             progress: Callable[[int, int], None] | None = None, include_pruned: bool = False) -> BackfillReport:
     """BACKFILL runs for every business period in [first, last] without a row (SPEC §12 table).
 
     Periods whose slot is still in the future are left out (listed in ``future``).
     Runs once or twice, the outcome is the same: the second pass creates nothing.
+    A period without a row inside a range a prune removed is left out (listed in
+    ``pruned``) unless ``include_pruned``: pruning never makes a report twice.
     """
     if last < first:
         raise errors.InvalidInput(f"--to {last} is before --from {first}")
@@ -168,6 +171,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     report = BackfillReport()
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
+        pruned_ranges = [] if include_pruned else pruning.pruned_ranges(conn, schedule.id)
     workflow = rt.workflow(schedule.spec.workflow)
     spec = schedule.spec
     pins = workflow.pin(rt.settings(workflow.name), spec.project)
@@ -181,6 +185,10 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
                     report.future.append(period.key)
                     continue
                 existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
+                if not existing and pruned_ranges and retention.is_pruned(
+                        pruned_ranges, *retention.period_dates(period.key, spec.timezone)):
+                    report.pruned.append(period.key)
+                    continue
                 if not existing:
                     if not dry_run:
                         _create(conn, rt, schedule, slot, RunTrigger.BACKFILL, now, pins)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine import reconciler, scheduler
+from engine import lifecycle, reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
 from engine.worker import Worker
@@ -43,6 +43,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     log.info("serve_started worker=%s", worker.worker_id)
     reconciler.reclaim_own(rt, worker.worker_id)
     poll = rt.config.worker.poll_interval
+    retention_timer = lifecycle.RetentionTimer(rt.config.retain)
     try:
         while not stop.is_set():
             try:
@@ -50,6 +51,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
                     last_sweep = rt.clock.monotonic()
+                    retention_timer.maybe_prune(rt)  # [store] retain: once a day
                 worker.beat()
                 while not stop.is_set() and worker.run_one() is not None:
                     pass

@@ -138,9 +138,31 @@ def db_upgrade(ctx: typer.Context) -> None:
     cli = _cli(ctx)
     url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
     engine = database.create_db_engine(url)
-    before = database.current_revision(engine)
-    database.upgrade(engine)
-    render.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
+    try:
+        before = database.current_revision(engine)
+        if before == database.HEAD_REVISION:
+            render.say(f"schema already at head ({database.HEAD_REVISION}); nothing to do")
+            return
+        if before is not None and before not in database.KNOWN_REVISIONS:
+            database.ensure_schema(engine, auto_migrate=False)  # refuses: a newer reportflow migrated it
+        database.upgrade(engine, wait=False)
+        render.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
+    finally:
+        engine.dispose()
+
+
+@db_app.command("backup")
+def db_backup(ctx: typer.Context, path: Path) -> None:
+    """A consistent copy of a SQLite database while workers run. Example: reportflow db backup backup.db"""
+    from engine.store import pruning
+
+    cli = _cli(ctx)
+    url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
+    engine = database.create_db_engine(url)
+    if engine.dialect.name == "sqlite":
+        database.ensure_schema(engine, auto_migrate=False)
+    pages = pruning.backup_sqlite(engine, path)
+    render.say(f"backed up {database.safe_url(url)} to {path} ({pages} pages)")
 
 
 # --- schedules -----------------------------------------------------------------
@@ -362,6 +384,8 @@ def backfill(ctx: typer.Context, schedule: str,
              from_: Annotated[str, typer.Option("--from", help="First business date.")],
              to: Annotated[str, typer.Option("--to", help="Last business date.")],
              dry_run: Annotated[bool, typer.Option("--dry-run", help="List, change nothing.")] = False,
+             include_pruned: Annotated[bool, typer.Option("--include-pruned",
+                                                          help="Also periods a prune removed.")] = False,
              as_json: JsonOpt = False) -> None:
     """Runs for every business period without a row. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
     from engine import operations
@@ -369,8 +393,24 @@ def backfill(ctx: typer.Context, schedule: str,
     first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
     rt = _cli(ctx).runtime()
     with render.progress("backfill", quiet=as_json) as advance:
-        report = operations.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance)
+        report = operations.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance,
+                                     include_pruned=include_pruned)
     render.backfill_report(report, dry_run, as_json)
+
+
+@app.command()
+def prune(ctx: typer.Context,
+          before: Annotated[str, typer.Option("--before", help="Business date: periods that ended before it.")],
+          dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, change nothing.")] = False,
+          as_json: JsonOpt = False) -> None:
+    """Remove finished runs whose business period ended before a date (files and pages stay).
+
+    Example: reportflow prune --before 2025-01-01 --dry-run
+    """
+    from engine import lifecycle
+
+    day = _parse_date(before, "--before")
+    render.prune_report(lifecycle.prune(_cli(ctx).runtime(), day, dry_run=dry_run), as_json)
 
 
 @runs_app.command("list")

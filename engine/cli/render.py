@@ -75,7 +75,7 @@ def warn(message: str) -> None:
 
 def error(message: str, code: str | None = None) -> None:
     prefix = f"error [{code}]" if code else "error"
-    err.print(f"[bold red]{prefix}:[/] {escape(message)}")
+    err.print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line, however long
 
 
 def apply_report(report: Any) -> None:
@@ -235,7 +235,7 @@ def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int]
 def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
     data = {"dry_run": dry_run, "created": report.created, "requeued": report.requeued,
             "left": [{"business_key": k, "status": s} for k, s in report.left], "present": report.present,
-            "future": report.future}
+            "future": report.future, "pruned": report.pruned}
     if as_json:
         _json(data)
         return
@@ -246,6 +246,23 @@ def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
         say(f"  {key}: {status} (left as is; use `reportflow runs retry` or `trigger`)")
     if report.future:
         say(f"  not yet due: {', '.join(report.future)}")
+    if report.pruned:
+        say(f"  pruned earlier, left out (use --include-pruned to run them again): {len(report.pruned)} "
+            f"({report.pruned[0]} .. {report.pruned[-1]})")
+
+
+def prune_report(report: Any, as_json: bool) -> None:
+    data = {"before": report.before.isoformat(), "dry_run": report.dry_run, "removed": report.removed,
+            "counts": report.counts,
+            "ranges": [{"schedule_id": r.schedule_id, "first": r.first.isoformat(), "last": r.last.isoformat(),
+                        "counts": dict(r.counts)} for r in report.ranges]}
+    if as_json:
+        _json(data)
+        return
+    verb = "would remove" if report.dry_run else "removed"
+    detail = ", ".join(f"{status} {n}" for status, n in sorted(report.counts.items()))
+    say(f"{verb} {report.removed} finished runs whose period ended before {report.before.isoformat()}"
+        + (f" ({detail})" if detail else ""))
 
 
 def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:

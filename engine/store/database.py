@@ -93,39 +93,60 @@ def current_revision(engine: Engine) -> str | None:
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def upgrade(engine: Engine) -> str:
-    """Migrate to head (serialised across processes) and return the new revision."""
+MIGRATION_LOCK_KEY = 7312001
+_BUSY = "another `reportflow db upgrade` is migrating this database; let it finish, then run it again"
+
+
+def upgrade(engine: Engine, *, target: str = "head", wait: bool = True) -> str:
+    """Migrate to ``target`` (serialised across processes) and return the revision reached.
+
+    ``wait=False`` (the ``db upgrade`` command) refuses with ``Conflict`` instead
+    of queueing behind another migration; first-use migration waits.
+    """
     from alembic import command
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with _migration_lock(engine), engine.begin() as conn:
+    with _migration_lock(engine, wait=wait), engine.begin() as conn:
         if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(7312001)"))
+            if wait:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+            elif not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY}).scalar():
+                raise errors.Conflict(_BUSY)
         config.attributes["connection"] = conn
-        command.upgrade(config, "head")
-    return HEAD_REVISION
+        command.upgrade(config, target)
+    return HEAD_REVISION if target == "head" else target
 
 
 @contextmanager
-def file_lock(path: Path | None) -> Iterator[None]:
-    """An exclusive lock on ``path`` across the processes of this host (nothing when None)."""
+def file_lock(path: Path | None, *, wait: bool = True) -> Iterator[None]:
+    """An exclusive lock on ``path`` across the processes of this host (nothing when None).
+
+    ``wait=False`` raises ``Conflict`` when another process holds it.
+    """
     if path is None:
         yield
         return
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise errors.Conflict(_BUSY) from None
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
-def _migration_lock(engine: Engine) -> AbstractContextManager[None]:
+def migration_lock_path(engine: Engine) -> Path | None:
     path = sqlite_path(str(engine.url))
-    return file_lock(None if path is None else path.with_name(path.name + ".migrate.lock"))
+    return None if path is None else path.with_name(path.name + ".migrate.lock")
+
+
+def _migration_lock(engine: Engine, *, wait: bool = True) -> AbstractContextManager[None]:
+    return file_lock(migration_lock_path(engine), wait=wait)
 
 
 def ensure_schema(engine: Engine, *, auto_migrate: bool) -> None:
@@ -137,7 +158,8 @@ def ensure_schema(engine: Engine, *, auto_migrate: bool) -> None:
     try:
         revision = current_revision(engine)
     except OperationalError as exc:
-        raise errors.ReportflowError(f"cannot reach the database at {engine.url!r}: {exc.orig}") from exc
+        reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]  # one line, no SQL
+        raise errors.ReportflowError(f"cannot reach the database at {engine.url!r}: {reason}") from exc
     if revision == HEAD_REVISION:
         return
     if revision is not None and revision not in KNOWN_REVISIONS:

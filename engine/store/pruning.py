@@ -1,0 +1,110 @@
+"""SQL of the data lifecycle: prune candidates, guarded deletes, the prune audit, SQLite backups.
+
+Deletes run in short batches (one write transaction each) and repeat the
+guard in SQL: only runs still in a terminal status are removed, so a run an
+operator re-queued between the read and the delete is left alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Connection, Engine
+
+from engine import errors, retention
+from engine.models import TERMINAL_STATUSES, RunStatus
+from engine.store.tables import artifacts, attempts, audit_events, runs, schedules, steps
+
+_TERMINAL = [s.value for s in TERMINAL_STATUSES]
+
+
+def list_candidates(conn: Connection, *, bound: datetime, after_id: int, limit: int) -> list[retention.PruneCandidate]:
+    """Finished runs with a slot before ``bound`` and an id above ``after_id``, in id order."""
+    query = (select(runs.c.id, runs.c.schedule_id, runs.c.business_key, runs.c.status, runs.c.scheduled_for)
+             .where(runs.c.id > after_id, runs.c.status.in_(_TERMINAL), runs.c.scheduled_for < bound)
+             .order_by(runs.c.id).limit(limit))
+    return [retention.PruneCandidate(r.id, r.schedule_id, r.business_key, RunStatus(r.status), r.scheduled_for)
+            for r in conn.execute(query)]
+
+
+def max_run_id(conn: Connection) -> int:
+    return int(conn.execute(select(runs.c.id).order_by(runs.c.id.desc()).limit(1)).scalar() or 0)
+
+
+def schedule_clock(conn: Connection) -> tuple[dict[int, str], dict[int, datetime | None]]:
+    """Every schedule's timezone and ``next_run_at`` (archived ones included)."""
+    timezones: dict[int, str] = {}
+    upcoming: dict[int, datetime | None] = {}
+    for row in conn.execute(select(schedules.c.id, schedules.c.definition, schedules.c.next_run_at)):
+        timezones[row.id] = str((row.definition or {}).get("timezone", "UTC"))
+        upcoming[row.id] = row.next_run_at
+    return timezones, upcoming
+
+
+def delete_runs(conn: Connection, run_ids: Sequence[int]) -> dict[int, str]:
+    """Delete these runs (steps, attempts, artifact rows and their own audit events too) if still finished.
+
+    Returns {id: status} of the runs removed; the others are untouched.
+    """
+    if not run_ids:
+        return {}
+    guard = select(runs.c.id, runs.c.status).where(runs.c.id.in_(list(run_ids)), runs.c.status.in_(_TERMINAL))
+    if conn.dialect.name == "postgresql":
+        guard = guard.with_for_update()
+    removed = {int(r.id): str(r.status) for r in conn.execute(guard)}
+    if not removed:
+        return {}
+    ids = list(removed)
+    for table in (audit_events, artifacts, attempts, steps):
+        conn.execute(delete(table).where(table.c.run_id.in_(ids)))
+    conn.execute(delete(runs).where(runs.c.id.in_(ids)))
+    return removed
+
+
+def pruned_ranges(conn: Connection, schedule_id: int) -> list[retention.PrunedRange]:
+    query = select(audit_events.c.after).where(audit_events.c.schedule_id == schedule_id,
+                                               audit_events.c.action == retention.PRUNE_ACTION)
+    found = (retention.range_from_audit(schedule_id, row.after) for row in conn.execute(query))
+    return [r for r in found if r is not None]
+
+
+def backup_sqlite(engine: Engine, destination: Path) -> int:
+    """Copy a live SQLite database to ``destination`` with sqlite3's online backup API.
+
+    One backup step copies every page under one read transaction, so the copy
+    is a consistent snapshot even while workers commit (WAL lets them go on).
+    The copy is written beside ``destination`` and renamed into place.
+    Returns the number of pages copied.
+    """
+    if engine.dialect.name != "sqlite":
+        raise errors.InvalidInput(
+            "db backup copies SQLite databases only; for PostgreSQL use "
+            "`pg_dump -Fc -f reportflow.dump DBNAME` (restore with `pg_restore -d DBNAME reportflow.dump`)")
+    if destination.exists():
+        raise errors.InvalidInput(f"{destination} already exists; give a new path")
+    if not destination.parent.is_dir():
+        raise errors.InvalidInput(f"{destination.parent} is not a folder")
+    partial = destination.with_name(f".{destination.name}.partial")
+    partial.unlink(missing_ok=True)
+    raw = engine.raw_connection()
+    try:
+        source: Any = raw.driver_connection
+        target = sqlite3.connect(partial)
+        try:
+            source.backup(target, pages=-1)
+            pages = int(target.execute("PRAGMA page_count").fetchone()[0])
+            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+        finally:
+            target.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        raw.close()
+    partial.rename(destination)
+    return pages
