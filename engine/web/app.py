@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine import errors
 from engine.clock import format_instant
@@ -93,6 +94,34 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return page(request, "error.html", status_code=exc.status_code, title=str(exc.status_code), message=exc.detail)
 
 
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+     b"frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+class SecurityHeaders:
+    """Defence in depth behind the escaping: no inline script runs, no MIME sniffing, no framing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def create_app(rt: Runtime, *, token: str | None) -> Starlette:
     """The ASGI app over ``rt``; ``token`` None makes it read-only."""
     from engine.web import api, routes
@@ -100,7 +129,7 @@ def create_app(rt: Runtime, *, token: str | None) -> Starlette:
     app = Starlette(
         routes=[*routes.ROUTES, *api.ROUTES, Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
                 Route("/favicon.ico", lambda request: Response(status_code=204))],
-        middleware=[Middleware(SessionMiddleware, secret_key=auth.session_secret(token),
+        middleware=[Middleware(SecurityHeaders), Middleware(SessionMiddleware, secret_key=auth.session_secret(token),
                                session_cookie=SESSION_COOKIE, same_site="strict", https_only=False,
                                max_age=12 * 3600)],
         exception_handlers={errors.ReportflowError: _engine_error, HTTPException: _http_error},
