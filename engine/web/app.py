@@ -7,6 +7,7 @@ Conflict (exit 3) is 409, a missing run or schedule on a page is 404.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,15 @@ class WebState:
 def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["instant"] = lambda value: format_instant(value) or ""
+    env.filters["instant"] = _instant
     env.filters["secs"] = charts.human_seconds
     env.filters["clip"] = _clip
     return env
+
+
+def _instant(value: datetime | None) -> str:
+    """Instants on the page: UTC, ISO 8601, second precision, ``Z``."""
+    return "" if value is None else format_instant(value.replace(microsecond=0)) or ""
 
 
 def _clip(text: str, limit: int = 20_000) -> str:
