@@ -229,6 +229,12 @@ def schedule_id(rt: Runtime, name: str) -> int:
         return schedule_rows.get_schedule(conn, name).id
 
 
+def schedule_names(rt: Runtime) -> list[str]:
+    """Names of the live schedules (for filters), without touching the runs table."""
+    with rt.store.read() as conn:
+        return [s.name for s in schedule_rows.list_schedules(conn)]
+
+
 def run_audit(rt: Runtime, run_id: int) -> list[AuditEvent]:
     with rt.store.read() as conn:
         return history_rows.run_audit(conn, run_id)

@@ -124,7 +124,7 @@ def runs_page(request: Request) -> Response:
         next_url = "/runs?" + urlencode(query)
     return page(request, "runs.html", title="Runs", runs=result.runs, filters=echo, statuses=list(RunStatus),
                 chosen=set(filt.statuses), triggers=list(RunTrigger),
-                schedule_names=[o.schedule.name for o in queries.schedules_overview(rt)], next_url=next_url,
+                schedule_names=history.schedule_names(rt), next_url=next_url,
                 first_page=not request.query_params.get("after"))
 
 
