@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy import and_, not_, or_, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from engine.models import AuditEvent, Run
 from engine.store import rows
@@ -35,7 +36,7 @@ def _iso_week(day: date) -> str:
     return day.strftime("%G-W%V")
 
 
-def _date_clause(first: date | None, last: date | None) -> object:
+def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
     """Business keys are ``YYYY-MM-DD``, ``YYYY-Www`` or ``YYYY-MM-DDTHH:MMZ``: each sorts as text within its kind."""
     is_week = runs.c.business_key.like("____-W__")
     day_parts = []
