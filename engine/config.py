@@ -1,6 +1,6 @@
 """``reportflow.toml``: loading, validation and the engine's own sections.
 
-The engine validates ``[store]``, ``[worker]``, ``[notify]`` and
+The engine validates ``[store]``, ``[worker]``, ``[notify]``, ``[ui]`` and
 ``[[schedules]]``; every other top-level section is handed, raw, to the
 installed workflows (``WorkflowDef.load_settings``), which own them. Any
 problem is reported with the file, the key path and what is wrong, before
@@ -101,6 +101,14 @@ class NotifyConfig(Strict):
     webhook_env: str = ""
 
 
+class UiConfig(Strict):
+    """``[ui]``: where the web page binds, and the NAME of the variable holding its write token."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8321, ge=0, le=65535)
+    token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
+
+
 class ScheduleConfig(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
     workflow: str
@@ -128,6 +136,7 @@ class EngineSections(BaseModel):
     store: StoreConfig = StoreConfig()
     worker: WorkerConfig = WorkerConfig()
     notify: NotifyConfig = NotifyConfig()
+    ui: UiConfig = UiConfig()
     schedules: list[ScheduleConfig] = []
 
 
@@ -144,6 +153,7 @@ class AppConfig:
     raw: Mapping[str, Any]
     workflow_settings: Mapping[str, Any] = field(default_factory=dict)
     retain: timedelta | None = None
+    ui: UiConfig = field(default_factory=UiConfig)
 
     def schedule(self, name: str) -> ScheduleSpec:
         for spec in self.schedules:
@@ -215,7 +225,7 @@ def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fol
     cron.check_schedule(timing, period)
 
 
-ENGINE_SECTIONS = ("store", "worker", "notify", "schedules")
+ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "schedules")
 
 
 def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any], file: str | None) -> None:
@@ -285,5 +295,5 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
     return AppConfig(
         path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
-        workflow_settings=settings, retain=sections.store.retain,
+        workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
     )

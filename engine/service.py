@@ -35,7 +35,8 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
 
 
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
-          metrics_port: int | None = None) -> None:
+          metrics_port: int | None = None, ui_port: int | None = None) -> None:
+    page = _start_ui(rt, ui_port) if ui_port is not None else None
     worker = Worker(rt, worker_id, stop=stop)
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
@@ -67,7 +68,18 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
         worker.close()
         if server is not None:
             server.shutdown()
+        if page is not None:
+            page.stop()
         log.info("serve_stopped worker=%s", worker.worker_id)
+
+
+def _start_ui(rt: Runtime, port: int) -> Any:
+    """The web page in a thread beside the loops (``serve --ui-port``), on ``[ui] host``."""
+    from engine.web import server
+
+    page = server.Background(rt, rt.config.ui.host, port)
+    page.start()
+    return page
 
 
 def _start_metrics(rt: Runtime, port: int) -> ThreadingHTTPServer:

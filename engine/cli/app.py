@@ -354,15 +354,36 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 @app.command()
 def serve(ctx: typer.Context,
           metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", min=0, max=65535)] = None,
+          ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
+                                                         help="Also serve the web page on [ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
     """Scheduler, worker and reconciler loops in one process; SIGTERM finishes the step and exits 0.
 
-    Example: reportflow serve --metrics-port 9464
+    Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
     from engine import service
 
     rt = _cli(ctx).runtime()
-    service.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port)
+    service.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port, ui_port=ui_port)
+
+
+@app.command()
+def ui(ctx: typer.Context,
+       host: Annotated[Optional[str], typer.Option("--host", help="Bind address (default [ui] host, 127.0.0.1).")] = None,
+       port: Annotated[Optional[int], typer.Option("--port", min=0, max=65535,
+                                                   help="Port (default [ui] port, 8321).")] = None) -> None:
+    """The run-history web page and its /api/; read-only unless the [ui] token_env variable is set.
+
+    A non-loopback --host without a token is refused (exit 2). Example: reportflow ui --port 8321
+    """
+    from engine.web import server
+
+    rt = _cli(ctx).runtime()
+    bind_host = host or rt.config.ui.host
+    bind_port = rt.config.ui.port if port is None else port
+    render.say(f"reportflow ui on http://{bind_host}:{bind_port}/ "
+               f"({'actions need the token' if os.environ.get(rt.config.ui.token_env) else 'read-only: no token set'})")
+    server.run(rt, bind_host, bind_port)
 
 
 # --- runs --------------------------------------------------------------------

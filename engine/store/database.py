@@ -25,8 +25,8 @@ from sqlalchemy.pool import NullPool
 
 from engine import errors
 
-HEAD_REVISION = "0002"
-KNOWN_REVISIONS = frozenset({"0001", "0002"})
+HEAD_REVISION = "0003"
+KNOWN_REVISIONS = frozenset({"0001", "0002", "0003"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 

@@ -109,6 +109,8 @@ runs = Table(
     Index("ix_runs_claimable", "status", "not_before", "priority"),
     Index("ix_runs_schedule_status", "schedule_id", "status"),
     Index("ix_runs_base_key_status", "base_key", "status"),
+    Index("ix_runs_scheduled_for_id", "scheduled_for", "id"),
+    Index("ix_runs_schedule_slot", "schedule_id", "scheduled_for"),
     Index("uq_runs_slot", "schedule_id", "scheduled_for", "trigger_type", unique=True,
           sqlite_where=text("revision = 1"), postgresql_where=text("revision = 1")),
 )

@@ -1,0 +1,97 @@
+"""Read-only queries for run history: keyset pages, period ranges, slot audit ranges.
+
+Pages are keyset-paged on ``(scheduled_for DESC, id DESC)``: the next page
+starts strictly after the last row of the previous one, so a page costs the
+same at row 100 and at row 100,000 (no OFFSET scan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from sqlalchemy import and_, not_, or_, select
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
+
+from engine.models import AuditEvent, Run
+from engine.store import rows
+from engine.store.tables import audit_events, runs, schedules
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What the runs page and ``/api/runs`` filter on; every field optional."""
+
+    statuses: tuple[str, ...] = ()
+    schedule_id: int | None = None
+    project: str | None = None
+    trigger: str | None = None
+    date_from: date | None = None  # business date, inclusive
+    date_to: date | None = None  # business date, inclusive
+
+
+def _iso_week(day: date) -> str:
+    return day.strftime("%G-W%V")
+
+
+def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
+    """Business keys are ``YYYY-MM-DD``, ``YYYY-Www`` or ``YYYY-MM-DDTHH:MMZ``: each sorts as text within its kind."""
+    is_week = runs.c.business_key.like("____-W__")
+    day_parts = []
+    week_parts = []
+    if first is not None:
+        day_parts.append(runs.c.business_key >= first.isoformat())
+        week_parts.append(runs.c.business_key >= _iso_week(first))
+    if last is not None:
+        day_parts.append(runs.c.business_key < (last + timedelta(days=1)).isoformat())
+        week_parts.append(runs.c.business_key <= _iso_week(last))
+    return or_(and_(not_(is_week), *day_parts), and_(is_week, *week_parts))
+
+
+def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] | None, limit: int) -> list[Run]:
+    """Up to ``limit`` runs, newest slot first, strictly after the keyset position ``after``."""
+    query = (select(runs, schedules.c.name.label("schedule_name"))
+             .select_from(runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
+             .order_by(runs.c.scheduled_for.desc(), runs.c.id.desc()).limit(limit))
+    if filt.statuses:
+        query = query.where(runs.c.status.in_(list(filt.statuses)))
+    if filt.schedule_id is not None:
+        query = query.where(runs.c.schedule_id == filt.schedule_id)
+    if filt.project is not None:
+        query = query.where(runs.c.project == filt.project)
+    if filt.trigger is not None:
+        query = query.where(runs.c.trigger_type == filt.trigger)
+    if filt.date_from is not None or filt.date_to is not None:
+        query = query.where(_date_clause(filt.date_from, filt.date_to))
+    if after is not None:
+        at, run_id = after
+        query = query.where(or_(runs.c.scheduled_for < at, and_(runs.c.scheduled_for == at, runs.c.id < run_id)))
+    return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def period_runs(conn: Connection, workflow: str, project: str, first_key: str, last_key: str) -> list[Run]:
+    """Every run of (workflow, project) whose business key lies in [first_key, last_key], by key and revision.
+
+    A range on ``base_key`` (``workflow:project:key``), so the base-key index serves it.
+    """
+    prefix = f"{workflow}:{project}:"
+    query = (select(runs, schedules.c.name.label("schedule_name"))
+             .select_from(runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
+             .where(runs.c.base_key >= prefix + first_key, runs.c.base_key <= prefix + last_key)
+             .order_by(runs.c.base_key, runs.c.revision))
+    return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def slot_audits(conn: Connection, schedule_id: int, actions: Sequence[str]) -> list[AuditEvent]:
+    """A schedule's audit events of the given actions (e.g. ``slots_too_old``), oldest first."""
+    query = (select(audit_events).where(audit_events.c.schedule_id == schedule_id,
+                                        audit_events.c.action.in_(list(actions)))
+             .order_by(audit_events.c.id))
+    return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]
+
+
+def run_audit(conn: Connection, run_id: int) -> list[AuditEvent]:
+    query = select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.id)
+    return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]

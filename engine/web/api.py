@@ -1,0 +1,57 @@
+"""``/api/``: the CLI's ``--json`` shapes (``engine.views``), read-only.
+
+``/api/runs`` takes the runs page's filters and is keyset-paged: a
+``Link: <…>; rel="next"`` header carries the next page.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from engine import errors, history, queries, views
+from engine.web.app import state_of
+from engine.web.routes import run_filter
+
+
+def api_runs(request: Request) -> Response:
+    rt = state_of(request).rt
+    filt, echo = run_filter(rt, request.query_params)
+    limit_text = request.query_params.get("limit", "200")
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
+        raise errors.InvalidInput(f"limit '{limit_text}' must be a number from 1 to 1000")
+    result = history.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
+    headers = {}
+    if result.next_cursor:
+        query = [*echo.items(), *(("status", s) for s in filt.statuses), ("limit", limit_text),
+                 ("after", result.next_cursor)]
+        headers["Link"] = f'</api/runs?{urlencode(query)}>; rel="next"'
+    return JSONResponse([views.run_summary(r) for r in result.runs], headers=headers)
+
+
+def api_run(request: Request) -> Response:
+    text = str(request.path_params["run_id"])
+    if not text.isdigit() or len(text) > 18:
+        raise errors.NotFound(f"'{text}' is not a run id")
+    return JSONResponse(views.run_detail(queries.get_run(state_of(request).rt, int(text))))
+
+
+def api_schedules(request: Request) -> Response:
+    overviews = queries.schedules_overview(state_of(request).rt)
+    return JSONResponse([views.schedule_view(o.schedule, o.last_run) for o in overviews])
+
+
+def api_schedule(request: Request) -> Response:
+    overview = queries.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
+    return JSONResponse(views.schedule_view(overview.schedule, overview.last_run))
+
+
+ROUTES = [
+    Route("/api/runs", api_runs),
+    Route("/api/runs/{run_id}", api_run),
+    Route("/api/schedules", api_schedules),
+    Route("/api/schedules/{name}", api_schedule),
+]

@@ -1,0 +1,320 @@
+"""HTML pages and the write actions. Reads go through the read model; actions call the
+CLI's own functions (``engine.operations``, ``engine.schedules``) with actor ``ui``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from engine import cron, cron_words, errors, history, operations, queries, schedules, views
+from engine.models import ACTIVE_STATUSES, RunStatus, RunTrigger
+from engine.runtime import Runtime
+from engine.web import auth, charts, markdown
+from engine.web.app import page, state_of
+
+PAGE_SIZE = 50
+LEGEND = (
+    ("SUCCESS", "success"), ("PARTIAL_SUCCESS", "partial success"), ("FAILED", "failed"),
+    ("RETRY_PENDING", "retry pending"), ("RUNNING", "running / queued"), ("MISSED", "missed"),
+    ("SKIPPED", "skipped"), ("MANUAL_REQUIRED", "manual required"), ("CANCELLED", "cancelled"),
+    ("TOO_OLD", "too old (audit)"), ("DISABLED", "disabled"), ("BEFORE_SCHEDULE", "before schedule"),
+    ("NOT_YET_DUE", "not yet due"), ("AWAITING_TICK", "awaiting tick"),
+)
+# Cell colours: QUEUED and PENDING share the RUNNING colour (all "in flight").
+CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK"}
+
+
+def _parse_date(text: str | None, name: str) -> date | None:
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise errors.InvalidInput(f"{name} '{text}' is not a date (YYYY-MM-DD)") from None
+
+
+def _run_id(request: Request) -> int:
+    text = str(request.path_params["run_id"])
+    if not text.isdigit() or len(text) > 18:
+        raise errors.NotFound(f"'{text}' is not a run id")
+    return int(text)
+
+
+# --- reads ---------------------------------------------------------------------
+
+def home(request: Request) -> Response:
+    return RedirectResponse("/schedules", status_code=302)
+
+
+def schedules_page(request: Request) -> Response:
+    rt = state_of(request).rt
+    overviews = queries.schedules_overview(rt)
+    now = rt.clock.now()
+    items = []
+    for overview in overviews:
+        spec = overview.schedule.spec
+        fires = cron.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+        items.append({"view": views.schedule_view(overview.schedule, overview.last_run),
+                      "words": cron_words.describe(spec.cron), "fires": fires})
+    return page(request, "schedules.html", title="Schedules", items=items)
+
+
+def schedule_page(request: Request) -> Response:
+    rt = state_of(request).rt
+    name = str(request.path_params["name"])
+    overview = queries.schedule_overview(rt, name)
+    spec, fires = queries.preview(rt, name, 8)
+    row = history.calendar(rt, name)
+    started = history.chart_runs(rt, name)
+    delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
+             for r in started]
+    duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
+                if r.duration is not None]
+    return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run),
+                words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
+                delay_chart=charts.series_svg(delay, "start delay"),
+                duration_chart=charts.series_svg(duration, "duration"),
+                audit=schedules.history(rt, name)[-30:][::-1])
+
+
+def project_calendar_page(request: Request) -> Response:
+    rt = state_of(request).rt
+    project = str(request.path_params["project"])
+    rows = history.project_calendar(rt, project)
+    return page(request, "project.html", title=f"project {project}", project=project, rows=rows, legend_items=LEGEND,
+                cell_class=CELL_CLASS)
+
+
+def run_filter(rt: Runtime, params: Any) -> tuple[history.RunFilter, dict[str, str]]:
+    """The runs filter from query parameters (shared by the page and ``/api/runs``); bad values are 400."""
+    statuses = tuple(s.upper() for s in params.getlist("status") if s)
+    for value in statuses:
+        if value not in RunStatus.__members__:
+            raise errors.InvalidInput(f"unknown status '{value}'")
+    trigger = (params.get("trigger") or "").upper() or None
+    if trigger is not None and trigger not in RunTrigger.__members__:
+        raise errors.InvalidInput(f"unknown trigger '{trigger}'")
+    schedule = params.get("schedule") or None
+    filt = history.RunFilter(
+        statuses=statuses, schedule_id=history.schedule_id(rt, schedule) if schedule else None,
+        project=params.get("project") or None, trigger=trigger,
+        date_from=_parse_date(params.get("from"), "from"), date_to=_parse_date(params.get("to"), "to"))
+    echo = {k: v for k, v in (("schedule", schedule), ("project", filt.project), ("trigger", trigger),
+                              ("from", params.get("from")), ("to", params.get("to"))) if v}
+    return filt, echo
+
+
+def runs_page(request: Request) -> Response:
+    rt = state_of(request).rt
+    filt, echo = run_filter(rt, request.query_params)
+    result = history.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=PAGE_SIZE)
+    next_url = None
+    if result.next_cursor:
+        query = [*echo.items(), *(("status", s) for s in filt.statuses), ("after", result.next_cursor)]
+        next_url = "/runs?" + urlencode(query)
+    return page(request, "runs.html", title="Runs", runs=result.runs, filters=echo, statuses=list(RunStatus),
+                chosen=set(filt.statuses), triggers=list(RunTrigger),
+                schedule_names=history.schedule_names(rt), next_url=next_url,
+                first_page=not request.query_params.get("after"))
+
+
+def _report_markdown(run: Any) -> tuple[str | None, str | None]:
+    """(Markdown, where it came from): the saved file on this host, else the report text in the database."""
+    for artifact in run.artifacts:
+        if artifact.kind == "markdown":
+            text = markdown.read_local_report(artifact.location)
+            if text is not None:
+                return text, artifact.location
+    for step in run.steps:
+        output = step.output or {}
+        if isinstance(output.get("text"), str):
+            return output["text"], f"{step.name} output (database)"
+    return None, None
+
+
+def run_page(request: Request) -> Response:
+    rt = state_of(request).rt
+    run = queries.get_run(rt, _run_id(request))
+    detail = views.run_detail(run)
+    text, source = _report_markdown(run)
+    commits: list[dict[str, Any]] = []
+    generation: dict[str, Any] = {}
+    heads: dict[str, Any] = {}
+    for step in run.steps:
+        output = step.output or {}
+        if isinstance(output.get("commits"), list):
+            commits = [c for c in output["commits"] if isinstance(c, dict)]
+        if isinstance(output.get("heads"), dict):
+            heads = output["heads"]
+        if "prompt_sha256" in output or "model" in output:
+            generation = {k: output.get(k) for k in ("provider", "model", "model_digest", "prompt_version",
+                                                   "prompt_sha256", "trimmed")}
+    try:
+        step_names = list(rt.workflow(run.workflow).step_names())
+    except errors.ReportflowError:
+        step_names = [s.name for s in run.steps]
+    zone = ZoneInfo(str(run.pinned.get("timezone", "UTC")))
+    notion = [a for a in run.artifacts if a.kind == "notion_page"]
+    return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
+                report_html=markdown.to_html(text) if text is not None else None, report_source=source,
+                commits=commits, heads=heads, generation=generation, notion=notion,
+                audit=history.run_audit(rt, run.id), step_names=step_names,
+                can_retry=run.status in operations.RETRYABLE, can_retry_from=run.status in
+                operations.RETRYABLE | {RunStatus.SUCCESS},
+                can_approve=run.status is RunStatus.MANUAL_REQUIRED,
+                can_cancel=run.status in operations.CANCELLABLE | {RunStatus.RUNNING},
+                active=run.status in ACTIVE_STATUSES,
+                default_step=views.failed_step(run) or (step_names[0] if step_names else ""))
+
+
+def backfill_preview(request: Request) -> Response:
+    """The dry-run list of a backfill range; the confirm form posts the same range."""
+    rt = state_of(request).rt
+    name = str(request.path_params["name"])
+    first = _parse_date(request.query_params.get("from"), "from")
+    last = _parse_date(request.query_params.get("to"), "to")
+    if first is None or last is None:
+        raise errors.InvalidInput("from and to are required (YYYY-MM-DD)")
+    report = operations.backfill(rt, name, first=first, last=last, dry_run=True)
+    return page(request, "backfill.html", title=f"backfill {name}", name=name, first=first, last=last, report=report)
+
+
+# --- login -------------------------------------------------------------------------
+
+def login_form(request: Request) -> Response:
+    if state_of(request).token is None:
+        raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
+    return page(request, "login.html", title="Log in", failed=False, next_url=_safe_next(request.query_params.get("next")))
+
+
+def _safe_next(value: str | None) -> str:
+    """Only local paths: never an open redirect."""
+    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return "/schedules"
+
+
+async def login(request: Request) -> Response:
+    web = state_of(request)
+    form = await request.form()
+    if web.token is None:
+        raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
+    if not auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
+        raise HTTPException(403, "the form expired or did not come from this page (CSRF); reload and try again")
+    next_url = _safe_next(_field(form, "next"))
+    if not auth.token_matches(_field(form, "token") or "", web.token):
+        return page(request, "login.html", status_code=403, title="Log in", failed=True, next_url=next_url)
+    auth.log_in(request.session, web.token, _field(form, "login") or "")
+    return RedirectResponse(next_url, status_code=303)
+
+
+async def logout(request: Request) -> Response:
+    form = await request.form()
+    if auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
+        auth.log_out(request.session)
+    return RedirectResponse("/schedules", status_code=303)
+
+
+# --- actions -----------------------------------------------------------------------
+
+def _field(form: Any, name: str) -> str | None:
+    value = form.get(name)
+    return value if isinstance(value, str) else None
+
+
+async def _authorised_form(request: Request) -> tuple[Runtime, Any]:
+    """The form of a write action, after the token, login and CSRF checks (403 otherwise)."""
+    web = state_of(request)
+    form = await request.form()
+    if web.token is None:
+        raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
+    if not auth.logged_in(request.session, web.token):
+        raise HTTPException(403, "log in first")
+    if not auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
+        raise HTTPException(403, "the form expired or did not come from this page (CSRF); reload and try again")
+    return dataclasses.replace(web.rt, actor=auth.actor(request.session)), form
+
+
+async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: str) -> Response:
+    rt, form = await _authorised_form(request)
+    result = await run_in_threadpool(action, rt, form)
+    return page(request, "result.html", title="done", result=result, back=back)
+
+
+async def retry_action(request: Request) -> Response:
+    run_id = _run_id(request)
+
+    def act(rt: Runtime, form: Any) -> Any:
+        return operations.retry(rt, run_id, from_step=_field(form, "from_step") or None)
+    return await _act(request, act, f"/runs/{run_id}")
+
+
+async def approve_action(request: Request) -> Response:
+    run_id = _run_id(request)
+    return await _act(request, lambda rt, form: operations.approve(rt, run_id), f"/runs/{run_id}")
+
+
+async def cancel_action(request: Request) -> Response:
+    run_id = _run_id(request)
+    return await _act(request, lambda rt, form: operations.cancel(rt, run_id), f"/runs/{run_id}")
+
+
+async def enable_action(request: Request) -> Response:
+    name = str(request.path_params["name"])
+    enabled = request.url.path.endswith("/enable")
+
+    def act(rt: Runtime, form: Any) -> Any:
+        reason = (_field(form, "reason") or "").strip() or None
+        if not enabled and reason is None:
+            raise errors.InvalidInput("a reason is required to disable a schedule")
+        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason)
+        word = "enabled" if enabled else "disabled"
+        return {"message": f"schedule {name} {word if changed else 'was already ' + word} "
+                           f"(version {schedule.version})"}
+    return await _act(request, act, f"/schedules/{name}")
+
+
+async def backfill_action(request: Request) -> Response:
+    name = str(request.path_params["name"])
+
+    def act(rt: Runtime, form: Any) -> Any:
+        first = _parse_date(_field(form, "from"), "from")
+        last = _parse_date(_field(form, "to"), "to")
+        if first is None or last is None:
+            raise errors.InvalidInput("from and to are required (YYYY-MM-DD)")
+        report = operations.backfill(rt, name, first=first, last=last)
+        return {"message": f"backfill {name} {first}..{last}: {len(report.created)} created, "
+                           f"{len(report.requeued)} re-queued, {len(report.present)} already present, "
+                           f"{len(report.left)} left as they are, {len(report.future)} still in the future"}
+    return await _act(request, act, f"/schedules/{name}")
+
+
+
+ROUTES = [
+    Route("/", home),
+    Route("/schedules", schedules_page),
+    Route("/schedules/{name}", schedule_page),
+    Route("/schedules/{name}/backfill", backfill_preview, methods=["GET"]),
+    Route("/schedules/{name}/backfill", backfill_action, methods=["POST"]),
+    Route("/schedules/{name}/enable", enable_action, methods=["POST"]),
+    Route("/schedules/{name}/disable", enable_action, methods=["POST"]),
+    Route("/projects/{project}/calendar", project_calendar_page),
+    Route("/runs", runs_page),
+    Route("/runs/{run_id}", run_page),
+    Route("/runs/{run_id}/retry", retry_action, methods=["POST"]),
+    Route("/runs/{run_id}/approve", approve_action, methods=["POST"]),
+    Route("/runs/{run_id}/cancel", cancel_action, methods=["POST"]),
+    Route("/login", login_form, methods=["GET"]),
+    Route("/login", login, methods=["POST"]),
+    Route("/logout", logout, methods=["POST"]),
+]

@@ -1,0 +1,63 @@
+"""Serving the page with uvicorn: in the foreground (``reportflow ui``) or in a thread beside
+``serve``'s loops (``serve --ui-port``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import uvicorn
+
+from engine.runtime import Runtime
+from engine.web import auth
+from engine.web.app import create_app
+
+log = logging.getLogger(__name__)
+
+
+def _server(rt: Runtime, host: str, port: int) -> uvicorn.Server:
+    token = auth.read_token(rt.config.ui.token_env)
+    auth.check_bind(host, token, rt.config.ui.token_env)
+    app = create_app(rt, token=token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
+    return uvicorn.Server(config)
+
+
+def bound_port(server: uvicorn.Server) -> int:
+    for listener in server.servers:
+        for sock in listener.sockets:
+            return int(sock.getsockname()[1])
+    raise RuntimeError("the server is not listening")
+
+
+def run(rt: Runtime, host: str, port: int) -> None:
+    """Serve in the foreground until SIGINT/SIGTERM (uvicorn's own handlers)."""
+    server = _server(rt, host, port)
+    mode = "read-write with a token" if auth.read_token(rt.config.ui.token_env) else "read-only (no token set)"
+    log.info("ui_listening host=%s port=%s mode=%s", host, port, mode)
+    server.run()
+
+
+class Background:
+    """The page in a daemon thread; ``stop()`` asks uvicorn to finish and waits for it."""
+
+    def __init__(self, rt: Runtime, host: str, port: int) -> None:
+        self.server = _server(rt, host, port)
+        self.thread = threading.Thread(target=self.server.run, name="ui", daemon=True)
+
+    def start(self, timeout_s: float = 10.0) -> int:
+        """Start and wait until the socket listens; returns the bound port (useful with port 0)."""
+        self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the web page did not start (is the port in use?)")
+            self.thread.join(0.02)
+        port = bound_port(self.server)
+        log.info("ui_listening port=%s", port)
+        return port
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
