@@ -18,7 +18,15 @@ _RENDERER = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("
 
 
 def to_html(source: str) -> Markup:
-    return Markup(_RENDERER.render(source))
+    return Markup(_RENDERER.render(without_front_matter(source)))
+
+
+def without_front_matter(source: str) -> str:
+    """The report body: the YAML front matter repeats the pinned inputs the page already shows."""
+    if not source.startswith("---\n"):
+        return source
+    end = source.find("\n---\n", 4)
+    return source if end < 0 else source[end + 5:]
 
 
 def read_local_report(location: str) -> str | None:
