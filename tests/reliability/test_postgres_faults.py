@@ -282,3 +282,48 @@ def check_slots(sched: dict[int, Any], rows: list[Any], too_old: list[Any], cont
 
 def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def test_a_worker_whose_lease_ran_out_while_beats_could_not_land_makes_no_external_effect(store_url: str,
+                                                                                          tmp_path: Path) -> None:
+    """Regression (issue 15 item 4): the check before an external effect asked only whether the fencing
+    token still owned the run, not whether its lease was still valid. A worker whose heartbeats could not
+    reach the database (down) past its lease went on to its effect once the database answered again,
+    although a reconciler was free to hand the run to another worker at that very moment.
+
+    In-process, with a ManualClock: its heartbeat never lands (time does not pass by itself), as when
+    every beat fails; the step waits on a gate while the clock moves past the lease; then the gate opens.
+    """
+    import threading
+
+    from engine import scheduler
+    from engine import schedules as schedule_ops
+    from engine.clock import ManualClock
+    from engine.registry import load_registry
+    from engine.worker import Worker
+    from tests.flows.testflows import FOUR_STEPS
+    from tests.support import make_runtime
+
+    log, gate = tmp_path / "steps.log", tmp_path / "gate"
+    spec = four("lease", "UTC")
+    rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(APPLIED),
+                      registry={**load_registry(), "four_steps": FOUR_STEPS},
+                      extra={"testflow": {"log": str(log), "gate": str(gate), "block_on": ["TWO"]},
+                             "worker": {"lease": "30s"}})
+    try:
+        schedule_ops.apply(rt)
+        rt.clock.set(APPLIED + timedelta(minutes=3))  # type: ignore[attr-defined]
+        assert scheduler.tick(rt).runs_created == 1
+        outcome: list[Any] = []
+        worker = threading.Thread(target=lambda: outcome.append(Worker(rt, "w").run_one()))
+        worker.start()
+        wait(lambda: log.exists() and "TWO" in log.read_text(), 60, "step TWO to start")
+        rt.clock.advance(timedelta(seconds=45))  # type: ignore[attr-defined]  # past the 30 s lease, no beat landed
+        gate.touch()
+        worker.join(timeout=60)
+        starts, ends = step_executions(log)
+        run_id = next(iter(starts))[0]
+        assert ends[(run_id, "TWO")] == 0, "the step made its external effect with a lease that had run out"
+        assert outcome and outcome[0].error_code == "LEASE_LOST", outcome
+    finally:
+        rt.store.dispose()
