@@ -162,7 +162,7 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
                                             long_run: bool) -> None:
     rng = random.Random(f"{seed}:pg-{fault}")
     began = time.monotonic()
-    specs, backlog = (CATCHUP, timedelta(days=2)) if fault == "catchup" else (STEADY, timedelta(hours=12 if long_run else 4))
+    specs, backlog = (CATCHUP, timedelta(days=2 if long_run else 1)) if fault == "catchup" else (STEADY, timedelta(hours=12 if long_run else 4))
     fleet = Fleet(cluster, tmp_path, specs, backlog)
     context = f"seed {seed}, fault {fault}"
     injected: list[str] = []
@@ -185,7 +185,7 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
                 time.sleep(rng.uniform(0.3, 2.5))
                 injected.append(f"terminated {fleet.terminate_backends()} backends")
         elif fault in ("restart", "catchup"):
-            for _ in range((4 if long_run else 2) if fault == "restart" else (2 if long_run else 1)):
+            for _ in range((4 if long_run else 2) if fault == "restart" else (2 if long_run else 0)):
                 time.sleep(rng.uniform(0.5, 3.0))
                 wait(lambda: fleet.running() > 0, 60, "a step in flight")
                 cluster.stop(immediate=True)
