@@ -31,6 +31,7 @@ class Exit:
     code: int
     last_line: str
     at: float
+    served: bool = False  # it had logged serve_started (a serve past its start-up)
 
 
 @dataclass
@@ -67,8 +68,9 @@ class Node:
             self.proc.wait()
             if self._stopping.is_set():
                 return
-            self.exits.append(Exit(self.proc.returncode, last_line(Path(self.proc.log_path)),  # type: ignore[attr-defined]
-                                   time.monotonic()))
+            path = Path(self.proc.log_path)  # type: ignore[attr-defined]
+            self.exits.append(Exit(self.proc.returncode, last_line(path), time.monotonic(),
+                                   "serve_started" in path.read_text()))
             if self._stopping.wait(self.restart_after):
                 return
             self._spawn()
