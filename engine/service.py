@@ -34,6 +34,18 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
     return max(0.0, min(min(upcoming) - now, cap).total_seconds())
 
 
+def decide_retry_delay(failures: int, poll: timedelta) -> float:
+    """Seconds before the next try after ``failures`` database errors in a row: doubling, at most 5 s."""
+    base = max(poll.total_seconds(), 0.05)
+    return float(min(base * 2 ** max(0, failures - 1), max(base, 5.0)))
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's first line of a database error (no SQL, no parameters, no traceback)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0]
+
+
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           metrics_port: int | None = None, ui_port: int | None = None) -> None:
     page = _start_ui(rt, ui_port) if ui_port is not None else None
@@ -45,9 +57,15 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     reconciler.reclaim_own(rt, worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = lifecycle.RetentionTimer(rt.config.retain)
+    failures = 0
     try:
         while not stop.is_set():
             try:
+                if failures:
+                    # A database error may have cut a run short: take it back now, not after its lease.
+                    reconciler.reclaim_own(rt, worker.worker_id)
+                    log.info("serve_loop_recovered after=%s failures", failures)
+                    failures = 0
                 report = scheduler.tick(rt)
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
@@ -59,10 +77,11 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 with rt.store.read() as conn:
                     retry_at = run_rows.next_due_at(conn)
                 delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)
-            except SQLAlchemyError:
+            except SQLAlchemyError as exc:
                 # The database went away (restart, failover): keep the process, try again shortly.
-                log.exception("serve_loop_failed: retrying in %ss", poll.total_seconds())
-                delay = poll.total_seconds()
+                failures += 1
+                delay = decide_retry_delay(failures, poll)
+                log.warning("serve_loop_failed error=%s: retrying in %.1fs", first_line(exc), delay)
             rt.clock.sleep(delay, stop)
     finally:
         worker.close()

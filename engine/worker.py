@@ -58,11 +58,11 @@ class _Lease:
         self.max_hold = 2 * timedelta(seconds=claim.run.max_runtime_s)
 
     def check(self) -> None:
-        """Raise LeaseLost unless this worker still holds the run (read from the database)."""
+        """Raise LeaseLost unless this worker still holds the run under a live lease (read from the database)."""
         if self.lost.is_set():
             raise errors.LeaseLost(self.run_id, self.fence)
         with self.rt.store.read() as conn:
-            claims.check_fence(conn, self.run_id, self.fence)
+            claims.check_fence(conn, self.run_id, self.fence, self.rt.clock.now())
 
     def heartbeat(self) -> None:
         """Extend the lease every quarter of it; stop at 2x max_runtime or when told."""

@@ -92,7 +92,7 @@ _GUARD = (runs.c.id == P("b_id"), runs.c.fence == P("b_fence"), runs.c.status ==
 _HOLD = update(runs).where(*_GUARD).values(lease_until=_now("b_lease")).returning(runs.c.cancel_requested)
 _HOLD_PINNED = (update(runs).where(*_GUARD).values(lease_until=_now("b_lease"), pinned=P("b_pinned"))
                 .returning(runs.c.cancel_requested))
-_CHECK = select(runs.c.id).where(*_GUARD)
+_CHECK = select(runs.c.id).where(*_GUARD, runs.c.lease_until > P("b_now"))
 _STEP_WHERE = (steps.c.run_id == P("b_run"), steps.c.position == P("b_pos"))
 _STEP_END = update(steps).where(*_STEP_WHERE).values(
     status=P("b_status"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"),
@@ -165,9 +165,13 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     return Claim(run=claimed, fence=fence, attempt=attempt, start_position=start)
 
 
-def check_fence(conn: Connection, run_id: int, fence: int) -> None:
-    """Raise LeaseLost unless ``fence`` still owns the RUNNING run."""
-    if conn.execute(_CHECK, {"b_id": run_id, "b_fence": fence}).first() is None:
+def check_fence(conn: Connection, run_id: int, fence: int, now: datetime) -> None:
+    """Raise LeaseLost unless ``fence`` still owns the RUNNING run under a lease that has not run out at ``now``.
+
+    An expired lease counts as lost even while no reconciler has taken the run
+    yet (heartbeats that could not reach the database): one may at any moment.
+    """
+    if conn.execute(_CHECK, {"b_id": run_id, "b_fence": fence, "b_now": now}).first() is None:
         raise errors.LeaseLost(run_id, fence)
 
 

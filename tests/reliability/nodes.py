@@ -1,0 +1,187 @@
+"""Long-running ``reportflow`` nodes under a supervisor, and an outside witness of step executions.
+
+``Node`` keeps one ``serve`` or ``work`` process running the way systemd's
+``Restart=always`` would: when the process exits, its exit code and last log
+line are recorded, and after ``restart_after`` seconds it is started again
+with the same arguments (and the same ``--worker-id``, so it takes its own
+interrupted runs back at once).
+
+``SuccessWatch`` polls the database from the test's own connection and notes,
+for every step it sees SUCCESS, how long the ``four_steps`` side-effect log was
+*after* that read: a ``start`` line for that step past that offset is a SUCCESS
+step executed again (SPEC §10.3), whatever the engine's records say.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.acceptance import procs
+
+
+@dataclass
+class Exit:
+    code: int
+    last_line: str
+    at: float
+    served: bool = False  # it had logged serve_started (a serve past its start-up)
+
+
+@dataclass
+class Node:
+    """One supervised process: ``args`` are the CLI arguments after ``--now``."""
+
+    name: str
+    tmp: Path
+    config: Path
+    now: str
+    args: tuple[str, ...]
+    restart_after: float = 1.0
+    exits: list[Exit] = field(default_factory=list)
+    proc: subprocess.Popen[str] | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _incarnation: int = 0
+
+    def start(self) -> Node:
+        self._spawn()
+        self._thread = threading.Thread(target=self._supervise, name=f"supervise-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _spawn(self) -> None:
+        self._incarnation += 1
+        (self.tmp / "logs").mkdir(exist_ok=True)
+        self.proc = procs.spawn(self.tmp, self.config, *self.args, now=self.now,
+                                log_name=f"logs/{self.name}-{self._incarnation}.log")
+
+    def _supervise(self) -> None:
+        while True:
+            assert self.proc is not None
+            self.proc.wait()
+            if self._stopping.is_set():
+                return
+            path = Path(self.proc.log_path)  # type: ignore[attr-defined]
+            self.exits.append(Exit(self.proc.returncode, last_line(path), time.monotonic(),
+                                   "serve_started" in path.read_text()))
+            if self._stopping.wait(self.restart_after):
+                return
+            self._spawn()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def terminate(self, timeout: float = 120) -> int:
+        """SIGTERM (the step finishes, the run is handed back); returns the exit code."""
+        self._stopping.set()
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate(timeout=30)
+            raise AssertionError(f"{self.name} did not stop within {timeout}s of SIGTERM") from None
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the current incarnation; the supervisor starts the next one."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text() for p in sorted((self.tmp / "logs").glob(f"{self.name}-*.log")))
+
+
+def last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+class SuccessWatch:
+    """Polls step statuses (own engine, short connect timeout) and remembers the log offset after each first SUCCESS."""
+
+    def __init__(self, url: str, log: Path, interval: float = 0.25) -> None:
+        from sqlalchemy import create_engine
+        from sqlalchemy.pool import NullPool
+
+        args = {"connect_timeout": 2} if url.startswith("postgresql") else {"timeout": 30}
+        self.engine = create_engine(url, poolclass=NullPool, connect_args=args)
+        self.log = log
+        self.interval = interval
+        self.first_success: dict[tuple[int, str], int] = {}
+        self.reads = 0
+        self.failed_reads = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="success-watch", daemon=True)
+
+    def start(self) -> SuccessWatch:
+        self._thread.start()
+        return self
+
+    def read_once(self) -> None:
+        from sqlalchemy import select
+
+        from engine.store.tables import runs, steps
+
+        query = (select(steps.c.run_id, steps.c.name).join(runs, runs.c.id == steps.c.run_id)
+                 .where(steps.c.status == "SUCCESS", runs.c.workflow == "four_steps"))
+        with self.engine.connect() as conn:
+            done = conn.execute(query).all()
+        size = self.log.stat().st_size if self.log.exists() else 0  # read after the query: sound, never early
+        for run_id, name in done:
+            self.first_success.setdefault((int(run_id), name), size)
+        self.reads += 1
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.read_once()
+            except Exception:  # noqa: BLE001 - the database is down or a backend was killed: next time
+                self.failed_reads += 1
+
+    def halt(self) -> None:
+        """Stop polling (``read_once`` still works: a last read after the final drain)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def violations(self) -> list[str]:
+        """``start`` lines of steps the database already showed SUCCESS (SPEC §10.3 broken)."""
+        text = self.log.read_bytes() if self.log.exists() else b""
+        found, offset = [], 0
+        for raw in text.splitlines(keepends=True):
+            parts = raw.decode().split()
+            if parts and parts[0] == "start":
+                key = (int(parts[1]), parts[2])
+                seen = self.first_success.get(key)
+                if seen is not None and offset >= seen:
+                    found.append(f"run {key[0]} step {key[1]} started again by pid {parts[3]} (attempt {parts[4]}) "
+                                 "after the database showed it SUCCESS")
+            offset += len(raw)
+        return found
+
+
+def step_executions(log: Path) -> tuple[Counter[tuple[int, str]], Counter[tuple[int, str]]]:
+    """(starts, ends) per (run, step) in the ``four_steps`` side-effect log."""
+    starts: Counter[tuple[int, str]] = Counter()
+    ends: Counter[tuple[int, str]] = Counter()
+    if log.exists():
+        for line in log.read_text().splitlines():
+            parts = line.split()
+            if parts and parts[0] in ("start", "end"):
+                (starts if parts[0] == "start" else ends)[(int(parts[1]), parts[2])] += 1
+    return starts, ends
