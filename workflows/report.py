@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from engine import errors
+from engine.clock import SystemClock
 from engine.models import PeriodKind, StepStatus
 from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, report_settings
@@ -124,7 +125,8 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
             markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
-            pace=upload_notion.shared_rate_limiter(), retry_wait_max_s=notion.retry_budget.total_seconds())
+            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token), SystemClock().sleep),
+            retry_wait_max_s=notion.retry_budget.total_seconds())
     except errors.StepError as exc:
         if exc.code != "NOTION_UNAUTHORIZED":
             raise
