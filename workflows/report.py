@@ -13,7 +13,6 @@ from functools import partial
 from typing import Any
 
 from engine import errors
-from engine.clock import SystemClock
 from engine.models import PeriodKind, StepStatus
 from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, report_settings
@@ -125,7 +124,9 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
             markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
-            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token), SystemClock().sleep),
+            # Requests wait for slots shared by every worker; retry waits sleep as before.
+            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token),
+                                          upload_notion.shared_rate_limiter().sleep),
             retry_wait_max_s=notion.retry_budget.total_seconds())
     except errors.StepError as exc:
         if exc.code != "NOTION_UNAUTHORIZED":
