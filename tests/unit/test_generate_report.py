@@ -345,3 +345,17 @@ def test_window_dates_in_prompt_are_local() -> None:
     assert "2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul)" in prompt
     assert "2026-09-29 10:01" in prompt  # 01:01Z shown in Seoul time
     assert date(2026, 9, 29).isoformat() in prompt
+
+
+def test_one_waiting_budget_covers_the_model_lookup_and_the_generation(fake: FakeOllama) -> None:
+    """SPEC §4: at most 30 s of waiting in all per step execution, not 30 s per HTTP call."""
+    fake.script("/api/tags", [(503, {"error": "server busy"}, 0.0)] * 4)  # then the lookup succeeds
+    fake.script("/api/chat", [(503, {"error": "server busy"}, 0.0)] * 100)
+    sleeps = Sleeps()
+    policy = RetryPolicy(budget_s=30.0, initial_s=1.0, max_wait_s=10.0, max_attempts=100)
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=5, retry=policy, sleep=sleeps)
+    with pytest.raises(StepError) as caught:
+        generate(report_input([commit(1)]), writer, num_ctx=4096, options=OPTIONS)
+    assert caught.value.code == "MODEL_UNAVAILABLE" and "HTTP 503" in caught.value.message
+    assert len(fake.requests_to("/api/tags")) == 5 and fake.requests_to("/api/chat")
+    assert sum(sleeps) <= policy.budget_s, sleeps
