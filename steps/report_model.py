@@ -32,6 +32,8 @@ class ReportInput(BaseModel):
     commits: list[CommitInfo]
     prompt_version: str
     on_empty: Literal["skip", "report"] = "skip"
+    #: BCP 47 tag of the report's language (pinned; runs pinned before it existed are English).
+    language: str = "en"
 
 
 class ReportOutput(BaseModel):
@@ -47,6 +49,7 @@ class ReportOutput(BaseModel):
     provider: str
     trimmed: bool
     stats: dict[str, Any]
+    language: str = "en"
 
 
 class AuthorStats(BaseModel):

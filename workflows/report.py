@@ -55,7 +55,9 @@ def generate(ctx: StepContext) -> StepResult:
         workflow=ctx.workflow, project=ctx.project, business_key=ctx.business_key,
         window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
         timezone=ctx.timezone, commits=collected["commits"], prompt_version=str(ctx.pinned["prompt_version"]),
-        on_empty=str(ctx.pinned.get("on_empty", "skip")))
+        on_empty=str(ctx.pinned.get("on_empty", "skip")),
+        # Runs pinned before the language existed were English, and stay so.
+        language=str(ctx.pinned.get("language", "en")))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()
