@@ -38,7 +38,7 @@ from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (BuiltinWriter, assemble, header, inline, local_span, local_time,
                                    no_activity, short, statistics_section, trim_note, zone)
 from steps.report_model import (ReportInput, ReportMaterial, ReportOutput, ReportStats, Writer,
-                                WriterResult, churn, compute_stats, summarize)
+                                WriterResult, churn, compute_stats, counted, lines, summarize)
 from steps.report_texts import texts
 
 __all__ = ["BuiltinWriter", "OllamaWriter", "ReportInput", "ReportOutput", "Writer",
@@ -138,14 +138,18 @@ def stats_text(stats: ReportStats) -> str:
 
 
 def _entry(commit: CommitInfo, tz: ZoneInfo, *, full: bool) -> str:
-    paths = [f.path for f in commit.files]
+    paths = [f.path for f in counted(commit)]
     limit = FULL_FILES if full else SHORT_FILES
     shown = ", ".join(inline(p) for p in paths[:limit])
     if len(paths) > limit:
         shown += f", +{len(paths) - limit} more"
+    left_out = len(commit.files) - len(paths)
+    if left_out:  # generated, vendored or excluded: not counted, so not shown either
+        shown += f"{', ' if shown else ''}+{left_out} generated/vendored/excluded"
+    insertions, deletions = lines(commit)
     line = (f"- `{short(commit.sha)}` {local_time(commit.authored_at, tz)} · "
             f"{inline(commit.author_name)} · {inline(commit.subject)} "
-            f"(+{commit.insertions}/-{commit.deletions})" + (f" [{shown}]" if shown else ""))
+            f"(+{insertions}/-{deletions})" + (f" [{shown}]" if shown else ""))
     if full and commit.body:
         body = "\n".join(commit.body.splitlines()[:BODY_LINES])[:BODY_CHARS]
         line += "\n" + "\n".join(f"    {row}".rstrip() for row in body.splitlines())

@@ -16,13 +16,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from engine import errors
 from steps.git_log import CommitInfo
 from steps.report_model import (ROOT_AREA, ReportInput, ReportMaterial, ReportStats, WriterResult,
-                                area_of, churn)
+                                churn, counted, lines, main_area)
 from steps.report_texts import Texts, texts
 
 #: Commits listed per area, and notable commits, in the builtin narrative.
 PER_AREA = 8
 NOTABLE = 5
 NO_FILES_AREA = "(no files)"
+EXCLUDED_AREA = "(excluded files only)"
 
 
 def zone(name: str) -> ZoneInfo:
@@ -119,12 +120,12 @@ def assemble(parts: Sequence[str]) -> str:
 
 
 def by_area(commits: Sequence[CommitInfo]) -> dict[str, list[CommitInfo]]:
-    """Commits under every area they touch, chronological; file-less commits apart."""
+    """Each commit once, under its main area (``report_model.main_area``), chronological;
+    commits without files, and those whose files are all excluded, apart."""
     groups: dict[str, list[CommitInfo]] = {}
     for commit in commits:
-        names = sorted({area_of(f.path) for f in commit.files}) or [NO_FILES_AREA]
-        for name in names:
-            groups.setdefault(name, []).append(commit)
+        name = main_area(commit) or (EXCLUDED_AREA if commit.files else NO_FILES_AREA)
+        groups.setdefault(name, []).append(commit)
     return groups
 
 
@@ -161,20 +162,21 @@ class BuiltinWriter:
             parts.append(t.summary_author(inline(lead.name), lead.commits))
         if inp.commits:
             big = notable(inp.commits, 1)[0]
-            parts.append(t.summary_largest(f"`{short(big.sha)}`", inline(big.subject), big.insertions,
-                                           big.deletions))
+            parts.append(t.summary_largest(f"`{short(big.sha)}`", inline(big.subject), *lines(big)))
         return f"## {t.summary}\n\n{' '.join(parts)}\n"
 
     def _areas(self, stats: ReportStats, commits: Sequence[CommitInfo], t: Texts) -> str:
         groups = by_area(commits)
-        order = [a.area for a in stats.areas] + ([NO_FILES_AREA] if NO_FILES_AREA in groups else [])
+        order = [a.area for a in stats.areas] + [NO_FILES_AREA, EXCLUDED_AREA]
+        titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
         out = [f"## {t.areas}", ""]
         for name in order:
             members = groups.get(name, [])
-            title = t.top_level if name == ROOT_AREA else (t.no_files if name == NO_FILES_AREA else name)
-            out += [f"### {inline(title)}", ""]
+            if not members:
+                continue
+            out += [f"### {inline(titles.get(name, name))}", ""]
             out += [f"- `{short(c.sha)}` {inline(c.subject)} ({inline(c.author_name)}, "
-                    f"+{c.insertions} / −{c.deletions})" for c in members[:PER_AREA]]
+                    f"+{lines(c)[0]} / −{lines(c)[1]})" for c in members[:PER_AREA]]
             if len(members) > PER_AREA:
                 out.append(f"- {t.more_commits(len(members) - PER_AREA)}")
             out.append("")
@@ -184,5 +186,5 @@ class BuiltinWriter:
         out = [f"## {t.notable}", ""]
         for c in notable(commits):
             out.append(f"- `{short(c.sha)}` {inline(c.subject)} — {inline(c.author_name)}, "
-                       f"{t.files_count(len(c.files))}, +{c.insertions} / −{c.deletions}")
+                       f"{t.files_count(len(counted(c)))}, +{lines(c)[0]} / −{lines(c)[1]}")
         return "\n".join(out) + "\n"

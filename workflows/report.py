@@ -38,7 +38,9 @@ def collect(ctx: StepContext) -> StepResult:
     pinned_heads = ctx.pinned.get("heads")
     out = collect_git.collect(project.repo, list(ctx.pinned["branches"]), ctx.period_start_at, ctx.period_end_at,
                               pinned_heads=pinned_heads, authors=list(ctx.pinned.get("authors", [])),
-                              include_merges=bool(ctx.pinned.get("include_merges", False)))
+                              include_merges=bool(ctx.pinned.get("include_merges", False)),
+                              # None for runs pinned before exclusion existed: they count every file.
+                              exclude=ctx.pinned.get("exclude"))
     pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
     skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out.model_dump(mode="json"), pins=pins, skip_remaining=skip)

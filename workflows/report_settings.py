@@ -73,6 +73,8 @@ class ProjectSettings(Strict):
     authors: list[str] = []
     on_empty: Literal["skip", "report"] = "skip"
     include_merges: StrictBool = False
+    # Globs of paths left out of statistics, beside what .gitattributes marks linguist-generated/vendored.
+    exclude: list[Annotated[str, Field(min_length=1)]] = []
 
 
 class ReportSettings(Strict):
@@ -130,4 +132,5 @@ def pins(settings: ReportSettings, key: str) -> dict[str, Any]:
         "authors": list(project.authors),
         "on_empty": project.on_empty,
         "include_merges": project.include_merges,
+        "exclude": list(project.exclude),
     }

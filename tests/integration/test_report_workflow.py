@@ -54,9 +54,11 @@ def notion() -> Iterator[FakeNotion]:
 
 def runtime(url: str, tmp_path: Path, repo: GitRepo, *, llm: dict[str, Any] | None = None,
             notion: FakeNotion | None = None, workflow: str = "daily_report", cron: str = "0 3 * * *",
-            on_empty: str = "skip", language: str = "en"):  # type: ignore[no-untyped-def]
+            on_empty: str = "skip", language: str = "en",
+            exclude: list[str] | None = None):  # type: ignore[no-untyped-def]
     extra: dict[str, Any] = {
-        "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"], "on_empty": on_empty}],
+        "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"], "on_empty": on_empty,
+                      "exclude": exclude or []}],
         "reports": {"dir": str(tmp_path / "reports"), "language": language},
         "llm": {"provider": "builtin", "retry_budget": "0.2s", **(llm or {})},
         "worker": {"retry_backoff": "1m"},
@@ -262,3 +264,15 @@ def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path,
     assert (run.pinned["language"], run.pinned["prompt_version"]) == ("ko", "v2")
     text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
     assert "# 일일 업무 보고: platform, 2026-09-29" in text and "## 영역별 변경 사항" in text
+
+
+def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
+    rt = runtime(sqlite_url, tmp_path, repo, exclude=["steps/"])
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt, result.run_id)
+    assert run.pinned["exclude"] == ["steps/"]
+    statistics = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text().split(
+        "## Statistics")[1]
+    assert "| engine |" in statistics and "| steps |" not in statistics
+    assert "| 3 | 1 | 1 |" in statistics  # three commits, one author, one counted file (engine/a.py)
