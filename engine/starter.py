@@ -25,12 +25,13 @@ retry_backoff = "1m"
 [reports]
 dir = "reports"
 on_existing = "version"
+language = "en"               # or "ko": the report's headings and sentences, and the prompt
 
 [llm]
 provider = "builtin"          # or "ollama" (then: ollama pull llama3.1:8b)
 model = "llama3.1:8b"
 host = "http://127.0.0.1:11434"
-prompt_version = "v1"
+prompt_version = "v2"
 
 [notion]
 enabled = false

@@ -19,9 +19,10 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
-from engine import errors, policies
+from engine import errors, pacing, policies
 from engine.clock import parse_instant
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
@@ -188,7 +189,7 @@ class Worker:
             period_start_at=parse_instant(period_start), period_end_at=parse_instant(period_end),
             timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
             outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
-            exclusive=self.rt.store.exclusive,
+            exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
     def _call(self, fn: Any, ctx: StepContext, timeout_s: float, lease: _Lease) -> StepResult:

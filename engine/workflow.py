@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,10 @@ class ArtifactRef:
 @contextmanager
 def _no_mutex(name: str) -> Iterator[None]:
     yield
+
+
+def _no_pace(name: str, interval: timedelta) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class StepContext:
     previous_output: Mapping[str, Any] | None = None
     # A mutex shared by every worker on the store (e.g. one generation per Ollama host).
     exclusive: Callable[[str], AbstractContextManager[None]] = _no_mutex
+    # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
+    # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
+    pace: Callable[[str, timedelta], None] = _no_pace
 
 
 @dataclass(frozen=True)

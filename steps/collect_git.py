@@ -21,6 +21,13 @@ Contract (SPEC §6, §11, §13):
   everything; deeper in history a cheap listing picks the window's commits
   and only those are diffed (``steps.git_log``).
 
+- Excluded files: with ``exclude`` given (a list, maybe empty), a file is
+  marked ``excluded`` when ``.gitattributes`` at ``head_sha`` sets
+  ``linguist-generated`` or ``linguist-vendored`` on it, or when one of the
+  ``exclude`` globs matches it (``exclude_matches``). Marked files stay in the
+  output; the report leaves them out of its statistics. ``exclude=None``
+  (runs pinned before exclusion existed) marks nothing.
+
 Errors: ``GIT_REPO_NOT_FOUND`` (no repository at the path, or git cannot read
 it), ``CONFIG_INVALID`` (a configured branch that names no commit, a bad
 window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
@@ -28,6 +35,7 @@ window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +57,8 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # Where a branch name is looked up in-process, branches first; anything else (tags,
 # which may need peeling, or expressions) is resolved by git itself.
 _DWIM = ("refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+#: What GitHub Linguist (and so most forges) leave out of a repository's statistics.
+LINGUIST_ATTRIBUTES = ("linguist-generated", "linguist-vendored")
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,8 @@ class CollectOutput(BaseModel):
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
             *, pinned_heads: dict[str, str] | None = None, authors: Sequence[str] = (),
-            include_merges: bool = False, bounds: WalkBounds = WalkBounds()) -> CollectOutput:
+            include_merges: bool = False, bounds: WalkBounds = WalkBounds(),
+            exclude: Sequence[str] | None = None) -> CollectOutput:
     """Collect the window's commits from ``repo_path`` (see the module contract).
 
     ``window_start``/``window_end`` must be timezone-aware. ``pinned_heads``
@@ -112,6 +123,11 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
             commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
         except GitFailure as again:
             raise _unreadable(repo.path, again) from again
+    if exclude is not None:
+        try:
+            _mark_excluded(repo.path, heads[first], commits, exclude)
+        except GitFailure as exc:
+            raise _unreadable(repo.path, exc) from exc
     return CollectOutput.model_validate({
         "heads": heads, "head_sha": heads[first], "commits": commits,
         "window_start": _iso(start), "window_end": _iso(end)})
@@ -144,6 +160,36 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
     kept = [(at, c) for at, c in found if keep(at, c["author_name"], c["author_email"])]
     kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
     return [c for _, c in kept]
+
+
+def exclude_matches(path: str, globs: Sequence[str]) -> bool:
+    """Whether a repository path matches one of ``globs``.
+
+    A glob matches the whole path (``*`` also crosses ``/``: ``vendor/*`` is
+    everything under ``vendor``); a glob without ``/`` also matches the file
+    name anywhere (``*.lock``); a glob ending in ``/`` matches a directory's
+    contents at any depth (``.venv/``).
+    """
+    name = path.rsplit("/", 1)[-1]
+    for glob in globs:
+        if glob.endswith("/"):
+            directory = glob.rstrip("/")
+            if fnmatch.fnmatchcase(path, f"{directory}/*") or fnmatch.fnmatchcase(path, f"*/{directory}/*"):
+                return True
+        elif fnmatch.fnmatchcase(path, glob) or ("/" not in glob and fnmatch.fnmatchcase(name, glob)):
+            return True
+    return False
+
+
+def _mark_excluded(repo_dir: Path, head: str, commits: list[git_log.RawCommit], globs: Sequence[str]) -> None:
+    """Set ``excluded`` on the files marked generated/vendored at ``head`` or matched by ``globs``."""
+    paths = sorted({f["path"] for c in commits for f in c["files"]})
+    marked = git_log.attribute_set(repo_dir, head, paths, LINGUIST_ATTRIBUTES)
+    marked.update(p for p in paths if exclude_matches(p, globs))
+    for commit in commits:
+        for change in commit["files"]:
+            if change["path"] in marked:
+                change["excluded"] = True
 
 
 def _check_window(window_start: datetime, window_end: datetime) -> tuple[datetime, datetime]:

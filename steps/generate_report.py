@@ -8,7 +8,10 @@ Contract (SPEC §6):
   value appears in it.
 - The prompt comes from ``steps/prompts/{workflow}.{prompt_version}.md``
   (``<!-- system -->`` and ``<!-- user -->`` parts, ``string.Template``
-  placeholders). An unknown version is ``CONFIG_INVALID``.
+  placeholders, in both parts). An unknown version is ``CONFIG_INVALID``.
+- The report is in ``language`` (``steps.report_texts``): the fixed parts
+  here, and from ``v2`` on the prompt asks the model for that language and
+  its section headings (``v1`` is English only).
 - The commit listing is held to ``budget_for(num_ctx)`` characters: first
   messages are shortened, then the smallest commits are left out; both are
   said in the prompt and in the report, never silently.
@@ -35,7 +38,8 @@ from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (BuiltinWriter, assemble, header, inline, local_span, local_time,
                                    no_activity, short, statistics_section, trim_note, zone)
 from steps.report_model import (ReportInput, ReportMaterial, ReportOutput, ReportStats, Writer,
-                                WriterResult, churn, compute_stats, summarize)
+                                WriterResult, churn, compute_stats, counted, lines, summarize)
+from steps.report_texts import texts
 
 __all__ = ["BuiltinWriter", "OllamaWriter", "ReportInput", "ReportOutput", "Writer",
            "WriterResult", "budget_for", "compute_stats", "generate", "load_template",
@@ -62,7 +66,7 @@ class PromptTemplate:
 
     workflow: str
     version: str
-    system: str
+    system: string.Template
     user: string.Template
     sha256: str
 
@@ -110,7 +114,7 @@ def load_template(workflow: str, version: str) -> PromptTemplate:
     if match is None:
         raise errors.step_error("CONFIG_INVALID",
                                 f"prompt template {path.name} lacks its system/user markers")
-    return PromptTemplate(workflow, version, match.group(1).strip(),
+    return PromptTemplate(workflow, version, string.Template(match.group(1).strip()),
                           string.Template(match.group(2).strip() + "\n"),
                           hashlib.sha256(raw).hexdigest())
 
@@ -134,14 +138,18 @@ def stats_text(stats: ReportStats) -> str:
 
 
 def _entry(commit: CommitInfo, tz: ZoneInfo, *, full: bool) -> str:
-    paths = [f.path for f in commit.files]
+    paths = [f.path for f in counted(commit)]
     limit = FULL_FILES if full else SHORT_FILES
     shown = ", ".join(inline(p) for p in paths[:limit])
     if len(paths) > limit:
         shown += f", +{len(paths) - limit} more"
+    left_out = len(commit.files) - len(paths)
+    if left_out:  # generated, vendored or excluded: not counted, so not shown either
+        shown += f"{', ' if shown else ''}+{left_out} generated/vendored/excluded"
+    insertions, deletions = lines(commit)
     line = (f"- `{short(commit.sha)}` {local_time(commit.authored_at, tz)} · "
             f"{inline(commit.author_name)} · {inline(commit.subject)} "
-            f"(+{commit.insertions}/-{commit.deletions})" + (f" [{shown}]" if shown else ""))
+            f"(+{insertions}/-{deletions})" + (f" [{shown}]" if shown else ""))
     if full and commit.body:
         body = "\n".join(commit.body.splitlines()[:BODY_LINES])[:BODY_CHARS]
         line += "\n" + "\n".join(f"    {row}".rstrip() for row in body.splitlines())
@@ -181,6 +189,21 @@ def _prompt_note(listing: Listing) -> str:
     return ""
 
 
+def _language_fields(language: str) -> dict[str, str]:
+    """The placeholders that carry the report's language into a template (v2 and later)."""
+    t = texts(language)
+    return {"language": t.language, "language_name": t.name, "heading_summary": t.summary,
+            "heading_areas": t.areas, "heading_notable": t.notable}
+
+
+def _system(template: PromptTemplate, language: str) -> str:
+    try:
+        return template.system.substitute(_language_fields(language))
+    except (KeyError, ValueError) as exc:
+        raise errors.step_error("CONFIG_INVALID", f"prompt template {template.workflow}."
+                                f"{template.version}.md has a bad placeholder: {exc}") from exc
+
+
 def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
             budget_chars: int) -> tuple[str, Listing]:
     listing = build_listing(inp.commits, zone(inp.timezone), budget_chars)
@@ -191,7 +214,8 @@ def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
             project=inp.project, business_key=inp.business_key, window_local=local_span(inp),
             window_start=inp.window_start, window_end=inp.window_end, timezone=inp.timezone,
             commit_count=listing.total, listing_summary=summary, stats=stats_text(stats),
-            commits=listing.text or "(none listed)", trim_note=_prompt_note(listing))
+            commits=listing.text or "(none listed)", trim_note=_prompt_note(listing),
+            **_language_fields(inp.language))
     except (KeyError, ValueError) as exc:
         raise errors.step_error("CONFIG_INVALID", f"prompt template {template.workflow}."
                                 f"{template.version}.md has a bad placeholder: {exc}") from exc
@@ -221,15 +245,18 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     (``MODEL_UNAVAILABLE``...) or ``CONFIG_INVALID`` for a bad template.
     """
     template = load_template(inp.workflow, inp.prompt_version)
+    t = texts(inp.language)
     stats = summarize(inp.commits)
     opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
     if not inp.commits:
         return ReportOutput(text=no_activity(inp), model="none", model_digest=None,
                             prompt_version=inp.prompt_version, prompt_sha256="",
                             template_sha256=template.sha256, options=opts,
-                            provider=writer.provider, trimmed=False, stats=stats.model_dump())
+                            provider=writer.provider, trimmed=False, stats=stats.model_dump(),
+                            language=inp.language)
     prompt, listing = _render(inp, stats, template, budget_for(num_ctx))
-    result = writer.write(prompt, system=template.system, options=opts,
+    system = _system(template, inp.language)
+    result = writer.write(prompt, system=system, options=opts,
                           material=ReportMaterial(input=inp, stats=stats))
     narrative = result.text.replace("\r\n", "\n").strip()
     if not narrative:
@@ -240,13 +267,13 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     by = f"{writer.provider} `{result.model}`"
     if result.digest:
         by += f" (digest `{result.digest[:12]}`)"
-    by += f", prompt {inp.workflow} {inp.prompt_version}"
+    by += f", {t.prompt_word} {inp.workflow} {inp.prompt_version}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
-                     num_ctx=num_ctx) if trimmed else ""
+                     num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, narrative,
-                     statistics_section(stats)])
+                     statistics_section(stats, inp.language)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,
-                        prompt_sha256=prompt_digest(template.system, prompt),
+                        prompt_sha256=prompt_digest(system, prompt),
                         template_sha256=template.sha256, options=opts, provider=writer.provider,
-                        trimmed=trimmed, stats=stats.model_dump())
+                        trimmed=trimmed, stats=stats.model_dump(), language=inp.language)

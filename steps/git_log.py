@@ -11,7 +11,11 @@ Owns the commit models and the three git invocations the collector uses:
   flushes per commit, and a pipe turns that into one wake-up per commit);
 - ``details``: ``git log --no-walk --numstat`` over exactly the chosen SHAs;
 - ``committer_times``: the heads' committer times, read in-process (gitdb),
-  which tell the collector which of the two strategies is cheaper.
+  which tell the collector which of the two strategies is cheaper;
+- ``attribute_set``: which paths a commit's ``.gitattributes`` mark with an
+  attribute (``linguist-generated``...), read by ``git check-attr`` from a
+  scratch index of that commit, so the answer is the pinned head's, whatever
+  the work tree holds.
 
 Git runs with GitPython's git executable and options that make its output
 independent of the user's configuration.
@@ -34,13 +38,16 @@ from pydantic import BaseModel
 
 
 class FileChange(BaseModel):
-    """One file of a commit. Binary files count 0 lines; renames keep ``old_path``."""
+    """One file of a commit. Binary files count 0 lines; renames keep ``old_path``.
+    ``excluded``: generated, vendored or matched by the project's ``exclude`` globs, so
+    left out of the report's statistics."""
 
     path: str
     insertions: int
     deletions: int
     old_path: str | None = None
     binary: bool = False
+    excluded: bool = False
 
 
 class CommitInfo(BaseModel):
@@ -91,11 +98,12 @@ def _env() -> dict[str, str]:
 
 
 def run(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
-        timeout_s: float | None = None) -> bytes:
-    """Run git in ``repo_dir`` and return its stdout; raise ``GitFailure``."""
+        timeout_s: float | None = None, env: dict[str, str] | None = None) -> bytes:
+    """Run git in ``repo_dir`` (``env`` added to the environment) and return its stdout;
+    raise ``GitFailure``."""
     try:
         proc = subprocess.run(_command(args), cwd=repo_dir, input=stdin, capture_output=True,
-                              timeout=timeout_s, check=False, env=_env())
+                              timeout=timeout_s, check=False, env={**_env(), **(env or {})})
     except subprocess.TimeoutExpired as exc:
         raise GitFailure(args, -1, f"timed out after {timeout_s}s") from exc
     except OSError as exc:
@@ -196,6 +204,20 @@ def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, RawCommit]]:
     args = ["log", "--no-walk=unsorted", "--stdin", _FORMAT, *_DIFF_OPTIONS]
     out = run(repo_dir, args, stdin="".join(f"{sha}\n" for sha in shas).encode())
     return parse_log(out)
+
+
+def attribute_set(repo_dir: Path, commit: str, paths: Sequence[str], attributes: Sequence[str]) -> set[str]:
+    """The ``paths`` for which any of ``attributes`` is set (``attr`` or ``attr=true``) at ``commit``."""
+    if not paths:
+        return set()
+    with tempfile.TemporaryDirectory(prefix="reportflow-attr-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        run(repo_dir, ["read-tree", commit], env=env)
+        out = run(repo_dir, ["check-attr", "--cached", "--stdin", "-z", *attributes],
+                  stdin=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths), env=env)
+    fields = out.split(b"\0")
+    return {fields[i].decode("utf-8", "surrogateescape") for i in range(0, len(fields) - 2, 3)
+            if fields[i + 2] in (b"set", b"true")}
 
 
 def iso_utc(ts: int) -> str:

@@ -8,8 +8,9 @@ Contract:
   seed, num_ctx).
 - Each HTTP call runs under tenacity: connection refused, dropped
   connections and 5xx/408/429 answers are retried with exponential backoff
-  and jitter until ``RetryPolicy.budget_s`` of waiting (30 s by default) or
-  ``max_attempts``. A timeout is not retried here: on CPU a generation that
+  and jitter, up to ``max_attempts`` per call, within one waiting budget per
+  ``write`` (``RetryPolicy.budget_s``, 30 s by default, SPEC §4): what the
+  model lookup waited is no longer available to the generation. A timeout is not retried here: on CPU a generation that
   timed out would time out again, so the run-level retry takes it later.
 - Every failure leaves as ``StepError``: ``MODEL_UNAVAILABLE`` (retryable)
   naming host and model, or ``CONFIG_INVALID`` for a request the server
@@ -45,13 +46,21 @@ _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """In-step retries of one HTTP call: waits grow from ``initial_s`` to ``max_wait_s``
-    (plus up to ``initial_s`` of jitter) and stop before ``budget_s`` of waiting in all."""
+    """In-step retries: waits grow from ``initial_s`` to ``max_wait_s`` (plus up to
+    ``initial_s`` of jitter), at most ``max_attempts`` tries per HTTP call, and stop
+    before ``budget_s`` of waiting in all across the calls of one ``write``."""
 
     budget_s: float = 30.0
     initial_s: float = 1.0
     max_wait_s: float = 10.0
     max_attempts: int = 8
+
+
+@dataclass
+class _Budget:
+    """Waiting left to one ``write`` (shared by its model lookup and its generation)."""
+
+    left_s: float
 
 
 class _ModelMissing(Exception):
@@ -101,9 +110,10 @@ class OllamaWriter:
               material: ReportMaterial) -> WriterResult:
         """The narrative for ``prompt``; raises ``StepError`` (see the module contract)."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        budget = _Budget(self.retry.budget_s)
         # Clients live for one call, so no connection outlives the step.
         with ollama.Client(host=self.host, timeout=min(self.timeout_s, LOOKUP_TIMEOUT_S)) as lookup:
-            digest = self._call("model lookup", lambda: self._find_digest(lookup))
+            digest = self._call("model lookup", lambda: self._find_digest(lookup), budget)
         with ollama.Client(host=self.host, timeout=self.timeout_s) as client:
 
             def chat() -> ollama.ChatResponse:
@@ -112,7 +122,7 @@ class OllamaWriter:
                                        options={**self.options, **options}, stream=False,
                                        keep_alive=self.keep_alive)
 
-            response = self._call("generation", chat)
+            response = self._call("generation", chat, budget)
         text = _THINKING.sub("", response.message.content or "").strip()
         return WriterResult(text=text, model=self.model, digest=digest)
 
@@ -123,8 +133,9 @@ class OllamaWriter:
                 return entry.digest or None
         raise _ModelMissing(self.model)
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
-        """``fn()`` under the retry policy; any failure becomes a classified StepError."""
+    def _call(self, what: str, fn: Callable[[], T], budget: _Budget) -> T:
+        """``fn()`` under the retry policy, waiting at most what is left of ``budget``
+        (and spending it); any failure becomes a classified StepError."""
         policy = self.retry
         attempts = 0
 
@@ -135,14 +146,17 @@ class OllamaWriter:
 
         def stop(state: tenacity.RetryCallState) -> bool:
             upcoming = getattr(state, "upcoming_sleep", 0.0) or 0.0
-            return (state.attempt_number >= policy.max_attempts
-                    or state.idle_for + upcoming > policy.budget_s)
+            return state.attempt_number >= policy.max_attempts or upcoming > budget.left_s
+
+        def sleep(seconds: float) -> None:
+            budget.left_s -= seconds
+            self._sleep(seconds)
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception(_transient),
             wait=(tenacity.wait_exponential(multiplier=policy.initial_s, max=policy.max_wait_s)
                   + tenacity.wait_random(0, policy.initial_s)),
-            stop=stop, sleep=self._sleep, reraise=True)
+            stop=stop, sleep=sleep, reraise=True)
         try:
             return retrying(attempt)
         except Exception as exc:  # noqa: BLE001 - classified below, or re-raised untouched

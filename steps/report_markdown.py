@@ -2,8 +2,8 @@
 
 Everything here is a pure function of the report input and its statistics:
 the header, the statistics section, the no-activity body, the notes, and
-``BuiltinWriter``'s narrative (the same sections the LLM is asked for).
-Same input, same bytes.
+``BuiltinWriter``'s narrative (the same sections the LLM is asked for), in
+the report's language (``steps.report_texts``). Same input, same bytes.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from engine import errors
 from steps.git_log import CommitInfo
 from steps.report_model import (ROOT_AREA, ReportInput, ReportMaterial, ReportStats, WriterResult,
-                                area_of, churn)
+                                churn, counted, lines, main_area)
+from steps.report_texts import Texts, texts
 
 #: Commits listed per area, and notable commits, in the builtin narrative.
 PER_AREA = 8
 NOTABLE = 5
 NO_FILES_AREA = "(no files)"
+EXCLUDED_AREA = "(excluded files only)"
 
 
 def zone(name: str) -> ZoneInfo:
@@ -43,10 +45,6 @@ def local_time(iso: str, tz: ZoneInfo) -> str:
     return f"{datetime.fromisoformat(iso).astimezone(tz):%Y-%m-%d %H:%M}"
 
 
-def period_word(inp: ReportInput) -> str:
-    return "week" if inp.workflow == "weekly_report" else "day"
-
-
 def inline(text: str) -> str:
     """One line of text safe inside a Markdown list item or table cell."""
     return " ".join(text.split()).replace("|", "\\|")
@@ -56,57 +54,54 @@ def short(sha: str) -> str:
     return sha[:8]
 
 
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+def is_weekly(inp: ReportInput) -> bool:
+    return inp.workflow == "weekly_report"
 
 
 def header(inp: ReportInput, stats: ReportStats, *, writer_line: str) -> str:
     """Title and facts: period (local and UTC), activity totals, who wrote the narrative."""
-    kind = "Weekly" if inp.workflow == "weekly_report" else "Daily"
+    t = texts(inp.language)
     lines = [
-        f"# {kind} report: {inp.project}, {inp.business_key}",
+        t.title(is_weekly(inp), inp.project, inp.business_key),
         "",
-        f"- **Period:** {local_span(inp)}; UTC {inp.window_start} → {inp.window_end}",
-        f"- **Activity:** {plural(stats.commits, 'commit')} by {plural(stats.author_count, 'author')}, "
-        f"{plural(stats.files_changed, 'file')} changed, +{stats.insertions} / −{stats.deletions} lines",
-        f"- **Written by:** {writer_line}",
+        t.period_line(local_span(inp), inp.window_start, inp.window_end),
+        t.activity_line(stats.commits, stats.author_count, stats.files_changed, stats.insertions,
+                        stats.deletions),
+        t.written_by_line(writer_line),
     ]
     return "\n".join(lines) + "\n"
 
 
-def statistics_section(stats: ReportStats) -> str:
+def statistics_section(stats: ReportStats, language: str = "en") -> str:
     """``## Statistics``: computed tables, never written by a model."""
-    out = ["## Statistics", "",
-           "| Commits | Authors | Files changed | Insertions | Deletions |",
+    t = texts(language)
+    out = [f"## {t.statistics}", "", t.totals_header,
            "| ---: | ---: | ---: | ---: | ---: |",
            f"| {stats.commits} | {stats.author_count} | {stats.files_changed} | "
            f"+{stats.insertions} | −{stats.deletions} |", "",
-           "### Authors", "", "| Author | Commits | Insertions | Deletions |",
+           f"### {t.authors_table}", "", t.authors_header,
            "| --- | ---: | ---: | ---: |"]
     out += [f"| {inline(a.name)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
             for a in stats.authors]
     if stats.areas:
-        out += ["", "### Areas", "", "| Area | Commits | Files | Insertions | Deletions |",
+        out += ["", f"### {t.areas_table}", "", t.areas_header,
                 "| --- | ---: | ---: | ---: | ---: |"]
         out += [f"| {inline(a.area)} | {a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |"
                 for a in stats.areas]
     if stats.busiest_files:
-        out += ["", "### Busiest files", "", "| File | Commits | Insertions | Deletions |",
+        out += ["", f"### {t.busiest_table}", "", t.files_header,
                 "| --- | ---: | ---: | ---: |"]
         out += [f"| `{inline(f.path)}` | {f.commits} | +{f.insertions} | −{f.deletions} |"
                 for f in stats.busiest_files]
     return "\n".join(out) + "\n"
 
 
-def trim_note(*, listed: int, total: int, compacted: bool, num_ctx: int) -> str:
+def trim_note(*, listed: int, total: int, compacted: bool, num_ctx: int, language: str = "en") -> str:
     """The report's note when the model saw less than everything (empty when it saw it all)."""
     if listed < total:
-        return (f"> **Note:** the narrative was written from {listed} of {total} commits (the "
-                f"largest); the rest did not fit the model's context (num_ctx={num_ctx}). "
-                "The statistics cover all commits.\n")
+        return texts(language).trimmed_note(listed, total, num_ctx)
     if compacted:
-        return (f"> **Note:** commit messages and file lists were shortened to fit the model's "
-                f"context (num_ctx={num_ctx}). The statistics cover all commits.\n")
+        return texts(language).compacted_note(num_ctx)
     return ""
 
 
@@ -114,8 +109,9 @@ def no_activity(inp: ReportInput) -> str:
     """The whole report for a window without commits (``on_empty = "report"``)."""
     empty = ReportStats(commits=0, author_count=0, files_changed=0, insertions=0, deletions=0,
                         authors=[], areas=[], busiest_files=[])
-    return (header(inp, empty, writer_line="no model (no activity)") + "\n## Summary\n\n"
-            f"No commits were authored in {inp.project} during this {period_word(inp)}.\n")
+    t = texts(inp.language)
+    return (header(inp, empty, writer_line=t.no_model) + f"\n## {t.summary}\n\n"
+            f"{t.no_activity(inp.project, is_weekly(inp))}\n")
 
 
 def assemble(parts: Sequence[str]) -> str:
@@ -124,12 +120,12 @@ def assemble(parts: Sequence[str]) -> str:
 
 
 def by_area(commits: Sequence[CommitInfo]) -> dict[str, list[CommitInfo]]:
-    """Commits under every area they touch, chronological; file-less commits apart."""
+    """Each commit once, under its main area (``report_model.main_area``), chronological;
+    commits without files, and those whose files are all excluded, apart."""
     groups: dict[str, list[CommitInfo]] = {}
     for commit in commits:
-        names = sorted({area_of(f.path) for f in commit.files}) or [NO_FILES_AREA]
-        for name in names:
-            groups.setdefault(name, []).append(commit)
+        name = main_area(commit) or (EXCLUDED_AREA if commit.files else NO_FILES_AREA)
+        groups.setdefault(name, []).append(commit)
     return groups
 
 
@@ -147,50 +143,48 @@ class BuiltinWriter:
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
               material: ReportMaterial) -> WriterResult:
-        """Summary, Changes by area, Notable commits, from ``material`` (prompt unused)."""
+        """Summary, Changes by area, Notable commits, from ``material`` (prompt unused),
+        in the input's language."""
         inp, stats = material.input, material.stats
         commits = inp.commits
-        sections = [self._summary(inp, stats), self._areas(stats, commits),
-                    self._notable(commits)]
+        t = texts(inp.language)
+        sections = [self._summary(inp, stats, t), self._areas(stats, commits, t),
+                    self._notable(commits, t)]
         return WriterResult(text=assemble(sections), model=self.model, digest=None)
 
-    def _summary(self, inp: ReportInput, stats: ReportStats) -> str:
-        text = (f"{plural(stats.commits, 'commit')} by {plural(stats.author_count, 'author')} "
-                f"changed {plural(stats.files_changed, 'file')} (+{stats.insertions} / "
-                f"−{stats.deletions} lines) in {inp.project} during this {period_word(inp)}.")
+    def _summary(self, inp: ReportInput, stats: ReportStats, t: Texts) -> str:
+        parts = [t.summary_totals(inp.project, is_weekly(inp), stats.commits, stats.author_count,
+                                  stats.files_changed, stats.insertions, stats.deletions)]
         if stats.areas:
-            top = stats.areas[:2]
-            where = " and ".join(f"`{inline(a.area)}` ({plural(a.commits, 'commit')})" for a in top)
-            text += f" Most of the work was in {where}."
+            parts.append(t.summary_areas([(f"`{inline(a.area)}`", a.commits) for a in stats.areas[:2]]))
         if stats.authors:
             lead = stats.authors[0]
-            text += (f" The most active author was {inline(lead.name)} with "
-                     f"{plural(lead.commits, 'commit')}.")
+            parts.append(t.summary_author(inline(lead.name), lead.commits))
         if inp.commits:
             big = notable(inp.commits, 1)[0]
-            text += (f" The largest change was `{short(big.sha)}` “{inline(big.subject)}” "
-                     f"(+{big.insertions} / −{big.deletions}).")
-        return f"## Summary\n\n{text}\n"
+            parts.append(t.summary_largest(f"`{short(big.sha)}`", inline(big.subject), *lines(big)))
+        return f"## {t.summary}\n\n{' '.join(parts)}\n"
 
-    def _areas(self, stats: ReportStats, commits: Sequence[CommitInfo]) -> str:
+    def _areas(self, stats: ReportStats, commits: Sequence[CommitInfo], t: Texts) -> str:
         groups = by_area(commits)
-        order = [a.area for a in stats.areas] + ([NO_FILES_AREA] if NO_FILES_AREA in groups else [])
-        out = ["## Changes by area", ""]
+        order = [a.area for a in stats.areas] + [NO_FILES_AREA, EXCLUDED_AREA]
+        titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
+        out = [f"## {t.areas}", ""]
         for name in order:
             members = groups.get(name, [])
-            title = "Top-level files" if name == ROOT_AREA else (
-                "Commits without file changes" if name == NO_FILES_AREA else name)
-            out += [f"### {inline(title)}", ""]
+            if not members:
+                continue
+            out += [f"### {inline(titles.get(name, name))}", ""]
             out += [f"- `{short(c.sha)}` {inline(c.subject)} ({inline(c.author_name)}, "
-                    f"+{c.insertions} / −{c.deletions})" for c in members[:PER_AREA]]
+                    f"+{lines(c)[0]} / −{lines(c)[1]})" for c in members[:PER_AREA]]
             if len(members) > PER_AREA:
-                out.append(f"- … and {plural(len(members) - PER_AREA, 'more commit')}")
+                out.append(f"- {t.more_commits(len(members) - PER_AREA)}")
             out.append("")
         return "\n".join(out)
 
-    def _notable(self, commits: Sequence[CommitInfo]) -> str:
-        out = ["## Notable commits", ""]
+    def _notable(self, commits: Sequence[CommitInfo], t: Texts) -> str:
+        out = [f"## {t.notable}", ""]
         for c in notable(commits):
             out.append(f"- `{short(c.sha)}` {inline(c.subject)} — {inline(c.author_name)}, "
-                       f"{plural(len(c.files), 'file')}, +{c.insertions} / −{c.deletions}")
+                       f"{t.files_count(len(counted(c)))}, +{lines(c)[0]} / −{lines(c)[1]}")
         return "\n".join(out) + "\n"

@@ -2,6 +2,9 @@
 
 Statistics are a pure function of the commits (``summarize``): the same
 commits give the same numbers in the same order, whichever writer runs.
+Files COLLECT_GIT marked ``excluded`` (generated, vendored, the project's
+``exclude`` globs) count nowhere: not in files, lines, areas or the largest
+change; the commits that touched them still count as commits.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from steps.git_log import CommitInfo
+from steps.git_log import CommitInfo, FileChange
 
 WorkflowName = Literal["daily_report", "weekly_report"]
 #: How many files the "busiest files" table lists.
@@ -32,6 +35,8 @@ class ReportInput(BaseModel):
     commits: list[CommitInfo]
     prompt_version: str
     on_empty: Literal["skip", "report"] = "skip"
+    #: BCP 47 tag of the report's language (pinned; runs pinned before it existed are English).
+    language: str = "en"
 
 
 class ReportOutput(BaseModel):
@@ -47,6 +52,7 @@ class ReportOutput(BaseModel):
     provider: str
     trimmed: bool
     stats: dict[str, Any]
+    language: str = "en"
 
 
 class AuthorStats(BaseModel):
@@ -127,8 +133,35 @@ def area_of(path: str) -> str:
     return head if sep else ROOT_AREA
 
 
+def counted(commit: CommitInfo) -> list[FileChange]:
+    """The commit's files that count in statistics (not ``excluded``)."""
+    return [f for f in commit.files if not f.excluded]
+
+
+def lines(commit: CommitInfo) -> tuple[int, int]:
+    """Insertions and deletions of the commit's counted files."""
+    if not any(f.excluded for f in commit.files):
+        return commit.insertions, commit.deletions
+    files = counted(commit)
+    return sum(f.insertions for f in files), sum(f.deletions for f in files)
+
+
 def churn(commit: CommitInfo) -> int:
-    return commit.insertions + commit.deletions
+    """Lines changed in counted files: what "largest change" compares."""
+    return sum(lines(commit))
+
+
+def main_area(commit: CommitInfo) -> str | None:
+    """The area with most changed lines among counted files (ties: more files, then name);
+    None for a commit without counted files."""
+    totals: dict[str, list[int]] = {}
+    for change in counted(commit):
+        row = totals.setdefault(area_of(change.path), [0, 0])
+        row[0] += change.insertions + change.deletions
+        row[1] += 1
+    if not totals:
+        return None
+    return min(totals, key=lambda name: (-totals[name][0], -totals[name][1], name))
 
 
 def summarize(commits: Sequence[CommitInfo]) -> ReportStats:
@@ -139,11 +172,12 @@ def summarize(commits: Sequence[CommitInfo]) -> ReportStats:
     for commit in commits:
         key = commit.author_email.casefold() or commit.author_name.casefold()
         row = authors.setdefault(key, [commit.author_name, commit.author_email, 0, 0, 0])
+        insertions, deletions = lines(commit)
         row[2] += 1
-        row[3] += commit.insertions
-        row[4] += commit.deletions
+        row[3] += insertions
+        row[4] += deletions
         touched: set[str] = set()
-        for change in commit.files:
+        for change in counted(commit):
             area = areas.setdefault(area_of(change.path), [0, set(), 0, 0])
             area[1].add(change.path)
             area[2] += change.insertions
@@ -166,7 +200,7 @@ def summarize(commits: Sequence[CommitInfo]) -> ReportStats:
                        key=lambda f: (-f.commits, -(f.insertions + f.deletions), f.path))
     return ReportStats(
         commits=len(commits), author_count=len(author_rows), files_changed=len(files),
-        insertions=sum(c.insertions for c in commits), deletions=sum(c.deletions for c in commits),
+        insertions=sum(lines(c)[0] for c in commits), deletions=sum(lines(c)[1] for c in commits),
         authors=author_rows, areas=area_rows, busiest_files=file_rows[:BUSIEST_FILES])
 
 

@@ -11,7 +11,9 @@ holds data sources; pages live in a data source):
   page is created and the key is queried again: twins made by a crash
   elsewhere are resolved by keeping the oldest (created_time, then id) and
   moving the others to the trash.
-- Every request is paced (``RateLimiter``, 3/s per process), fenced
+- Every request is paced (a ``Pacer``: ``SharedPace`` when the engine
+  provides a limit shared by every worker, else ``RateLimiter``, 3/s per
+  process; Notion's limit is per integration, i.e. per token), fenced
   (``check_fence()`` before each write) and classified: 429
   ``NOTION_RATE_LIMITED``, 5xx/timeout/connection ``NOTION_UNAVAILABLE``,
   401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (tenacity,
@@ -26,10 +28,13 @@ holds data sources; pages live in a data source):
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal, Protocol
 
 import httpx
 import notion_client
@@ -44,6 +49,9 @@ from steps import notion_blocks
 REPORT_KEY_PROPERTY = "Report Key"
 DEFAULT_TITLE_PROPERTY = "Name"
 _MAX_ATTEMPTS = 10
+#: Notion allows an average of 3 requests/s per integration; 350 ms apart keeps
+#: under it with room for network jitter between the slot and the arrival.
+REQUEST_INTERVAL = timedelta(milliseconds=350)
 _backoff = wait_exponential(multiplier=0.5, max=8.0) + wait_random(0, 0.5)
 
 Page = dict[str, Any]
@@ -99,6 +107,33 @@ class RateLimiter:
             self._updated_at = now + wait_s
 
 
+class Pacer(Protocol):
+    """Paces the upload's requests: ``acquire`` before each one, ``sleep`` between retries."""
+
+    def acquire(self) -> None: ...
+
+    def sleep(self, seconds: float) -> object: ...
+
+
+@dataclass(frozen=True)
+class SharedPace:
+    """A ``Pacer`` over a rate limit held elsewhere (the engine's ``pace(name, interval)``,
+    shared by every worker on the store): each request waits for a slot of ``name``."""
+
+    pace: Callable[[str, timedelta], None]
+    name: str
+    sleep: Callable[[float], object]
+    interval: timedelta = REQUEST_INTERVAL
+
+    def acquire(self) -> None:
+        self.pace(self.name, self.interval)
+
+
+def rate_limit_name(token: str) -> str:
+    """The shared limit's name for an integration: a short digest of its token, never the token."""
+    return "notion:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
 _shared_lock = threading.Lock()
 _shared: RateLimiter | None = None
 
@@ -136,7 +171,7 @@ def _retry_after(headers: httpx.Headers | None) -> float | None:
 class _Calls:
     """Every request of one upload: fencing, pacing, classification and retries."""
 
-    def __init__(self, client: notion_client.Client, pace: RateLimiter, budget_s: float,
+    def __init__(self, client: notion_client.Client, pace: Pacer, budget_s: float,
                  check_fence: Callable[[], None]) -> None:
         self.client = client
         self.pace = pace
@@ -361,7 +396,7 @@ def upload(
     properties_extra: dict[str, Any] | None = None,
     stored_page_id: str | None = None,
     check_fence: Callable[[], None] = lambda: None,
-    pace: RateLimiter | None = None,
+    pace: Pacer | None = None,
     retry_wait_max_s: float = 30.0,
 ) -> UploadOutput:
     """Create or update the one live page whose ``Report Key`` is ``report_key``.

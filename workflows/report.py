@@ -38,7 +38,9 @@ def collect(ctx: StepContext) -> StepResult:
     pinned_heads = ctx.pinned.get("heads")
     out = collect_git.collect(project.repo, list(ctx.pinned["branches"]), ctx.period_start_at, ctx.period_end_at,
                               pinned_heads=pinned_heads, authors=list(ctx.pinned.get("authors", [])),
-                              include_merges=bool(ctx.pinned.get("include_merges", False)))
+                              include_merges=bool(ctx.pinned.get("include_merges", False)),
+                              # None for runs pinned before exclusion existed: they count every file.
+                              exclude=ctx.pinned.get("exclude"))
     pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
     skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out.model_dump(mode="json"), pins=pins, skip_remaining=skip)
@@ -55,7 +57,9 @@ def generate(ctx: StepContext) -> StepResult:
         workflow=ctx.workflow, project=ctx.project, business_key=ctx.business_key,
         window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
         timezone=ctx.timezone, commits=collected["commits"], prompt_version=str(ctx.pinned["prompt_version"]),
-        on_empty=str(ctx.pinned.get("on_empty", "skip")))
+        on_empty=str(ctx.pinned.get("on_empty", "skip")),
+        # Runs pinned before the language existed were English, and stay so.
+        language=str(ctx.pinned.get("language", "en")))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()
@@ -124,7 +128,10 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
             markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
-            pace=upload_notion.shared_rate_limiter(), retry_wait_max_s=notion.retry_budget.total_seconds())
+            # Requests wait for slots shared by every worker; retry waits sleep as before.
+            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token),
+                                          upload_notion.shared_rate_limiter().sleep),
+            retry_wait_max_s=notion.retry_budget.total_seconds())
     except errors.StepError as exc:
         if exc.code != "NOTION_UNAUTHORIZED":
             raise

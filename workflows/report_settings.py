@@ -6,27 +6,42 @@ shapes a report's content is pinned into each run (``pins``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, ValidationError, model_validator
+from pydantic import Field, StrictBool, ValidationError, field_validator, model_validator
 
 from engine import errors
 from engine.config import KEY_PATTERN, Duration, Strict, problem_from_validation
+from steps import report_texts
+
+_BCP47 = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
 
 
 class ReportsSettings(Strict):
     dir: Path = Path("reports")
     on_existing: Literal["version", "overwrite", "skip"] = "version"
+    # BCP 47; the report (builtin writer, and the prompt from v2 on) is written in it.
+    language: str = "en"
+
+    @field_validator("language")
+    @classmethod
+    def _supported(cls, value: str) -> str:
+        """Keep the primary subtag (``ko-KR`` is ``ko``); refuse a language without a catalogue."""
+        supported = ", ".join(report_texts.LANGUAGES)
+        if not _BCP47.match(value) or report_texts.primary(value) not in report_texts.LANGUAGES:
+            raise ValueError(f"unsupported language (supported values: {supported})")
+        return report_texts.primary(value)
 
 
 class LlmSettings(Strict):
     provider: Literal["builtin", "ollama"] = "builtin"
     model: str = "llama3.1:8b"
     host: str = "http://127.0.0.1:11434"
-    prompt_version: Annotated[str, Field(pattern=r"^v[0-9]+$")] = "v1"
+    prompt_version: Annotated[str, Field(pattern=r"^v[0-9]+$")] = "v2"
     timeout: Duration = timedelta(seconds=300)
     temperature: float = Field(default=0.2, ge=0, le=2)
     seed: int = 42
@@ -58,6 +73,8 @@ class ProjectSettings(Strict):
     authors: list[str] = []
     on_empty: Literal["skip", "report"] = "skip"
     include_merges: StrictBool = False
+    # Globs of paths left out of statistics, beside what .gitattributes marks linguist-generated/vendored.
+    exclude: list[Annotated[str, Field(min_length=1)]] = []
 
 
 class ReportSettings(Strict):
@@ -87,6 +104,11 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
     for index, key in enumerate(keys):
         if keys.index(key) != index:
             raise errors.ConfigInvalid(f"duplicate project key '{key}'", key=f"projects[{index}].key")
+    if (settings.llm.provider == "ollama" and settings.llm.prompt_version == "v1"
+            and settings.reports.language != "en"):
+        raise errors.ConfigInvalid(f"prompt v1 asks for English only; reports.language = "
+                                   f"'{settings.reports.language}' needs prompt_version = \"v2\"",
+                                   key="llm.prompt_version")
     reports = settings.reports.model_copy(update={"dir": (base_dir / settings.reports.dir).resolve()})
     projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
     return settings.model_copy(update={"reports": reports, "projects": projects})
@@ -104,9 +126,11 @@ def pins(settings: ReportSettings, key: str) -> dict[str, Any]:
         "provider": llm.provider,
         "model": llm.model if llm.provider == "ollama" else "builtin",
         "prompt_version": llm.prompt_version,
+        "language": settings.reports.language,
         "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
         "branches": list(project.branches),
         "authors": list(project.authors),
         "on_empty": project.on_empty,
         "include_merges": project.include_merges,
+        "exclude": list(project.exclude),
     }

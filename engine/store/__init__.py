@@ -11,11 +11,12 @@ import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from engine.store import database
+from engine.store import database, rate_limits
 
 
 class Store:
@@ -66,6 +67,12 @@ class Store:
         # flock is per process: a thread lock keeps two threads of this process apart too.
         with self._local_mutexes.setdefault(name, threading.Lock()), database.file_lock(lock_file):
             yield
+
+    def reserve_rate_slot(self, name: str, interval: timedelta, now: datetime) -> datetime:
+        """Reserve the next slot of the shared rate limit ``name`` in its own short
+        write transaction (see ``rate_limits.reserve_rate_slot``) and return it."""
+        with self.write() as conn:
+            return rate_limits.reserve_rate_slot(conn, name, interval, now)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -80,7 +80,18 @@ BAD_CONFIGS = {
     "bad on_existing": '[reports]\non_existing = "append"\n',
     "notion enabled without target": "[notion]\nenabled = true\n",
     "token_env not a name": '[notion]\ntoken_env = "secret value"\n',
+    "unsupported language": '[reports]\nlanguage = "fr"\n',
+    "prompt v1 for a Korean report": '[reports]\nlanguage = "ko"\n[llm]\nprovider = "ollama"\nprompt_version = "v1"\n',
 }
+
+
+def test_an_unsupported_language_names_the_key_and_the_supported_values(tmp_path: Path) -> None:
+    config = tmp_path / "reportflow.toml"
+    config.write_text('[reports]\nlanguage = "fr-FR"\n')
+    result = run_cli("schedules", "apply", config=config)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "reports.language" in line and "'fr-FR'" in line and "supported values: en, ko" in line
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -77,6 +78,7 @@ class Recorded:
     path: str
     body: Any
     status: int = 0
+    at: float = field(default_factory=time.monotonic)  # arrival (monotonic seconds), for rate checks
 
 
 def _utf16_len(text: str) -> int:
@@ -253,6 +255,7 @@ class FakeNotion:
             self._lookup({}, raw_id, kind)
 
     def _serve(self, handler: _Handler, method: str) -> None:
+        arrived_at = time.monotonic()
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
         parts = urlsplit(handler.path)
@@ -260,7 +263,7 @@ class FakeNotion:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        record = Recorded(method, parts.path, body)
+        record = Recorded(method, parts.path, body, at=arrived_at)
         with self.lock:
             self.requests.append(record)
             fault = next((f for f in self._faults if f.path is None or f.path in parts.path), None)

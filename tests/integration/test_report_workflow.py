@@ -54,10 +54,12 @@ def notion() -> Iterator[FakeNotion]:
 
 def runtime(url: str, tmp_path: Path, repo: GitRepo, *, llm: dict[str, Any] | None = None,
             notion: FakeNotion | None = None, workflow: str = "daily_report", cron: str = "0 3 * * *",
-            on_empty: str = "skip"):  # type: ignore[no-untyped-def]
+            on_empty: str = "skip", language: str = "en",
+            exclude: list[str] | None = None):  # type: ignore[no-untyped-def]
     extra: dict[str, Any] = {
-        "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"], "on_empty": on_empty}],
-        "reports": {"dir": str(tmp_path / "reports")},
+        "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"], "on_empty": on_empty,
+                      "exclude": exclude or []}],
+        "reports": {"dir": str(tmp_path / "reports"), "language": language},
         "llm": {"provider": "builtin", "retry_budget": "0.2s", **(llm or {})},
         "worker": {"retry_backoff": "1m"},
     }
@@ -98,7 +100,7 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
     assert meta["report_key"] == '"daily_report:platform:2026-09-29"'
     assert meta["window_start"] == f'"{run.pinned["window_start"]}"' == '"2026-09-28T15:00:00Z"'
     assert meta["window_end"] == '"2026-09-29T15:00:00Z"'
-    assert meta["prompt_version"] == '"v1"' and meta["model"] == '"llama3.1:8b"'
+    assert meta["prompt_version"] == '"v2"' and meta["model"] == '"llama3.1:8b"'
     assert repo.head("main") in path.read_text()
     assert ollama.generations == 1
     (page,) = notion.live_pages("daily_report:platform:2026-09-29")
@@ -109,7 +111,7 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
 
 
 def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
-    rt = runtime(sqlite_url, tmp_path, repo)
+    rt = runtime(sqlite_url, tmp_path, repo, llm={"prompt_version": "v1"})
     result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
     Worker(rt, "w").run_one()
     first = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_bytes()
@@ -219,3 +221,58 @@ def test_force_new_revision_gets_its_own_file_and_page(sqlite_url: str, tmp_path
     assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
     assert len(notion.live_pages("daily_report:platform:2026-09-29#2")) == 1
     assert show(rt, forced.run_id).idempotency_key == "daily_report:platform:2026-09-29#2"
+
+
+@pytest.mark.parametrize("legacy", [True, False], ids=["pinned-by-the-previous-release", "pinned-en"])
+def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_url: str, tmp_path: Path,
+                                                                        repo: GitRepo, legacy: bool) -> None:
+    from sqlalchemy import update
+
+    from engine.store.tables import runs
+
+    down = f"http://127.0.0.1:{closed_port()}"
+    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": down, "prompt_version": "v1"})
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    assert Worker(rt, "w").run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]
+    if legacy:  # rows written before the language existed pinned none
+        pinned = dict(show(rt, result.run_id).pinned)
+        assert pinned.pop("language") == "en"
+        with rt.store.write() as conn:
+            conn.execute(update(runs).where(runs.c.id == result.run_id).values(pinned=pinned))
+    fake = FakeOllama().start()
+    try:
+        rt2 = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url}, language="ko")
+        rt2.clock.set(NOW + timedelta(minutes=2))
+        assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        [chat] = fake.requests_to("/api/chat")
+    finally:
+        fake.stop()
+    system = chat.body["messages"][0]["content"]
+    assert system.endswith("Write in English.") and "Korean" not in system
+    text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
+    assert "# Daily report: platform, 2026-09-29" in text and "## Statistics" in text and "## 통계" not in text
+    run = show(rt2, result.run_id)
+    assert run.pinned["prompt_version"] == "v1" and run.pinned.get("language", "en") == "en"
+    assert run.steps[1].output["language"] == "en"
+
+
+def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
+    rt = runtime(sqlite_url, tmp_path, repo, language="ko-KR")
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt, result.run_id)
+    assert (run.pinned["language"], run.pinned["prompt_version"]) == ("ko", "v2")
+    text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
+    assert "# 일일 업무 보고: platform, 2026-09-29" in text and "## 영역별 변경 사항" in text
+
+
+def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
+    rt = runtime(sqlite_url, tmp_path, repo, exclude=["steps/"])
+    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt, result.run_id)
+    assert run.pinned["exclude"] == ["steps/"]
+    statistics = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text().split(
+        "## Statistics")[1]
+    assert "| engine |" in statistics and "| steps |" not in statistics
+    assert "| 3 | 1 | 1 |" in statistics  # three commits, one author, one counted file (engine/a.py)

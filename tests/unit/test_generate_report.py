@@ -345,3 +345,73 @@ def test_window_dates_in_prompt_are_local() -> None:
     assert "2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul)" in prompt
     assert "2026-09-29 10:01" in prompt  # 01:01Z shown in Seoul time
     assert date(2026, 9, 29).isoformat() in prompt
+
+
+def test_one_waiting_budget_covers_the_model_lookup_and_the_generation(fake: FakeOllama) -> None:
+    """SPEC §4: at most 30 s of waiting in all per step execution, not 30 s per HTTP call."""
+    fake.script("/api/tags", [(503, {"error": "server busy"}, 0.0)] * 4)  # then the lookup succeeds
+    fake.script("/api/chat", [(503, {"error": "server busy"}, 0.0)] * 100)
+    sleeps = Sleeps()
+    policy = RetryPolicy(budget_s=30.0, initial_s=1.0, max_wait_s=10.0, max_attempts=100)
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=5, retry=policy, sleep=sleeps)
+    with pytest.raises(StepError) as caught:
+        generate(report_input([commit(1)]), writer, num_ctx=4096, options=OPTIONS)
+    assert caught.value.code == "MODEL_UNAVAILABLE" and "HTTP 503" in caught.value.message
+    assert len(fake.requests_to("/api/tags")) == 5 and fake.requests_to("/api/chat")
+    assert sum(sleeps) <= policy.budget_s, sleeps
+
+
+# -- the report's language --------------------------------------------------------------
+
+KO_SECTIONS = ["## 요약", "## 영역별 변경 사항", "## 주요 커밋", "## 통계"]
+
+
+def test_a_korean_report_from_the_builtin_writer_has_korean_headings_and_sentences() -> None:
+    inp = report_input([commit(i) for i in range(3)], language="ko", prompt_version="v2")
+    report = generate(inp, BuiltinWriter(), num_ctx=4096, options=OPTIONS)
+    text = report.text
+    assert text.startswith("# 일일 업무 보고: platform, 2026-09-29\n")
+    positions = [text.index(heading + "\n") for heading in KO_SECTIONS]
+    assert positions == sorted(positions)
+    assert not any(heading in text for heading in SECTIONS)
+    assert "- **기간:** 2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul)" in text
+    assert "작성자 1명이 커밋 3개로 파일 3개를 변경했습니다" in text
+    assert "| 커밋 | 작성자 | 변경 파일 | 추가 | 삭제 |" in text
+    assert report.language == "ko"
+
+
+def test_an_english_report_stays_english() -> None:
+    report = generate(report_input([commit(1)], prompt_version="v2"), BuiltinWriter(), num_ctx=4096,
+                      options=OPTIONS)
+    assert report.text.startswith("# Daily report: platform, 2026-09-29\n")
+    assert all(heading in report.text for heading in SECTIONS)
+    assert "1 commit by 1 author changed 1 file" in report.text
+
+
+def test_a_korean_weekly_report_without_activity_says_so_in_korean() -> None:
+    inp = report_input([], language="ko", workflow="weekly_report", business_key="2026-W40",
+                       prompt_version="v2")
+    text = generate(inp, BuiltinWriter(), num_ctx=4096, options=OPTIONS).text
+    assert text.startswith("# 주간 업무 보고: platform, 2026-W40\n")
+    assert "## 요약\n\n이번 주 platform에 작성된 커밋이 없습니다." in text
+
+
+def test_the_ollama_prompt_of_a_korean_run_asks_for_korean(fake: FakeOllama) -> None:
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+    inp = report_input([commit(1)], language="ko", prompt_version="v2")
+    report = generate(inp, writer, num_ctx=4096, options=OPTIONS)
+    [chat] = fake.requests_to("/api/chat")
+    system, user = (m["content"] for m in chat.body["messages"])
+    assert "Write the whole report in\nKorean (한국어)" in system
+    assert "in Korean (한국어)." in user
+    assert [line for line in user.splitlines() if line.startswith("## ")] == KO_SECTIONS[:3]
+    assert report.prompt_sha256 == hashlib.sha256(f"{system}\n\n{user}".encode()).hexdigest()
+    assert "## 통계" in report.text and "- **작성:** ollama" in report.text
+
+
+def test_prompt_v1_is_unchanged_by_the_language_placeholders(fake: FakeOllama) -> None:
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+    generate(report_input([commit(1)]), writer, num_ctx=4096, options=OPTIONS)
+    [chat] = fake.requests_to("/api/chat")
+    system = chat.body["messages"][0]["content"]
+    assert system.endswith("Write in English.") and "$" not in system

@@ -1,0 +1,188 @@
+"""The words of a report in each supported language: headings, sentences, table headers.
+
+``texts(language)`` returns the catalogue for a primary language subtag
+(``en``, ``ko``); ``LANGUAGES`` lists them. Every fixed word of a report (the
+header, the statistics tables, the notes, the builtin writer's narrative)
+comes from here, so adding a language is one subclass. Commit subjects, author
+names, paths and SHAs are data and stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine import errors
+
+
+class Texts:
+    """English, and the shape every language follows."""
+
+    language = "en"
+    #: The language as the prompt names it.
+    name = "English"
+
+    summary = "Summary"
+    areas = "Changes by area"
+    notable = "Notable commits"
+    statistics = "Statistics"
+    authors_table = "Authors"
+    areas_table = "Areas"
+    busiest_table = "Busiest files"
+    top_level = "Top-level files"
+    no_files = "Commits without file changes"
+    excluded_only = "Generated, vendored or excluded files only"
+    totals_header = "| Commits | Authors | Files changed | Insertions | Deletions |"
+    authors_header = "| Author | Commits | Insertions | Deletions |"
+    areas_header = "| Area | Commits | Files | Insertions | Deletions |"
+    files_header = "| File | Commits | Insertions | Deletions |"
+    prompt_word = "prompt"
+    no_model = "no model (no activity)"
+
+    _nouns = {"commit": "commit", "author": "author", "file": "file"}
+
+    def count(self, n: int, noun: str) -> str:
+        """``3 commits``, ``1 file``."""
+        word = self._nouns[noun]
+        return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+    def title(self, weekly: bool, project: str, key: str) -> str:
+        return f"# {'Weekly' if weekly else 'Daily'} report: {project}, {key}"
+
+    def period_line(self, span: str, start: str, end: str) -> str:
+        return f"- **Period:** {span}; UTC {start} → {end}"
+
+    def activity_line(self, commits: int, authors: int, files: int, ins: int, dels: int) -> str:
+        return (f"- **Activity:** {self.count(commits, 'commit')} by {self.count(authors, 'author')}, "
+                f"{self.count(files, 'file')} changed, +{ins} / −{dels} lines")
+
+    def written_by_line(self, writer: str) -> str:
+        return f"- **Written by:** {writer}"
+
+    def trimmed_note(self, listed: int, total: int, num_ctx: int) -> str:
+        return (f"> **Note:** the narrative was written from {listed} of {total} commits (the "
+                f"largest); the rest did not fit the model's context (num_ctx={num_ctx}). "
+                "The statistics cover all commits.\n")
+
+    def compacted_note(self, num_ctx: int) -> str:
+        return (f"> **Note:** commit messages and file lists were shortened to fit the model's "
+                f"context (num_ctx={num_ctx}). The statistics cover all commits.\n")
+
+    def no_activity(self, project: str, weekly: bool) -> str:
+        return f"No commits were authored in {project} during this {'week' if weekly else 'day'}."
+
+    def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
+                       ins: int, dels: int) -> str:
+        return (f"{self.count(commits, 'commit')} by {self.count(authors, 'author')} "
+                f"changed {self.count(files, 'file')} (+{ins} / −{dels} lines) in {project} "
+                f"during this {'week' if weekly else 'day'}.")
+
+    def summary_areas(self, areas: Sequence[tuple[str, int]]) -> str:
+        """``areas``: (area already formatted, commits) of the busiest areas."""
+        where = " and ".join(f"{area} ({self.count(n, 'commit')})" for area, n in areas)
+        return f"Most of the work was in {where}."
+
+    def summary_author(self, name: str, commits: int) -> str:
+        return f"The most active author was {name} with {self.count(commits, 'commit')}."
+
+    def summary_largest(self, sha: str, subject: str, ins: int, dels: int) -> str:
+        return f"The largest change was {sha} “{subject}” (+{ins} / −{dels})."
+
+    def more_commits(self, n: int) -> str:
+        return f"… and {n} more commit{'' if n == 1 else 's'}"
+
+    def files_count(self, n: int) -> str:
+        return self.count(n, "file")
+
+
+class KoreanTexts(Texts):
+    """Korean (한국어), in the plain written style of an engineering team's report (합니다체)."""
+
+    language = "ko"
+    name = "Korean (한국어)"
+
+    summary = "요약"
+    areas = "영역별 변경 사항"
+    notable = "주요 커밋"
+    statistics = "통계"
+    authors_table = "작성자별"
+    areas_table = "영역별"
+    busiest_table = "변경이 잦은 파일"
+    top_level = "최상위 파일"
+    no_files = "파일 변경이 없는 커밋"
+    excluded_only = "생성·외부(vendored)·제외 파일만 변경한 커밋"
+    totals_header = "| 커밋 | 작성자 | 변경 파일 | 추가 | 삭제 |"
+    authors_header = "| 작성자 | 커밋 | 추가 | 삭제 |"
+    areas_header = "| 영역 | 커밋 | 파일 | 추가 | 삭제 |"
+    files_header = "| 파일 | 커밋 | 추가 | 삭제 |"
+    prompt_word = "프롬프트"
+    no_model = "모델 없음 (활동 없음)"
+
+    _counters = {"commit": ("커밋", "개"), "author": ("작성자", "명"), "file": ("파일", "개")}
+
+    def count(self, n: int, noun: str) -> str:
+        """``커밋 3개``, ``작성자 2명`` (no plural; a counter word)."""
+        word, counter = self._counters[noun]
+        return f"{word} {n}{counter}"
+
+    def title(self, weekly: bool, project: str, key: str) -> str:
+        return f"# {'주간' if weekly else '일일'} 업무 보고: {project}, {key}"
+
+    def period_line(self, span: str, start: str, end: str) -> str:
+        return f"- **기간:** {span}; UTC {start} → {end}"
+
+    def activity_line(self, commits: int, authors: int, files: int, ins: int, dels: int) -> str:
+        return (f"- **활동:** {self.count(authors, 'author')}, {self.count(commits, 'commit')}, "
+                f"{self.count(files, 'file')} 변경, +{ins} / −{dels}줄")
+
+    def written_by_line(self, writer: str) -> str:
+        return f"- **작성:** {writer}"
+
+    def trimmed_note(self, listed: int, total: int, num_ctx: int) -> str:
+        return (f"> **참고:** 본문은 전체 커밋 {total}개 중 변경량이 큰 {listed}개만 보고 작성했습니다. "
+                f"나머지는 모델 컨텍스트(num_ctx={num_ctx})에 들어가지 않았습니다. "
+                "통계는 모든 커밋을 반영합니다.\n")
+
+    def compacted_note(self, num_ctx: int) -> str:
+        return (f"> **참고:** 모델 컨텍스트(num_ctx={num_ctx})에 맞추기 위해 커밋 메시지와 파일 목록을 "
+                "줄였습니다. 통계는 모든 커밋을 반영합니다.\n")
+
+    def no_activity(self, project: str, weekly: bool) -> str:
+        return f"{'이번 주' if weekly else '이날'} {project}에 작성된 커밋이 없습니다."
+
+    def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
+                       ins: int, dels: int) -> str:
+        return (f"{'한 주' if weekly else '하루'} 동안 {project}에서 {self.count(authors, 'author')}이 "
+                f"{self.count(commits, 'commit')}로 {self.count(files, 'file')}를 변경했습니다"
+                f"(+{ins} / −{dels}줄).")
+
+    def summary_areas(self, areas: Sequence[tuple[str, int]]) -> str:
+        where = ", ".join(f"{area}({self.count(n, 'commit')})" for area, n in areas)
+        return f"작업은 주로 {where}에서 이루어졌습니다."
+
+    def summary_author(self, name: str, commits: int) -> str:
+        return f"가장 활발한 작성자는 {name}({self.count(commits, 'commit')})입니다."
+
+    def summary_largest(self, sha: str, subject: str, ins: int, dels: int) -> str:
+        return f"가장 큰 변경은 {sha} “{subject}”(+{ins} / −{dels})입니다."
+
+    def more_commits(self, n: int) -> str:
+        return f"… 외 커밋 {n}개"
+
+
+_CATALOGUE: dict[str, Texts] = {t.language: t for t in (Texts(), KoreanTexts())}
+#: Primary language subtags with a complete catalogue.
+LANGUAGES: tuple[str, ...] = tuple(_CATALOGUE)
+
+
+def primary(tag: str) -> str:
+    """The primary language subtag of a BCP 47 tag, lower case (``ko-KR`` → ``ko``)."""
+    return tag.split("-", 1)[0].lower()
+
+
+def texts(language: str) -> Texts:
+    """The catalogue for ``language`` (a BCP 47 tag); CONFIG_INVALID if unsupported."""
+    found = _CATALOGUE.get(primary(language))
+    if found is None:
+        raise errors.step_error("CONFIG_INVALID", f"report language {language!r} is not supported "
+                                f"(supported: {', '.join(LANGUAGES)})")
+    return found
