@@ -28,6 +28,7 @@ window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,10 +135,9 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
         found = git_log.window_log(repo.path, tips, since, until, int(hi), keep=keep,
                                    include_merges=include_merges, abort_after=bounds.abort_after)
     if found is None:
-        walked = git_log.walk(repo.path, tips, since, until, include_merges=include_merges,
-                              with_idents=bool(wanted))
-        chosen = sorted(sha for at, sha, ident in walked
-                        if lo <= at < hi and (not wanted or wanted & ident))
+        walked = git_log.walk(repo.path, tips, since, until, lo=math.ceil(lo), hi=math.ceil(hi),
+                              include_merges=include_merges, with_idents=bool(wanted))
+        chosen = sorted(sha for _, sha, ident in walked if not wanted or wanted & ident)
         found = git_log.details(repo.path, chosen) if chosen else []
         if len(found) != len(chosen):
             raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
