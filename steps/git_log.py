@@ -29,6 +29,7 @@ import re
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -264,7 +265,7 @@ def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, RawCommit]]:
 
 def iso_utc(ts: int) -> str:
     """A Unix time as ISO 8601 UTC ending in ``Z``."""
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 Keep = Callable[[int, str, str], bool]
