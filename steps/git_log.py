@@ -74,7 +74,6 @@ class GitFailure(Exception):
                                                       "bad revision", "not a valid object"))
 
 
-_RS, _US = b"\x1e", b"\x1f"
 # Per commit: RS sha US committer-time US author-time US name US email US message US NUL.
 # The message goes last because it may contain anything but NUL.
 _FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
@@ -161,7 +160,8 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
 
     Returns ``(author time, commit)`` pairs. Abandons (kills git, returns
     ``None``) once more than ``abort_after`` commits with committer time ≥
-    ``end_ts`` have been printed. ``keep`` as for ``parse_log``.
+    ``end_ts`` have been printed (git writes in stdio-buffer chunks, so up to a
+    few dozen more may have been diffed by then). ``keep`` as for ``parse_log``.
     """
     args = ["log", _FORMAT, *_DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
     # stderr stays unread until stdout ends: git prints at most a line or two there.
