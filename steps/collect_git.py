@@ -36,7 +36,10 @@ window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
 from __future__ import annotations
 
 import fnmatch
+import math
+import os
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -59,6 +62,11 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _DWIM = ("refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
 #: What GitHub Linguist (and so most forges) leave out of a repository's statistics.
 LINGUIST_ATTRIBUTES = ("linguist-generated", "linguist-vendored")
+
+
+_HANDLES_KEPT = 32
+_HANDLES: dict[str, git.Repo] = {}
+_HANDLES_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -103,13 +111,12 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
     head of ``branches[0]`` when present, else the first head.
     """
     start, end = _check_window(window_start, window_end)
-    with _open_repo(repo_path) as handle:
-        repo = Repo(Path(handle.working_tree_dir or handle.git_dir),
-                    Path(handle.common_dir) / "objects")
-        if pinned_heads:
-            heads = _check_pinned(pinned_heads)
-        else:
-            heads = _resolve_branches(handle, repo.path, branches)
+    handle = _open_repo(repo_path)
+    repo = Repo(Path(handle.working_tree_dir or handle.git_dir), Path(handle.common_dir) / "objects")
+    if pinned_heads:
+        heads = _check_pinned(pinned_heads)
+    else:
+        heads = _resolve_branches(handle, repo.path, branches)
     first = branches[0] if branches and branches[0] in heads else next(iter(heads))
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     tips = list(dict.fromkeys(heads.values()))
@@ -150,10 +157,9 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
         found = git_log.window_log(repo.path, tips, since, until, int(hi), keep=keep,
                                    include_merges=include_merges, abort_after=bounds.abort_after)
     if found is None:
-        walked = git_log.walk(repo.path, tips, since, until, include_merges=include_merges,
-                              with_idents=bool(wanted))
-        chosen = sorted(sha for at, sha, ident in walked
-                        if lo <= at < hi and (not wanted or wanted & ident))
+        walked = git_log.walk(repo.path, tips, since, until, lo=math.ceil(lo), hi=math.ceil(hi),
+                              include_merges=include_merges, with_idents=bool(wanted))
+        chosen = sorted(sha for _, sha, ident in walked if not wanted or wanted & ident)
         found = git_log.details(repo.path, chosen) if chosen else []
         if len(found) != len(chosen):
             raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
@@ -206,13 +212,29 @@ def _iso(at: datetime) -> str:
 
 
 def _open_repo(repo_path: Path) -> git.Repo:
-    """The repository at ``repo_path`` (caller closes it); GIT_REPO_NOT_FOUND otherwise."""
+    """GitPython's handle on the repository at ``repo_path``; GIT_REPO_NOT_FOUND otherwise.
+
+    Handles are kept per path (at most ``_HANDLES_KEPT``) and reused while their
+    git directory still has a ``HEAD``: opening one costs more than the rest of
+    the Python work of a daily collect, and a handle holds no state that can go
+    stale (refs are read from disk on every lookup; git runs as a subprocess).
+    """
+    key = os.path.abspath(repo_path)
+    handle = _HANDLES.get(key)
+    if handle is not None and os.path.isfile(os.path.join(handle.git_dir, "HEAD")):
+        return handle
     try:
-        return git.Repo(repo_path)
+        handle = git.Repo(repo_path)
     except (git.NoSuchPathError, git.InvalidGitRepositoryError, OSError) as exc:
+        _HANDLES.pop(key, None)
         raise errors.step_error(
             "GIT_REPO_NOT_FOUND", f"no git repository at {repo_path} ({type(exc).__name__})"
         ) from exc
+    with _HANDLES_LOCK:
+        while len(_HANDLES) >= _HANDLES_KEPT:
+            _HANDLES.pop(next(iter(_HANDLES)))
+        _HANDLES[key] = handle
+    return handle
 
 
 def _unreadable(repo_dir: Path, exc: GitFailure) -> errors.StepError:

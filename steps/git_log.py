@@ -7,30 +7,37 @@ Owns the commit models and the three git invocations the collector uses:
   (``None``) once more than ``abort_after`` commits newer than the window have
   gone by, since diffing those would cost more than listing them;
 - ``walk``: the cheap pass for a window deep in history: author time and SHA
-  of every commit in the range, no diffs (written to a temporary file: git
-  flushes per commit, and a pipe turns that into one wake-up per commit);
+  of every commit in the range, no diffs (written to a temporary file), of
+  which only the lines whose author time is in the window are decoded (one
+  regular expression over the whole output, see ``window_pattern``);
 - ``details``: ``git log --no-walk --numstat`` over exactly the chosen SHAs;
-- ``committer_times``: the heads' committer times, read in-process (gitdb),
-  which tell the collector which of the two strategies is cheaper;
+- ``committer_times``: the heads' committer times, read in-process (gitdb,
+  one handle per object directory kept for the process), which tell the
+  collector which of the two strategies is cheaper;
 - ``attribute_set``: which paths a commit's ``.gitattributes`` mark with an
   attribute (``linguist-generated``...), read by ``git check-attr`` from a
   scratch index of that commit, so the answer is the pinned head's, whatever
   the work tree holds.
 
 Git runs with GitPython's git executable and options that make its output
-independent of the user's configuration.
+independent of the user's configuration, and with ``GIT_FLUSH=0``: by default
+git flushes stdout after every commit when it writes to a pipe, one wake-up of
+the reader per commit, and every caller here reads the output whole.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import git
 import gitdb
@@ -74,7 +81,6 @@ class GitFailure(Exception):
                                                       "bad revision", "not a valid object"))
 
 
-_RS, _US = b"\x1e", b"\x1f"
 # Per commit: RS sha US committer-time US author-time US name US email US message US NUL.
 # The message goes last because it may contain anything but NUL.
 _FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
@@ -94,6 +100,7 @@ def _command(args: Sequence[str]) -> list[str]:
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["GIT_TERMINAL_PROMPT"] = "0"  # a fetch must fail, never wait for a password
+    env["GIT_FLUSH"] = "0"  # no flush per commit: the output is read whole (module docstring)
     return env
 
 
@@ -123,19 +130,35 @@ def _range(since: datetime, until: datetime | None, include_merges: bool) -> lis
 
 
 def committer_times(objects_dir: Path, shas: Sequence[str]) -> list[int] | None:
-    """Committer times of ``shas`` read with gitdb (no subprocess); None if unreadable."""
+    """Committer times of ``shas`` read with gitdb (no subprocess); None if unreadable.
+
+    The gitdb handle is kept per object directory (``_object_db``); it rescans
+    the packs when their directory changed, and once more when an object is
+    missing (a pack written within the directory's timestamp granularity).
+    """
     try:
-        db = gitdb.GitDB(str(objects_dir))
-        times = []
-        for sha in shas:
-            stream = db.stream(bytes.fromhex(sha))
-            match = _COMMITTER.search(stream.read()) if stream.type == b"commit" else None
-            if match is None:
-                return None
-            times.append(int(match.group(1)))
-        return times
+        db, lock = _object_db(str(objects_dir))
+        with lock:
+            db.update_cache()
+            times = []
+            for sha in shas:
+                binsha = bytes.fromhex(sha)
+                if not db.has_object(binsha):
+                    db.update_cache(force=True)
+                stream = db.stream(binsha)
+                match = _COMMITTER.search(stream.read()) if stream.type == b"commit" else None
+                if match is None:
+                    return None
+                times.append(int(match.group(1)))
+            return times
     except Exception:  # noqa: BLE001 - any failure only means "use the safe strategy"
         return None
+
+
+@functools.lru_cache(maxsize=32)
+def _object_db(objects_dir: str) -> tuple[gitdb.GitDB, threading.Lock]:
+    """One gitdb handle per object directory, with the lock that serialises its readers."""
+    return gitdb.GitDB(objects_dir), threading.Lock()
 
 
 def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime | None,
@@ -145,7 +168,8 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
 
     Returns ``(author time, commit)`` pairs. Abandons (kills git, returns
     ``None``) once more than ``abort_after`` commits with committer time ≥
-    ``end_ts`` have been printed. ``keep`` as for ``parse_log``.
+    ``end_ts`` have been printed (git writes in stdio-buffer chunks, so up to a
+    few dozen more may have been diffed by then). ``keep`` as for ``parse_log``.
     """
     args = ["log", _FORMAT, *_DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
     # stderr stays unread until stdout ends: git prints at most a line or two there.
@@ -173,11 +197,15 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
 
 
 def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime | None, *,
-         include_merges: bool, with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
-    """``(author time, sha, {name, email} casefolded or empty)`` of the range's commits.
+         lo: int, hi: int, include_merges: bool,
+         with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
+    """``(author time, sha, {name, email} casefolded or empty)`` of the range's commits
+    whose author time is in ``[lo, hi)``.
 
-    No diffs, so this costs about as much as the walk of a plain ``git log
-    --since --until``.
+    No diffs, so git costs about as much as the walk of a plain ``git log
+    --since --until``; of its output (one line per commit after ``since``,
+    10,000 for a day half-way through a 20,000-commit history) only the lines
+    in the window are decoded.
     """
     fmt = "--format=%at %H" + ("%x1f%aN%x1f%aE" if with_idents else "")
     args = ["log", fmt, *_range(since, until, include_merges), *heads, "--"]
@@ -188,15 +216,52 @@ def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime 
             err.seek(0)
             raise GitFailure(args, code, err.read().decode("utf-8", "replace"))
         out.seek(0)
-        data = out.read()
+        data = b"\n" + out.read()  # every line, the first included, starts after a LF
     rows: list[tuple[int, str, frozenset[str]]] = []
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        head, *idents = line.decode("utf-8", "replace").split("\x1f")
-        at, _, sha = head.partition(" ")
-        rows.append((int(at), sha, frozenset(i.strip().casefold() for i in idents)))
+    for at, sha, rest in window_pattern(lo, hi).findall(data):
+        idents = rest.decode("utf-8", "replace").split("\x1f")[1:]
+        rows.append((int(at), sha.decode(), frozenset(i.strip().casefold() for i in idents)))
     return rows
+
+
+@functools.lru_cache(maxsize=64)
+def window_pattern(lo: int, hi: int) -> re.Pattern[bytes]:
+    """Matches ``LF time SP sha rest-of-line`` for the times in ``[lo, hi)`` exactly.
+
+    Author times are printed in decimal without leading zeros, so the window
+    is a union of same-length digit ranges (``decimal_range``), which the
+    regular-expression engine checks without creating an object per line.
+    """
+    ranges = []
+    first, last = max(lo, 0), hi - 1
+    while first <= last:
+        top = min(last, 10 ** len(str(first)) - 1)
+        ranges.append(decimal_range(str(first), str(top)))
+        first = top + 1
+    times = "|".join(ranges) or "(?!)"
+    return re.compile(rb"\n(" + times.encode() + rb") ([0-9a-f]{40,64})([^\n]*)")
+
+
+def decimal_range(low: str, high: str) -> str:
+    """A regular expression for the decimal strings from ``low`` to ``high`` inclusive.
+
+    Both have the same length and no leading zero (unless ``"0"``), ``low <= high``.
+    """
+    if low == high:
+        return low
+    same = 0
+    while low[same] == high[same]:
+        same += 1
+    prefix, low, high = low[:same], low[same:], high[same:]
+    rest = len(low) - 1
+    tail = f"[0-9]{{{rest}}}" if rest else ""
+    if low[1:] == "0" * rest and high[1:] == "9" * rest:
+        return f"{prefix}[{low[0]}-{high[0]}]{tail}"
+    parts = [low[0] + decimal_range(low[1:], "9" * rest)]
+    if int(high[0]) - int(low[0]) > 1:
+        parts.append(f"[{int(low[0]) + 1}-{int(high[0]) - 1}]{tail}")
+    parts.append(high[0] + decimal_range("0" * rest, high[1:]))
+    return f"{prefix}(?:{'|'.join(parts)})"
 
 
 def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, RawCommit]]:
@@ -222,7 +287,7 @@ def attribute_set(repo_dir: Path, commit: str, paths: Sequence[str], attributes:
 
 def iso_utc(ts: int) -> str:
     """A Unix time as ISO 8601 UTC ending in ``Z``."""
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 Keep = Callable[[int, str, str], bool]
@@ -238,61 +303,55 @@ def parse_log(data: bytes, keep: Keep | None = None) -> list[tuple[int, RawCommi
     ``keep(author_time, name, email)`` drops commits before their files are
     built (the single pass also prints commits just outside the window).
 
-    After each header comes, if the commit has a diff, ``LF`` and numstat
-    records: ``ins TAB del TAB path NUL``, or for a rename ``ins TAB del TAB
-    NUL old NUL new NUL``; binary files show ``-`` counts (taken as 0). The
-    message cannot contain NUL, so the first ``US NUL`` ends the header.
-    Returns ``(author time, commit dict)`` in git's order.
+    Split at NUL, the output is a sequence of tokens: a commit header (``RS``
+    fields separated by ``US``, ending with ``US``: the message cannot contain
+    NUL, so a header is always one token), then, if the commit has a diff, its
+    numstat records: ``ins TAB del TAB path``, or for a rename ``ins TAB del
+    TAB`` followed by two tokens, the old and the new path (taken verbatim:
+    a path may hold any byte but NUL). A header or a first record may be
+    preceded by LFs. Binary files show ``-`` counts (taken as 0). Returns
+    ``(author time, commit dict)`` in git's order.
     """
+    tokens = data.decode("utf-8", "replace").split("\x00")
     commits: list[tuple[int, RawCommit]] = []
-    pos, size = 0, len(data)
-    while True:
-        while pos < size and data[pos] in b"\n\x00":
-            pos += 1
-        if pos >= size:
-            return commits
-        if data[pos:pos + 1] != _RS:
-            raise ValueError(f"unexpected git log output at byte {pos}")
-        end = data.index(_US + b"\x00", pos)
-        header = data[pos + 1:end].decode("utf-8", "replace")
-        sha, _committed, authored, name, email, message = header.split("\x1f", 5)
-        at = int(authored)
-        wanted = keep is None or keep(at, name, email)
-        pos = end + 2
-        files: list[RawFile] = []
-        if data[pos:pos + 1] == b"\n":
-            pos += 1
-            while pos < size and data[pos:pos + 1] != _RS:
-                change, pos = _numstat_record(data, pos, build=wanted)
-                if change is not None:
-                    files.append(change)
-        if not wanted:
+    files: list[RawFile] | None = None  # the current commit's, None while one is skipped
+    started = False
+    i, count = 0, len(tokens)
+    while i < count:
+        token = tokens[i].lstrip("\n")
+        i += 1
+        if not token:
             continue
-        subject, body = split_message(message)
-        commits.append((at, {
-            "sha": sha, "author_name": name, "author_email": email, "authored_at": iso_utc(at),
-            "subject": subject, "body": body, "files": files,
-            "insertions": sum(f["insertions"] for f in files),
-            "deletions": sum(f["deletions"] for f in files)}))
-
-
-def _numstat_record(data: bytes, pos: int, *, build: bool) -> tuple[RawFile | None, int]:
-    """One numstat record starting at ``pos`` (None unless ``build``) and the position after."""
-    def token(at: int) -> tuple[str, int]:
-        stop = data.index(b"\x00", at)
-        return data[at:stop].decode("utf-8", "replace"), stop + 1
-
-    text, pos = token(pos)
-    ins, dele, path = text.split("\t", 2)
-    old: str | None = None
-    if path == "":
-        old, pos = token(pos)
-        path, pos = token(pos)
-    if not build:
-        return None, pos
-    return {"path": path, "old_path": old, "binary": ins == "-" or dele == "-",
-            "insertions": 0 if ins == "-" else int(ins),
-            "deletions": 0 if dele == "-" else int(dele)}, pos
+        if token[0] == "\x1e":
+            if token[-1] != "\x1f":
+                raise ValueError(f"unexpected git log header in token {i - 1}")
+            sha, _committed, authored, name, email, message = token[1:-1].split("\x1f", 5)
+            at = int(authored)
+            started = True
+            files = None
+            if keep is None or keep(at, name, email):
+                files = []
+                subject, body = split_message(message)
+                commits.append((at, {
+                    "sha": sha, "author_name": name, "author_email": email,
+                    "authored_at": iso_utc(at), "subject": subject, "body": body,
+                    "files": files}))
+            continue
+        if not started:
+            raise ValueError(f"unexpected git log output in token {i - 1}")
+        ins, dele, path = token.split("\t", 2)
+        old: str | None = None
+        if path == "":
+            old, path = tokens[i], tokens[i + 1]
+            i += 2
+        if files is not None:
+            files.append({"path": path, "old_path": old, "binary": ins == "-" or dele == "-",
+                          "insertions": 0 if ins == "-" else int(ins),
+                          "deletions": 0 if dele == "-" else int(dele)})
+    for _, commit in commits:
+        commit["insertions"] = sum(f["insertions"] for f in commit["files"])
+        commit["deletions"] = sum(f["deletions"] for f in commit["files"])
+    return commits
 
 
 def split_message(message: str) -> tuple[str, str]:
