@@ -149,8 +149,8 @@ def _stalled(conn: Connection, now: datetime) -> int:
     query = select(runs.c.claimed_at, runs.c.max_runtime_s, runs.c.lease_until).where(
         runs.c.status == RunStatus.RUNNING.value)
     return sum(1 for claimed_at, max_runtime_s, lease_until in conn.execute(query)
-               if not policies.lease_expired(lease_until, now)
-               and policies.is_stalled(claimed_at, timedelta(seconds=max_runtime_s), now))
+               if policies.is_stalled(RunStatus.RUNNING, claimed_at, lease_until,
+                                      timedelta(seconds=max_runtime_s), now))
 
 
 def _last_success(conn: Connection, names: dict[int | None, str]) -> dict[str, datetime]:
@@ -165,7 +165,7 @@ def _attempt_counts(conn: Connection, names: dict[int | None, str]) -> dict[tupl
     # An attempt still running has no outcome yet; counting it would make the counter go down.
     query = (select(runs.c.schedule_id, attempts.c.trigger, attempts.c.outcome, func.count())
              .select_from(attempts.join(runs, attempts.c.run_id == runs.c.id))
-             .where(attempts.c.outcome != AttemptOutcome.RUNNING.value)
+             .where(attempts.c.outcome.not_in([AttemptOutcome.RUNNING.value, AttemptOutcome.PENDING.value]))
              .group_by(runs.c.schedule_id, attempts.c.trigger, attempts.c.outcome))
     totals: dict[tuple[str, str, str], int] = {}
     for sid, trigger, outcome, n in conn.execute(query):

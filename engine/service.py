@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine import reconciler, scheduler
+from engine import logs, reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
 from engine.worker import Worker
@@ -40,7 +40,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
-    log.info("serve_started worker=%s", worker.worker_id)
+    logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     reconciler.reclaim_own(rt, worker.worker_id)
     poll = rt.config.worker.poll_interval
     try:
@@ -58,14 +58,14 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)
             except SQLAlchemyError:
                 # The database went away (restart, failover): keep the process, try again shortly.
-                log.exception("serve_loop_failed: retrying in %ss", poll.total_seconds())
+                logs.event(log, logging.ERROR, "serve_loop_failed", exc_info=True, retry_in_s=poll.total_seconds())
                 delay = poll.total_seconds()
             rt.clock.sleep(delay, stop)
     finally:
         worker.close()
         if server is not None:
             server.shutdown()
-        log.info("serve_stopped worker=%s", worker.worker_id)
+        logs.event(log, logging.INFO, "serve_stopped", worker=worker.worker_id)
 
 
 def _start_metrics(rt: Runtime, port: int) -> ThreadingHTTPServer:

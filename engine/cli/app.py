@@ -395,7 +395,8 @@ def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Steps, attempts, pinned inputs, artifacts, errors. Example: reportflow runs show 42"""
     from engine import queries
 
-    render.run_detail(queries.get_run(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    rt = _cli(ctx).runtime()
+    render.run_detail(queries.get_run(rt, _parse_run_id(run)), rt.clock.now(), as_json)
 
 
 @runs_app.command("retry")

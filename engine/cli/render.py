@@ -250,7 +250,7 @@ def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
 
 def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
     if as_json:
-        _json([views.run_summary(r) for r in items])
+        _json([views.run_summary(r, now) for r in items])
         return
     table = Table(title="runs")
     for column in ("id", "schedule", "key", "trigger", "slot (UTC)", "status", "att", "delay", "duration",
@@ -261,8 +261,7 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
         if run.error_code:
             step = views.failed_step(run)
             failure = f"{step + ': ' if step else ''}{run.error_code}"
-        stalled = (run.status.value == "RUNNING" and run.claimed_at is not None
-                   and now - run.claimed_at > timedelta(seconds=run.max_runtime_s))
+        stalled = views.run_summary(run, now)["stalled"]
         table.add_row(
             str(run.id), run.schedule_name or "", run.idempotency_key, run.trigger.value,
             format_instant(run.scheduled_for) or "",
@@ -273,8 +272,8 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
     out.print(table)
 
 
-def run_detail(run: Run, as_json: bool) -> None:
-    data = views.run_detail(run)
+def run_detail(run: Run, now: datetime, as_json: bool) -> None:
+    data = views.run_detail(run, now)
     if as_json:
         _json(data)
         return
