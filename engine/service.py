@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from wsgiref.simple_server import WSGIServer
 
+from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine import logs, reconciler, scheduler
@@ -68,25 +68,10 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
         logs.event(log, logging.INFO, "serve_stopped", worker=worker.worker_id)
 
 
-def _start_metrics(rt: Runtime, port: int) -> ThreadingHTTPServer:
+def _start_metrics(rt: Runtime, port: int) -> WSGIServer:
+    """prometheus_client's own HTTP server on 127.0.0.1, serving ``metrics.registry_for(rt)``."""
     from engine import metrics
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.rstrip("/") not in ("/metrics", ""):
-                self.send_error(404)
-                return
-            body = metrics.exposition(rt).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-    log.info("metrics_listening port=%s", server.server_address[1])
+    server, _thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry_for(rt))
+    logs.event(log, logging.INFO, "metrics_listening", port=server.server_address[1])
     return server
