@@ -137,9 +137,12 @@ class BackfillReport:
     left: list[tuple[str, str]] = field(default_factory=list)  # (key, status) listed, not touched
     present: list[str] = field(default_factory=list)
     future: list[str] = field(default_factory=list)
+    no_slot: list[str] = field(default_factory=list)  # periods the schedule's cron never fires for
 
 
-def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: date) -> Iterator[datetime]:
+def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: date,
+                    no_slot: list[str]) -> Iterator[datetime]:
+    """Slots of the business periods in [first, last]; periods the cron has no slot for go to ``no_slot``."""
     spec = schedule.spec
     if kind is PeriodKind.SLOT:
         for fire in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
@@ -154,8 +157,8 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
             seen.add(key)
             try:
                 yield _slot_for_date(schedule, kind, day)
-            except errors.InvalidInput:
-                pass
+            except errors.InvalidInput:  # e.g. a weekday cron on a daily workflow: Saturday has no run
+                no_slot.append(key)
         day += timedelta(days=1)
 
 
@@ -163,7 +166,8 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
              progress: Callable[[int, int], None] | None = None) -> BackfillReport:
     """BACKFILL runs for every business period in [first, last] without a row (SPEC §12 table).
 
-    Periods whose slot is still in the future are left out (listed in ``future``).
+    Periods whose slot is still in the future are left out (listed in ``future``), and
+    so are periods the cron has no slot for (listed in ``no_slot``).
     Runs once or twice, the outcome is the same: the second pass creates nothing.
     """
     if last < first:
@@ -177,7 +181,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     workflow = rt.workflow(schedule.spec.workflow)
     spec = schedule.spec
     pins = workflow.pin(rt.settings(workflow.name), spec.project)
-    slots = list(_backfill_slots(schedule, workflow.period, first, last))
+    slots = list(_backfill_slots(schedule, workflow.period, first, last, report.no_slot))
     for index in range(0, len(slots), 200):
         batch = slots[index:index + 200]
         with (rt.store.read() if dry_run else rt.store.write()) as conn:

@@ -235,17 +235,20 @@ def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int]
 def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
     data = {"dry_run": dry_run, "created": report.created, "requeued": report.requeued,
             "left": [{"business_key": k, "status": s} for k, s in report.left], "present": report.present,
-            "future": report.future}
+            "future": report.future, "no_slot": report.no_slot}
     if as_json:
         _json(data)
         return
     verb = "would create" if dry_run else "created"
     say(f"{verb} {len(report.created)}, {'would re-queue' if dry_run else 're-queued'} {len(report.requeued)}, "
-        f"already present {len(report.present)}, left alone {len(report.left)}, future {len(report.future)}")
+        f"already present {len(report.present)}, left alone {len(report.left)}, future {len(report.future)}, "
+        f"no slot {len(report.no_slot)}")
     for key, status in report.left:
         say(f"  {key}: {status} (left as is; use `reportflow runs retry` or `trigger`)")
     if report.future:
         say(f"  not yet due: {', '.join(report.future)}")
+    if report.no_slot:
+        say(f"  no slot (the cron never fires for these periods): {', '.join(report.no_slot)}")
 
 
 def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
