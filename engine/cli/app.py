@@ -1,9 +1,10 @@
 """The ``reportflow`` command line: a thin Typer adapter over the engine.
 
 Each command parses options, builds the runtime, calls one engine function and
-renders its result (rich tables, or ``--json``). Its only ``try`` maps
-ReportflowError subclasses to exit codes: 1 run-time failure, 2 invalid input,
-3 conflict.
+renders its result (rich tables, or ``--json``). Exit codes are decided in one
+place, ``main``: ReportflowError subclasses map to theirs (1 run-time failure,
+2 invalid input, 3 conflict) and a database error is 1. The other ``try``
+blocks only turn an unparsable option into ``InvalidInput`` or close a worker.
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""Rendering for the CLI: rich tables for people, JSON for machines. No decisions here."""
+"""Rendering for the CLI: rich tables for people, JSON for machines.
+
+No decisions here: what a value means (a run being stalled, a period having
+no slot) is decided by the engine and arrives through ``engine.views`` or the
+report objects; instants are printed with ``clock.format_instant`` (UTC, whole
+seconds, ``Z``).
+"""
 
 from __future__ import annotations
 
