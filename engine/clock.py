@@ -86,7 +86,10 @@ def to_utc(instant: datetime) -> datetime:
 
 
 def parse_instant(text: str) -> datetime:
-    """Parse ISO 8601 (``2026-09-29T10:30:00Z``, with an offset, or a bare date as UTC midnight)."""
+    """Parse an ISO 8601 instant (``2026-09-29T10:30:00Z`` or with an offset).
+
+    A value without an offset, a bare date included, is refused: it names no instant.
+    """
     raw = text.strip()
     try:
         value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -118,8 +121,11 @@ def clock_from_spec(spec: str | None) -> Clock:
 
 
 def format_instant(instant: datetime | None) -> str | None:
-    """ISO 8601 in UTC ending in ``Z`` (the only form printed or put in JSON)."""
+    """ISO 8601 in UTC at second precision ending in ``Z`` (the only form printed or put in JSON).
+
+    Sub-second digits are dropped (truncated): durations that need them are
+    reported as numbers of seconds (``duration_s``, ``start_delay_s``).
+    """
     if instant is None:
         return None
-    text = to_utc(instant).isoformat()
-    return text.replace("+00:00", "Z")
+    return to_utc(instant).replace(microsecond=0).isoformat().replace("+00:00", "Z")

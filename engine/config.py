@@ -115,17 +115,18 @@ class ScheduleConfig(Strict):
     project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
     cron: str
     timezone: str
-    report_on: ReportOn = ReportOn.PREVIOUS
-    overlap: Overlap = Overlap.QUEUE_NEW
-    misfire: Misfire = Misfire.CATCH_UP_ALL
-    grace: Duration = timedelta(minutes=10)
-    catchup_window: Duration = timedelta(days=7)
-    max_runtime: Duration = timedelta(minutes=30)
-    jitter: Duration = timedelta(0)
-    dst_gap: DstGap = DstGap.SHIFT
-    dst_fold: DstFold = DstFold.FIRST
-    allow_frequent: StrictBool = False
-    enabled: StrictBool = True  # "yes" is a typo, not true
+    # The defaults are ScheduleSpec's (engine.models): one source.
+    report_on: ReportOn = ScheduleSpec.report_on
+    overlap: Overlap = ScheduleSpec.overlap
+    misfire: Misfire = ScheduleSpec.misfire
+    grace: Duration = ScheduleSpec.grace
+    catchup_window: Duration = ScheduleSpec.catchup_window
+    max_runtime: Duration = ScheduleSpec.max_runtime
+    jitter: Duration = ScheduleSpec.jitter
+    dst_gap: DstGap = ScheduleSpec.dst_gap
+    dst_fold: DstFold = ScheduleSpec.dst_fold
+    allow_frequent: StrictBool = ScheduleSpec.allow_frequent
+    enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
 
     def to_spec(self) -> ScheduleSpec:
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})

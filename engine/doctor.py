@@ -27,7 +27,7 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine import config as config_mod
-from engine import errors, reconciler
+from engine import errors, logs, reconciler
 from engine import registry as registry_mod
 from engine.clock import Clock, format_instant
 from engine.models import ArtifactRecord, RunStatus
@@ -252,7 +252,7 @@ def diagnose_workflows(registry: Registry, cfg: config_mod.AppConfig,
         try:
             found += workflow.diagnose(settings, projects, list(records))
         except Exception as exc:  # noqa: BLE001 - one broken check must not hide every other finding
-            log.exception("diagnose_failed workflow=%s", name)
+            logs.event(log, logging.ERROR, "diagnose_failed", exc_info=True, workflow=name)
             found.append(Finding(f"workflow {name}", f"its checks failed: {type(exc).__name__}: {exc}",
                                  problem=True))
     return found

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from engine import errors, retention
+from engine import errors, logs, retention
 from engine.runtime import Runtime
 from engine.store import pruning, schedules as schedule_rows
 
@@ -65,7 +65,7 @@ def prune(rt: Runtime, before: date, *, dry_run: bool = False, reason: str | Non
             ranges = retention.summarize(gone, timezones)
             schedule_rows.record_audits(conn, [_audit_event(r, now, rt.actor, before, reason) for r in ranges])
         _account(report, gone, timezones)
-    log.info("runs_pruned before=%s removed=%s dry_run=%s", before, report.removed, dry_run)
+    logs.event(log, logging.INFO, "runs_pruned", before=before, removed=report.removed, dry_run=dry_run)
     return report
 
 

@@ -77,14 +77,21 @@ class Snapshot:
     start_delay: Histogram
 
 
+def registry_for(rt: Runtime) -> CollectorRegistry:
+    """A registry (not prometheus_client's global one) exposing the store's state and this process's counters.
+
+    The store's families are read afresh on every scrape (``StoreCollector``);
+    the notifier's failure counter lives in this process.
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StoreCollector(rt))
+    registry.register(rt.notifier.failures)
+    return registry
+
+
 def exposition(rt: Runtime) -> str:
     """The Prometheus text format (0.0.4) for the store's state at ``rt.clock.now()``."""
-    now = rt.clock.now()
-    with rt.store.read() as conn:
-        snapshot = read_snapshot(conn, now)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(snapshot))
-    return generate_latest(registry).decode("utf-8")
+    return generate_latest(registry_for(rt)).decode("utf-8")
 
 
 # --- reading: one aggregate query per metric family, in the store layer's Core style ------------
@@ -149,8 +156,8 @@ def _stalled(conn: Connection, now: datetime) -> int:
     query = select(runs.c.claimed_at, runs.c.max_runtime_s, runs.c.lease_until).where(
         runs.c.status == RunStatus.RUNNING.value)
     return sum(1 for claimed_at, max_runtime_s, lease_until in conn.execute(query)
-               if not policies.lease_expired(lease_until, now)
-               and policies.is_stalled(claimed_at, timedelta(seconds=max_runtime_s), now))
+               if policies.is_stalled(RunStatus.RUNNING, claimed_at, lease_until,
+                                      timedelta(seconds=max_runtime_s), now))
 
 
 def _last_success(conn: Connection, names: dict[int | None, str]) -> dict[str, datetime]:
@@ -165,7 +172,7 @@ def _attempt_counts(conn: Connection, names: dict[int | None, str]) -> dict[tupl
     # An attempt still running has no outcome yet; counting it would make the counter go down.
     query = (select(runs.c.schedule_id, attempts.c.trigger, attempts.c.outcome, func.count())
              .select_from(attempts.join(runs, attempts.c.run_id == runs.c.id))
-             .where(attempts.c.outcome != AttemptOutcome.RUNNING.value)
+             .where(attempts.c.outcome.not_in([AttemptOutcome.RUNNING.value, AttemptOutcome.PENDING.value]))
              .group_by(runs.c.schedule_id, attempts.c.trigger, attempts.c.outcome))
     totals: dict[tuple[str, str, str], int] = {}
     for sid, trigger, outcome, n in conn.execute(query):
@@ -228,14 +235,17 @@ def _histograms(conn: Connection) -> tuple[Histogram, Histogram]:
 
 # --- exposition ---------------------------------------------------------------------------------
 
-class SnapshotCollector(Collector):
-    """Yields the metric families of one ``Snapshot`` (a registry per exposition, no global state)."""
+class StoreCollector(Collector):
+    """Yields the metric families of a ``Snapshot`` read at ``rt.clock.now()`` on each collection."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
 
     def collect(self) -> Iterator[Metric]:
-        yield from families(self.snapshot)
+        now = self.rt.clock.now()
+        with self.rt.store.read() as conn:
+            snapshot = read_snapshot(conn, now)
+        yield from families(snapshot)
 
 
 def families(snap: Snapshot) -> Iterator[Metric]:

@@ -45,9 +45,11 @@ class AttemptTrigger(StrEnum):
     BACKFILL = "backfill"
     AUTO = "auto"
     RECOVERY = "recovery"
+    HANDBACK = "handback"
 
 
 class AttemptOutcome(StrEnum):
+    PENDING = "pending"  # decided (a recovery) but no worker has taken it yet
     RUNNING = "running"
     SUCCESS = "success"
     PARTIAL_SUCCESS = "partial_success"
@@ -56,6 +58,7 @@ class AttemptOutcome(StrEnum):
     LOST = "lost"
     RELEASED = "released"
     CANCELLED = "cancelled"
+    SUPERSEDED = "superseded"  # a pending attempt replaced by an operator's retry before any worker took it
 
 
 class StepStatus(StrEnum):
@@ -117,12 +120,9 @@ PRIORITY = {
     AttemptTrigger.SCHEDULED: 20,
     AttemptTrigger.AUTO: 20,
     AttemptTrigger.RECOVERY: 20,
+    AttemptTrigger.HANDBACK: 20,
     AttemptTrigger.BACKFILL: 10,
 }
-
-
-def first_attempt_trigger(trigger: RunTrigger) -> AttemptTrigger:
-    return AttemptTrigger(trigger.value.lower())
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
 """Operator notifications: a JSON POST to the webhook whose URL is in the variable ``[notify] webhook_env`` names.
 
 Sent on FAILED, MISSED, MANUAL_REQUIRED, stalled and silent. Best effort: a
-webhook that is down is logged and never fails the run or the tick. The URL
-is a secret (webhook URLs carry tokens): it is never logged or stored.
+webhook that is down is logged, counted (``reportflow_notification_failures_total``)
+and never fails the run or the tick. Callers send only after their
+transaction has committed, never inside one, and nothing is retried: a
+webhook that hangs costs the caller its timeout, not the database's write
+lock. The URL is a secret (webhook URLs carry tokens): it is never logged or stored.
 """
 
 from __future__ import annotations
@@ -14,20 +17,34 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from prometheus_client import Counter
+
+from engine import logs
+
 log = logging.getLogger(__name__)
 TIMEOUT_S = 5.0
 
 
 class Notifier:
-    def __init__(self, webhook_env: str) -> None:
+    """Sends notifications and counts the failed deliveries of this process (by event)."""
+
+    def __init__(self, webhook_env: str, *, timeout_s: float = TIMEOUT_S) -> None:
         self.webhook_env = webhook_env
+        self.timeout_s = timeout_s
+        # Not in prometheus_client's global registry: the metrics exposition registers it itself.
+        self.failures = Counter("reportflow_notification_failures", "Webhook notifications that were not delivered.",
+                                labelnames=["event"], registry=None)
 
     @property
     def url(self) -> str | None:
         return os.environ.get(self.webhook_env) if self.webhook_env else None
 
     def send(self, event: str, **fields: Any) -> bool:
-        """POST ``{"event": ..., **fields}``; returns whether the webhook accepted it."""
+        """POST ``{"event": ..., **fields}``; returns whether the webhook accepted it.
+
+        Call with no transaction open. A refusal, a timeout or a non-2xx answer
+        is logged and counted; it never raises.
+        """
         url = self.url
         if not url:
             return False
@@ -35,11 +52,15 @@ class Notifier:
         request = urllib.request.Request(url, data=body, method="POST",
                                          headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 ok = bool(200 <= response.status < 300)
+            reason = None if ok else f"HTTP {response.status}"
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            log.warning("notify_failed event=%s variable=%s reason=%s", event, self.webhook_env,
-                        type(exc).__name__)
+            ok, reason = False, type(exc).__name__
+        if not ok:
+            self.failures.labels(event=event).inc()
+            logs.event(log, logging.WARNING, "notify_failed", notified=event, variable=self.webhook_env,
+                       reason=reason)
             return False
-        log.info("notified event=%s", event)
-        return ok
+        logs.event(log, logging.INFO, "notified", notified=event)
+        return True

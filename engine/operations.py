@@ -7,6 +7,7 @@ except ``trigger --force-new``, which makes a new revision.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,9 +15,10 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine import cron, errors, pinning, policies, retention
+from engine import cron, errors, logs, pinning, policies, retention
 from engine.models import (
     ACTIVE_STATUSES,
+    AttemptOutcome,
     AttemptTrigger,
     PeriodKind,
     Run,
@@ -25,7 +27,7 @@ from engine.models import (
     Schedule,
 )
 from engine.runtime import Runtime
-from engine.store import claims, pruning
+from engine.store import claims, pruning, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
@@ -104,7 +106,7 @@ def _create(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, t
         raise errors.Conflict(f"a run for {values['idempotency_key']} appeared concurrently; try again")
     schedule_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{trigger_type.value.lower()}",
                                schedule_id=schedule.id, run_id=run_id, after={"key": values["idempotency_key"]})
-    log.info("run_created run=%s key=%s trigger=%s", run_id, values["idempotency_key"], trigger_type.value)
+    logs.event(log, logging.INFO, "run_created", run=run_id, key=values["idempotency_key"], trigger=trigger_type.value)
     return ActionResult(action, run_id, RunStatus.QUEUED.value, values["business_key"],
                         f"run {run_id} queued for {values['idempotency_key']}")
 
@@ -112,12 +114,16 @@ def _create(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, t
 def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, now: datetime, action: str,
              *, from_step: str | None = None) -> ActionResult:
     step_names = rt.workflow(run.workflow).step_names()
+    # A recovery attempt no worker took yet is replaced by this one (the operator acted first).
+    if recovery.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
+                                      f"replaced by a {trigger.value} attempt before any worker took it"):
+        run = dataclasses.replace(run, attempt_count=run.attempt_count + 1)
     run_rows.requeue(conn, run, trigger=trigger, now=now, from_step=from_step, step_names=step_names,
                      fresh_budget=rt.config.worker.max_attempts)
     schedule_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", schedule_id=run.schedule_id,
                                run_id=run.id, before={"status": run.status.value},
                                after={"status": "QUEUED", "from_step": from_step, "trigger": trigger.value})
-    log.info("run_%s run=%s key=%s from_step=%s", action, run.id, run.idempotency_key, from_step)
+    logs.event(log, logging.INFO, f"run_{action}", run=run.id, key=run.idempotency_key, from_step=from_step)
     return ActionResult(action, run.id, RunStatus.QUEUED.value, run.business_key,
                         f"run {run.id} ({run.idempotency_key}) {action}")
 
@@ -132,9 +138,12 @@ class BackfillReport:
     present: list[str] = field(default_factory=list)
     future: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)  # periods a prune settled: left out unless include_pruned
+    no_slot: list[str] = field(default_factory=list)  # periods the schedule's cron never fires for
 
 
-def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: date) -> Iterator[datetime]:
+def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: date,
+                    no_slot: list[str]) -> Iterator[datetime]:
+    """Slots of the business periods in [first, last]; periods the cron has no slot for go to ``no_slot``."""
     spec = schedule.spec
     if kind is PeriodKind.SLOT:
         for fire in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
@@ -149,8 +158,8 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
             seen.add(key)
             try:
                 yield _slot_for_date(schedule, kind, day)
-            except errors.InvalidInput:
-                pass
+            except errors.InvalidInput:  # e.g. a weekday cron on a daily workflow: Saturday has no run
+                no_slot.append(key)
         day += timedelta(days=1)
 
 
@@ -158,7 +167,8 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
              progress: Callable[[int, int], None] | None = None, include_pruned: bool = False) -> BackfillReport:
     """BACKFILL runs for every business period in [first, last] without a row (SPEC §12 table).
 
-    Periods whose slot is still in the future are left out (listed in ``future``).
+    Periods whose slot is still in the future are left out (listed in ``future``), and
+    so are periods the cron has no slot for (listed in ``no_slot``).
     Runs once or twice, the outcome is the same: the second pass creates nothing.
     A period without a row inside a range a prune removed is left out (listed in
     ``pruned``) unless ``include_pruned``: pruning never makes a report twice.
@@ -175,7 +185,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     workflow = rt.workflow(schedule.spec.workflow)
     spec = schedule.spec
     pins = workflow.pin(rt.settings(workflow.name), spec.project)
-    slots = list(_backfill_slots(schedule, workflow.period, first, last))
+    slots = list(_backfill_slots(schedule, workflow.period, first, last, report.no_slot))
     for index in range(0, len(slots), 200):
         batch = slots[index:index + 200]
         with (rt.store.read() if dry_run else rt.store.write()) as conn:
@@ -230,6 +240,8 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
             action, status = "cancel_requested", run.status.value
         elif run.status in CANCELLABLE:
             run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
+            recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
+                                           "cancelled by an operator before any worker took it")
             claims.promote_pending(conn, run.schedule_id, now)
             action, status = "cancelled", RunStatus.CANCELLED.value
         else:

@@ -1,4 +1,4 @@
-"""Pure deciders: business periods, misfire, overlap, retry backoff, jitter.
+"""Pure deciders: business periods, misfire, overlap, retry backoff, jitter, recovery, stalled.
 
 Every function here is a function of values and ``now``: no database, no
 clock, no randomness that is not derived from its inputs. The shells
@@ -20,6 +20,7 @@ from engine.models import (
     Period,
     PeriodKind,
     ReportOn,
+    Run,
     RunStatus,
     Schedule,
     SlotReason,
@@ -209,12 +210,53 @@ def decide_retry(*, attempts_used: int, max_attempts: int, backoff: timedelta, n
     return RetryDecision(True, now + delay)
 
 
+@dataclass(frozen=True)
+class RecoveryDecision:
+    """What becomes of a RUNNING run whose worker is gone (SPEC §5).
+
+    ``status`` is RETRY_PENDING (a recovery attempt is queued, claimable from
+    ``not_before``) or FAILED (the budget is spent); the lost attempt and the
+    step that was running end with ``error_code``/``error_message``.
+    """
+
+    status: RunStatus
+    error_code: str
+    error_message: str
+    not_before: datetime | None
+
+
+def decide_recovery(*, attempts_used: int, max_attempts: int, lease_owner: str | None, reason: str,
+                    now: datetime) -> RecoveryDecision:
+    """Recover a run whose lease was lost: retry at once, or FAILED once ``max_attempts`` are used.
+
+    Recovery attempts count toward the budget, so a run that keeps killing its
+    worker ends FAILED instead of looping.
+    """
+    if attempts_used >= max_attempts:
+        return RecoveryDecision(RunStatus.FAILED, "LEASE_EXPIRED",
+                                f"worker {lease_owner} lost the run {attempts_used} times", None)
+    return RecoveryDecision(RunStatus.RETRY_PENDING, "LEASE_EXPIRED",
+                            f"worker {lease_owner} stopped renewing its lease ({reason})", now)
+
+
 def lease_expired(lease_until: datetime | None, now: datetime) -> bool:
     return lease_until is None or lease_until < now
 
 
-def is_stalled(started_at: datetime | None, max_runtime: timedelta, now: datetime) -> bool:
-    return started_at is not None and now - started_at > max_runtime
+def is_stalled(status: RunStatus, claimed_at: datetime | None, lease_until: datetime | None,
+               max_runtime: timedelta, now: datetime) -> bool:
+    """The one definition of "stalled" (SPEC §4): RUNNING past ``max_runtime`` since its claim, lease alive.
+
+    A RUNNING run whose lease has expired is not stalled but lost: the
+    reconciler recovers it instead.
+    """
+    return (status is RunStatus.RUNNING and claimed_at is not None and not lease_expired(lease_until, now)
+            and now - claimed_at > max_runtime)
+
+
+def run_is_stalled(run: Run, now: datetime) -> bool:
+    """``is_stalled`` for a loaded run (runs list, its JSON, doctor)."""
+    return is_stalled(run.status, run.claimed_at, run.lease_until, timedelta(seconds=run.max_runtime_s), now)
 
 
 def is_silent(next_run_at: datetime | None, grace: timedelta, now: datetime) -> bool:

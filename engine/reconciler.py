@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine import errors, policies
+from engine import errors, logs, policies
 from engine.clock import format_instant
-from engine.models import (
-    SYSTEM_RECONCILER,
-    AttemptOutcome,
-    AttemptTrigger,
-    Run,
-    RunStatus,
-    StepStatus,
-)
+from engine.models import SYSTEM_RECONCILER, Run, RunStatus
 from engine.runtime import Runtime
-from engine.store import claims
+from engine.store import claims, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
-from engine.store.tables import steps as steps_table
 
 log = logging.getLogger(__name__)
 
@@ -39,46 +32,46 @@ class SweepReport:
     promoted: list[int] = field(default_factory=list)
     stalled: list[Run] = field(default_factory=list)
     silent: list[tuple[str, datetime]] = field(default_factory=list)
+    # (event, fields) to POST once the transaction that decided them has committed.
+    notifications: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def _recover(conn: Connection, rt: Runtime, run: Run, now: datetime, reason: str, report: SweepReport,
+def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,
              *, expired_only: bool = True) -> None:
-    """Close the lost attempt and queue a recovery attempt at the step that was running.
-
-    Recovery attempts count toward max_attempts: a run that keeps killing its
-    worker ends FAILED.
-    """
-    if run.attempt_count >= run.max_attempts:
-        target = RunStatus.FAILED
-        code, message = "LEASE_EXPIRED", f"worker {run.lease_owner} lost the run {run.attempt_count} times"
-    else:
-        target = RunStatus.RETRY_PENDING
-        code, message = "LEASE_EXPIRED", f"worker {run.lease_owner} stopped renewing its lease ({reason})"
-    # Guard on the token read and on the lease still being the expired one (or this worker's own).
-    claims.release_run(conn, run.id, run.fence, target, now, not_before=now if target is RunStatus.RETRY_PENDING
-                         else None, error_code=code, error_message=message,
-                         next_attempt_trigger=AttemptTrigger.RECOVERY if target is RunStatus.RETRY_PENDING else None,
-                         lease_expired_by=now if expired_only else None)
-    conn.execute(steps_table.update().where(steps_table.c.run_id == run.id,
-                                            steps_table.c.status == StepStatus.RUNNING.value)
-                 .values(status=StepStatus.FAILED.value, error_code=code, error_message=message, finished_at=now))
-    claims.finish_attempt(conn, run.id, run.attempt_count, AttemptOutcome.LOST, now, code, message)
-    if target is RunStatus.FAILED:
-        claims.promote_pending(conn, run.schedule_id, now)
+    """Load, decide (``policies.decide_recovery``), persist (``store.recovery``): one transaction."""
+    decision = policies.decide_recovery(attempts_used=run.attempt_count, max_attempts=run.max_attempts,
+                                        lease_owner=run.lease_owner, reason=reason, now=now)
+    recovery.record_recovery(conn, run, decision, now, expired_only=expired_only)
+    if decision.status is RunStatus.FAILED:
         report.failed.append(run.id)
+        report.notifications.append(("run_failed", {"run_id": run.id, "key": run.idempotency_key,
+                                                    "error_code": decision.error_code,
+                                                    "error": decision.error_message}))
     else:
         report.recovered.append(run.id)
     schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_recovered", run_id=run.id,
                                schedule_id=run.schedule_id, reason=reason,
                                before={"status": "RUNNING", "lease_owner": run.lease_owner, "token": run.fence},
-                               after={"status": target.value})
+                               after={"status": decision.status.value})
 
 
 def _log_recovery(run: Run, report: SweepReport, reason: str) -> None:
     """Logged after the commit: nothing is written to a log while the write lock is held."""
     status = RunStatus.FAILED if run.id in report.failed else RunStatus.RETRY_PENDING
-    log.warning("run_recovered run=%s key=%s owner=%s status=%s reason=%s", run.id, run.idempotency_key,
-                run.lease_owner, status.value, reason)
+    logs.event(log, logging.WARNING, "run_recovered", run=run.id, key=run.idempotency_key, owner=run.lease_owner,
+               status=status.value, reason=reason)
+
+
+def _deliver(rt: Runtime, report: SweepReport) -> None:
+    """Send the notifications decided so far; called only with no transaction open.
+
+    A webhook that hangs or refuses costs this process its timeout, never the
+    database's write lock; ``Notifier.send`` logs and counts the failure.
+    """
+    notifier = rt.notifier
+    pending, report.notifications = report.notifications, []
+    for event, fields in pending:
+        notifier.send(event, **fields)
 
 
 def reclaim_own(rt: Runtime, worker_id: str) -> list[int]:
@@ -90,15 +83,20 @@ def reclaim_own(rt: Runtime, worker_id: str) -> list[int]:
     for run in mine:
         try:
             with rt.store.write() as conn:
-                _recover(conn, rt, run, now, f"worker {worker_id} restarted", report, expired_only=False)
+                _recover(conn, run, now, f"worker {worker_id} restarted", report, expired_only=False)
         except errors.LeaseLost:
             continue
         _log_recovery(run, report, f"worker {worker_id} restarted")
+    _deliver(rt, report)
     return report.recovered + report.failed
 
 
 def sweep(rt: Runtime) -> SweepReport:
-    """One reconciler pass at ``rt.clock.now()``."""
+    """One reconciler pass at ``rt.clock.now()``.
+
+    Each decision commits in its own transaction; log lines and webhook
+    notifications follow the commit, never inside it.
+    """
     now = rt.clock.now()
     report = SweepReport()
     with rt.store.read() as conn:
@@ -106,7 +104,7 @@ def sweep(rt: Runtime) -> SweepReport:
     for run in expired:
         try:
             with rt.store.write() as conn:
-                _recover(conn, rt, run, now, "lease expired", report)
+                _recover(conn, run, now, "lease expired", report)
         except errors.LeaseLost:  # the worker came back and renewed, or another reconciler won
             continue
         _log_recovery(run, report, "lease expired")
@@ -119,26 +117,31 @@ def sweep(rt: Runtime) -> SweepReport:
                                            run_id=promoted, schedule_id=schedule_id, reason="blocker gone",
                                            before={"status": "PENDING"}, after={"status": "QUEUED"})
     for promoted in report.promoted:
-        log.info("run_promoted run=%s reason=blocker_gone", promoted)
+        logs.event(log, logging.INFO, "run_promoted", run=promoted, reason="blocker_gone")
     report.stalled, report.silent = find_problems(rt, now)
     for run in report.stalled:
-        log.warning("run_stalled run=%s key=%s started_at=%s", run.id, run.idempotency_key, run.started_at)
+        logs.event(log, logging.WARNING, "run_stalled", run=run.id, key=run.idempotency_key,
+                   claimed_at=format_instant(run.claimed_at))
     for name, next_run_at in report.silent:
-        log.warning("schedule_silent schedule=%s next_run_at=%s", name, next_run_at.isoformat())
-    _notify_once(rt, report, now)
+        logs.event(log, logging.WARNING, "schedule_silent", schedule=name, next_run_at=format_instant(next_run_at))
+    _mark_problems(rt, report, now)
+    _deliver(rt, report)
     return report
 
 
-def _notify_once(rt: Runtime, report: SweepReport, now: datetime) -> None:
-    """Stalled runs and silent schedules are notified once each (an audit event marks it)."""
+def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
+    """Stalled runs and silent schedules are notified once each (an audit event marks it).
+
+    The audit event commits first; the notification is queued on ``report``.
+    """
     with rt.store.write() as conn:
         for run in report.stalled:
             if schedule_rows.list_audit(conn, run_id=run.id, action="run_stalled"):
                 continue
             schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_stalled", run_id=run.id,
                                        schedule_id=run.schedule_id, reason="past max_runtime with a live lease")
-            rt.notifier.send("run_stalled", run_id=run.id, key=run.idempotency_key,
-                             started_at=format_instant(run.claimed_at))
+            report.notifications.append(("run_stalled", {"run_id": run.id, "key": run.idempotency_key,
+                                                         "started_at": format_instant(run.claimed_at)}))
         for name, next_run_at in report.silent:
             schedule = schedule_rows.get_schedule(conn, name)
             slot = format_instant(next_run_at)
@@ -148,7 +151,7 @@ def _notify_once(rt: Runtime, report: SweepReport, now: datetime) -> None:
             schedule_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="schedule_silent",
                                        schedule_id=schedule.id, after={"next_run_at": slot},
                                        reason="no scheduler ticked within the grace period")
-            rt.notifier.send("schedule_silent", schedule=name, next_run_at=slot)
+            report.notifications.append(("schedule_silent", {"schedule": name, "next_run_at": slot}))
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:
@@ -156,8 +159,7 @@ def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str
     with rt.store.read() as conn:
         running = run_rows.running_runs(conn)
         live = schedule_rows.list_schedules(conn)
-    stalled = [r for r in running if not policies.lease_expired(r.lease_until, now)
-               and policies.is_stalled(r.claimed_at, timedelta(seconds=r.max_runtime_s), now)]
+    stalled = [r for r in running if policies.run_is_stalled(r, now)]
     silent = [(s.name, s.next_run_at) for s in live if s.enabled and s.next_run_at is not None
               and policies.is_silent(s.next_run_at, s.spec.grace, now)]
     return stalled, silent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from engine import registry as registry_mod
@@ -26,8 +27,9 @@ class Runtime:
     clock: Clock
     actor: str = field(default_factory=lambda: _cli_user())
 
-    @property
+    @cached_property
     def notifier(self) -> Notifier:
+        """One per runtime, so its failure counter covers the process's whole life."""
         return Notifier(self.config.notify.webhook_env)
 
     def workflow(self, name: str) -> WorkflowDef:

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
-from engine import errors, pinning, policies
+from engine import errors, logs, pinning, policies
 from engine.clock import format_instant
 from engine.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
@@ -91,7 +91,7 @@ def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None
         workflow = rt.workflow(spec.workflow)
         pins = workflow.pin(rt.settings(workflow.name), spec.project)
     except errors.ReportflowError as exc:
-        log.error("schedule_skipped schedule=%s reason=%s", spec.name, exc.message)
+        logs.event(log, logging.ERROR, "schedule_skipped", schedule=spec.name, reason=exc.message)
         return None
     plan = policies.plan_tick(schedule, now)
     if plan is None:
@@ -149,12 +149,12 @@ def _log_created(name: str, rows: list[dict[str, object]], inserted: dict[str, i
     made = [r for r in rows if r["idempotency_key"] in inserted]
     if len(made) <= 20:
         for r in made:
-            log.info("run_created run=%s key=%s status=%s slot=%s", inserted[str(r["idempotency_key"])],
-                     r["idempotency_key"], r["status"], format_instant(r["scheduled_for"]))  # type: ignore[arg-type]
+            logs.event(log, logging.INFO, "run_created", run=inserted[str(r["idempotency_key"])],
+                       key=r["idempotency_key"], status=r["status"], slot=r["scheduled_for"])
     elif made:
-        log.info("runs_created schedule=%s count=%d first=%s last=%s statuses=%s", name, len(made),
-                 made[0]["idempotency_key"], made[-1]["idempotency_key"],
-                 dict(Counter(str(r["status"]) for r in made)))
+        logs.event(log, logging.INFO, "runs_created", schedule=name, count=len(made),
+                   first=made[0]["idempotency_key"], last=made[-1]["idempotency_key"],
+                   statuses=dict(Counter(str(r["status"]) for r in made)))
 
 
 UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine import cron, errors
+from engine import cron, errors, logs
 from engine.clock import format_instant
 from engine.models import AuditEvent, Schedule, ScheduleSpec
 from engine.runtime import Runtime
@@ -190,4 +190,4 @@ def _audit(conn: Connection, actor: str, action: str, schedule: Schedule, now: d
            reason: str | None = None, version: int | None = None) -> None:
     schedule_rows.record_audit(conn, at=now, actor=actor, action=action, schedule_id=schedule.id,
                                before=before, after=after, reason=reason, version=version or schedule.version)
-    log.info("schedule_%s schedule=%s version=%s", action, schedule.name, version or schedule.version)
+    logs.event(log, logging.INFO, f"schedule_{action}", schedule=schedule.name, version=version or schedule.version)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
+from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine import lifecycle, reconciler, scheduler
+from engine import lifecycle, logs, reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
 from engine.worker import Worker
@@ -53,7 +54,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
-    log.info("serve_started worker=%s", worker.worker_id)
+    logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     reconciler.reclaim_own(rt, worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = lifecycle.RetentionTimer(rt.config.retain)
@@ -64,7 +65,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 if failures:
                     # A database error may have cut a run short: take it back now, not after its lease.
                     reconciler.reclaim_own(rt, worker.worker_id)
-                    log.info("serve_loop_recovered after=%s failures", failures)
+                    logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
                     failures = 0
                 report = scheduler.tick(rt)
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
@@ -81,7 +82,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 # The database went away (restart, failover): keep the process, try again shortly.
                 failures += 1
                 delay = decide_retry_delay(failures, poll)
-                log.warning("serve_loop_failed error=%s: retrying in %.1fs", first_line(exc), delay)
+                logs.event(log, logging.WARNING, "serve_loop_failed", error=first_line(exc), retry_in_s=delay)
             rt.clock.sleep(delay, stop)
     finally:
         worker.close()
@@ -89,7 +90,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
             server.shutdown()
         if page is not None:
             page.stop()
-        log.info("serve_stopped worker=%s", worker.worker_id)
+        logs.event(log, logging.INFO, "serve_stopped", worker=worker.worker_id)
 
 
 def _start_ui(rt: Runtime, port: int) -> Any:
@@ -101,25 +102,10 @@ def _start_ui(rt: Runtime, port: int) -> Any:
     return page
 
 
-def _start_metrics(rt: Runtime, port: int) -> ThreadingHTTPServer:
+def _start_metrics(rt: Runtime, port: int) -> WSGIServer:
+    """prometheus_client's own HTTP server on 127.0.0.1, serving ``metrics.registry_for(rt)``."""
     from engine import metrics
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.rstrip("/") not in ("/metrics", ""):
-                self.send_error(404)
-                return
-            body = metrics.exposition(rt).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-    log.info("metrics_listening port=%s", server.server_address[1])
+    server, _thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry_for(rt))
+    logs.event(log, logging.INFO, "metrics_listening", port=server.server_address[1])
     return server

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from engine import policies
 from engine.clock import format_instant
 from engine.models import Run, Schedule, StepStatus
 
@@ -21,7 +22,8 @@ def failed_step(run: Run) -> str | None:
     return None
 
 
-def run_summary(run: Run) -> dict[str, Any]:
+def run_summary(run: Run, now: datetime) -> dict[str, Any]:
+    """One row of ``runs list --json``; ``stalled`` is ``policies.run_is_stalled`` at ``now``."""
     return {
         "id": run.id,
         "schedule": run.schedule_name,
@@ -48,12 +50,13 @@ def run_summary(run: Run) -> dict[str, Any]:
         "lease_until": format_instant(run.lease_until),
         "error_code": run.error_code,
         "error_message": run.error_message,
+        "stalled": policies.run_is_stalled(run, now),
     }
 
 
-def run_detail(run: Run) -> dict[str, Any]:
+def run_detail(run: Run, now: datetime) -> dict[str, Any]:
     return {
-        **run_summary(run),
+        **run_summary(run, now),
         "pinned": run.pinned,
         "steps": [{
             "position": s.position, "name": s.name, "status": s.status.value, "attempts": s.attempts,

@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from engine import errors, pacing, policies
+from engine import errors, logs, pacing, policies
 from engine.clock import parse_instant
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
@@ -72,17 +72,17 @@ class _Lease:
         interval = self.lease.total_seconds() / 4
         while not clock.sleep(interval, self.stop):
             if clock.monotonic() - started > self.max_hold.total_seconds():
-                log.warning("heartbeat_stopped run=%s reason=max_runtime", self.run_id)
+                logs.event(log, logging.WARNING, "heartbeat_stopped", run=self.run_id, reason="max_runtime")
                 return
             try:
                 with self.rt.store.write() as conn:
                     claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
             except errors.LeaseLost:
-                log.warning("lease_lost run=%s token=%s", self.run_id, self.fence)
+                logs.event(log, logging.WARNING, "lease_lost", run=self.run_id, token=self.fence)
                 self.lost.set()
                 return
             except Exception:  # a transient database error: the next beat tries again
-                log.exception("heartbeat_failed run=%s", self.run_id)
+                logs.event(log, logging.ERROR, "heartbeat_failed", exc_info=True, run=self.run_id)
 
 
 class Worker:
@@ -97,7 +97,7 @@ class Worker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
         self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
         self._failed: list[tuple[int, str, str | None, str | None]] = []  # notified after the commit
-        self._deferred: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self._deferred: list[tuple[int, str, dict[str, Any]]] = []  # log events, emitted after the commit
         self.projects = self._served_projects()
         self._last_beat: float | None = None
 
@@ -122,8 +122,8 @@ class Worker:
                 backfill_limit=self.rt.config.worker.backfill_concurrency)
         if claim is None:
             return None
-        log.info("run_claimed run=%s key=%s attempt=%s token=%s worker=%s", claim.run.id,
-                 claim.run.idempotency_key, claim.attempt, claim.fence, self.worker_id)
+        logs.event(log, logging.INFO, "run_claimed", run=claim.run.id, key=claim.run.idempotency_key,
+                   attempt=claim.attempt, token=claim.fence, worker=self.worker_id)
         outcome = self._execute(claim)
         while self._failed:
             run_id, key, code, message = self._failed.pop()
@@ -156,17 +156,17 @@ class Worker:
         while position < len(workflow.steps):
             step = workflow.steps[position]
             ctx = self._context(claim, workflow, pinned, outputs, lease, position)
-            log.info("step_started run=%s key=%s step=%s", run.id, run.idempotency_key, step.name)
+            logs.event(log, logging.INFO, "step_started", run=run.id, key=run.idempotency_key, step=step.name)
             try:
                 result = self._call(step.run, ctx, step.timeout_s, lease)
             except errors.LeaseLost:
-                log.warning("lease_lost run=%s key=%s step=%s: writing nothing", run.id, run.idempotency_key,
-                            step.name)
+                logs.event(log, logging.WARNING, "lease_lost", run=run.id, key=run.idempotency_key, step=step.name,
+                           effect="writing nothing")
                 return RunOutcome(run.id, run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
             except errors.StepError as exc:
                 return self._fail(claim, workflow, lease, position, exc)
             except Exception as exc:  # a bug in a step: retried within the budget, then FAILED
-                log.exception("step_crashed run=%s step=%s", run.id, step.name)
+                logs.event(log, logging.ERROR, "step_crashed", exc_info=True, run=run.id, step=step.name)
                 error = errors.StepError("STEP_CRASHED", f"{type(exc).__name__}: {exc}", retryable=True)
                 return self._fail(claim, workflow, lease, position, error)
             new_pins = {k: v for k, v in result.pins.items() if k not in pinned}
@@ -215,8 +215,8 @@ class Worker:
         with self._transaction() as conn:
             cancel = claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
             claims.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
-            self._later(log.info, "step_finished run=%s key=%s step=%s status=%s", run.id, run.idempotency_key,
-                     workflow.steps[position].name, result.status.value)
+            self._later(logging.INFO, "step_finished", run=run.id, key=run.idempotency_key,
+                        step=workflow.steps[position].name, status=result.status.value)
             if not (last or result.skip_remaining or cancel or self.stop.is_set()):
                 # The common boundary: this step's end and the next one's start, in one statement.
                 claims.advance_step(conn, run.id, position, status=result.status, output=result.output, now=now)
@@ -243,11 +243,11 @@ class Worker:
         with self.rt.store.write() as conn:
             yield conn
         deferred, self._deferred = self._deferred, []
-        for emit, args in deferred:
-            emit(*args)
+        for level, name, fields in deferred:
+            logs.event(log, level, name, **fields)
 
-    def _later(self, emit: Callable[..., None], *args: Any) -> None:
-        self._deferred.append((emit, args))
+    def _later(self, level: int, name: str, **fields: Any) -> None:
+        self._deferred.append((level, name, fields))
 
     def _release(self, conn: Any, claim: Claim, status: RunStatus, outcome: AttemptOutcome, now: datetime, *,
                  error_code: str | None = None, error_message: str | None = None,
@@ -260,10 +260,9 @@ class Worker:
         if status is not RunStatus.RETRY_PENDING:
             promoted = claims.promote_pending(conn, run.schedule_id, now)
             if promoted is not None:
-                self._later(log.info, "run_promoted run=%s after=%s", promoted, run.id)
-        self._later(log.info, "run_finished run=%s key=%s status=%s attempt=%s%s", run.id, run.idempotency_key,
-                    status.value,
-                 claim.attempt, f" error={error_code}" if error_code else "")
+                self._later(logging.INFO, "run_promoted", run=promoted, after=run.id)
+        self._later(logging.INFO, "run_finished", run=run.id, key=run.idempotency_key, status=status.value,
+                    attempt=claim.attempt, **({"error": error_code} if error_code else {}))
         if status is RunStatus.FAILED:
             self._failed.append((run.id, run.idempotency_key, error_code, error_message))
         return RunOutcome(run.id, run.idempotency_key, status, error_code)
@@ -275,10 +274,10 @@ class Worker:
         """
         run = claim.run
         claims.release_run(conn, run.id, claim.fence, RunStatus.QUEUED, now,
-                             next_attempt_trigger=AttemptTrigger.RECOVERY)
+                             next_attempt_trigger=AttemptTrigger.HANDBACK)
         claims.add_attempt_budget(conn, run.id, 1)
         claims.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
-        self._later(log.info, "run_released run=%s key=%s next_step=%s", run.id, run.idempotency_key, next_position)
+        self._later(logging.INFO, "run_released", run=run.id, key=run.idempotency_key, next_step=next_position)
         return RunOutcome(run.id, run.idempotency_key, RunStatus.QUEUED)
 
     def _finish(self, claim: Claim, status: RunStatus, outcome: AttemptOutcome) -> RunOutcome:
@@ -304,8 +303,9 @@ class Worker:
             if position is not None:
                 claims.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
                                          error_code=error.code, error_message=error.message)
-            self._later(log.warning, "step_failed run=%s key=%s step=%s error=%s retryable=%s: %s", run.id,
-                        run.idempotency_key, step.name if step else "?", error.code, error.retryable, error.message)
+            self._later(logging.WARNING, "step_failed", run=run.id, key=run.idempotency_key,
+                        step=step.name if step else None, error=error.code, retryable=error.retryable,
+                        message=error.message)
             if decision.retry:
                 return self._release(conn, claim, RunStatus.RETRY_PENDING, AttemptOutcome.RETRY, now,
                                      error_code=error.code, error_message=error.message,

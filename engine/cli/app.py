@@ -1,9 +1,10 @@
 """The ``reportflow`` command line: a thin Typer adapter over the engine.
 
 Each command parses options, builds the runtime, calls one engine function and
-renders its result (rich tables, or ``--json``). Its only ``try`` maps
-ReportflowError subclasses to exit codes: 1 run-time failure, 2 invalid input,
-3 conflict.
+renders its result (rich tables, or ``--json``). Exit codes are decided in one
+place, ``main``: ReportflowError subclasses map to theirs (1 run-time failure,
+2 invalid input, 3 conflict) and a database error is 1. The other ``try``
+blocks only turn an unparsable option into ``InvalidInput`` or close a worker.
 """
 
 from __future__ import annotations
@@ -456,7 +457,8 @@ def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Steps, attempts, pinned inputs, artifacts, errors. Example: reportflow runs show 42"""
     from engine import queries
 
-    render.run_detail(queries.get_run(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    rt = _cli(ctx).runtime()
+    render.run_detail(queries.get_run(rt, _parse_run_id(run)), rt.clock.now(), as_json)
 
 
 @runs_app.command("retry")

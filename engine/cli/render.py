@@ -1,4 +1,10 @@
-"""Rendering for the CLI: rich tables for people, JSON for machines. No decisions here."""
+"""Rendering for the CLI: rich tables for people, JSON for machines.
+
+No decisions here: what a value means (a run being stalled, a period having
+no slot) is decided by the engine and arrives through ``engine.views`` or the
+report objects; instants are printed with ``clock.format_instant`` (UTC, whole
+seconds, ``Z``).
+"""
 
 from __future__ import annotations
 
@@ -235,13 +241,14 @@ def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int]
 def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
     data = {"dry_run": dry_run, "created": report.created, "requeued": report.requeued,
             "left": [{"business_key": k, "status": s} for k, s in report.left], "present": report.present,
-            "future": report.future, "pruned": report.pruned}
+            "future": report.future, "pruned": report.pruned, "no_slot": report.no_slot}
     if as_json:
         _json(data)
         return
     verb = "would create" if dry_run else "created"
     say(f"{verb} {len(report.created)}, {'would re-queue' if dry_run else 're-queued'} {len(report.requeued)}, "
-        f"already present {len(report.present)}, left alone {len(report.left)}, future {len(report.future)}")
+        f"already present {len(report.present)}, left alone {len(report.left)}, future {len(report.future)}, "
+        f"no slot {len(report.no_slot)}")
     for key, status in report.left:
         say(f"  {key}: {status} (left as is; use `reportflow runs retry` or `trigger`)")
     if report.future:
@@ -249,6 +256,8 @@ def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
     if report.pruned:
         say(f"  pruned earlier, left out (use --include-pruned to run them again): {len(report.pruned)} "
             f"({report.pruned[0]} .. {report.pruned[-1]})")
+    if report.no_slot:
+        say(f"  no slot (the cron never fires for these periods): {', '.join(report.no_slot)}")
 
 
 def prune_report(report: Any, as_json: bool) -> None:
@@ -267,7 +276,7 @@ def prune_report(report: Any, as_json: bool) -> None:
 
 def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
     if as_json:
-        _json([views.run_summary(r) for r in items])
+        _json([views.run_summary(r, now) for r in items])
         return
     table = Table(title="runs")
     for column in ("id", "schedule", "key", "trigger", "slot (UTC)", "status", "att", "delay", "duration",
@@ -278,8 +287,7 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
         if run.error_code:
             step = views.failed_step(run)
             failure = f"{step + ': ' if step else ''}{run.error_code}"
-        stalled = (run.status.value == "RUNNING" and run.claimed_at is not None
-                   and now - run.claimed_at > timedelta(seconds=run.max_runtime_s))
+        stalled = views.run_summary(run, now)["stalled"]
         table.add_row(
             str(run.id), run.schedule_name or "", run.idempotency_key, run.trigger.value,
             format_instant(run.scheduled_for) or "",
@@ -290,8 +298,8 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
     out.print(table)
 
 
-def run_detail(run: Run, as_json: bool) -> None:
-    data = views.run_detail(run)
+def run_detail(run: Run, now: datetime, as_json: bool) -> None:
+    data = views.run_detail(run, now)
     if as_json:
         _json(data)
         return

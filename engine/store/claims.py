@@ -29,6 +29,8 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
 from engine import errors, transitions
@@ -83,7 +85,20 @@ _CLAIM = update(runs).where(runs.c.id == P("b_id")).values(
     status=RUNNING, lease_owner=P("b_owner"), lease_until=_now("b_lease"), fence=P("b_fence"),
     claimed_at=_now(), started_at=func.coalesce(runs.c.started_at, _now()), attempt_count=P("b_attempt"),
     not_before=None, next_attempt_trigger=None, completed_at=None)
-_NEW_ATTEMPT = insert(attempts)
+
+
+@lru_cache(maxsize=2)
+def _open_attempt(dialect: str) -> Any:
+    """Insert the claim's attempt, or continue the pending one the reconciler wrote (SPEC §5).
+
+    Only a ``pending`` row is taken over; the trigger it was written with stays.
+    """
+    stmt = (pg_insert if dialect == "postgresql" else sqlite_insert)(attempts)
+    taken = {name: stmt.excluded[name] for name in ("from_step", "outcome", "worker_id", "fence", "started_at")}
+    return stmt.on_conflict_do_update(index_elements=[attempts.c.run_id, attempts.c.number], set_=taken,
+                                      where=attempts.c.outcome == AttemptOutcome.PENDING.value)
+
+
 _STEPS_OF = select(steps).where(steps.c.run_id == P("b_run")).order_by(steps.c.position)
 _START_STEP = update(steps).where(steps.c.run_id == P("b_run"), steps.c.position == P("b_pos")).values(
     status=RUNNING, started_at=_now(), finished_at=None, error_code=None, error_message=None,
@@ -155,7 +170,7 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
         conn.execute(_START_STEP, {"b_run": run.id, "b_pos": start, "b_now": now})
         stored[start] = dataclasses.replace(stored[start], status=StepStatus.RUNNING, started_at=now,
                                             attempts=stored[start].attempts + 1)
-    conn.execute(_NEW_ATTEMPT, dict(
+    conn.execute(_open_attempt(conn.dialect.name), dict(
         run_id=run.id, number=attempt, trigger=trigger.value,
         from_step=stored[start].name if start < len(stored) else None, outcome=AttemptOutcome.RUNNING.value,
         worker_id=worker_id, fence=fence, started_at=now))

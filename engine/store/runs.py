@@ -1,8 +1,10 @@
-"""Run rows: creation, claiming, step checkpoints, outcomes, requeues.
+"""Run rows outside the worker's hot path: creation, reading, operator actions, reconciler queries.
 
-Every worker write is guarded by the run's fencing token and its status, in
-SQL; a guard that matches no row raises ``LeaseLost`` or ``InvalidTransition``
-so the caller's transaction rolls back and nothing is written.
+Claims and step checkpoints live in ``engine.store.claims``; recovery writes in
+``engine.store.recovery``. Status changes here repeat the transition table's
+guard in SQL (``_guarded_status``); a guard that matches no row raises
+``InvalidTransition`` (or ``NotFound``) so the caller's transaction rolls back
+and nothing is written.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ from engine.models import (
 from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 
-CLAIM_LOCK_KEY = 7312002
-BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
 
 

@@ -29,14 +29,16 @@ def api_runs(request: Request) -> Response:
         query = [*echo.items(), *(("status", s) for s in filt.statuses), ("limit", limit_text),
                  ("after", result.next_cursor)]
         headers["Link"] = f'</api/runs?{urlencode(query)}>; rel="next"'
-    return JSONResponse([views.run_summary(r) for r in result.runs], headers=headers)
+    now = rt.clock.now()
+    return JSONResponse([views.run_summary(r, now) for r in result.runs], headers=headers)
 
 
 def api_run(request: Request) -> Response:
     text = str(request.path_params["run_id"])
     if not text.isdigit() or len(text) > 18:
         raise errors.NotFound(f"'{text}' is not a run id")
-    return JSONResponse(views.run_detail(queries.get_run(state_of(request).rt, int(text))))
+    rt = state_of(request).rt
+    return JSONResponse(views.run_detail(queries.get_run(rt, int(text)), rt.clock.now()))
 
 
 def api_schedules(request: Request) -> Response:

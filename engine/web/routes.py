@@ -145,7 +145,7 @@ def _report_markdown(run: Any) -> tuple[str | None, str | None]:
 def run_page(request: Request) -> Response:
     rt = state_of(request).rt
     run = queries.get_run(rt, _run_id(request))
-    detail = views.run_detail(run)
+    detail = views.run_detail(run, rt.clock.now())
     text, source = _report_markdown(run)
     commits: list[dict[str, Any]] = []
     generation: dict[str, Any] = {}

@@ -9,6 +9,7 @@ import time
 
 import uvicorn
 
+from engine import logs
 from engine.runtime import Runtime
 from engine.web import auth
 from engine.web.app import create_app
@@ -35,7 +36,7 @@ def run(rt: Runtime, host: str, port: int) -> None:
     """Serve in the foreground until SIGINT/SIGTERM (uvicorn's own handlers)."""
     server = _server(rt, host, port)
     mode = "read-write with a token" if auth.read_token(rt.config.ui.token_env) else "read-only (no token set)"
-    log.info("ui_listening host=%s port=%s mode=%s", host, port, mode)
+    logs.event(log, logging.INFO, "ui_listening", host=host, port=port, mode=mode)
     server.run()
 
 
@@ -55,7 +56,7 @@ class Background:
                 raise RuntimeError("the web page did not start (is the port in use?)")
             self.thread.join(0.02)
         port = bound_port(self.server)
-        log.info("ui_listening port=%s", port)
+        logs.event(log, logging.INFO, "ui_listening", port=port)
         return port
 
     def stop(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,25 @@ def test_help_has_examples() -> None:
     for sub in (["schedules", "set"], ["runs", "retry"], ["backfill"], ["work"], ["serve"], ["doctor"]):
         shown = run_cli(*sub, "--help")
         assert shown.returncode == 0 and "Example" in shown.stdout, sub
+
+
+def test_json_logs_keep_fields_and_every_printed_instant_is_whole_seconds_z(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}", schedules=[
+        dict(name="quiet", workflow="echo", project="p1", cron="0 * * * *", timezone="UTC")])
+    assert run_cli("schedules", "apply", config=config, now="2026-09-29T09:00:00Z").returncode == 0
+    # No tick ran: at 11:00 the 10:00 slot is past its grace and the reconciler reports a silent schedule.
+    result = run_cli("--log-format", "json", "reconcile", config=config, now="2026-09-29T11:00:00.250000Z")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    silent = [line for line in lines if line["event"] == "schedule_silent"]
+    assert len(silent) == 1 and silent[0]["schedule"] == "quiet"
+    assert silent[0]["next_run_at"] == "2026-09-29T10:00:00Z"
+    text = run_cli("reconcile", config=config, now="2026-09-29T11:00:00.250000Z")
+    assert "schedule_silent schedule=quiet next_run_at=2026-09-29T10:00:00Z" in text.stderr
+    tick = run_cli("tick", config=config, now="2026-09-29T11:00:00.250000Z")
+    assert tick.returncode == 0, tick.stderr
+    assert re.search(r"tick at 2026-09-29T11:00:\d\dZ: ", tick.stdout), tick.stdout
+    listed = json.loads(run_cli("runs", "list", "--json", config=config, now="2026-09-29T11:00:01.5Z").stdout)
+    instants = [v for run in listed for k, v in run.items() if k.endswith("_at") or k in ("scheduled_for",)]
+    assert instants and all(v is None or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", v) for v in instants)
+    assert any(v is not None and v.startswith("2026-09-29T11:00:") for v in instants)  # created_at, at whole seconds

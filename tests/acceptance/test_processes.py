@@ -7,6 +7,7 @@ is the witness of what executed.
 
 from __future__ import annotations
 
+import json
 import signal
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
@@ -99,6 +100,38 @@ def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite
         rows = conn.execute(select(attempts.c.trigger, attempts.c.from_step, attempts.c.outcome)
                             .order_by(attempts.c.number)).all()
     assert [tuple(r) for r in rows] == [("scheduled", "ONE", "lost"), ("recovery", step, "success")]
+
+
+def test_sigkill_then_reconcile_shows_a_pending_recovery_attempt_at_once(store_url: str, tmp_path: Path) -> None:
+    config = flow_config(tmp_path, store_url, schedules=[four()], block_on=["TWO"])
+    clock = procs.Shared(T0)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    worker = procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", "doomed", now=clock.at(60))
+    procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
+                   what="the worker to enter TWO")
+    procs.kill9(worker)
+    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
+    listed = procs.run(tmp_path, config, "runs", "list", "--json", now=clock.at(201))
+    ok(listed)
+    (run,) = json.loads(listed.stdout)
+    shown = procs.run(tmp_path, config, "runs", "show", str(run["id"]), "--json", now=clock.at(201))
+    ok(shown)
+    detail = json.loads(shown.stdout)
+    assert detail["status"] == "RETRY_PENDING"
+    assert [(a["number"], a["trigger"], a["from_step"], a["outcome"]) for a in detail["attempts"]] == [
+        (1, "scheduled", "ONE", "lost"), (2, "recovery", "TWO", "pending")]
+    assert detail["attempts"][1]["started_at"] is None and detail["attempts"][1]["worker_id"] is None
+    table = procs.run(tmp_path, config, "runs", "show", str(run["id"]), now=clock.at(201))
+    ok(table)
+    assert "recovery" in table.stdout and "pending" in table.stdout
+    # The worker that claims the run continues that attempt instead of adding a third.
+    ok(procs.run(tmp_path, config, "work", "--until-idle", "--worker-id", "rescuer", now=clock.at(202)))
+    after = json.loads(procs.run(tmp_path, config, "runs", "show", str(run["id"]), "--json",
+                                 now=clock.at(203)).stdout)
+    assert after["status"] == "SUCCESS"
+    assert [(a["number"], a["trigger"], a["outcome"], a["worker_id"]) for a in after["attempts"]] == [
+        (1, "scheduled", "lost", "doomed"), (2, "recovery", "success", "rescuer")]
 
 
 def test_paused_worker_cannot_write_after_its_lease_passed(store_url: str, tmp_path: Path) -> None:

@@ -4,7 +4,8 @@
 ``POST /api/show``, ``POST /api/chat`` and ``POST /api/generate`` (non-streaming,
 and NDJSON when ``stream`` is true) from a ``ThreadingHTTPServer`` on
 127.0.0.1, port 0, in a daemon thread. It records every request, counts
-generations (and the most that ran at once), answers 404 ``{"error": "model
+generations (and the most that ran at once, and which process asked when:
+``windows``), answers 404 ``{"error": "model
 'x' not found"}`` for unknown models, and plays scripted faults::
 
     with FakeOllama(models={"llama3.1:8b": "sha256:..."}) as fake:
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -55,6 +57,41 @@ class RecordedRequest:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Generation:
+    pid: int | None  # the process that sent the request (None if it could not be found)
+    start: float
+    end: float
+
+
+def peer_pid(port: int) -> int | None:
+    """The process that owns the loopback client socket on ``port`` (Linux ``/proc``), or None."""
+    local = f"0100007F:{port:04X}"
+    inode = None
+    try:
+        with open("/proc/net/tcp") as table:
+            for line in list(table)[1:]:
+                fields = line.split()
+                if fields[1] == local:
+                    inode = fields[9]
+                    break
+    except OSError:
+        return None
+    if inode is None:
+        return None
+    target = f"socket:[{inode}]"
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+                if os.readlink(fd.path) == target:
+                    return int(entry.name)
+        except OSError:  # a process that ended, or one we may not look into
+            continue
+    return None
+
+
 class FakeOllama:
     """The fake server; also a context manager that starts and stops it."""
 
@@ -72,6 +109,7 @@ class FakeOllama:
         self.generation_delay_s = 0.0
         self.active = 0
         self.max_active = 0
+        self.windows: list[Generation] = []  # one per generation: which process asked, and when (Unix time)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -206,9 +244,11 @@ class FakeOllama:
             def _generate(self, method: str, path: str, body: Any) -> None:
                 status, payload, generation = fake._answer(method, path, body)
                 if generation:
+                    pid = peer_pid(self.client_address[1])  # while the client's socket is open
                     with fake._lock:
                         fake.active += 1
                         fake.max_active = max(fake.max_active, fake.active)
+                    started = time.time()
                 try:
                     if generation and fake.generation_delay_s:
                         time.sleep(fake.generation_delay_s)  # simulated inference time, while "active"
@@ -222,6 +262,7 @@ class FakeOllama:
                         with fake._lock:
                             fake.active -= 1
                             fake.generations += 1
+                            fake.windows.append(Generation(pid, started, time.time()))
 
             def _send(self, status: int, payload: Any) -> None:
                 if isinstance(payload, str):

@@ -131,3 +131,33 @@ def test_stalled_run_and_too_old_slots(store_url: str) -> None:
     assert value(parsed, "reportflow_overlap_skips_total", schedule="busy") == 7 * 24 - 1
     assert value(parsed, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="MISSED") == 7 * 24 - 1
     rt.store.dispose()
+
+
+def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(store_url: str,
+                                                                              monkeypatch: Any) -> None:
+    import urllib.request
+
+    from engine import service
+
+    monkeypatch.setenv("RF_HOOK", "http://127.0.0.1:9/never")
+    rt = make_runtime(store_url, schedules=SCHEDULES, clock=ManualClock(T0),
+                      extra={"notify": {"webhook_env": "RF_HOOK"}})
+    schedules.apply(rt)
+    rt.clock.set(T0 + timedelta(hours=1, minutes=1))
+    scheduler.tick(rt)
+    assert rt.notifier.send("run_failed", run_id=1) is False
+    server = service._start_metrics(rt, 0)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            first = samples(response.read().decode())
+        Worker(rt, "w").work(until_idle=True)
+        with urllib.request.urlopen(url, timeout=10) as response:
+            second = samples(response.read().decode())
+    finally:
+        server.shutdown()
+    assert value(first, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="QUEUED") == 1
+    assert value(first, "reportflow_notification_failures_total", event="run_failed") == 1
+    # Each scrape reads the store afresh.
+    assert value(second, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="SUCCESS") == 1
+    assert value(second, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="QUEUED") == 0

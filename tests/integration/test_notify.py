@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -11,14 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
 
-from engine import reconciler, scheduler, schedules
+from engine import metrics, reconciler, scheduler, schedules
 from engine.clock import ManualClock
 from engine.store import claims
 from engine.store import runs as run_rows
 from engine.worker import Worker
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import make_runtime, write_config
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
@@ -92,9 +94,91 @@ def _row(now: datetime) -> dict[str, Any]:
 
 
 def test_a_dead_webhook_never_fails_the_run(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RF_HOOK", "http://127.0.0.1:9/never")
-    spec = dict(name="e", workflow="echo", project="p1", cron="0 * * * *", timezone="UTC", misfire="SKIP")
-    rt = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(T0), extra={"notify": {"webhook_env": "RF_HOOK"}})
+    monkeypatch.setenv("RF_HOOK", "http://127.0.0.1:9/never")  # nothing listens on the discard port
+    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+                misfire="CATCH_UP_ALL", overlap="ALLOW")
+    rt = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
+                      extra={"notify": {"webhook_env": "RF_HOOK"},
+                             "testflow": {"log": str(tmp_path / "log"), "fail": {"TWO": 9},
+                                          "fail_code": "NOTION_UNAUTHORIZED"}})
     schedules.apply(rt)
-    rt.clock.set(T0 + timedelta(hours=3, minutes=5))
-    assert scheduler.tick(rt).runs_created == 3
+    rt.clock.set(T0 + timedelta(hours=2, minutes=5))
+    assert scheduler.tick(rt).runs_created == 2
+    # Each run fails permanently, so a run_failed notification is due, and the webhook is down.
+    done = Worker(rt, "w").work(until_idle=True)
+    assert [o.status.value for o in done] == ["FAILED", "FAILED"]  # the worker carried on to the second run
+    with rt.store.read() as conn:
+        recorded = run_rows.list_runs(conn)
+    assert {(r.status.value, r.error_code) for r in recorded} == {("FAILED", "NOTION_UNAUTHORIZED")}
+    assert rt.notifier.failures.labels(event="run_failed")._value.get() == 2
+    assert 'reportflow_notification_failures_total{event="run_failed"} 2.0' in metrics.exposition(rt)
+
+
+class HangingHook:
+    """A webhook that accepts the request and answers only when released (or never, within the sender's timeout)."""
+
+    def __init__(self) -> None:
+        self.received = threading.Event()
+        self.release = threading.Event()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                hook.received.set()
+                hook.release.wait(60)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+
+def _write_elsewhere(url: str) -> None:
+    """A write by this process while the reconcile process waits on the webhook; fails fast if blocked."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1]
+        conn = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")  # the database write lock: 'database is locked' if reconcile holds it
+            conn.execute("UPDATE schedules SET disabled_reason = 'x' WHERE 1 = 0")
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        return
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            # A transaction left open across the webhook call shows as 'idle in transaction'.
+            open_tx = conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND state LIKE 'idle in transaction%'")).scalar_one()
+        assert open_tx == 0, "the reconciler holds a transaction open while it calls the webhook"
+    finally:
+        engine.dispose()
+
+
+def test_a_hanging_webhook_does_not_hold_the_database_during_reconcile(store_url: str, tmp_path: Path) -> None:
+    from tests.acceptance import procs
+
+    hook = HangingHook()
+    try:
+        schedules_ = [dict(name="quiet", workflow="echo", project="p1", cron="0 * * * *", timezone="UTC")]
+        config = write_config(tmp_path / "reportflow.toml", db_url=store_url,
+                              sections={"notify": {"webhook_env": "RF_HOOK"}}, schedules=schedules_)
+        applied = procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z")
+        assert applied.returncode == 0, applied.stderr
+        # No scheduler ticked: at 11:00 the 10:00 slot is past its grace, so reconcile notifies a silent schedule.
+        proc = procs.spawn(tmp_path, config, "reconcile", now="2026-09-29T11:00:00Z", env={"RF_HOOK": hook.url})
+        assert hook.received.wait(120), "reconcile never called the webhook"
+        _write_elsewhere(store_url)
+        hook.release.set()
+        out, log_text = procs.finish(proc, timeout=120)
+        assert proc.returncode == 0, log_text
+        assert "schedule_silent" in log_text
+    finally:
+        hook.release.set()
+        hook.server.shutdown()

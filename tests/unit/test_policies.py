@@ -217,3 +217,33 @@ def test_every_slot_is_accounted_for_exactly_once(zone: str, cron_expr: str, mis
     runs_to_make = sum(1 for s in final if s in (RunStatus.QUEUED, RunStatus.PENDING))
     if misfire is Misfire.RUN_ONCE:
         assert runs_to_make <= 1
+
+
+# --- recovery and stalled ----------------------------------------------------
+
+def test_decide_recovery_retries_at_once_until_the_budget_is_spent() -> None:
+    now = at(12)
+    retry = policies.decide_recovery(attempts_used=2, max_attempts=3, lease_owner="h:1", reason="lease expired",
+                                     now=now)
+    assert retry.status is RunStatus.RETRY_PENDING and retry.not_before == now
+    assert retry.error_code == "LEASE_EXPIRED" and "h:1" in retry.error_message
+    assert "lease expired" in retry.error_message
+    spent = policies.decide_recovery(attempts_used=3, max_attempts=3, lease_owner="h:1", reason="lease expired",
+                                     now=now)
+    assert spent.status is RunStatus.FAILED and spent.not_before is None
+    assert "3 times" in spent.error_message
+
+
+@pytest.mark.parametrize(("status", "claimed_min_ago", "lease_left_s", "expected"), [
+    (RunStatus.RUNNING, 31, 30, True),     # past max_runtime, lease alive
+    (RunStatus.RUNNING, 31, -1, False),    # lease expired: lost, not stalled (the reconciler recovers it)
+    (RunStatus.RUNNING, 29, 30, False),    # within max_runtime
+    (RunStatus.SUCCESS, 31, 30, False),    # only RUNNING runs stall
+    (RunStatus.RUNNING, None, 30, False),  # never claimed
+])
+def test_is_stalled_needs_running_past_max_runtime_with_a_live_lease(
+        status: RunStatus, claimed_min_ago: int | None, lease_left_s: int, expected: bool) -> None:
+    now = at(12)
+    claimed = None if claimed_min_ago is None else now - timedelta(minutes=claimed_min_ago)
+    assert policies.is_stalled(status, claimed, now + timedelta(seconds=lease_left_s), timedelta(minutes=30),
+                               now) is expected

@@ -1,0 +1,53 @@
+"""One definition of "stalled" (RUNNING past max_runtime, lease alive) in runs list, its JSON, metrics and doctor."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import doctor, metrics, queries, schedules
+from engine.cli import render
+from engine.clock import ManualClock
+from engine.store import claims
+from engine.store import runs as run_rows
+from tests.flows.testflows import FOUR_STEPS
+from tests.support import make_runtime
+
+T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
+
+
+def _running(rt, key: str, *, claimed_at: datetime, lease_until: datetime) -> int:  # type: ignore[no-untyped-def]
+    with rt.store.write() as conn:
+        run_id = run_rows.insert_run(conn, dict(
+            schedule_id=None, workflow="four_steps", project="p1", trigger_type="MANUAL", scheduled_for=claimed_at,
+            business_key=key, base_key=key, idempotency_key=key, revision=1, status="QUEUED", priority=30,
+            pinned={"payload_version": 1}, attempt_count=0, max_attempts=3, max_runtime_s=600, created_at=claimed_at,
+            fence=0, cancel_requested=False))
+        claim = claims.acquire_run(conn, worker_id=f"w-{key}", now=claimed_at, lease_until=lease_until,
+                                   steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
+                                   backfill_limit=1)
+    assert claim is not None and claim.run.id == run_id
+    return run_id  # type: ignore[return-value]
+
+
+def test_stalled_means_the_same_everywhere(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rt = make_runtime(store_url, clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS})
+    schedules.apply(rt)
+    now = rt.clock.now()
+    live = _running(rt, "live", claimed_at=now - timedelta(minutes=20), lease_until=now + timedelta(minutes=1))
+    lost = _running(rt, "lost", claimed_at=now - timedelta(minutes=21), lease_until=now - timedelta(minutes=1))
+    fresh = _running(rt, "fresh", claimed_at=now - timedelta(minutes=1), lease_until=now + timedelta(minutes=1))
+    listed = queries.list_runs(rt, statuses=[], schedule=None, limit=0)
+    render.runs(listed, now, as_json=True)
+    flags = {row["id"]: row["stalled"] for row in json.loads(capsys.readouterr().out)}
+    assert flags == {live: True, lost: False, fresh: False}
+    render.runs(listed, now, as_json=False)
+    table = capsys.readouterr().out
+    marked = [line for line in table.splitlines() if "(stalled)" in line]
+    assert len(marked) == 1 and "live" in marked[0]
+    assert "reportflow_stalled_runs 1.0" in metrics.exposition(rt)
+    problems = [f.message for f in doctor.check_runs(rt) if f.problem]
+    assert len(problems) == 1 and f"run {live} " in problems[0]
