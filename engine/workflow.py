@@ -8,6 +8,13 @@ A step receives a ``StepContext`` (the run's pinned inputs and the persisted
 outputs of earlier steps) and returns a ``StepResult`` whose ``output`` is
 committed together with the step's SUCCESS. Steps must make their external
 effects idempotent and call ``ctx.check_fence()`` right before each one.
+
+Typed outputs: a ``StepSpec`` may name a pydantic ``output_model``. The worker
+validates what the step returns against it before the boundary commits (a
+mismatch fails the step with ``OUTPUT_INVALID`` and commits no output), stores
+it as JSON, and later steps read it back parsed with ``ctx.output(Model)``, in
+this process or after a resume in another. ``engine.authoring`` builds these
+definitions from decorated functions.
 """
 
 from __future__ import annotations
@@ -17,9 +24,14 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from engine import errors
 from engine.models import PeriodKind, StepStatus
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,52 @@ class StepContext:
     previous_output: Mapping[str, Any] | None = None
     # A mutex shared by every worker on the store (e.g. one generation per Ollama host).
     exclusive: Callable[[str], AbstractContextManager[None]] = _no_mutex
+    # Step name -> declared output model, for every step of the workflow that declares one.
+    output_models: Mapping[str, type[BaseModel]] = field(default_factory=dict)
+
+    def output(self, model: type[M], step: str | None = None) -> M:
+        """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.
+
+        Raises ``StepError(OUTPUT_INVALID)`` (permanent) when no earlier step
+        has committed such an output, or when the stored JSON no longer parses
+        as ``model`` (a shape change made without a new payload version).
+        """
+        if step is None:
+            names = [name for name, declared in self.output_models.items() if declared is model]
+            if len(names) != 1:
+                found = "no step" if not names else f"steps {', '.join(names)}"
+                raise errors.StepError("OUTPUT_INVALID", f"{found} of {self.workflow} declare output "
+                                       f"{model.__name__}; pass the step name", retryable=False)
+            step = names[0]
+        if step not in self.outputs:
+            raise errors.StepError("OUTPUT_INVALID", f"step {step} has no committed output for this run "
+                                   f"(it has not succeeded yet)", retryable=False)
+        return parse_output(model, self.outputs[step], f"the stored output of {step}")
+
+    def previous(self, model: type[M]) -> M | None:
+        """This step's own output from an earlier execution, parsed; None if absent or of another shape."""
+        if self.previous_output is None:
+            return None
+        try:
+            return model.model_validate(dict(self.previous_output))
+        except ValidationError:
+            return None  # e.g. the note of a SKIPPED execution: there is nothing to reuse
+
+
+def parse_output(model: type[M], data: Any, what: str) -> M:
+    """Validate ``data`` as ``model``; a mismatch is a permanent ``OUTPUT_INVALID`` naming the field."""
+    try:
+        if isinstance(data, model):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(root)"
+        raise errors.StepError(
+            "OUTPUT_INVALID", f"{what} is not a valid {model.__name__}: {where}: {first['msg']} "
+            f"({exc.error_count()} error(s))", retryable=False) from None
 
 
 @dataclass(frozen=True)
@@ -69,7 +127,7 @@ class StepResult:
     SUCCESS with the later steps SKIPPED for that reason.
     """
 
-    output: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] | BaseModel = field(default_factory=dict)
     status: StepStatus = StepStatus.SUCCESS
     pins: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[ArtifactRef, ...] = ()
@@ -81,13 +139,42 @@ StepFn = Callable[[StepContext], StepResult]
 
 @dataclass(frozen=True)
 class StepSpec:
-    """One ordered step. ``optional``: a permanent failure after earlier steps
-    succeeded ends the run PARTIAL_SUCCESS rather than FAILED."""
+    """One ordered step.
+
+    - ``optional``: a permanent failure after earlier steps succeeded ends the
+      run PARTIAL_SUCCESS rather than FAILED.
+    - ``output_model``: the pydantic model a SUCCESS output must validate as
+      (a SKIPPED step's output is a note, stored as given).
+    - ``retry_on``: error codes retryable for this step on top of the engine's
+      classification (``errors.RETRYABLE_CODES``).
+    - ``retry_budget_s``: seconds the worker may wait between in-process
+      re-executions of the step after a retryable error (exponential backoff
+      with jitter, ``Retry-After`` honoured) before the run goes RETRY_PENDING;
+      0 leaves retries to the run level. The timeout covers all executions.
+    """
 
     name: str
     run: StepFn
     timeout_s: float = 600.0
     optional: bool = False
+    output_model: type[BaseModel] | None = None
+    retry_on: frozenset[str] = frozenset()
+    retry_budget_s: float = 0.0
+
+    def is_retryable(self, error: errors.StepError) -> bool:
+        return error.retryable or error.code in self.retry_on
+
+    def commit_output(self, result: StepResult) -> dict[str, Any]:
+        """The JSON object to store for ``result``: validated against ``output_model`` when it is a SUCCESS."""
+        output = result.output
+        if self.output_model is not None and result.status is StepStatus.SUCCESS:
+            return parse_output(self.output_model, output, f"step {self.name}'s output").model_dump(mode="json")
+        if isinstance(output, BaseModel):
+            return output.model_dump(mode="json")
+        if not isinstance(output, dict):
+            raise errors.StepError("OUTPUT_INVALID", f"step {self.name} returned a {type(output).__name__} "
+                                   "as its output, not a dict or a pydantic model", retryable=False)
+        return output
 
 
 @dataclass(frozen=True)
@@ -149,6 +236,7 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
         return tuple(step.name for step in self.steps)
@@ -158,3 +246,6 @@ class WorkflowDef:
             if step.name == name:
                 return step
         raise KeyError(name)
+
+    def output_models(self) -> dict[str, type[BaseModel]]:
+        return {step.name: step.output_model for step in self.steps if step.output_model is not None}
