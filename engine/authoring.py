@@ -147,7 +147,7 @@ class Workflow:
                 raise errors.InvalidInput(f"workflow {self.name} declares no step (use @{self.name}.step)")
             specs: list[StepSpec] = []
             for declared in self._steps:
-                specs.append(self._spec(declared, {s.output_model: s.name for s in specs if s.output_model}))
+                specs.append(self._spec(declared, {s.model(): s.name for s in specs if s.output_model}))
             self._built = WorkflowDef(
                 name=self.name, period=self.period, steps=tuple(specs), payload_version=self.payload_version,
                 sections=(self.section,) if self.settings_model is not None else (),

@@ -117,7 +117,7 @@ def workflow_view(workflow: WorkflowDef) -> dict[str, Any]:
             "name": step.name,
             "timeout_s": step.timeout_s,
             "optional": step.optional,
-            "output_model": step.output_model.__name__ if step.output_model else None,
+            "output_model": step.model_name(),
             "retry_on": sorted(step.retry_on),
             "retry_budget_s": step.retry_budget_s,
         } for step in workflow.steps],

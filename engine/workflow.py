@@ -19,11 +19,13 @@ definitions from decorated functions.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -137,6 +139,19 @@ class StepResult:
 StepFn = Callable[[StepContext], StepResult]
 
 
+@lru_cache(maxsize=None)
+def _import_model(ref: str) -> type[BaseModel]:
+    module_name, _, attr = ref.partition(":")
+    try:
+        model = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise errors.StepError("OUTPUT_INVALID", f"output model {ref} cannot be imported: {exc}",
+                               retryable=False) from exc
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise errors.StepError("OUTPUT_INVALID", f"output model {ref} is not a pydantic model", retryable=False)
+    return model
+
+
 @dataclass(frozen=True)
 class StepSpec:
     """One ordered step.
@@ -144,7 +159,9 @@ class StepSpec:
     - ``optional``: a permanent failure after earlier steps succeeded ends the
       run PARTIAL_SUCCESS rather than FAILED.
     - ``output_model``: the pydantic model a SUCCESS output must validate as
-      (a SKIPPED step's output is a note, stored as given).
+      (a SKIPPED step's output is a note, stored as given); or its import
+      path ``"pkg.mod:Model"``, imported when first needed, so registering a
+      workflow does not import its steps' heavy libraries.
     - ``retry_on``: error codes retryable for this step on top of the engine's
       classification (``errors.RETRYABLE_CODES``).
     - ``retry_budget_s``: seconds the worker may wait between in-process
@@ -157,9 +174,21 @@ class StepSpec:
     run: StepFn
     timeout_s: float = 600.0
     optional: bool = False
-    output_model: type[BaseModel] | None = None
+    output_model: type[BaseModel] | str | None = None
     retry_on: frozenset[str] = frozenset()
     retry_budget_s: float = 0.0
+
+    def model(self) -> type[BaseModel] | None:
+        """The declared output model, imported now if it was given as ``"pkg.mod:Model"``."""
+        if isinstance(self.output_model, str):
+            return _import_model(self.output_model)
+        return self.output_model
+
+    def model_name(self) -> str | None:
+        """The output model's name, without importing it."""
+        if isinstance(self.output_model, str):
+            return self.output_model.rpartition(":")[2]
+        return self.output_model.__name__ if self.output_model is not None else None
 
     def is_retryable(self, error: errors.StepError) -> bool:
         return error.retryable or error.code in self.retry_on
@@ -167,8 +196,9 @@ class StepSpec:
     def commit_output(self, result: StepResult) -> dict[str, Any]:
         """The JSON object to store for ``result``: validated against ``output_model`` when it is a SUCCESS."""
         output = result.output
-        if self.output_model is not None and result.status is StepStatus.SUCCESS:
-            return parse_output(self.output_model, output, f"step {self.name}'s output").model_dump(mode="json")
+        model = self.model()
+        if model is not None and result.status is StepStatus.SUCCESS:
+            return parse_output(model, output, f"step {self.name}'s output").model_dump(mode="json")
         if isinstance(output, BaseModel):
             return output.model_dump(mode="json")
         if not isinstance(output, dict):
@@ -248,4 +278,4 @@ class WorkflowDef:
         raise KeyError(name)
 
     def output_models(self) -> dict[str, type[BaseModel]]:
-        return {step.name: step.output_model for step in self.steps if step.output_model is not None}
+        return {step.name: model for step in self.steps if (model := step.model()) is not None}
