@@ -37,7 +37,7 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -110,9 +110,17 @@ class Workflow:
         self._pin: PinFn | None = None
         self._built: WorkflowDef | None = None
 
-    def step(self, fn: F | None = None, *, name: str | None = None, timeout: str | float = "10m",
+    @overload
+    def step(self, fn: F, /) -> F: ...
+
+    @overload
+    def step(self, fn: None = None, /, *, name: str | None = None, timeout: str | float = "10m",
              optional: bool = False, retry_on: Iterable[str] = (), retry_budget: str | float = 0,
-             output: type[BaseModel] | None = None) -> Any:
+             output: type[BaseModel] | None = None) -> Callable[[F], F]: ...
+
+    def step(self, fn: F | None = None, /, *, name: str | None = None, timeout: str | float = "10m",
+             optional: bool = False, retry_on: Iterable[str] = (), retry_budget: str | float = 0,
+             output: type[BaseModel] | None = None) -> F | Callable[[F], F]:
         """Declare the next step (``@wf.step`` or ``@wf.step(timeout="30s", ...)``); returns ``fn`` unchanged.
 
         ``timeout`` bounds the step (all its in-process retries included);
