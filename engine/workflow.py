@@ -72,8 +72,8 @@ class StepContext:
     previous_output: Mapping[str, Any] | None = None
     # A mutex shared by every worker on the store (e.g. one generation per Ollama host).
     exclusive: Callable[[str], AbstractContextManager[None]] = _no_mutex
-    # Step name -> declared output model, for every step of the workflow that declares one.
-    output_models: Mapping[str, type[BaseModel]] = field(default_factory=dict)
+    # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
+    output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
 
     def output(self, model: type[M], step: str | None = None) -> M:
         """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.
@@ -83,7 +83,8 @@ class StepContext:
         as ``model`` (a shape change made without a new payload version).
         """
         if step is None:
-            names = [name for name, declared in self.output_models.items() if declared is model]
+            path = f"{model.__module__}:{model.__qualname__}"
+            names = [name for name, declared in self.output_models.items() if declared is model or declared == path]
             if len(names) != 1:
                 found = "no step" if not names else f"steps {', '.join(names)}"
                 raise errors.StepError("OUTPUT_INVALID", f"{found} of {self.workflow} declare output "
@@ -277,5 +278,6 @@ class WorkflowDef:
                 return step
         raise KeyError(name)
 
-    def output_models(self) -> dict[str, type[BaseModel]]:
-        return {step.name: model for step in self.steps if (model := step.model()) is not None}
+    def output_models(self) -> dict[str, type[BaseModel] | str]:
+        """Each typed step's declared model, as declared (import paths are not imported here)."""
+        return {step.name: step.output_model for step in self.steps if step.output_model is not None}
