@@ -1,7 +1,8 @@
 """``reportflow.toml``: loading, validation and the engine's own sections.
 
-The engine validates ``[store]``, ``[worker]``, ``[notify]``, ``[ui]`` and
-``[[schedules]]``; every other top-level section is handed, raw, to the
+The engine validates ``[store]``, ``[worker]``, ``[notify]``, ``[ui]``,
+``[[schedules]]`` and ``[[workflows]]`` (loaded by
+``engine.registry.load_with_config``); every other top-level section is handed, raw, to the
 installed workflows (``WorkflowDef.load_settings``), which own them. Any
 problem is reported with the file, the key path and what is wrong, before
 anything is written.
@@ -27,7 +28,9 @@ from pydantic import (
     Field,
     StrictBool,
     ValidationError,
+    TypeAdapter,
     field_validator,
+    model_validator,
 )
 
 from engine import errors
@@ -132,8 +135,30 @@ class ScheduleConfig(Strict):
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
 
 
+class WorkflowSourceConfig(Strict):
+    """One ``[[workflows]]`` entry: a Python file (relative to the config's folder) or a module path."""
+
+    path: Annotated[str, Field(min_length=1)] | None = None
+    module: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")] | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> WorkflowSourceConfig:
+        if (self.path is None) == (self.module is None):
+            raise ValueError("give either path = \"flows/x.py\" or module = \"pkg.mod:WORKFLOW\"")
+        return self
+
+
+def workflow_sources(raw: Mapping[str, Any], file: str | None) -> list[WorkflowSourceConfig]:
+    """The validated ``[[workflows]]`` entries of a parsed config (before any workflow is loaded)."""
+    try:
+        return TypeAdapter(list[WorkflowSourceConfig]).validate_python(raw.get("workflows", []))
+    except ValidationError as exc:
+        raise problem_from_validation(exc, file, prefix=("workflows",)) from exc
+
+
 class EngineSections(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
+    workflows: list[WorkflowSourceConfig] = []
     store: StoreConfig = StoreConfig()
     worker: WorkerConfig = WorkerConfig()
     notify: NotifyConfig = NotifyConfig()
@@ -226,7 +251,7 @@ def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fol
     cron.check_schedule(timing, period)
 
 
-ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "schedules")
+ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "schedules", "workflows")
 
 
 def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any], file: str | None) -> None:

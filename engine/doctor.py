@@ -52,8 +52,7 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
     database or a failing workflow check each become a ``problem`` finding.
     """
     try:
-        registry = registry_mod.load_registry()
-        cfg = config_mod.load_config(config_path, registry, db_override=db_url)
+        cfg, registry = registry_mod.load_with_config(config_path, db_override=db_url)
     except errors.ReportflowError as exc:
         return [Finding("config", f"{exc.message} (fix it, then run `reportflow doctor` again)", problem=True)]
     findings = [Finding("config", f"{config_path} is valid: {len(cfg.schedules)} schedule(s)")]

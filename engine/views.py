@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 from engine import policies
 from engine.clock import format_instant
 from engine.models import Run, Schedule, StepStatus
+from engine.workflow import WorkflowDef
 
 
 def _seconds(delta: timedelta | None) -> float | None:
@@ -104,4 +105,23 @@ def schedule_view(schedule: Schedule, last: Run | None = None) -> dict[str, Any]
         "last_run": None if last is None else {
             "id": last.id, "business_key": last.business_key, "status": last.status.value,
             "scheduled_for": format_instant(last.scheduled_for)},
+    }
+
+
+def workflow_view(workflow: WorkflowDef) -> dict[str, Any]:
+    """A workflow as ``workflows list/show --json`` prints it: period, payload version, steps, origin."""
+    return {
+        "name": workflow.name,
+        "period": workflow.period.value,
+        "payload_version": workflow.payload_version,
+        "origin": workflow.origin,
+        "sections": list(workflow.sections),
+        "steps": [{
+            "name": step.name,
+            "timeout_s": step.timeout_s,
+            "optional": step.optional,
+            "output_model": step.model_name(),
+            "retry_on": sorted(step.retry_on),
+            "retry_budget_s": step.retry_budget_s,
+        } for step in workflow.steps],
     }

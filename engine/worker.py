@@ -22,6 +22,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from tenacity import RetryCallState, Retrying, wait_exponential_jitter
+
 from engine import errors, logs, pacing, policies
 from engine.clock import parse_instant
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
@@ -29,7 +31,7 @@ from engine.runtime import Runtime
 from engine.store import claims
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
-from engine.workflow import StepContext, StepResult, WorkflowDef
+from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
 
 log = logging.getLogger(__name__)
 
@@ -158,12 +160,14 @@ class Worker:
             ctx = self._context(claim, workflow, pinned, outputs, lease, position)
             logs.event(log, logging.INFO, "step_started", run=run.id, key=run.idempotency_key, step=step.name)
             try:
-                result = self._call(step.run, ctx, step.timeout_s, lease)
+                result = self._call(step, ctx, lease)
+                output = step.commit_output(result)  # validated before anything is committed
             except errors.LeaseLost:
                 logs.event(log, logging.WARNING, "lease_lost", run=run.id, key=run.idempotency_key, step=step.name,
                            effect="writing nothing")
                 return RunOutcome(run.id, run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
             except errors.StepError as exc:
+                exc.retryable = step.is_retryable(exc)
                 return self._fail(claim, workflow, lease, position, exc)
             except Exception as exc:  # a bug in a step: retried within the budget, then FAILED
                 logs.event(log, logging.ERROR, "step_crashed", exc_info=True, run=run.id, step=step.name)
@@ -171,8 +175,8 @@ class Worker:
                 return self._fail(claim, workflow, lease, position, error)
             new_pins = {k: v for k, v in result.pins.items() if k not in pinned}
             pinned.update(new_pins)
-            outputs[step.name] = result.output
-            outcome = self._checkpoint(claim, workflow, position, result, pinned if new_pins else None)
+            outputs[step.name] = output
+            outcome = self._checkpoint(claim, workflow, position, result, output, pinned if new_pins else None)
             if outcome is not None:
                 return outcome
             position += 1
@@ -190,10 +194,12 @@ class Worker:
             timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
             outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
             exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            output_models=workflow.output_models(),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
-    def _call(self, fn: Any, ctx: StepContext, timeout_s: float, lease: _Lease) -> StepResult:
-        future = self._executor.submit(fn, ctx)
+    def _call(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
+        timeout_s = step.timeout_s
+        future = self._executor.submit(self._attempts, step, ctx, lease)
         try:
             result = future.result(timeout=timeout_s)
         except FutureTimeout:
@@ -206,8 +212,38 @@ class Worker:
             raise TypeError(f"step returned {type(result).__name__}, not StepResult")
         return result
 
+    def _attempts(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
+        """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread)."""
+        if step.retry_budget_s <= 0:
+            return step.run(ctx)
+        budget = step.retry_budget_s
+        backoff = wait_exponential_jitter(initial=min(1.0, budget / 8), max=max(budget / 2, 0.001), jitter=0.25)
+
+        def should_retry(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            if not isinstance(exc, errors.StepError) or not step.is_retryable(exc):
+                return False
+            # A Retry-After longer than what is left becomes the run's not_before instead.
+            return exc.retry_after_s is None or exc.retry_after_s <= budget - state.idle_for
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            asked = exc.retry_after_s if isinstance(exc, errors.StepError) else None
+            return max(0.0, min(asked if asked is not None else backoff(state), budget - state.idle_for))
+
+        def stop(state: RetryCallState) -> bool:
+            return state.idle_for >= budget or lease.lost.is_set()
+
+        def sleep(seconds: float) -> None:
+            log.info("step_retrying run=%s step=%s in=%.2fs", ctx.run_id, step.name, seconds)
+            self.rt.clock.sleep(seconds)  # a lost lease is caught by the next attempt's fence check
+
+        retrying = Retrying(retry=should_retry, wait=wait, stop=stop, sleep=sleep, reraise=True)
+        result: StepResult = retrying(step.run, ctx)
+        return result
+
     def _checkpoint(self, claim: Claim, workflow: WorkflowDef, position: int, result: StepResult,
-                    pinned: dict[str, Any] | None) -> RunOutcome | None:
+                    output: dict[str, Any], pinned: dict[str, Any] | None) -> RunOutcome | None:
         """Commit a step boundary; returns the run's outcome when the run ends here."""
         run = claim.run
         now = self.rt.clock.now()
@@ -219,9 +255,9 @@ class Worker:
                         step=workflow.steps[position].name, status=result.status.value)
             if not (last or result.skip_remaining or cancel or self.stop.is_set()):
                 # The common boundary: this step's end and the next one's start, in one statement.
-                claims.advance_step(conn, run.id, position, status=result.status, output=result.output, now=now)
+                claims.advance_step(conn, run.id, position, status=result.status, output=output, now=now)
                 return None
-            claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=result.output)
+            claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output)
             if result.skip_remaining and not last:
                 claims.skip_steps_from(conn, run.id, position + 1, result.skip_remaining, now)
                 return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)

@@ -8,18 +8,32 @@ A step receives a ``StepContext`` (the run's pinned inputs and the persisted
 outputs of earlier steps) and returns a ``StepResult`` whose ``output`` is
 committed together with the step's SUCCESS. Steps must make their external
 effects idempotent and call ``ctx.check_fence()`` right before each one.
+
+Typed outputs: a ``StepSpec`` may name a pydantic ``output_model``. The worker
+validates what the step returns against it before the boundary commits (a
+mismatch fails the step with ``OUTPUT_INVALID`` and commits no output), stores
+it as JSON, and later steps read it back parsed with ``ctx.output(Model)``, in
+this process or after a resume in another. ``engine.authoring`` builds these
+definitions from decorated functions.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from functools import lru_cache
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from engine import errors
 from engine.models import PeriodKind, StepStatus
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,53 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
+    # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
+    output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
+
+    def output(self, model: type[M], step: str | None = None) -> M:
+        """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.
+
+        Raises ``StepError(OUTPUT_INVALID)`` (permanent) when no earlier step
+        has committed such an output, or when the stored JSON no longer parses
+        as ``model`` (a shape change made without a new payload version).
+        """
+        if step is None:
+            path = f"{model.__module__}:{model.__qualname__}"
+            names = [name for name, declared in self.output_models.items() if declared is model or declared == path]
+            if len(names) != 1:
+                found = "no step" if not names else f"steps {', '.join(names)}"
+                raise errors.StepError("OUTPUT_INVALID", f"{found} of {self.workflow} declare output "
+                                       f"{model.__name__}; pass the step name", retryable=False)
+            step = names[0]
+        if step not in self.outputs:
+            raise errors.StepError("OUTPUT_INVALID", f"step {step} has no committed output for this run "
+                                   f"(it has not succeeded yet)", retryable=False)
+        return parse_output(model, self.outputs[step], f"the stored output of {step}")
+
+    def previous(self, model: type[M]) -> M | None:
+        """This step's own output from an earlier execution, parsed; None if absent or of another shape."""
+        if self.previous_output is None:
+            return None
+        try:
+            return model.model_validate(dict(self.previous_output))
+        except ValidationError:
+            return None  # e.g. the note of a SKIPPED execution: there is nothing to reuse
+
+
+def parse_output(model: type[M], data: Any, what: str) -> M:
+    """Validate ``data`` as ``model``; a mismatch is a permanent ``OUTPUT_INVALID`` naming the field."""
+    try:
+        if isinstance(data, model):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(root)"
+        raise errors.StepError(
+            "OUTPUT_INVALID", f"{what} is not a valid {model.__name__}: {where}: {first['msg']} "
+            f"({exc.error_count()} error(s))", retryable=False) from None
 
 
 @dataclass(frozen=True)
@@ -76,7 +137,7 @@ class StepResult:
     SUCCESS with the later steps SKIPPED for that reason.
     """
 
-    output: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] | BaseModel = field(default_factory=dict)
     status: StepStatus = StepStatus.SUCCESS
     pins: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[ArtifactRef, ...] = ()
@@ -86,15 +147,72 @@ class StepResult:
 StepFn = Callable[[StepContext], StepResult]
 
 
+@lru_cache(maxsize=None)
+def _import_model(ref: str) -> type[BaseModel]:
+    module_name, _, attr = ref.partition(":")
+    try:
+        model = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise errors.StepError("OUTPUT_INVALID", f"output model {ref} cannot be imported: {exc}",
+                               retryable=False) from exc
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise errors.StepError("OUTPUT_INVALID", f"output model {ref} is not a pydantic model", retryable=False)
+    return model
+
+
 @dataclass(frozen=True)
 class StepSpec:
-    """One ordered step. ``optional``: a permanent failure after earlier steps
-    succeeded ends the run PARTIAL_SUCCESS rather than FAILED."""
+    """One ordered step.
+
+    - ``optional``: a permanent failure after earlier steps succeeded ends the
+      run PARTIAL_SUCCESS rather than FAILED.
+    - ``output_model``: the pydantic model a SUCCESS output must validate as
+      (a SKIPPED step's output is a note, stored as given); or its import
+      path ``"pkg.mod:Model"``, imported when first needed, so registering a
+      workflow does not import its steps' heavy libraries.
+    - ``retry_on``: error codes retryable for this step on top of the engine's
+      classification (``errors.RETRYABLE_CODES``).
+    - ``retry_budget_s``: seconds the worker may wait between in-process
+      re-executions of the step after a retryable error (exponential backoff
+      with jitter, ``Retry-After`` honoured) before the run goes RETRY_PENDING;
+      0 leaves retries to the run level. The timeout covers all executions.
+    """
 
     name: str
     run: StepFn
     timeout_s: float = 600.0
     optional: bool = False
+    output_model: type[BaseModel] | str | None = None
+    retry_on: frozenset[str] = frozenset()
+    retry_budget_s: float = 0.0
+
+    def model(self) -> type[BaseModel] | None:
+        """The declared output model, imported now if it was given as ``"pkg.mod:Model"``."""
+        if isinstance(self.output_model, str):
+            return _import_model(self.output_model)
+        return self.output_model
+
+    def model_name(self) -> str | None:
+        """The output model's name, without importing it."""
+        if isinstance(self.output_model, str):
+            return self.output_model.rpartition(":")[2]
+        return self.output_model.__name__ if self.output_model is not None else None
+
+    def is_retryable(self, error: errors.StepError) -> bool:
+        return error.retryable or error.code in self.retry_on
+
+    def commit_output(self, result: StepResult) -> dict[str, Any]:
+        """The JSON object to store for ``result``: validated against ``output_model`` when it is a SUCCESS."""
+        output = result.output
+        model = self.model()
+        if model is not None and result.status is StepStatus.SUCCESS:
+            return parse_output(model, output, f"step {self.name}'s output").model_dump(mode="json")
+        if isinstance(output, BaseModel):
+            return output.model_dump(mode="json")
+        if not isinstance(output, dict):
+            raise errors.StepError("OUTPUT_INVALID", f"step {self.name} returned a {type(output).__name__} "
+                                   "as its output, not a dict or a pydantic model", retryable=False)
+        return output
 
 
 @dataclass(frozen=True)
@@ -156,6 +274,7 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
         return tuple(step.name for step in self.steps)
@@ -165,3 +284,7 @@ class WorkflowDef:
             if step.name == name:
                 return step
         raise KeyError(name)
+
+    def output_models(self) -> dict[str, type[BaseModel] | str]:
+        """Each typed step's declared model, as declared (import paths are not imported here)."""
+        return {step.name: step.output_model for step in self.steps if step.output_model is not None}

@@ -1,5 +1,8 @@
 """The report workflows' wiring: four steps, adapted from the engine's context to plain step calls.
 
+Every step declares its pydantic output model: the worker validates it before
+the boundary commits, and later steps read it back typed (``ctx.output``).
+
 This module is the only place that reads live settings and the environment
 (the Notion token) for the steps; the steps themselves get typed inputs and
 explicit clients. Heavy libraries (GitPython, ollama, notion-client) are
@@ -10,13 +13,16 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import errors
 from engine.models import PeriodKind, StepStatus
 from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, report_settings
 from workflows.report_settings import ReportSettings
+
+if TYPE_CHECKING:
+    from steps.report_model import ReportOutput
 
 PAYLOAD_VERSION = 1
 
@@ -43,20 +49,21 @@ def collect(ctx: StepContext) -> StepResult:
                               exclude=ctx.pinned.get("exclude"))
     pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
     skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
-    return StepResult(output=out.model_dump(mode="json"), pins=pins, skip_remaining=skip)
+    return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
 def generate(ctx: StepContext) -> StepResult:
     from steps import generate_report
+    from steps.collect_git import CollectOutput
     from steps.ollama_writer import RetryPolicy
 
     settings = _settings(ctx)
-    collected = ctx.outputs["COLLECT_GIT"]
+    collected = ctx.output(CollectOutput)
     options = dict(ctx.pinned.get("llm_options", {}))
     inp = generate_report.ReportInput(
         workflow=ctx.workflow, project=ctx.project, business_key=ctx.business_key,
         window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
-        timezone=ctx.timezone, commits=collected["commits"], prompt_version=str(ctx.pinned["prompt_version"]),
+        timezone=ctx.timezone, commits=collected.commits, prompt_version=str(ctx.pinned["prompt_version"]),
         on_empty=str(ctx.pinned.get("on_empty", "skip")),
         # Runs pinned before the language existed were English, and stay so.
         language=str(ctx.pinned.get("language", "en")))
@@ -71,10 +78,10 @@ def generate(ctx: StepContext) -> StepResult:
     else:
         writer = generate_report.BuiltinWriter()
     out = generate_report.generate(inp, writer, num_ctx=int(options.get("num_ctx", 8192)), options=options)
-    return StepResult(output=out.model_dump(mode="json"))
+    return StepResult(output=out)
 
 
-def front_matter(ctx: StepContext, report: dict[str, Any]) -> dict[str, Any]:
+def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
     """The run's pinned inputs as the file states them: no wall-clock fields (re-runs write identical bytes)."""
     return {
         "run_id": ctx.run_id,
@@ -89,28 +96,31 @@ def front_matter(ctx: StepContext, report: dict[str, Any]) -> dict[str, Any]:
         "window_start_local": ctx.pinned.get("window_start_local"),
         "window_end_local": ctx.pinned.get("window_end_local"),
         "heads": ctx.pinned.get("heads", {}),
-        "provider": report.get("provider"),
-        "model": report.get("model"),
-        "model_digest": report.get("model_digest"),
-        "prompt_version": report.get("prompt_version"),
-        "prompt_sha256": report.get("prompt_sha256"),
+        "provider": report.provider,
+        "model": report.model,
+        "model_digest": report.model_digest,
+        "prompt_version": report.prompt_version,
+        "prompt_sha256": report.prompt_sha256,
     }
 
 
 def save(kind: str, ctx: StepContext) -> StepResult:
     from steps import save_markdown
+    from steps.report_model import ReportOutput
 
     settings = _settings(ctx)
-    report = dict(ctx.outputs["GENERATE_REPORT"])
-    document = save_markdown.render_document(front_matter(ctx, report), str(report["text"]))
+    report = ctx.output(ReportOutput)
+    document = save_markdown.render_document(front_matter(ctx, report), report.text)
     out = save_markdown.save(settings.reports.dir, ctx.project, ctx.business_key, kind, ctx.revision, document,
                              on_existing=settings.reports.on_existing, check_fence=ctx.check_fence)
     artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
-    return StepResult(output=out.model_dump(mode="json"), artifacts=artifacts)
+    return StepResult(output=out, artifacts=artifacts)
 
 
 def upload(kind: str, ctx: StepContext) -> StepResult:
     from steps import upload_notion
+    from steps.report_model import ReportOutput
+    from steps.upload_notion import UploadOutput
 
     notion = _settings(ctx).notion
     if not notion.enabled:
@@ -120,14 +130,14 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
         raise errors.step_error("NOTION_UNAUTHORIZED",
                                 f"the environment variable {notion.token_env} (notion.token_env) is not set")
     client = upload_notion.make_client(token, notion.base_url, notion.timeout.total_seconds())
-    report = ctx.outputs["GENERATE_REPORT"]
-    previous = ctx.previous_output or {}
+    report = ctx.output(ReportOutput)
+    previous = ctx.previous(UploadOutput)
     try:
         out = upload_notion.upload(
             client, upload_notion.NotionTarget(database_id=notion.database_id,
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
-            markdown=str(report["text"]), stored_page_id=previous.get("page_id"), check_fence=ctx.check_fence,
+            markdown=report.text, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
             # Requests wait for slots shared by every worker; retry waits sleep as before.
             pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token),
                                           upload_notion.shared_rate_limiter().sleep),
@@ -139,7 +149,7 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
         raise errors.step_error(exc.code, f"{exc.message} (token variable: {notion.token_env})") from exc
     finally:
         client.close()
-    return StepResult(output=out.model_dump(mode="json"),
+    return StepResult(output=out,
                       artifacts=(ArtifactRef("notion_page", out.url or out.page_id, external_id=out.page_id),))
 
 
@@ -159,10 +169,12 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         payload_version=PAYLOAD_VERSION,
         sections=report_settings.SECTIONS,
         steps=(
-            StepSpec("COLLECT_GIT", collect, timeout_s=600),
-            StepSpec("GENERATE_REPORT", generate, timeout_s=1800),
-            StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120),
-            StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True),
+            StepSpec("COLLECT_GIT", collect, timeout_s=600, output_model="steps.collect_git:CollectOutput"),
+            StepSpec("GENERATE_REPORT", generate, timeout_s=1800, output_model="steps.report_model:ReportOutput"),
+            StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
+                     output_model="steps.save_markdown:SaveOutput"),
+            StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
+                     output_model="steps.upload_notion:UploadOutput"),
         ),
         load_settings=report_settings.load,
         check_project=report_settings.check_project,

@@ -34,6 +34,7 @@ from engine.models import (
     ReportOn,
     RunStatus,
 )
+from engine import registry as registry_mod
 from engine.registry import load_registry
 from engine.runtime import Runtime
 from engine.store import Store, database
@@ -48,6 +49,9 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(schedules_app, name="schedules")
 app.add_typer(runs_app, name="runs")
 app.add_typer(db_app, name="db")
+workflows_app = typer.Typer(help="Workflows: installed (entry points) and configured ([[workflows]]).",
+                            no_args_is_help=True)
+app.add_typer(workflows_app, name="workflows")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -57,20 +61,28 @@ class Cli:
     config_path: Path
     now_spec: str | None
     db_url: str | None
+    explicit_config: bool = False
     _runtime: Runtime | None = field(default=None)
 
     def clock(self) -> clock_mod.Clock:
         return clock_mod.clock_from_spec(self.now_spec)
 
     def config(self) -> config_mod.AppConfig:
-        return config_mod.load_config(self.config_path, load_registry(), db_override=self.db_url)
+        return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]
+
+    def registry(self) -> registry_mod.Registry:
+        """Installed workflows plus the config's ``[[workflows]]``; installed only when no config file exists."""
+        if self._runtime is not None:
+            return self._runtime.registry
+        if not self.config_path.exists() and not self.explicit_config:
+            return load_registry()
+        return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[1]
 
     def runtime(self) -> Runtime:
         """Validate the config first (bad input writes nothing), then open the store."""
         if self._runtime is None:
             clock = self.clock()
-            registry = load_registry()
-            config = config_mod.load_config(self.config_path, registry, db_override=self.db_url)
+            config, registry = registry_mod.load_with_config(self.config_path, db_override=self.db_url)
             store = Store.open(config.store_url)
             self._runtime = Runtime(store=store, registry=registry, config=config, clock=clock)
         return self._runtime
@@ -96,7 +108,8 @@ def main_options(
     if log_format not in ("text", "json"):
         raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
     logs.configure(log_format)
-    ctx.obj = Cli(config_path=config or Path(config_mod.DEFAULT_CONFIG), now_spec=now, db_url=db)
+    ctx.obj = Cli(config_path=config or Path(config_mod.DEFAULT_CONFIG), now_spec=now, db_url=db,
+                  explicit_config=config is not None)
     if now:
         clock_mod.clock_from_spec(now)  # refuse a bad --now before anything runs
 
@@ -233,7 +246,7 @@ def schedules_validate(
     """
     period = PeriodKind.SLOT
     if workflow is not None:
-        registry = load_registry()
+        registry = _cli(ctx).registry()
         if workflow not in registry:
             raise errors.InvalidInput(f"unknown workflow '{workflow}' (known: {', '.join(sorted(registry))})")
         period = registry[workflow].period
@@ -485,6 +498,25 @@ def runs_cancel(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     from engine import operations
 
     render.action(operations.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+
+
+@workflows_app.command("list")
+def workflows_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every workflow this config can run: period, payload version, steps, origin.
+
+    Example: reportflow --config examples/release_notes/reportflow.toml workflows list
+    """
+    registry = _cli(ctx).registry()
+    render.workflows([registry[name] for name in sorted(registry)], as_json)
+
+
+@workflows_app.command("show")
+def workflows_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
+    """One workflow's steps (timeout, optional, output model, retryable codes, retry budget) and origin.
+
+    Example: reportflow workflows show daily_report
+    """
+    render.workflow(registry_mod.get(_cli(ctx).registry(), name), as_json)
 
 
 @app.command()

@@ -31,6 +31,7 @@ from rich.table import Table
 from engine import views
 from engine.clock import format_instant
 from engine.models import AuditEvent, Run
+from engine.workflow import WorkflowDef
 
 # Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -345,3 +346,36 @@ def findings(items: Sequence[Any], as_json: bool) -> None:
     for f in items:
         mark = "[bold red]PROBLEM[/]" if f.problem else "[yellow]warning[/]" if f.warning else "[green]ok[/]"
         out.print(f"{mark} {f.check}: {escape(f.message)}")
+
+
+def workflows(items: Sequence[WorkflowDef], as_json: bool) -> None:
+    data = [views.workflow_view(w) for w in items]
+    if as_json:
+        _json(data)
+        return
+    table = Table(title="workflows")
+    for column in ("name", "period", "payload", "steps", "origin"):
+        table.add_column(column)
+    for item in data:
+        table.add_row(item["name"], item["period"], f"v{item['payload_version']}",
+                      " > ".join(s["name"] for s in item["steps"]), escape(item["origin"]))
+    out.print(table)
+
+
+def workflow(item: WorkflowDef, as_json: bool) -> None:
+    data = views.workflow_view(item)
+    if as_json:
+        _json(data)
+        return
+    say(f"workflow {data['name']}: period {data['period']}, payload version {data['payload_version']}")
+    say(f"origin: {data['origin']}")
+    if data["sections"]:
+        say(f"config sections: {', '.join(data['sections'])}")
+    table = Table(title="steps")
+    for column in ("#", "step", "timeout", "optional", "output", "retryable codes", "retry budget"):
+        table.add_column(column)
+    for index, step in enumerate(data["steps"], 1):
+        table.add_row(str(index), step["name"], _secs(step["timeout_s"]), "yes" if step["optional"] else "",
+                      step["output_model"] or "", ", ".join(step["retry_on"]),
+                      _secs(step["retry_budget_s"]) if step["retry_budget_s"] else "")
+    out.print(table)
