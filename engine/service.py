@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from engine import reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
-from engine.worker import Worker
+from engine.worker_pool import WorkerPool
 
 log = logging.getLogger(__name__)
 MAX_SLEEP = timedelta(seconds=30)
@@ -36,7 +36,7 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
 
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           metrics_port: int | None = None) -> None:
-    worker = Worker(rt, worker_id, stop=stop)
+    worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
@@ -51,8 +51,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     reconciler.sweep(rt)
                     last_sweep = rt.clock.monotonic()
                 worker.beat()
-                while not stop.is_set() and worker.run_one() is not None:
-                    pass
+                worker.drain()
                 with rt.store.read() as conn:
                     retry_at = run_rows.next_due_at(conn)
                 delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)

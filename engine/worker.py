@@ -16,13 +16,14 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from engine import errors, policies
 from engine.clock import parse_instant
+from engine.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
 from engine.store import claims
@@ -48,8 +49,10 @@ class RunOutcome:
 class _Lease:
     """The claim as this process holds it: the heartbeat and the step thread share it."""
 
-    def __init__(self, rt: Runtime, claim: Claim, lease: timedelta) -> None:
+    def __init__(self, rt: Runtime, claim: Claim, lease: timedelta,
+                 write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
         self.rt = rt
+        self.write = write or rt.store.write
         self.run_id = claim.run.id
         self.fence = claim.fence
         self.lease = lease
@@ -74,7 +77,7 @@ class _Lease:
                 log.warning("heartbeat_stopped run=%s reason=max_runtime", self.run_id)
                 return
             try:
-                with self.rt.store.write() as conn:
+                with self.write() as conn:
                     claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
             except errors.LeaseLost:
                 log.warning("lease_lost run=%s token=%s", self.run_id, self.fence)
@@ -87,8 +90,13 @@ class _Lease:
 class Worker:
     """Claims and executes runs. ``run_one`` is one claim; ``work`` is the loop."""
 
-    def __init__(self, rt: Runtime, worker_id: str | None = None, *, stop: threading.Event | None = None) -> None:
+    def __init__(self, rt: Runtime, worker_id: str | None = None, *, stop: threading.Event | None = None,
+                 writer: Writer | None = None) -> None:
         self.rt = rt
+        # This thread's write transactions: its own pinned connection, or a pool's shared group commit.
+        self._writer = writer or PinnedWriter(rt.store.engine)
+        shared = isinstance(self._writer, GroupCommitter)
+        self._beat_write = self._writer.write if shared else rt.store.write  # the heartbeat is another thread
         # Set by SIGTERM: the current step finishes, then the run is handed back (lease released).
         self.stop = stop or threading.Event()
         self.worker_id = worker_id or default_worker_id()
@@ -114,7 +122,7 @@ class Worker:
     def run_one(self) -> RunOutcome | None:
         """Claim the best claimable run and execute it; None when nothing is claimable now."""
         now = self.rt.clock.now()
-        with self.rt.store.write() as conn:
+        with self._writer.write() as conn:
             claim = claims.acquire_run(
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
@@ -123,7 +131,12 @@ class Worker:
             return None
         log.info("run_claimed run=%s key=%s attempt=%s token=%s worker=%s", claim.run.id,
                  claim.run.idempotency_key, claim.attempt, claim.fence, self.worker_id)
-        outcome = self._execute(claim)
+        try:
+            outcome = self._execute(claim)
+        except errors.LeaseLost:  # a boundary's guard failed (in a group commit: this boundary alone)
+            log.warning("lease_lost run=%s key=%s token=%s: boundary not recorded", claim.run.id,
+                        claim.run.idempotency_key, claim.fence)
+            outcome = RunOutcome(claim.run.id, claim.run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
         while self._failed:
             run_id, key, code, message = self._failed.pop()
             self.rt.notifier.send("run_failed", run_id=run_id, key=key, error_code=code, error=message)
@@ -132,7 +145,7 @@ class Worker:
     def _execute(self, claim: Claim) -> RunOutcome:
         run = claim.run
         workflow = self.rt.workflow(run.workflow)
-        lease = _Lease(self.rt, claim, self.lease)
+        lease = _Lease(self.rt, claim, self.lease, self._beat_write)
         payload = run.pinned.get("payload_version")
         if payload != workflow.payload_version or tuple(s.name for s in run.steps) != workflow.step_names():
             error = errors.StepError("PAYLOAD_VERSION_UNSUPPORTED",
@@ -239,7 +252,7 @@ class Worker:
         stall the database), and a transaction that rolls back logs nothing.
         """
         self._deferred.clear()
-        with self.rt.store.write() as conn:
+        with self._writer.write() as conn:
             yield conn
         deferred, self._deferred = self._deferred, []
         for emit, args in deferred:
@@ -345,9 +358,11 @@ class Worker:
         if self._last_beat is not None and clock.monotonic() - self._last_beat < every_s:
             return
         self._last_beat = clock.monotonic()
-        with self.rt.store.write() as conn:
+        with self._writer.write() as conn:
             instance_rows.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)
+        if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
+            self._writer.close()
