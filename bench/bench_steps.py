@@ -99,22 +99,25 @@ def queued_runtime(template: Path, runs: int):  # type: ignore[no-untyped-def]
 
 
 def record_sql(template: Path, runs: int) -> list[tuple[str, object, bool]]:
-    """Every statement, BEGIN and COMMIT the engine issues to drain the runs, in order."""
+    """Every statement, BEGIN and COMMIT the engine issues to drain the runs, in order.
+
+    Recorded with sqlite3's trace callback (the statements as SQLite ran them, parameters
+    inlined), so statements executed on the DBAPI cursor below SQLAlchemy are included.
+    """
     rt = queued_runtime(template, runs)
     log: list[tuple[str, object, bool]] = []
 
-    @event.listens_for(rt.store.engine, "before_cursor_execute")
-    def _statement(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
-        log.append((statement, parameters, executemany))
+    def trace(statement: str) -> None:
+        if statement.startswith("PRAGMA"):
+            return
+        log.append(("COMMIT", None, False) if statement == "COMMIT" else
+                   ("ROLLBACK", None, False) if statement == "ROLLBACK" else (statement, (), False))
 
-    @event.listens_for(rt.store.engine, "commit")
-    def _commit(conn):  # type: ignore[no-untyped-def]
-        log.append(("COMMIT", None, False))
+    @event.listens_for(rt.store.engine, "connect")
+    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(trace)
 
-    @event.listens_for(rt.store.engine, "rollback")
-    def _rollback(conn):  # type: ignore[no-untyped-def]
-        log.append(("ROLLBACK", None, False))
-
+    rt.store.engine.dispose()  # connections opened from here on are traced
     assert drain(rt) == runs
     rt.store.dispose()
     return log

@@ -81,6 +81,11 @@ def execute_many(conn: Connection, stmt: Insert, rows: Sequence[Mapping[str, Any
     return _run(conn, compiled, [compiled.args(r) for r in rows], many=True)
 
 
+def execute_text(conn: Connection, sql: str) -> Any:
+    """A fixed statement without parameters (``BEGIN IMMEDIATE``) on ``conn``'s DBAPI connection."""
+    return _run(conn, _Compiled(sql, (), True, {}, {}), (), many=False)
+
+
 def _run(conn: Connection, compiled: _Compiled, args: Any, *, many: bool) -> Any:
     dbapi_conn = conn.connection
     cursor = dbapi_conn.cursor()
