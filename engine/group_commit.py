@@ -26,6 +26,7 @@ from typing import Protocol
 from sqlalchemy.engine import Connection, Engine, RootTransaction
 
 from engine.clock import SystemClock
+from engine.store import fastsql
 
 _SAVEPOINT = "SAVEPOINT rf_boundary"
 _RELEASE = "RELEASE SAVEPOINT rf_boundary"
@@ -110,18 +111,20 @@ class GroupCommitter:
             if batch is None:
                 batch = self._batch = _Batch(self._conn.begin())
             batch.members += 1
-            self._conn.exec_driver_sql(_SAVEPOINT)
+            fastsql.execute_text(self._conn, _SAVEPOINT)
             try:
                 yield self._conn
             except BaseException:
                 try:
-                    self._conn.exec_driver_sql(_UNDO)
-                    self._conn.exec_driver_sql(_RELEASE)
+                    fastsql.execute_text(self._conn, _UNDO)
+                    fastsql.execute_text(self._conn, _RELEASE)
                 finally:
                     if leader:
                         self._lead(batch)
+                    else:
+                        self._cond.notify_all()  # the leader counts this member as arrived
                 raise
-            self._conn.exec_driver_sql(_RELEASE)
+            fastsql.execute_text(self._conn, _RELEASE)
             if leader:
                 self._lead(batch)
             else:

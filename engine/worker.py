@@ -59,6 +59,7 @@ class _Lease:
         self.lost = threading.Event()
         self.stop = threading.Event()
         self.max_hold = 2 * timedelta(seconds=claim.run.max_runtime_s)
+        self.started = rt.clock.monotonic()
 
     def check(self) -> None:
         """Raise LeaseLost unless this worker still holds the run (read from the database)."""
@@ -67,24 +68,25 @@ class _Lease:
         with self.rt.store.read() as conn:
             claims.check_fence(conn, self.run_id, self.fence)
 
-    def heartbeat(self) -> None:
-        """Extend the lease every quarter of it; stop at 2x max_runtime or when told."""
+    def beat(self) -> bool:
+        """Extend the lease once; False when this run needs no more beats (ended, lost, 2x max_runtime)."""
         clock = self.rt.clock
-        started = clock.monotonic()
-        interval = self.lease.total_seconds() / 4
-        while not clock.sleep(interval, self.stop):
-            if clock.monotonic() - started > self.max_hold.total_seconds():
-                log.warning("heartbeat_stopped run=%s reason=max_runtime", self.run_id)
-                return
-            try:
-                with self.write() as conn:
-                    claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
-            except errors.LeaseLost:
+        if self.stop.is_set() or self.lost.is_set():
+            return False
+        if clock.monotonic() - self.started > self.max_hold.total_seconds():
+            log.warning("heartbeat_stopped run=%s reason=max_runtime", self.run_id)
+            return False
+        try:
+            with self.write() as conn:
+                claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+        except errors.LeaseLost:
+            if not self.stop.is_set():  # not merely the run ending between the check and the write
                 log.warning("lease_lost run=%s token=%s", self.run_id, self.fence)
-                self.lost.set()
-                return
-            except Exception:  # a transient database error: the next beat tries again
-                log.exception("heartbeat_failed run=%s", self.run_id)
+            self.lost.set()
+            return False
+        except Exception:  # a transient database error: the next beat tries again
+            log.exception("heartbeat_failed run=%s", self.run_id)
+        return True
 
 
 class Worker:
@@ -107,6 +109,9 @@ class Worker:
         self._deferred: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self.projects = self._served_projects()
         self._last_beat: float | None = None
+        self._held: _Lease | None = None  # the run being executed, renewed by the heartbeat thread
+        self._heartbeat: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def _served_projects(self) -> list[str] | None:
         """Projects whose repositories this node can open (SPEC §13); None means no restriction."""
@@ -153,12 +158,28 @@ class Worker:
                                      f"{[s.name for s in run.steps]}; this worker runs {workflow.name} "
                                      f"v{workflow.payload_version} {list(workflow.step_names())}", retryable=False)
             return self._fail(claim, workflow, lease, None, error)
-        beat = threading.Thread(target=lease.heartbeat, name=f"heartbeat-{run.id}", daemon=True)
-        beat.start()
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
+            self._heartbeat.start()
+        self._held = lease
         try:
             return self._steps(claim, workflow, lease)
         finally:
             lease.stop.set()
+            self._held = None
+
+    def _heartbeats(self) -> None:
+        """This worker's heartbeat thread: every quarter of the lease, extend the run it holds, if any.
+
+        One thread for the worker's life, not one per run: starting a thread costs
+        about as much as a step boundary, and a lease is still renewed at least
+        every quarter of it while its run is held (the first beat may come sooner).
+        """
+        finished: _Lease | None = None
+        while not self.rt.clock.sleep(self.lease.total_seconds() / 4, self._closed):
+            lease = self._held
+            if lease is not None and lease is not finished and not lease.beat():
+                finished = lease
 
     def _steps(self, claim: Claim, workflow: WorkflowDef, lease: _Lease) -> RunOutcome:
         run = claim.run
@@ -363,6 +384,7 @@ class Worker:
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
+        self._closed.set()
         self._executor.shutdown(wait=False)
         if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
             self._writer.close()

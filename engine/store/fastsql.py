@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Insert
+from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
 
@@ -47,6 +48,7 @@ _cache: dict[tuple[int, str, tuple[str, ...]], tuple[ClauseElement, _Compiled]] 
 
 def _compile(stmt: ClauseElement, dialect: Dialect, keys: tuple[str, ...]) -> _Compiled:
     compiled = stmt.compile(dialect=dialect, column_keys=list(keys) if keys else None)
+    assert isinstance(compiled, SQLCompiler)  # a DML or SELECT statement, not DDL
     processors: dict[str, Callable[[Any], Any]] = {}
     fixed: dict[str, Any] = {}
     for name, bind in compiled.binds.items():

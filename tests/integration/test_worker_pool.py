@@ -177,7 +177,7 @@ def test_a_run_whose_lease_was_taken_mid_step_gets_lease_lost_and_its_batch_mate
         pool.close()
     assert outcomes[victim].status is RunStatus.RUNNING and outcomes[victim].error_code == "LEASE_LOST"
     assert outcomes[other].status is RunStatus.SUCCESS
-    assert pool.committer.sizes[2] >= 2  # the two claims, then the two ONE boundaries, each shared a COMMIT
+    assert max(pool.committer.sizes) >= 2, pool.committer.sizes  # the two ONE boundaries shared a COMMIT
     with rt.store.read() as conn:
         victim_steps = dict(conn.execute(select(steps.c.name, steps.c.status).where(steps.c.run_id == victim)).all())
         assert run_rows.get_run(conn, other).status is RunStatus.SUCCESS
