@@ -219,3 +219,55 @@ def test_max_runs_is_exact_across_threads(sqlite_url: str) -> None:
 def test_group_commit_window_is_bounded_in_config(tmp_path: Path) -> None:
     with pytest.raises(errors.ConfigInvalid, match="group_commit"):
         make_runtime(f"sqlite:///{tmp_path / 'rf.db'}", extra={"worker": {"group_commit": "1s"}})
+
+
+def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Path) -> None:
+    """Real time: a 1 s lease, three runs blocked in TWO at once; each lease is renewed past its first expiry."""
+    from engine import reconciler
+    from engine.clock import SystemClock
+    from engine.registry import load_registry
+    from tests.flows.testflows import FOUR_STEPS
+
+    log, gate = tmp_path / "steps.log", tmp_path / "gate"
+    specs = [dict(name=f"f{i}", workflow="four_steps", project=f"p{i}", cron="0 * * * *", timezone="UTC")
+             for i in range(3)]
+    rt = make_runtime(sqlite_url, schedules=specs, clock=SystemClock(),
+                      registry={**load_registry(), "four_steps": FOUR_STEPS},
+                      extra={"testflow": {"log": str(log), "gate": str(gate), "block_on": ["TWO"]},
+                             "worker": {"lease": "1s", "concurrency": 3}})
+    schedules.apply(rt)
+    for i in range(3):
+        operations.trigger(rt, f"f{i}")
+    pool = WorkerPool(rt, "pool")
+    result: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: result.update(done=pool.work(until_idle=True)))
+    thread.start()
+    waiter = threading.Event()
+    try:
+        for _ in range(3000):  # up to ~30 s for three runs to be inside TWO
+            if log.exists() and sum(" TWO " in line and line.startswith("start") for line in
+                                    log.read_text().splitlines()) == 3:
+                break
+            waiter.wait(0.01)
+        with rt.store.read() as conn:
+            first = {r.id: r.lease_until for r in run_rows.list_runs(conn)}
+        assert len(first) == 3 and all(first.values())
+
+        def renewed() -> bool:
+            with rt.store.read() as conn:
+                now = {r.id: r.lease_until for r in run_rows.list_runs(conn)}
+            return all(now[i] is not None and now[i] > first[i] + timedelta(seconds=1) for i in first)  # type: ignore[operator]
+
+        for _ in range(1000):
+            if renewed():
+                break
+            waiter.wait(0.01)
+        assert renewed()
+        assert rt.clock.now() > max(first.values())  # type: ignore[type-var]  # only the heartbeats keep them
+        assert reconciler.sweep(rt).recovered == []
+    finally:
+        gate.touch()
+        thread.join(timeout=60)
+        pool.close()
+    assert {o.status for o in result["done"]} == {RunStatus.SUCCESS}  # type: ignore[attr-defined]
+    assert len(result["done"]) == 3  # type: ignore[arg-type]
