@@ -191,7 +191,7 @@ class Worker:
             ctx = self._context(claim, workflow, pinned, outputs, lease, position)
             log.info("step_started run=%s key=%s step=%s", run.id, run.idempotency_key, step.name)
             try:
-                result = self._call(step.run, ctx, step.timeout_s, lease)
+                result = self._call(step.run, ctx, step.timeout_s, lease, inline=step.inline)
             except errors.LeaseLost:
                 log.warning("lease_lost run=%s key=%s step=%s: writing nothing", run.id, run.idempotency_key,
                             step.name)
@@ -225,7 +225,16 @@ class Worker:
             exclusive=self.rt.store.exclusive,
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
-    def _call(self, fn: Any, ctx: StepContext, timeout_s: float, lease: _Lease) -> StepResult:
+    def _call(self, fn: Any, ctx: StepContext, timeout_s: float, lease: _Lease, *,
+              inline: bool = False) -> StepResult:
+        if inline:  # on this thread: a quick step, no hand-off; the timeout is checked when it returns
+            started = self.rt.clock.monotonic()
+            result = fn(ctx)
+            if self.rt.clock.monotonic() - started > timeout_s:
+                raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s")
+            if not isinstance(result, StepResult):
+                raise TypeError(f"step returned {type(result).__name__}, not StepResult")
+            return result
         future = self._executor.submit(fn, ctx)
         try:
             result = future.result(timeout=timeout_s)

@@ -82,12 +82,16 @@ StepFn = Callable[[StepContext], StepResult]
 @dataclass(frozen=True)
 class StepSpec:
     """One ordered step. ``optional``: a permanent failure after earlier steps
-    succeeded ends the run PARTIAL_SUCCESS rather than FAILED."""
+    succeeded ends the run PARTIAL_SUCCESS rather than FAILED. ``inline``: a quick
+    step without blocking I/O runs on the worker's own thread, skipping the hand-off
+    to the step thread; it cannot be abandoned mid-way, so its timeout is checked
+    when it returns (an overrun still fails ``STEP_TIMEOUT`` and its result is dropped)."""
 
     name: str
     run: StepFn
     timeout_s: float = 600.0
     optional: bool = False
+    inline: bool = False
 
 
 @dataclass(frozen=True)

@@ -271,3 +271,32 @@ def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Pa
         pool.close()
     assert {o.status for o in result["done"]} == {RunStatus.SUCCESS}  # type: ignore[attr-defined]
     assert len(result["done"]) == 3  # type: ignore[arg-type]
+
+
+def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(store_url: str) -> None:
+    seen: dict[str, object] = {}
+
+    def quick(ctx: StepContext) -> StepResult:
+        seen["thread"] = threading.current_thread()
+        return StepResult(output={"ok": True})
+
+    def slow(ctx: StepContext) -> StepResult:
+        rt.clock.advance(timedelta(seconds=11))  # type: ignore[attr-defined]  # an overrun of its 10 s timeout
+        return StepResult(output={"late": True})
+
+    workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT,
+                           steps=(StepSpec("QUICK", quick, inline=True), StepSpec("SLOW", slow, timeout_s=10,
+                                                                                    inline=True)))
+    rt = runtime(store_url, workflow, [schedule("s", "p")])
+    run_id = operations.trigger(rt, "s").run_id
+    pool = WorkerPool(rt, "pool")
+    try:
+        (outcome,) = pool.work(max_runs=1)
+    finally:
+        pool.close()
+    assert seen["thread"] is threading.current_thread()  # no hand-off to a step thread
+    assert outcome.run_id == run_id and outcome.status is RunStatus.RETRY_PENDING
+    assert outcome.error_code == "STEP_TIMEOUT"
+    with rt.store.read() as conn:
+        outputs = dict(conn.execute(select(steps.c.name, steps.c.output).where(steps.c.run_id == run_id)).all())
+    assert outputs == {"QUICK": {"ok": True}, "SLOW": None}  # the overrun's result was dropped
