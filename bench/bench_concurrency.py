@@ -5,7 +5,8 @@ Per repetition, side by side (SPEC §11):
 * **io**: ``--io-runs`` QUEUED runs of a 4-step workflow whose steps wait 20 ms
   (a ``threading.Event`` wait: I/O, no CPU), drained by a pool at concurrency 1
   and at concurrency 4. Target: concurrency 4 ≥ 3.5× concurrency 1.
-* **trivial**: ``--runs`` QUEUED runs of a no-op 4-step workflow drained at
+* **trivial**: ``--runs`` QUEUED runs of a no-op 4-step workflow (steps declared
+  ``inline``: no hand-off to a step thread; ``bench_steps`` shows both) drained at
   concurrency 1, at concurrency 8 without group commit (``group_commit = "0s"``)
   and at concurrency 8 with group commit (the default window, 2 ms), against
   the raw single-row commit rate (``BEGIN IMMEDIATE; INSERT; COMMIT`` through
@@ -46,8 +47,8 @@ def io_20ms(ctx: StepContext) -> StepResult:
     return StepResult()
 
 
-FLOWS = {"bench4": WorkflowDef(name="bench4", period=PeriodKind.SLOT,
-                               steps=tuple(StepSpec(n, noop) for n in NAMES)),
+FLOWS = {"bench4": WorkflowDef(name="bench4", period=PeriodKind.SLOT,  # CPU-only steps: inline, as DBOS runs them
+                               steps=tuple(StepSpec(n, noop, inline=True) for n in NAMES)),
          "io4": WorkflowDef(name="io4", period=PeriodKind.SLOT, steps=tuple(StepSpec(n, io_20ms) for n in NAMES))}
 
 
@@ -90,10 +91,12 @@ def main() -> None:
     p = c.parser(__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=500, help="trivial runs per pass")
     p.add_argument("--io-runs", type=int, default=100, help="20 ms-step runs per pass")
+    p.add_argument("--dir", default=None, help="where the databases go (default: a temporary directory); "
+                   "/dev/shm makes every fsync free and shows the CPU ceiling")
     args = p.parse_args()
     reps = c.check_reps(args.reps)
     c.announce("bench_concurrency.py")
-    tmp = tempfile.TemporaryDirectory(prefix="bench-conc-")
+    tmp = tempfile.TemporaryDirectory(prefix="bench-conc-", dir=args.dir)
     folder = Path(tmp.name)
     io_tpl, trivial_tpl = template(folder, "io4", args.io_runs), template(folder, "bench4", args.runs)
     io1, io4, raw, t1, t8, t8g = [], [], [], [], [], []
