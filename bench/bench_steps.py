@@ -190,12 +190,14 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=500)
     p.add_argument("--no-dbos", action="store_true", help="skip the DBOS comparison")
     p.add_argument("--profile", action="store_true", help="also print a cProfile of one engine pass")
+    p.add_argument("--dir", default=None, help="where the databases go (default: a temporary directory); "
+                   "/dev/shm makes every fsync free and shows the CPU ceiling")
     args = p.parse_args()
     reps = c.check_reps(args.reps)
     c.announce("bench_steps.py")
     with_dbos = not args.no_dbos and c.bench_python() is not None
     raw, engine, inline, replayed, dbos, dbos_meta = [], [], [], [], [], {}
-    tmp_dir = tempfile.TemporaryDirectory(prefix="bench-steps-")
+    tmp_dir = tempfile.TemporaryDirectory(prefix="bench-steps-", dir=args.dir)
     folder = Path(tmp_dir.name)
     template = build_template(folder, args.runs)
     log = record_sql(template, args.runs)
