@@ -12,7 +12,8 @@ Callers get the DBAPI cursor (``fetchone``, ``fetchall``, ``rowcount``) with
 the driver's raw values: use it for writes, guards and scalar reads, never for
 rows that need result processing (instants, JSON). A driver error is raised as
 SQLAlchemy's ``DBAPIError``; a dropped connection invalidates ``conn``, as
-``conn.execute`` would do. No expanding (``IN``-list) parameters.
+``conn.execute`` would do. A statement with an expanding (``IN``-list) parameter, whose SQL
+depends on the list, is handed to ``conn.execute`` instead.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class _Compiled:
     positional: bool
     processors: dict[str, Callable[[Any], Any]]
     fixed: dict[str, Any]  # values built into the statement (``.values(status="RUNNING")``)
+    expanding: bool = False  # an IN list rendered per call: this statement goes through ``conn.execute``
 
     def args(self, params: Mapping[str, Any]) -> Any:
         procs, fixed = self.processors, self.fixed
@@ -57,6 +59,8 @@ def _compile(stmt: ClauseElement, dialect: Dialect, keys: tuple[str, ...]) -> _C
             processors[name] = processor
         if not bind.required and name not in keys:
             fixed[name] = bind.effective_value
+    if any(bind.expanding for bind in compiled.binds.values()):
+        return _Compiled(str(compiled), (), False, {}, {}, expanding=True)
     positional = bool(compiled.positional)
     names = tuple(compiled.positiontup or ()) if positional else tuple(compiled.binds)
     return _Compiled(str(compiled), names, positional, processors, fixed)
@@ -74,6 +78,8 @@ def execute(conn: Connection, stmt: ClauseElement, params: Mapping[str, Any]) ->
     """Run ``stmt`` with ``params`` on ``conn``'s transaction; returns the DBAPI cursor."""
     keys = tuple(params) if isinstance(stmt, Insert) else ()
     compiled = prepared(stmt, conn.dialect, keys)
+    if compiled.expanding:  # the result offers the same fetchone / fetchall / rowcount
+        return conn.execute(stmt, dict(params))
     return _run(conn, compiled, compiled.args(params), many=False)
 
 

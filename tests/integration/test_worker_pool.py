@@ -300,3 +300,22 @@ def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(st
     with rt.store.read() as conn:
         outputs = dict(conn.execute(select(steps.c.name, steps.c.output).where(steps.c.run_id == run_id)).all())
     assert outputs == {"QUICK": {"ok": True}, "SLOW": None}  # the overrun's result was dropped
+
+
+def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str) -> None:
+    """QUEUE_NEW: the tick makes the older slot QUEUED and the newer PENDING; the worker's release promotes it."""
+    witness = Witness()
+    spec = schedule("s", "p") | {"overlap": "QUEUE_NEW"}
+    rt = runtime(store_url, flow(witness, ("ONE",)), [spec])
+    rt.clock.set(T0 + timedelta(hours=2))  # two hourly slots due at once
+    from engine import scheduler
+
+    scheduler.tick(rt)
+    assert statuses(rt) == {"QUEUED": 1, "PENDING": 1}
+    pool = WorkerPool(rt, "pool")
+    try:
+        done = pool.work(until_idle=True)
+    finally:
+        pool.close()
+    assert [o.status for o in done] == [RunStatus.SUCCESS, RunStatus.SUCCESS]
+    assert statuses(rt) == {"SUCCESS": 2}
