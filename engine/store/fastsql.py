@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Insert
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.expression import Executable
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def execute(conn: Connection, stmt: ClauseElement, params: Mapping[str, Any]) ->
     keys = tuple(params) if isinstance(stmt, Insert) else ()
     compiled = prepared(stmt, conn.dialect, keys)
     if compiled.expanding:  # the result offers the same fetchone / fetchall / rowcount
-        return conn.execute(stmt, dict(params))
+        return conn.execute(cast(Executable, stmt), dict(params))
     return _run(conn, compiled, compiled.args(params), many=False)
 
 
