@@ -319,3 +319,31 @@ def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str)
         pool.close()
     assert [o.status for o in done] == [RunStatus.SUCCESS, RunStatus.SUCCESS]
     assert statuses(rt) == {"SUCCESS": 2}
+
+
+def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
+    """Each step waits for a second run to be inside a step too: only two runs in flight get past it."""
+    from engine import service
+
+    together = threading.Barrier(2)
+
+    def pair(ctx: StepContext) -> StepResult:
+        together.wait(timeout=30)  # a broken barrier fails the step, and the assertions below
+        return StepResult(output={"paired": True})
+
+    workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT, steps=(StepSpec("PAIR", pair),))
+    rt = runtime(sqlite_url, workflow, [schedule("a", "pa"), schedule("b", "pb")], concurrency=2)
+    rt.clock.set(T0 + timedelta(minutes=59))  # the 06:00 slot of both schedules is due
+    stop = threading.Event()
+    thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop})
+    thread.start()
+    waiter = threading.Event()
+    try:
+        for _ in range(3000):  # up to ~30 s
+            if statuses(rt).get("SUCCESS", 0) == 2:
+                break
+            waiter.wait(0.01)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert statuses(rt) == {"SUCCESS": 2}
