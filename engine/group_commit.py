@@ -54,6 +54,8 @@ class PinnedWriter:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        if self._conn is not None and self._conn.invalidated:  # the database dropped it: start afresh
+            self._conn.close()
         if self._conn is None or self._conn.closed:
             self._conn = self._engine.connect()
         with self._conn.begin():
@@ -86,6 +88,7 @@ class GroupCommitter:
     """
 
     def __init__(self, engine: Engine, window: timedelta) -> None:
+        self._engine = engine
         self._conn = engine.connect()
         self._cond = threading.Condition()
         self._batch: _Batch | None = None
@@ -109,6 +112,9 @@ class GroupCommitter:
             batch = self._batch
             leader = batch is None
             if batch is None:
+                if self._conn.invalidated:  # the database dropped it: start afresh
+                    self._conn.close()
+                    self._conn = self._engine.connect()
                 batch = self._batch = _Batch(self._conn.begin())
             batch.members += 1
             fastsql.execute_text(self._conn, _SAVEPOINT)
