@@ -77,7 +77,7 @@ class WorkerConfig(Strict):
     backfill_concurrency: int = Field(default=1, ge=1, le=1000)
     poll_interval: Duration = timedelta(seconds=1)
     # Runs in flight in one process, each in its own thread (``work --concurrency`` overrides it).
-    concurrency: int = Field(default=1, ge=1, le=64)
+    concurrency: int = Field(default=1, ge=1, le=10)  # the store keeps at most 15 connections
     # With concurrency > 1: step boundaries arriving within this window share one commit; "0s" turns it off.
     group_commit: Duration = timedelta(milliseconds=2)
 

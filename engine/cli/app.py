@@ -306,7 +306,7 @@ def work(ctx: typer.Context,
          max_runs: Annotated[Optional[int], typer.Option("--max-runs", min=1)] = None,
          worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None,
          concurrency: Annotated[Optional[int], typer.Option(
-             "--concurrency", min=1, max=64, help="Runs in flight in this process. Default: [worker] concurrency.")]
+             "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
          = None) -> None:
     """Claim and execute runs. Example: reportflow work --until-idle --concurrency 4"""
     from engine.worker_pool import WorkerPool
