@@ -45,7 +45,7 @@ def schedule_configs(count: int) -> list[dict[str, object]]:
                  allow_frequent=True) for i in range(count)]
 
 
-def prepare(folder: Path, count: int) -> Path:
+def prepare(folder: Path, count: int, concurrency: int = 1) -> Path:
     """A database with ``count`` applied schedules and the config the serve process reads."""
     url = f"sqlite:///{folder / 'rf.db'}"
     configs = schedule_configs(count)
@@ -53,7 +53,7 @@ def prepare(folder: Path, count: int) -> Path:
     schedules.apply(rt)
     rt.store.dispose()
     return write_config(folder / "reportflow.toml", db_url=url, schedules=configs,
-                        sections={"worker": {"poll_interval": "1s"}})
+                        sections={"worker": {"poll_interval": "1s", "concurrency": concurrency}})
 
 
 def delays_for(db: Path, slot: datetime) -> list[float]:
@@ -101,6 +101,8 @@ def main() -> None:
     p = c.parser(__doc__.splitlines()[0])
     p.add_argument("--single", type=int, default=100, help="single-slot sessions (samples)")
     p.add_argument("--burst", type=int, default=100, help="schedules whose slots coincide in a burst session")
+    p.add_argument("--burst-concurrency", default="1,8",
+                   help="[worker] concurrency values compared side by side in the burst sessions")
     p.add_argument("--lead", type=float, default=3.0, help="seconds between spawning serve and the slot")
     args = p.parse_args()
     reps = c.check_reps(args.reps)
@@ -124,33 +126,48 @@ def main() -> None:
             if len(single) % 10 == 0:
                 print(f"single: {len(single)}/{args.single}, median so far {statistics.median(single) * 1000:.1f} ms",
                       flush=True)
-        rows.append([f"single slot ({len(single)} sessions)", f"{percentile(single, 0.5) * 1000:.1f} ms",
-                     f"{percentile(single, 0.99) * 1000:.1f} ms", f"{min(single) * 1000:.1f} ms",
-                     f"{max(single) * 1000:.1f} ms"])
+        if single:
+            rows.append([f"single slot ({len(single)} sessions)", f"{percentile(single, 0.5) * 1000:.1f} ms",
+                         f"{percentile(single, 0.99) * 1000:.1f} ms", f"{min(single) * 1000:.1f} ms",
+                         f"{max(single) * 1000:.1f} ms"])
         payload["single"] = {"delays_s": single, "late_start_sessions_skipped": skipped}
 
-        folder = Path(tmp) / "burst"
-        folder.mkdir()
-        config = prepare(folder, args.burst)
-        burst_p50, burst_p99, burst_all = [], [], []
+        levels = [int(v) for v in args.burst_concurrency.split(",")]
+        configs = {}
+        for level in levels:  # one database per concurrency level; their sessions alternate within each rep
+            folder = Path(tmp) / f"burst-c{level}"
+            folder.mkdir()
+            configs[level] = (folder, prepare(folder, args.burst, level))
+        burst_p50: dict[int, list[float]] = {level: [] for level in levels}
+        burst_p99: dict[int, list[float]] = {level: [] for level in levels}
+        burst_all: dict[int, list[float]] = {level: [] for level in levels}
         for rep in range(reps):
-            got = None
-            while got is None:
-                got = session(folder, config, BASE + timedelta(minutes=rep * 2), args.burst, args.lead)
-            burst_p50.append(percentile(got, 0.5))
-            burst_p99.append(percentile(got, 0.99))
-            burst_all.extend(got)
-            print(f"burst {rep + 1}/{reps}: p50 {burst_p50[-1] * 1000:.0f} ms, p99 {burst_p99[-1] * 1000:.0f} ms",
-                  flush=True)
-        rows.append([f"burst of {args.burst} coinciding slots, all {len(burst_all)} runs of {reps} sessions",
-                     f"{percentile(burst_all, 0.5) * 1000:.0f} ms", f"{percentile(burst_all, 0.99) * 1000:.0f} ms",
-                     f"{min(burst_all) * 1000:.0f} ms", f"{max(burst_all) * 1000:.0f} ms"])
-        payload["burst"] = {"p50_s": burst_p50, "p99_s": burst_p99, "delays_s": burst_all}
+            for level in levels:
+                folder, config = configs[level]
+                got = None
+                while got is None:
+                    got = session(folder, config, BASE + timedelta(minutes=rep * 2), args.burst, args.lead)
+                burst_p50[level].append(percentile(got, 0.5))
+                burst_p99[level].append(percentile(got, 0.99))
+                burst_all[level].extend(got)
+                print(f"burst {rep + 1}/{reps}, concurrency {level}: p50 {burst_p50[level][-1] * 1000:.0f} ms, "
+                      f"p99 {burst_p99[level][-1] * 1000:.0f} ms", flush=True)
+        for level in levels:
+            every = burst_all[level]
+            rows.append([f"burst of {args.burst} coinciding slots, concurrency {level}, all {len(every)} runs of "
+                         f"{reps} sessions", f"{percentile(every, 0.5) * 1000:.0f} ms",
+                         f"{percentile(every, 0.99) * 1000:.0f} ms", f"{min(every) * 1000:.0f} ms",
+                         f"{max(every) * 1000:.0f} ms"])
+        payload["burst"] = {str(level): {"p50_s": burst_p50[level], "p99_s": burst_p99[level],
+                                         "delays_s": burst_all[level]} for level in levels}
     print()
     print(c.table(["start delay (started_at − scheduled_for)", "p50", "p99", "min", "max"], rows))
     print()
-    print(c.table(["burst, per session", "min", "median", "max", "reps"],
-                  [c.stat_row("p50", burst_p50, "ms"), c.stat_row("p99", burst_p99, "ms")]))
+    stat_rows = []
+    for level in levels:
+        stat_rows += [c.stat_row(f"concurrency {level}: p50", burst_p50[level], "ms"),
+                      c.stat_row(f"concurrency {level}: p99", burst_p99[level], "ms")]
+    print(c.table(["burst, per session", "min", "median", "max", "reps"], stat_rows))
     print(f"\nsingle-slot sessions skipped because serve was not up {args.lead:g} s after spawn: {skipped}")
     c.save("bench_serve", payload)
 

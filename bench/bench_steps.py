@@ -48,6 +48,9 @@ def noop(ctx: StepContext) -> StepResult:
 
 BENCH4 = WorkflowDef(name="bench4", period=PeriodKind.SLOT,
                      steps=tuple(StepSpec(name, noop) for name in ("ONE", "TWO", "THREE", "FOUR")))
+# The same steps declared ``inline`` (run on the worker's thread, no hand-off to the step thread).
+BENCH4_INLINE = WorkflowDef(name="bench4", period=PeriodKind.SLOT,
+                            steps=tuple(StepSpec(name, noop, inline=True) for name in ("ONE", "TWO", "THREE", "FOUR")))
 
 
 def raw_commit_rate(folder: Path, commits: int = RAW_COMMITS) -> float:
@@ -66,8 +69,9 @@ SCHEDULE = dict(name="bench4", workflow="bench4", project="bench", cron="* * * *
                 allow_frequent=True, overlap="ALLOW", misfire="CATCH_UP_ALL")
 
 
-def runtime_on(path: Path, clock: ManualClock):  # type: ignore[no-untyped-def]
-    return make_runtime(f"sqlite:///{path}", schedules=[SCHEDULE], clock=clock, registry={"bench4": BENCH4})
+def runtime_on(path: Path, clock: ManualClock, inline: bool = False):  # type: ignore[no-untyped-def]
+    return make_runtime(f"sqlite:///{path}", schedules=[SCHEDULE], clock=clock,
+                        registry={"bench4": BENCH4_INLINE if inline else BENCH4})
 
 
 def build_template(folder: Path, runs: int) -> Path:
@@ -93,28 +97,31 @@ def copy_of(template: Path, name: str) -> Path:
     return path
 
 
-def queued_runtime(template: Path, runs: int):  # type: ignore[no-untyped-def]
+def queued_runtime(template: Path, runs: int, inline: bool = False):  # type: ignore[no-untyped-def]
     """A runtime on a fresh copy of the template; its clock where the tick left it."""
-    return runtime_on(copy_of(template, "engine.db"), ManualClock(T0 + timedelta(minutes=runs)))
+    return runtime_on(copy_of(template, "engine.db"), ManualClock(T0 + timedelta(minutes=runs)), inline)
 
 
 def record_sql(template: Path, runs: int) -> list[tuple[str, object, bool]]:
-    """Every statement, BEGIN and COMMIT the engine issues to drain the runs, in order."""
+    """Every statement, BEGIN and COMMIT the engine issues to drain the runs, in order.
+
+    Recorded with sqlite3's trace callback (the statements as SQLite ran them, parameters
+    inlined), so statements executed on the DBAPI cursor below SQLAlchemy are included.
+    """
     rt = queued_runtime(template, runs)
     log: list[tuple[str, object, bool]] = []
 
-    @event.listens_for(rt.store.engine, "before_cursor_execute")
-    def _statement(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
-        log.append((statement, parameters, executemany))
+    def trace(statement: str) -> None:
+        if statement.startswith("PRAGMA"):
+            return
+        log.append(("COMMIT", None, False) if statement == "COMMIT" else
+                   ("ROLLBACK", None, False) if statement == "ROLLBACK" else (statement, (), False))
 
-    @event.listens_for(rt.store.engine, "commit")
-    def _commit(conn):  # type: ignore[no-untyped-def]
-        log.append(("COMMIT", None, False))
+    @event.listens_for(rt.store.engine, "connect")
+    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(trace)
 
-    @event.listens_for(rt.store.engine, "rollback")
-    def _rollback(conn):  # type: ignore[no-untyped-def]
-        log.append(("ROLLBACK", None, False))
-
+    rt.store.engine.dispose()  # connections opened from here on are traced
     assert drain(rt) == runs
     rt.store.dispose()
     return log
@@ -154,8 +161,8 @@ def drain(rt) -> int:  # type: ignore[no-untyped-def]
     return done
 
 
-def engine_pass(template: Path, runs: int) -> float:
-    rt = queued_runtime(template, runs)
+def engine_pass(template: Path, runs: int, inline: bool = False) -> float:
+    rt = queued_runtime(template, runs, inline)
     seconds, done = c.timed(lambda: drain(rt))
     assert done == runs
     with rt.store.read() as conn:
@@ -183,12 +190,14 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=500)
     p.add_argument("--no-dbos", action="store_true", help="skip the DBOS comparison")
     p.add_argument("--profile", action="store_true", help="also print a cProfile of one engine pass")
+    p.add_argument("--dir", default=None, help="where the databases go (default: a temporary directory); "
+                   "/dev/shm makes every fsync free and shows the CPU ceiling")
     args = p.parse_args()
     reps = c.check_reps(args.reps)
     c.announce("bench_steps.py")
     with_dbos = not args.no_dbos and c.bench_python() is not None
-    raw, engine, replayed, dbos, dbos_meta = [], [], [], [], {}
-    tmp_dir = tempfile.TemporaryDirectory(prefix="bench-steps-")
+    raw, engine, inline, replayed, dbos, dbos_meta = [], [], [], [], [], {}
+    tmp_dir = tempfile.TemporaryDirectory(prefix="bench-steps-", dir=args.dir)
     folder = Path(tmp_dir.name)
     template = build_template(folder, args.runs)
     log = record_sql(template, args.runs)
@@ -199,6 +208,7 @@ def main() -> None:
     for rep in range(reps):
         before = raw_commit_rate(folder)
         engine.append(engine_pass(template, args.runs))
+        inline.append(engine_pass(template, args.runs, inline=True))
         raw.append((before + raw_commit_rate(folder)) / 2)
         replayed.append(replay(template, log))
         if with_dbos:
@@ -207,6 +217,7 @@ def main() -> None:
             assert dbos_meta["steps_recorded"] == 4 * args.runs, dbos_meta
             dbos.append(dbos_meta["seconds"])
         print(f"rep {rep + 1}/{reps}: raw {raw[-1]:,.0f} commits/s, engine {4 * args.runs / engine[-1]:,.0f} steps/s, "
+              f"inline {4 * args.runs / inline[-1]:,.0f} steps/s, "
               f"replay {4 * args.runs / replayed[-1]:,.0f} steps/s"
               + (f", dbos {4 * args.runs / dbos[-1]:,.0f} steps/s" if dbos else ""), flush=True)
 
@@ -217,12 +228,16 @@ def main() -> None:
             c.stat_row(f"engine runs/s ({args.runs} runs, claim → SUCCESS)", [args.runs / s for s in engine]),
             c.stat_row("engine step transitions/s", engine_steps),
             c.stat_row("engine steps/s ÷ raw commits/s (same rep)", ratio, "%"),
+            c.stat_row("engine, steps declared inline: step transitions/s", [steps / s for s in inline]),
+            c.stat_row("engine inline steps/s ÷ raw commits/s (same rep)",
+                       [steps / s / r for s, r in zip(inline, raw, strict=True)], "%"),
             c.stat_row("replay of the engine's SQL: step transitions/s", [steps / s for s in replayed]),
             c.stat_row("replay steps/s ÷ raw commits/s (same rep): the design's ceiling",
                        [steps / s / r for s, r in zip(replayed, raw, strict=True)], "%"),
             c.stat_row("engine ÷ replay (same rep): share of time that is the database's",
                        [p / e for p, e in zip(replayed, engine, strict=True)], "%")]
     payload = {"runs": args.runs, "raw_commits_per_s": raw, "engine_seconds": engine, "ratio": ratio,
+               "inline_seconds": inline,
                "replay_seconds": replayed, "statements": len(log) - commits, "commits": commits}
     if dbos:
         dbos_steps = [steps / s for s in dbos]
@@ -230,7 +245,9 @@ def main() -> None:
                  c.stat_row("DBOS steps/s ÷ raw commits/s (same rep)",
                             [d / r for d, r in zip(dbos_steps, raw, strict=True)], "%"),
                  c.stat_row("engine ÷ DBOS (same rep)", [e / d for e, d in zip(engine_steps, dbos_steps, strict=True)],
-                            "x")]
+                            "x"),
+                 c.stat_row("engine inline ÷ DBOS (same rep)",
+                            [steps / s / d for s, d in zip(inline, dbos_steps, strict=True)], "x")]
         payload.update(dbos_seconds=dbos, dbos=dbos_meta)
     else:
         print("DBOS comparison skipped: " + ("--no-dbos" if args.no_dbos else f"no bench venv at {c.BENCH_VENV}"))

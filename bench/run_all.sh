@@ -2,7 +2,7 @@
 # Every benchmark, one after the other (they must not share the 2 cores), output kept in bench/out/.
 # Needs: the project venv (.venv), PostgreSQL at 127.0.0.1:5432 for bench_workers.py
 # (REPORTFLOW_BENCH_PG overrides the admin URL), and bench/setup_venv.sh for the comparisons.
-# About 25 minutes. Extra arguments (e.g. --reps 7) are passed to every script.
+# About 35 minutes. Extra arguments (e.g. --reps 7) are passed to every script.
 # Before each script it waits (up to 30 min) for the 1-minute load average to drop below 1:
 # a test suite running beside a benchmark halves its numbers.
 set -euo pipefail
@@ -21,7 +21,7 @@ wait_quiet() {
     echo "still busy after 30 minutes: running anyway"
 }
 
-for bench in steps tick downtime collect workers serve; do
+for bench in steps concurrency until_idle tick downtime collect workers serve; do
     wait_quiet
     echo "=== bench_${bench}.py $* ($(date -u +%H:%M:%SZ))"
     "$PY" "bench/bench_${bench}.py" "$@" 2>&1 | tee "bench/out/bench_${bench}.txt"

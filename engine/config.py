@@ -91,6 +91,17 @@ class WorkerConfig(Strict):
     retry_backoff: Duration = timedelta(minutes=1)
     backfill_concurrency: int = Field(default=1, ge=1, le=1000)
     poll_interval: Duration = timedelta(seconds=1)
+    # Runs in flight in one process, each in its own thread (``work --concurrency`` overrides it).
+    concurrency: int = Field(default=1, ge=1, le=10)  # the store keeps at most 15 connections
+    # With concurrency > 1: step boundaries arriving within this window share one commit; "0s" turns it off.
+    group_commit: Duration = timedelta(milliseconds=2)
+
+    @field_validator("group_commit")
+    @classmethod
+    def _group_commit_bound(cls, value: timedelta) -> timedelta:
+        if value > timedelta(milliseconds=100):
+            raise ValueError("group_commit must be at most 100ms (every step boundary may wait that long)")
+        return value
 
     @field_validator("lease")
     @classmethod

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from engine import lifecycle, logs, reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
-from engine.worker import Worker
+from engine.worker_pool import WorkerPool
 
 log = logging.getLogger(__name__)
 MAX_SLEEP = timedelta(seconds=30)
@@ -50,7 +50,7 @@ def first_line(exc: BaseException) -> str:
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           metrics_port: int | None = None, ui_port: int | None = None) -> None:
     page = _start_ui(rt, ui_port) if ui_port is not None else None
-    worker = Worker(rt, worker_id, stop=stop)
+    worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
@@ -73,8 +73,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     last_sweep = rt.clock.monotonic()
                     retention_timer.maybe_prune(rt)  # [store] retain: once a day
                 worker.beat()
-                while not stop.is_set() and worker.run_one() is not None:
-                    pass
+                worker.drain()
                 with rt.store.read() as conn:
                     retry_at = run_rows.next_due_at(conn)
                 delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)

@@ -13,10 +13,10 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -26,6 +26,7 @@ from tenacity import RetryCallState, Retrying, wait_exponential_jitter
 
 from engine import errors, logs, pacing, policies
 from engine.clock import parse_instant
+from engine.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
 from engine.store import claims
@@ -51,14 +52,17 @@ class RunOutcome:
 class _Lease:
     """The claim as this process holds it: the heartbeat and the step thread share it."""
 
-    def __init__(self, rt: Runtime, claim: Claim, lease: timedelta) -> None:
+    def __init__(self, rt: Runtime, claim: Claim, lease: timedelta,
+                 write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
         self.rt = rt
+        self.write = write or rt.store.write
         self.run_id = claim.run.id
         self.fence = claim.fence
         self.lease = lease
         self.lost = threading.Event()
         self.stop = threading.Event()
         self.max_hold = 2 * timedelta(seconds=claim.run.max_runtime_s)
+        self.started = rt.clock.monotonic()
 
     def check(self) -> None:
         """Raise LeaseLost unless this worker still holds the run under a live lease (read from the database)."""
@@ -67,31 +71,37 @@ class _Lease:
         with self.rt.store.read() as conn:
             claims.check_fence(conn, self.run_id, self.fence, self.rt.clock.now())
 
-    def heartbeat(self) -> None:
-        """Extend the lease every quarter of it; stop at 2x max_runtime or when told."""
+    def beat(self) -> bool:
+        """Extend the lease once; False when this run needs no more beats (ended, lost, 2x max_runtime)."""
         clock = self.rt.clock
-        started = clock.monotonic()
-        interval = self.lease.total_seconds() / 4
-        while not clock.sleep(interval, self.stop):
-            if clock.monotonic() - started > self.max_hold.total_seconds():
-                logs.event(log, logging.WARNING, "heartbeat_stopped", run=self.run_id, reason="max_runtime")
-                return
-            try:
-                with self.rt.store.write() as conn:
-                    claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
-            except errors.LeaseLost:
+        if self.stop.is_set() or self.lost.is_set():
+            return False
+        if clock.monotonic() - self.started > self.max_hold.total_seconds():
+            logs.event(log, logging.WARNING, "heartbeat_stopped", run=self.run_id, reason="max_runtime")
+            return False
+        try:
+            with self.write() as conn:
+                claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+        except errors.LeaseLost:
+            if not self.stop.is_set():  # not merely the run ending between the check and the write
                 logs.event(log, logging.WARNING, "lease_lost", run=self.run_id, token=self.fence)
-                self.lost.set()
-                return
-            except Exception:  # a transient database error: the next beat tries again
-                logs.event(log, logging.ERROR, "heartbeat_failed", exc_info=True, run=self.run_id)
+            self.lost.set()
+            return False
+        except Exception:  # a transient database error: the next beat tries again
+            logs.event(log, logging.ERROR, "heartbeat_failed", exc_info=True, run=self.run_id)
+        return True
 
 
 class Worker:
     """Claims and executes runs. ``run_one`` is one claim; ``work`` is the loop."""
 
-    def __init__(self, rt: Runtime, worker_id: str | None = None, *, stop: threading.Event | None = None) -> None:
+    def __init__(self, rt: Runtime, worker_id: str | None = None, *, stop: threading.Event | None = None,
+                 writer: Writer | None = None) -> None:
         self.rt = rt
+        # This thread's write transactions: its own pinned connection, or a pool's shared group commit.
+        self._writer = writer or PinnedWriter(rt.store.engine)
+        shared = isinstance(self._writer, GroupCommitter)
+        self._beat_write = self._writer.write if shared else rt.store.write  # the heartbeat is another thread
         # Set by SIGTERM: the current step finishes, then the run is handed back (lease released).
         self.stop = stop or threading.Event()
         self.worker_id = worker_id or default_worker_id()
@@ -102,6 +112,9 @@ class Worker:
         self._deferred: list[tuple[int, str, dict[str, Any]]] = []  # log events, emitted after the commit
         self.projects = self._served_projects()
         self._last_beat: float | None = None
+        self._held: _Lease | None = None  # the run being executed, renewed by the heartbeat thread
+        self._heartbeat: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def _served_projects(self) -> list[str] | None:
         """Projects whose repositories this node can open (SPEC §13); None means no restriction."""
@@ -117,7 +130,7 @@ class Worker:
     def run_one(self) -> RunOutcome | None:
         """Claim the best claimable run and execute it; None when nothing is claimable now."""
         now = self.rt.clock.now()
-        with self.rt.store.write() as conn:
+        with self._writer.write() as conn:
             claim = claims.acquire_run(
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
@@ -126,7 +139,12 @@ class Worker:
             return None
         logs.event(log, logging.INFO, "run_claimed", run=claim.run.id, key=claim.run.idempotency_key,
                    attempt=claim.attempt, token=claim.fence, worker=self.worker_id)
-        outcome = self._execute(claim)
+        try:
+            outcome = self._execute(claim)
+        except errors.LeaseLost:  # a boundary's guard failed (in a group commit: this boundary alone)
+            logs.event(log, logging.WARNING, "lease_lost", run=claim.run.id, key=claim.run.idempotency_key,
+                       token=claim.fence, effect="boundary not recorded")
+            outcome = RunOutcome(claim.run.id, claim.run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
         while self._failed:
             run_id, key, code, message = self._failed.pop()
             self.rt.notifier.send("run_failed", run_id=run_id, key=key, error_code=code, error=message)
@@ -135,7 +153,7 @@ class Worker:
     def _execute(self, claim: Claim) -> RunOutcome:
         run = claim.run
         workflow = self.rt.workflow(run.workflow)
-        lease = _Lease(self.rt, claim, self.lease)
+        lease = _Lease(self.rt, claim, self.lease, self._beat_write)
         payload = run.pinned.get("payload_version")
         if payload != workflow.payload_version or tuple(s.name for s in run.steps) != workflow.step_names():
             error = errors.StepError("PAYLOAD_VERSION_UNSUPPORTED",
@@ -143,12 +161,28 @@ class Worker:
                                      f"{[s.name for s in run.steps]}; this worker runs {workflow.name} "
                                      f"v{workflow.payload_version} {list(workflow.step_names())}", retryable=False)
             return self._fail(claim, workflow, lease, None, error)
-        beat = threading.Thread(target=lease.heartbeat, name=f"heartbeat-{run.id}", daemon=True)
-        beat.start()
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
+            self._heartbeat.start()
+        self._held = lease
         try:
             return self._steps(claim, workflow, lease)
         finally:
             lease.stop.set()
+            self._held = None
+
+    def _heartbeats(self) -> None:
+        """This worker's heartbeat thread: every quarter of the lease, extend the run it holds, if any.
+
+        One thread for the worker's life, not one per run: starting a thread costs
+        about as much as a step boundary, and a lease is still renewed at least
+        every quarter of it while its run is held (the first beat may come sooner).
+        """
+        finished: _Lease | None = None
+        while not self.rt.clock.sleep(self.lease.total_seconds() / 4, self._closed):
+            lease = self._held
+            if lease is not None and lease is not finished and not lease.beat():
+                finished = lease
 
     def _steps(self, claim: Claim, workflow: WorkflowDef, lease: _Lease) -> RunOutcome:
         run = claim.run
@@ -199,6 +233,14 @@ class Worker:
 
     def _call(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
         timeout_s = step.timeout_s
+        if step.inline:  # on this thread: a quick step, no hand-off; the timeout is checked when it returns
+            started = self.rt.clock.monotonic()
+            result = self._attempts(step, ctx, lease)
+            if self.rt.clock.monotonic() - started > timeout_s:
+                raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s")
+            if not isinstance(result, StepResult):
+                raise TypeError(f"step returned {type(result).__name__}, not StepResult")
+            return result
         future = self._executor.submit(self._attempts, step, ctx, lease)
         try:
             result = future.result(timeout=timeout_s)
@@ -235,7 +277,7 @@ class Worker:
             return state.idle_for >= budget or lease.lost.is_set()
 
         def sleep(seconds: float) -> None:
-            log.info("step_retrying run=%s step=%s in=%.2fs", ctx.run_id, step.name, seconds)
+            logs.event(log, logging.INFO, "step_retrying", run=ctx.run_id, step=step.name, in_s=round(seconds, 2))
             self.rt.clock.sleep(seconds)  # a lost lease is caught by the next attempt's fence check
 
         retrying = Retrying(retry=should_retry, wait=wait, stop=stop, sleep=sleep, reraise=True)
@@ -276,7 +318,7 @@ class Worker:
         stall the database), and a transaction that rolls back logs nothing.
         """
         self._deferred.clear()
-        with self.rt.store.write() as conn:
+        with self._writer.write() as conn:
             yield conn
         deferred, self._deferred = self._deferred, []
         for level, name, fields in deferred:
@@ -382,9 +424,12 @@ class Worker:
         if self._last_beat is not None and clock.monotonic() - self._last_beat < every_s:
             return
         self._last_beat = clock.monotonic()
-        with self.rt.store.write() as conn:
+        with self._writer.write() as conn:
             instance_rows.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
+        self._closed.set()
         self._executor.shutdown(wait=False)
+        if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
+            self._writer.close()

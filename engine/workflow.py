@@ -176,12 +176,17 @@ class StepSpec:
       re-executions of the step after a retryable error (exponential backoff
       with jitter, ``Retry-After`` honoured) before the run goes RETRY_PENDING;
       0 leaves retries to the run level. The timeout covers all executions.
+    - ``inline``: a quick step without blocking I/O runs on the worker's own
+      thread, skipping the hand-off to the step thread; it cannot be abandoned
+      mid-way, so its timeout is checked when it returns (an overrun still fails
+      ``STEP_TIMEOUT`` and its result is dropped).
     """
 
     name: str
     run: StepFn
     timeout_s: float = 600.0
     optional: bool = False
+    inline: bool = False
     output_model: type[BaseModel] | str | None = None
     retry_on: frozenset[str] = frozenset()
     retry_budget_s: float = 0.0

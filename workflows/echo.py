@@ -25,5 +25,5 @@ def record_inputs(ctx: StepContext) -> StepResult:
 WORKFLOW = WorkflowDef(
     name="echo",
     period=PeriodKind.SLOT,
-    steps=(StepSpec("ECHO", record_inputs, timeout_s=60),),
+    steps=(StepSpec("ECHO", record_inputs, timeout_s=60, inline=True),),  # CPU only: no hand-off to a step thread
 )

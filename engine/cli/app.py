@@ -340,17 +340,20 @@ def _stop_on_signals() -> threading.Event:
 def work(ctx: typer.Context,
          until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit when nothing is claimable now.")] = False,
          max_runs: Annotated[Optional[int], typer.Option("--max-runs", min=1)] = None,
-         worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None) -> None:
-    """Claim and execute runs. Example: reportflow work --until-idle"""
-    from engine.worker import Worker
+         worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None,
+         concurrency: Annotated[Optional[int], typer.Option(
+             "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
+         = None) -> None:
+    """Claim and execute runs. Example: reportflow work --until-idle --concurrency 4"""
+    from engine.worker_pool import WorkerPool
 
     rt = _cli(ctx).runtime()
     stop = _stop_on_signals()
-    worker = Worker(rt, worker_id, stop=stop)
+    pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
     try:
-        outcomes = worker.work(until_idle=until_idle, max_runs=max_runs, stop=stop)
+        outcomes = pool.work(until_idle=until_idle, max_runs=max_runs)
     finally:
-        worker.close()
+        pool.close()
     render.outcomes(outcomes)
 
 

@@ -46,6 +46,8 @@ from engine.models import (
     StepStatus,
 )
 from engine.store import rows
+from engine.store.fastsql import execute as fast
+from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
 from engine.store.tables import artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
@@ -85,6 +87,7 @@ _CLAIM = update(runs).where(runs.c.id == P("b_id")).values(
     status=RUNNING, lease_owner=P("b_owner"), lease_until=_now("b_lease"), fence=P("b_fence"),
     claimed_at=_now(), started_at=func.coalesce(runs.c.started_at, _now()), attempt_count=P("b_attempt"),
     not_before=None, next_attempt_trigger=None, completed_at=None)
+_NEW_STEPS = insert(steps)
 
 
 @lru_cache(maxsize=2)
@@ -97,7 +100,6 @@ def _open_attempt(dialect: str) -> Any:
     taken = {name: stmt.excluded[name] for name in ("from_step", "outcome", "worker_id", "fence", "started_at")}
     return stmt.on_conflict_do_update(index_elements=[attempts.c.run_id, attempts.c.number], set_=taken,
                                       where=attempts.c.outcome == AttemptOutcome.PENDING.value)
-
 
 _STEPS_OF = select(steps).where(steps.c.run_id == P("b_run")).order_by(steps.c.position)
 _START_STEP = update(steps).where(steps.c.run_id == P("b_run"), steps.c.position == P("b_pos")).values(
@@ -150,14 +152,14 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     run = rows.run_from_row(row)
     fence, attempt = run.fence + 1, run.attempt_count + 1
     trigger = run.next_attempt_trigger or AttemptTrigger(run.trigger.value.lower())
-    conn.execute(_CLAIM, {"b_id": run.id, "b_owner": worker_id, "b_lease": lease_until, "b_fence": fence,
+    fast(conn, _CLAIM, {"b_id": run.id, "b_owner": worker_id, "b_lease": lease_until, "b_fence": fence,
                           "b_now": now, "b_attempt": attempt})
     names = list(steps_by_workflow[run.workflow])
     # Step rows are made by a run's first claim, so a run never claimed has none to read.
     stored = [] if run.attempt_count == 0 else [
         rows.step_from_row(r) for r in conn.execute(_STEPS_OF, {"b_run": run.id}).mappings()]
     if not stored:
-        conn.execute(insert(steps), [dict(run_id=run.id, position=i, name=n, status=StepStatus.PENDING.value,
+        fast_many(conn, _NEW_STEPS, [dict(run_id=run.id, position=i, name=n, status=StepStatus.PENDING.value,
                                           attempts=0) for i, n in enumerate(names)])
         stored = [StepRecord(run.id, i, n, StepStatus.PENDING, 0, None, None, None, None, None)
                   for i, n in enumerate(names)]
@@ -167,10 +169,10 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     else:
         start = len(stored)  # recorded under another version of the workflow: the worker fails the run
     if start < len(stored):
-        conn.execute(_START_STEP, {"b_run": run.id, "b_pos": start, "b_now": now})
+        fast(conn, _START_STEP, {"b_run": run.id, "b_pos": start, "b_now": now})
         stored[start] = dataclasses.replace(stored[start], status=StepStatus.RUNNING, started_at=now,
                                             attempts=stored[start].attempts + 1)
-    conn.execute(_open_attempt(conn.dialect.name), dict(
+    fast(conn, _open_attempt(conn.dialect.name), dict(
         run_id=run.id, number=attempt, trigger=trigger.value,
         from_step=stored[start].name if start < len(stored) else None, outcome=AttemptOutcome.RUNNING.value,
         worker_id=worker_id, fence=fence, started_at=now))
@@ -186,7 +188,7 @@ def check_fence(conn: Connection, run_id: int, fence: int, now: datetime) -> Non
     An expired lease counts as lost even while no reconciler has taken the run
     yet (heartbeats that could not reach the database): one may at any moment.
     """
-    if conn.execute(_CHECK, {"b_id": run_id, "b_fence": fence, "b_now": now}).first() is None:
+    if fast(conn, _CHECK, {"b_id": run_id, "b_fence": fence, "b_now": now}).fetchone() is None:
         raise errors.LeaseLost(run_id, fence)
 
 
@@ -196,10 +198,10 @@ def hold_run(conn: Connection, run_id: int, fence: int, *, lease_until: datetime
     params: dict[str, Any] = {"b_id": run_id, "b_fence": fence, "b_lease": lease_until}
     if pinned is not None:
         params["b_pinned"] = dict(pinned)
-    row = conn.execute(_HOLD if pinned is None else _HOLD_PINNED, params).first()
-    if row is None:
+    found = fast(conn, _HOLD if pinned is None else _HOLD_PINNED, params).fetchall()
+    if not found:
         raise errors.LeaseLost(run_id, fence)
-    return bool(row[0])
+    return bool(found[0][0])
 
 
 def extend_lease(conn: Connection, run_id: int, fence: int, lease_until: datetime) -> None:
@@ -213,13 +215,13 @@ def record_step_end(conn: Connection, run_id: int, position: int, *, status: Ste
     params: dict[str, Any] = {"b_run": run_id, "b_pos": position, "b_status": status.value, "b_now": now,
                               "b_code": error_code, "b_message": error_message}
     if output is None:
-        conn.execute(_STEP_FAILED, params)
+        fast(conn, _STEP_FAILED, params)
     else:
-        conn.execute(_STEP_END, {**params, "b_output": dict(output)})
+        fast(conn, _STEP_END, {**params, "b_output": dict(output)})
 
 
 def start_step(conn: Connection, run_id: int, position: int, now: datetime) -> None:
-    conn.execute(_START_STEP, {"b_run": run_id, "b_pos": position, "b_now": now})
+    fast(conn, _START_STEP, {"b_run": run_id, "b_pos": position, "b_now": now})
 
 
 _IS_DONE = steps.c.position == P("b_pos")
@@ -235,13 +237,13 @@ _NEXT_STEP = update(steps).where(steps.c.run_id == P("b_run"), steps.c.position.
 def advance_step(conn: Connection, run_id: int, position: int, *, status: StepStatus, output: Mapping[str, Any],
                  now: datetime) -> None:
     """One statement for a step boundary: step ``position`` ends with ``output``, the next one starts."""
-    conn.execute(_NEXT_STEP, {"b_run": run_id, "b_pos": position, "b_next": position + 1, "b_status": status.value,
+    fast(conn, _NEXT_STEP, {"b_run": run_id, "b_pos": position, "b_next": position + 1, "b_status": status.value,
                               "b_output": dict(output), "b_now": now})
 
 
 def finish_attempt(conn: Connection, run_id: int, number: int, outcome: AttemptOutcome, now: datetime,
                    error_code: str | None = None, error_message: str | None = None) -> None:
-    conn.execute(_FINISH_ATTEMPT, {"b_run": run_id, "b_number": number, "b_outcome": outcome.value, "b_now": now,
+    fast(conn, _FINISH_ATTEMPT, {"b_run": run_id, "b_number": number, "b_outcome": outcome.value, "b_now": now,
                                    "b_code": error_code, "b_message": error_message})
 
 
@@ -273,8 +275,7 @@ def release_run(conn: Connection, run_id: int, fence: int | None, target: RunSta
         "b_status": target.value, "b_not_before": not_before, "b_code": error_code, "b_message": error_message,
         "b_trigger": next_attempt_trigger.value if next_attempt_trigger else None,
         "b_completed": None if target in ACTIVE_STATUSES else now}
-    result = conn.execute(_release(fence is not None, lease_expired_by is not None), params)
-    if result.rowcount != 1:
+    if fast(conn, _release(fence is not None, lease_expired_by is not None), params).rowcount != 1:
         raise errors.LeaseLost(run_id, fence or 0)
 
 
@@ -311,11 +312,12 @@ def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) ->
         return None
     params = {"b_schedule": schedule_id}
     lock_schedule_runs(conn, schedule_id)
-    oldest = conn.execute(_OLDEST_PENDING, params).scalar()
-    if oldest is None or conn.execute(_BUSY, params).scalar_one():
+    first = fast(conn, _OLDEST_PENDING, params).fetchone()
+    oldest = None if first is None else first[0]
+    if oldest is None or fast(conn, _BUSY, params).fetchone()[0]:
         return None
     transitions.transition(RunStatus.PENDING, RunStatus.QUEUED)
-    conn.execute(_PROMOTE, {"b_id": oldest})
+    fast(conn, _PROMOTE, {"b_id": oldest})
     return int(oldest)
 
 

@@ -24,11 +24,13 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from engine import errors
+from engine.store import fastsql
 
 HEAD_REVISION = "0003"
 KNOWN_REVISIONS = frozenset({"0001", "0002", "0003"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
+_BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE")}
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -52,7 +54,7 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        fastsql.execute_text(conn, _BEGIN[mode])  # on the cursor: this is on every step boundary's path
 
 
 def safe_url(url: str) -> str:

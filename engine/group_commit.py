@@ -1,0 +1,163 @@
+"""Write transactions for the worker: a pinned connection, or group commit across threads.
+
+``PinnedWriter`` keeps one connection checked out for one worker thread (no
+pool checkout, reset and return per transaction). ``GroupCommitter`` is shared
+by the threads of a ``WorkerPool`` (SPEC §4, ``[worker] group_commit``): the
+first boundary to arrive opens one transaction (``BEGIN IMMEDIATE`` on
+SQLite) and leads it; boundaries that arrive while it is open join it, each
+inside its own ``SAVEPOINT``. A boundary that raises (its fencing guard
+failed: ``LeaseLost``) is rolled back to its savepoint and leaves the batch
+alone; the others stay. The leader commits once every busy thread has joined or
+the window has passed, whichever is first, and every member's ``write()``
+returns only after that COMMIT: no caller learns its boundary is done, and no
+next step starts, before it is durable. A failed COMMIT raises in every member.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Protocol
+
+from sqlalchemy.engine import Connection, Engine, RootTransaction
+
+from engine.clock import SystemClock
+from engine.store import fastsql
+
+_SAVEPOINT = "SAVEPOINT rf_boundary"
+_RELEASE = "RELEASE SAVEPOINT rf_boundary"
+_UNDO = "ROLLBACK TO SAVEPOINT rf_boundary"
+
+
+class Writer(Protocol):
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction, durable when the block exits without error."""
+
+    def close(self) -> None:
+        """Give the connection back."""
+
+
+class PinnedWriter:
+    """Write transactions on one connection, taken on first use and kept until ``close``.
+
+    One thread at a time (each worker thread has its own). A connection the
+    database dropped is invalidated by SQLAlchemy and replaced on next use.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._conn: Connection | None = None
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        if self._conn is not None and self._conn.invalidated:  # the database dropped it: start afresh
+            self._conn.close()
+        if self._conn is None or self._conn.closed:
+            self._conn = self._engine.connect()
+        with self._conn.begin():
+            yield self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+@dataclass
+class _Batch:
+    transaction: RootTransaction
+    members: int = 0
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+class GroupCommitError(Exception):
+    """The shared COMMIT of a batch failed: none of its boundaries is durable."""
+
+
+class GroupCommitter:
+    """One connection and one open batch shared by the threads of a process (see the module docstring).
+
+    ``busy()`` / ``idle()`` tell it how many threads may still join a batch:
+    the leader commits at once when all of them have, so a lone thread never
+    waits for the window.
+    """
+
+    def __init__(self, engine: Engine, window: timedelta) -> None:
+        self._engine = engine
+        self._conn = engine.connect()
+        self._cond = threading.Condition()
+        self._batch: _Batch | None = None
+        self._busy = 0
+        self._clock = SystemClock()  # the window is real time, whatever clock the runtime simulates
+        self.window_s = window.total_seconds()
+        self.sizes: Counter[int] = Counter()  # committed batches by their number of members (benchmarks, tests)
+
+    def busy(self) -> None:
+        with self._cond:
+            self._busy += 1
+
+    def idle(self) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with self._cond:
+            batch = self._batch
+            leader = batch is None
+            if batch is None:
+                if self._conn.invalidated:  # the database dropped it: start afresh
+                    self._conn.close()
+                    self._conn = self._engine.connect()
+                batch = self._batch = _Batch(self._conn.begin())
+            batch.members += 1
+            fastsql.execute_text(self._conn, _SAVEPOINT)
+            try:
+                yield self._conn
+            except BaseException:
+                try:
+                    fastsql.execute_text(self._conn, _UNDO)
+                    fastsql.execute_text(self._conn, _RELEASE)
+                finally:
+                    if leader:
+                        self._lead(batch)
+                    else:
+                        self._cond.notify_all()  # the leader counts this member as arrived
+                raise
+            fastsql.execute_text(self._conn, _RELEASE)
+            if leader:
+                self._lead(batch)
+            else:
+                self._cond.notify_all()
+        batch.done.wait()
+        if batch.error is not None:
+            raise GroupCommitError(f"group commit failed: {batch.error}") from batch.error
+
+    def _lead(self, batch: _Batch) -> None:
+        """Wait (lock released) for the busy threads or the window, then COMMIT and wake the members."""
+        deadline = self._clock.monotonic() + self.window_s
+        while batch.members < self._busy:
+            remaining = deadline - self._clock.monotonic()
+            if remaining <= 0:
+                break
+            self._cond.wait(remaining)
+        self._batch = None
+        try:
+            batch.transaction.commit()
+            self.sizes[batch.members] += 1
+        except BaseException as exc:
+            batch.error = exc
+            if batch.transaction.is_active:
+                batch.transaction.rollback()
+        finally:
+            batch.done.set()
+
+    def close(self) -> None:
+        with self._cond:
+            self._conn.close()
