@@ -105,3 +105,9 @@ class NeedsConfirmation(InvalidInput):
     """A high-risk change (runs per day up more than 10x) that was not confirmed with --yes."""
 
     code = "NEEDS_CONFIRMATION"
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's first line of a database error (no SQL, no parameters, no traceback)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0]

@@ -41,25 +41,47 @@ class Writer(Protocol):
         """Give the connection back."""
 
 
+# A kept connection idle longer than this goes back to the pool before its next
+# transaction, and the pool checks it out again with its pre-ping: a connection the
+# server dropped while idle (a restart, pg_terminate_backend) is never reused. A busy
+# connection never pays for the ping.
+IDLE_RECHECK_S = 1.0
+
+
+def _usable(conn: Connection | None, engine: Engine, idle_s: float,
+            recheck_s: float = IDLE_RECHECK_S) -> Connection:
+    """``conn`` if it may be used for the next transaction, else a fresh (pre-pinged) connection."""
+    if conn is not None and not conn.closed and not conn.invalidated and idle_s < recheck_s:
+        return conn
+    if conn is not None:
+        conn.close()
+    return engine.connect()
+
+
 class PinnedWriter:
     """Write transactions on one connection, taken on first use and kept until ``close``.
 
     One thread at a time (each worker thread has its own). A connection the
-    database dropped is invalidated by SQLAlchemy and replaced on next use.
+    database dropped is invalidated by SQLAlchemy and replaced on next use, and
+    one left idle for ``IDLE_RECHECK_S`` is checked by the pool's pre-ping first.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, idle_recheck_s: float = IDLE_RECHECK_S) -> None:
         self._engine = engine
         self._conn: Connection | None = None
+        self._clock = SystemClock()  # idleness is real time, whatever clock the runtime simulates
+        self._used_at = float("-inf")
+        self._idle_recheck_s = idle_recheck_s
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        if self._conn is not None and self._conn.invalidated:  # the database dropped it: start afresh
-            self._conn.close()
-        if self._conn is None or self._conn.closed:
-            self._conn = self._engine.connect()
-        with self._conn.begin():
-            yield self._conn
+        self._conn = _usable(self._conn, self._engine, self._clock.monotonic() - self._used_at,
+                             self._idle_recheck_s)
+        try:
+            with self._conn.begin():
+                yield self._conn
+        finally:
+            self._used_at = self._clock.monotonic()
 
     def close(self) -> None:
         if self._conn is not None:
@@ -90,6 +112,7 @@ class GroupCommitter:
     def __init__(self, engine: Engine, window: timedelta) -> None:
         self._engine = engine
         self._conn = engine.connect()
+        self._used_at = float("-inf")
         self._cond = threading.Condition()
         self._batch: _Batch | None = None
         self._busy = 0
@@ -112,9 +135,7 @@ class GroupCommitter:
             batch = self._batch
             leader = batch is None
             if batch is None:
-                if self._conn.invalidated:  # the database dropped it: start afresh
-                    self._conn.close()
-                    self._conn = self._engine.connect()
+                self._conn = _usable(self._conn, self._engine, self._clock.monotonic() - self._used_at)
                 batch = self._batch = _Batch(self._conn.begin())
             batch.members += 1
             fastsql.execute_text(self._conn, _SAVEPOINT)
@@ -148,6 +169,7 @@ class GroupCommitter:
                 break
             self._cond.wait(remaining)
         self._batch = None
+        self._used_at = self._clock.monotonic()
         try:
             batch.transaction.commit()
             self.sizes[batch.members] += 1

@@ -262,3 +262,9 @@ def run_is_stalled(run: Run, now: datetime) -> bool:
 def is_silent(next_run_at: datetime | None, grace: timedelta, now: datetime) -> bool:
     """An enabled schedule whose next slot is older than its grace: no scheduler is ticking."""
     return next_run_at is not None and now - next_run_at > grace
+
+
+def decide_retry_delay(failures: int, poll: timedelta) -> float:
+    """Seconds before a loop tries again after ``failures`` database errors in a row: doubling, at most 5 s."""
+    base = max(poll.total_seconds(), 0.05)
+    return float(min(base * 2 ** max(0, failures - 1), max(base, 5.0)))

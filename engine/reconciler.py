@@ -8,6 +8,7 @@ touched: a run whose lease still lives is never taken from its worker.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -74,13 +75,19 @@ def _deliver(rt: Runtime, report: SweepReport) -> None:
         notifier.send(event, **fields)
 
 
-def reclaim_own(rt: Runtime, worker_id: str) -> list[int]:
-    """Runs still RUNNING under ``worker_id`` (a dead predecessor with this id) become recovery attempts now."""
+def reclaim_own(rt: Runtime, worker_id: str, *, still_held: Collection[int] = ()) -> list[int]:
+    """Runs still RUNNING under ``worker_id`` (a dead predecessor with this id) become recovery attempts now.
+
+    ``still_held``: runs that threads of this very process are executing (a
+    worker pool recovering from a database error), which are left alone.
+    """
     now = rt.clock.now()
     report = SweepReport()
     with rt.store.read() as conn:
         mine = run_rows.running_runs(conn, owner=worker_id)
     for run in mine:
+        if run.id in still_held:
+            continue
         try:
             with rt.store.write() as conn:
                 _recover(conn, run, now, f"worker {worker_id} restarted", report, expired_only=False)

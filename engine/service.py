@@ -17,7 +17,7 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine import lifecycle, logs, reconciler, scheduler
+from engine import errors, lifecycle, logs, policies, reconciler, scheduler
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
 from engine.worker_pool import WorkerPool
@@ -33,18 +33,6 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
     if not upcoming:
         return cap.total_seconds()
     return max(0.0, min(min(upcoming) - now, cap).total_seconds())
-
-
-def decide_retry_delay(failures: int, poll: timedelta) -> float:
-    """Seconds before the next try after ``failures`` database errors in a row: doubling, at most 5 s."""
-    base = max(poll.total_seconds(), 0.05)
-    return float(min(base * 2 ** max(0, failures - 1), max(base, 5.0)))
-
-
-def first_line(exc: BaseException) -> str:
-    """The driver's first line of a database error (no SQL, no parameters, no traceback)."""
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return (text.splitlines() or [type(exc).__name__])[0]
 
 
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
@@ -80,8 +68,8 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
             except SQLAlchemyError as exc:
                 # The database went away (restart, failover): keep the process, try again shortly.
                 failures += 1
-                delay = decide_retry_delay(failures, poll)
-                logs.event(log, logging.WARNING, "serve_loop_failed", error=first_line(exc), retry_in_s=delay)
+                delay = policies.decide_retry_delay(failures, poll)
+                logs.event(log, logging.WARNING, "serve_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
             rt.clock.sleep(delay, stop)
     finally:
         worker.close()

@@ -22,11 +22,12 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from tenacity import RetryCallState, Retrying, wait_exponential_jitter
 
 from engine import errors, logs, pacing, policies
 from engine.clock import parse_instant
-from engine.group_commit import GroupCommitter, PinnedWriter, Writer
+from engine.group_commit import GroupCommitError, GroupCommitter, PinnedWriter, Writer
 from engine.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.runtime import Runtime
 from engine.store import claims
@@ -170,6 +171,12 @@ class Worker:
         finally:
             lease.stop.set()
             self._held = None
+
+    @property
+    def held_run(self) -> int | None:
+        """The id of the run this worker is executing, if any."""
+        held = self._held
+        return held.run_id if held is not None else None
 
     def _heartbeats(self) -> None:
         """This worker's heartbeat thread: every quarter of the lease, extend the run it holds, if any.
@@ -407,15 +414,30 @@ class Worker:
         stop = stop or self.stop
         reconciler.reclaim_own(self.rt, self.worker_id)
         done: list[RunOutcome] = []
+        failures = 0
+        poll = self.rt.config.worker.poll_interval
         while not stop.is_set() and (max_runs is None or len(done) < max_runs):
-            self.beat()
-            outcome = self.run_one()
+            try:
+                if failures:  # a database error may have cut a run short: take it back now, not after its lease
+                    reconciler.reclaim_own(self.rt, self.worker_id)
+                    failures = 0
+                self.beat()
+                outcome = self.run_one()
+            except (SQLAlchemyError, GroupCommitError) as exc:
+                if until_idle:  # a one-shot pass reports the failure (exit 1)
+                    raise
+                # A long-running worker outlives a dropped connection or a database restart, as serve does.
+                failures += 1
+                delay = policies.decide_retry_delay(failures, poll)
+                logs.event(log, logging.WARNING, "work_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
+                self.rt.clock.sleep(delay, stop)
+                continue
             if outcome is not None:
                 done.append(outcome)
                 continue
             if until_idle:
                 break
-            self.rt.clock.sleep(self.rt.config.worker.poll_interval.total_seconds(), stop)
+            self.rt.clock.sleep(poll.total_seconds(), stop)
         return done
 
     def beat(self, *, every_s: float = 10.0) -> None:

@@ -18,8 +18,10 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
-from engine import logs, reconciler
-from engine.group_commit import GroupCommitter
+from sqlalchemy.exc import SQLAlchemyError
+
+from engine import errors, logs, policies, reconciler
+from engine.group_commit import GroupCommitError, GroupCommitter
 from engine.runtime import Runtime
 from engine.worker import RunOutcome, Worker, default_worker_id
 
@@ -84,6 +86,10 @@ class WorkerPool:
     def beat(self) -> None:
         self.workers[0].beat()
 
+    def held_runs(self) -> set[int]:
+        """Runs the pool's threads are executing right now."""
+        return {worker.held_run for worker in self.workers if worker.held_run is not None}
+
     def _run(self, *, until_idle: bool, budget: _Budget, beat: bool) -> list[RunOutcome]:
         assert self._threads is not None
         done: list[RunOutcome] = []
@@ -102,12 +108,27 @@ class WorkerPool:
         if committer is not None:
             committer.busy()
         try:
+            failures = 0
             while not (self.stop.is_set() or halt.is_set()):
-                if beat:
-                    worker.beat()
                 if not budget.take():
                     return
-                outcome = worker.run_one()
+                try:
+                    if failures:  # a database error may have cut this thread's run short: take it back
+                        reconciler.reclaim_own(self.rt, self.worker_id, still_held=self.held_runs())
+                        failures = 0
+                    if beat:
+                        worker.beat()
+                    outcome = worker.run_one()
+                except (SQLAlchemyError, GroupCommitError) as exc:
+                    budget.give_back()
+                    if until_idle:
+                        raise
+                    failures += 1  # a long-running pool outlives a dropped connection, as serve does
+                    delay = policies.decide_retry_delay(failures, self.rt.config.worker.poll_interval)
+                    logs.event(log, logging.WARNING, "work_loop_failed", error=errors.first_line(exc),
+                               retry_in_s=delay)
+                    self.rt.clock.sleep(delay, self.stop)
+                    continue
                 if outcome is not None:
                     done.append(outcome)  # list.append is atomic
                     continue
