@@ -92,6 +92,7 @@ def _open_attempt(dialect: str) -> Any:
 
     Only a ``pending`` row is taken over; the trigger it was written with stays.
     """
+    stmt: Any
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert  # loaded already by a PostgreSQL engine
 
