@@ -20,9 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
-
-from tenacity import RetryCallState, Retrying, wait_exponential_jitter
+from typing import TYPE_CHECKING, Any
 
 from engine import errors, logs, pacing, policies
 from engine.clock import parse_instant
@@ -32,6 +30,9 @@ from engine.store import claims
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
 from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +217,8 @@ class Worker:
         """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread)."""
         if step.retry_budget_s <= 0:
             return step.run(ctx)
+        from tenacity import Retrying, wait_exponential_jitter  # only steps with a retry budget need it
+
         budget = step.retry_budget_s
         backoff = wait_exponential_jitter(initial=min(1.0, budget / 8), max=max(budget / 2, 0.001), jitter=0.25)
 

@@ -77,7 +77,9 @@ def test_help_imports_no_store_no_config_no_workflow(tmp_path: Path) -> None:
                   *CLIENTS_AND_SERVERS) == []
 
 
-def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path) -> None:
+@pytest.fixture
+def applied(tmp_path: Path) -> dict[str, str]:
+    """A config with a daily report and an hourly echo schedule, applied at ``NOW``: nothing is due at ``NOW``."""
     (tmp_path / "repo").mkdir()
     config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}",
                           projects=[dict(key="repo", repo="repo")],
@@ -87,8 +89,11 @@ def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path) -> N
                                           timezone="UTC")])
     env = {"REPORTFLOW_CONFIG": str(config)}
     modules_of("--now", NOW, "schedules", "apply", cwd=tmp_path, env=env)
+    return env
 
-    modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=env)
+
+def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, applied: dict[str, str]) -> None:
+    modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
 
     assert "0 schedule(s) due, no runs" in stdout  # the case measured: nothing due
     assert "sqlalchemy" in modules and "engine.scheduler" in modules  # it did tick
@@ -98,4 +103,16 @@ def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path) -> N
     # ``postgresql_where`` in engine/store/tables.py make SQLAlchemy import it to check the keyword.)
     assert loaded(modules, "urllib.request") == []
     # Registering the report workflows imports no step; their settings need only the language catalogue.
+    assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
+
+
+@pytest.mark.parametrize("command, says", [(("reconcile",), "recovered 0, failed 0, promoted 0"),
+                                           (("work", "--until-idle"), "nothing to do")])
+def test_the_rest_of_an_idle_cron_line_stays_as_light(tmp_path: Path, applied: dict[str, str],
+                                                     command: tuple[str, ...], says: str) -> None:
+    """``tick && reconcile && work --until-idle`` every minute: with nothing to do, no retry library either."""
+    modules, stdout = modules_of("--now", NOW, *command, cwd=tmp_path, env=applied)
+
+    assert says in stdout
+    assert loaded(modules, "rich", "engine.cli.render", "urllib.request", *CLIENTS_AND_SERVERS) == []
     assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
