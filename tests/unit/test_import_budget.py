@@ -99,9 +99,8 @@ def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, appl
     assert "sqlalchemy" in modules and "engine.scheduler" in modules  # it did tick
     # Output to a pipe is written plainly: rich (and its markdown, pygments) stays out.
     assert loaded(modules, "rich", "markdown_it", "pygments", "engine.cli.render", *CLIENTS_AND_SERVERS) == []
-    # Nor the urllib client of the webhooks. (The PostgreSQL dialect does load: the partial indexes'
-    # ``postgresql_where`` in engine/store/tables.py make SQLAlchemy import it to check the keyword.)
-    assert loaded(modules, "urllib.request") == []
+    # A SQLite tick loads neither the PostgreSQL dialect nor the urllib client of the webhooks.
+    assert loaded(modules, "sqlalchemy.dialects.postgresql", "psycopg", "urllib.request") == []
     # Registering the report workflows imports no step; their settings need only the language catalogue.
     assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
 
