@@ -9,19 +9,24 @@ from __future__ import annotations
 import sys
 
 
+def version_text() -> str:
+    """``reportflow X.Y.Z``: the installed distribution's version, read without importing the engine."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"reportflow {version('reportflow')}"
+    except PackageNotFoundError:
+        return "reportflow (not installed: version unknown)"
+
+
 def main() -> None:
     """Console entry point (``reportflow``)."""
     if sys.argv[1:] == ["--version"]:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            sys.stdout.write(f"reportflow {version('reportflow')}\n")
-        except PackageNotFoundError:
-            sys.stdout.write("reportflow (not installed: version unknown)\n")
+        sys.stdout.write(version_text() + "\n")
         return
     from engine.cli.app import main as app_main
 
     app_main()
 
 
-__all__ = ["main"]
+__all__ = ["main", "version_text"]

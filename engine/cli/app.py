@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from engine import errors
-from engine.cli import output
+from engine.cli import output, version_text
 from engine.models import (
     DstFold,
     DstGap,
@@ -107,16 +107,6 @@ def _cli(ctx: typer.Context) -> Cli:
     state = ctx.obj
     assert isinstance(state, Cli), "the main callback sets ctx.obj"
     return state
-
-
-def version_text() -> str:
-    """``reportflow X.Y.Z``: the installed distribution's version (importlib.metadata, no engine import)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"reportflow {version('reportflow')}"
-    except PackageNotFoundError:
-        return "reportflow (not installed: version unknown)"
 
 
 def _print_version(value: bool) -> None:
