@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
-from typing import Any
-
-from prometheus_client import Counter
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from engine import logs
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter
 
 log = logging.getLogger(__name__)
 TIMEOUT_S = 5.0
@@ -31,9 +31,17 @@ class Notifier:
     def __init__(self, webhook_env: str, *, timeout_s: float = TIMEOUT_S) -> None:
         self.webhook_env = webhook_env
         self.timeout_s = timeout_s
-        # Not in prometheus_client's global registry: the metrics exposition registers it itself.
-        self.failures = Counter("reportflow_notification_failures", "Webhook notifications that were not delivered.",
-                                labelnames=["event"], registry=None)
+
+    @cached_property
+    def failures(self) -> Counter:
+        """Failed deliveries by event; prometheus_client is imported on first use (not by a cron ``tick``).
+
+        Not in prometheus_client's global registry: the metrics exposition registers it itself.
+        """
+        from prometheus_client import Counter
+
+        return Counter("reportflow_notification_failures", "Webhook notifications that were not delivered.",
+                       labelnames=["event"], registry=None)
 
     @property
     def url(self) -> str | None:
@@ -48,6 +56,9 @@ class Notifier:
         url = self.url
         if not url:
             return False
+        import urllib.error
+        import urllib.request
+
         body = json.dumps({"event": event, **fields}, default=str).encode()
         request = urllib.request.Request(url, data=body, method="POST",
                                          headers={"Content-Type": "application/json"})

@@ -20,10 +20,9 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
-from tenacity import RetryCallState, Retrying, wait_exponential_jitter
 
 from engine import errors, logs, pacing, policies
 from engine.clock import parse_instant
@@ -34,6 +33,9 @@ from engine.store import claims
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
 from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +267,8 @@ class Worker:
         """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread)."""
         if step.retry_budget_s <= 0:
             return step.run(ctx)
+        from tenacity import Retrying, wait_exponential_jitter  # only steps with a retry budget need it
+
         budget = step.retry_budget_s
         backoff = wait_exponential_jitter(initial=min(1.0, budget / 8), max=max(budget / 2, 0.001), jitter=0.25)
 

@@ -1,3 +1,3 @@
-from engine.cli.app import main
+from engine.cli import main
 
 main()

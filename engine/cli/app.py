@@ -7,8 +7,6 @@ place, ``main``: ReportflowError subclasses map to theirs (1 run-time failure,
 blocks only turn an unparsable option into ``InvalidInput`` or close a worker.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import sys
@@ -16,15 +14,12 @@ import threading
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from sqlalchemy.exc import SQLAlchemyError
 
-from engine.cli import render
-from engine import clock as clock_mod
-from engine import config as config_mod
-from engine import cron, errors, logs
+from engine import errors
+from engine.cli import output, version_text
 from engine.models import (
     DstFold,
     DstGap,
@@ -34,10 +29,20 @@ from engine.models import (
     ReportOn,
     RunStatus,
 )
-from engine import registry as registry_mod
-from engine.registry import load_registry
-from engine.runtime import Runtime
-from engine.store import Store, database
+
+if TYPE_CHECKING:
+    from engine import clock as clock_mod
+    from engine import config as config_mod
+    from engine import registry as registry_mod
+    from engine.runtime import Runtime
+
+# Start-up cost (SPEC §11: --help, --version and a tick with nothing due within 1.3x of
+# ``import sqlalchemy``): this module imports typer, the stdlib and ``engine.models`` only.
+# The store, the config (pydantic), cron, the registry (workflows) and rich tables
+# (``engine.cli.render``) are imported inside the commands that use them;
+# tests/unit/test_import_budget.py keeps it so. No ``from __future__ import annotations`` here:
+# Typer reads every command's signature at each start, and string annotations cost it a
+# compile and an eval each (about 15 ms per start); the few engine types are quoted instead.
 
 app = typer.Typer(help="reportflow: step-resumable scheduled pipelines and git work reports.\n\n"
                   "Example: reportflow --config reportflow.toml schedules apply",
@@ -62,25 +67,35 @@ class Cli:
     now_spec: str | None
     db_url: str | None
     explicit_config: bool = False
-    _runtime: Runtime | None = field(default=None)
+    _runtime: "Runtime | None" = field(default=None)
 
-    def clock(self) -> clock_mod.Clock:
+    def clock(self) -> "clock_mod.Clock":
+        from engine import clock as clock_mod
+
         return clock_mod.clock_from_spec(self.now_spec)
 
-    def config(self) -> config_mod.AppConfig:
+    def config(self) -> "config_mod.AppConfig":
+        from engine import registry as registry_mod
+
         return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]
 
-    def registry(self) -> registry_mod.Registry:
+    def registry(self) -> "registry_mod.Registry":
         """Installed workflows plus the config's ``[[workflows]]``; installed only when no config file exists."""
+        from engine import registry as registry_mod
+
         if self._runtime is not None:
             return self._runtime.registry
         if not self.config_path.exists() and not self.explicit_config:
-            return load_registry()
+            return registry_mod.load_registry()
         return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[1]
 
-    def runtime(self) -> Runtime:
+    def runtime(self) -> "Runtime":
         """Validate the config first (bad input writes nothing), then open the store."""
         if self._runtime is None:
+            from engine import registry as registry_mod
+            from engine.runtime import Runtime
+            from engine.store import Store
+
             clock = self.clock()
             config, registry = registry_mod.load_with_config(self.config_path, db_override=self.db_url)
             store = Store.open(config.store_url)
@@ -94,6 +109,12 @@ def _cli(ctx: typer.Context) -> Cli:
     return state
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(version_text() + "\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
@@ -103,14 +124,26 @@ def main_options(
                                                help="Start the clock at T (ISO 8601), or T@UNIX to share it.")] = None,
     db: Annotated[Optional[str], typer.Option("--db", envvar="REPORTFLOW_DB", help="Database URL override.")] = None,
     log_format: Annotated[str, typer.Option("--log-format", help="text or json.")] = "text",
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     """Global options come before the subcommand: reportflow --config F --now T tick"""
+    from engine import logs
+
     if log_format not in ("text", "json"):
         raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
     logs.configure(log_format)
-    ctx.obj = Cli(config_path=config or Path(config_mod.DEFAULT_CONFIG), now_spec=now, db_url=db,
-                  explicit_config=config is not None)
+    if config is None:
+        from engine.config import DEFAULT_CONFIG
+
+        config = Path(DEFAULT_CONFIG)
+        explicit = False
+    else:
+        explicit = True
+    ctx.obj = Cli(config_path=config, now_spec=now, db_url=db, explicit_config=explicit)
     if now:
+        from engine import clock as clock_mod
+
         clock_mod.clock_from_spec(now)  # refuse a bad --now before anything runs
 
 
@@ -138,29 +171,32 @@ def init(ctx: typer.Context,
 
     Example: reportflow init --repo ~/src/platform --timezone Asia/Seoul
     """
+    from engine.store import database
     from engine import starter
 
     cli = _cli(ctx)
     path = starter.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
     runtime = cli.runtime()
-    render.say(f"wrote {path}; database ready at {database.safe_url(runtime.config.store_url)}")
+    output.say(f"wrote {path}; database ready at {database.safe_url(runtime.config.store_url)}")
 
 
 @db_app.command("upgrade")
 def db_upgrade(ctx: typer.Context) -> None:
     """Run Alembic migrations to head. Example: reportflow db upgrade"""
+    from engine.store import database
+
     cli = _cli(ctx)
     url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
     engine = database.create_db_engine(url)
     try:
         before = database.current_revision(engine)
         if before == database.HEAD_REVISION:
-            render.say(f"schema already at head ({database.HEAD_REVISION}); nothing to do")
+            output.say(f"schema already at head ({database.HEAD_REVISION}); nothing to do")
             return
         if before is not None and before not in database.KNOWN_REVISIONS:
             database.ensure_schema(engine, auto_migrate=False)  # refuses: a newer reportflow migrated it
         database.upgrade(engine, wait=False)
-        render.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
+        output.say(f"schema {before or 'empty'} -> {database.HEAD_REVISION}")
     finally:
         engine.dispose()
 
@@ -168,6 +204,7 @@ def db_upgrade(ctx: typer.Context) -> None:
 @db_app.command("backup")
 def db_backup(ctx: typer.Context, path: Path) -> None:
     """A consistent copy of a SQLite database while workers run. Example: reportflow db backup backup.db"""
+    from engine.store import database
     from engine.store import pruning
 
     cli = _cli(ctx)
@@ -176,7 +213,7 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
     if engine.dialect.name == "sqlite":
         database.ensure_schema(engine, auto_migrate=False)
     pages = pruning.backup_sqlite(engine, path)
-    render.say(f"backed up {database.safe_url(url)} to {path} ({pages} pages)")
+    output.say(f"backed up {database.safe_url(url)} to {path} ({pages} pages)")
 
 
 # --- schedules -----------------------------------------------------------------
@@ -186,6 +223,7 @@ def schedules_apply(ctx: typer.Context,
                     yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False) -> None:
     """Sync [[schedules]] from the config into the database. Example: reportflow schedules apply"""
     from engine import schedules
+    from engine.cli import render
 
     report = schedules.apply(_cli(ctx).runtime(), confirmed=yes)
     render.apply_report(report)
@@ -195,6 +233,7 @@ def schedules_apply(ctx: typer.Context,
 def schedules_list(ctx: typer.Context, as_json: JsonOpt = False,
                    archived: Annotated[bool, typer.Option(help="Include archived schedules.")] = False) -> None:
     """Definitions, next run (local and UTC) and last result. Example: reportflow schedules list --json"""
+    from engine.cli import render
     from engine import queries
 
     render.schedules(queries.schedules_overview(_cli(ctx).runtime(), include_archived=archived), as_json)
@@ -203,6 +242,7 @@ def schedules_list(ctx: typer.Context, as_json: JsonOpt = False,
 @schedules_app.command("show")
 def schedules_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
     """One schedule in full. Example: reportflow schedules show platform-daily"""
+    from engine.cli import render
     from engine import queries
 
     render.schedule_detail(queries.schedule_overview(_cli(ctx).runtime(), name), as_json)
@@ -211,6 +251,7 @@ def schedules_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> N
 @schedules_app.command("history")
 def schedules_history(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
     """The audit trail of a schedule. Example: reportflow schedules history platform-daily"""
+    from engine.cli import render
     from engine import schedules
 
     render.audit(schedules.history(_cli(ctx).runtime(), name), as_json)
@@ -224,6 +265,7 @@ def schedules_preview(ctx: typer.Context, name: str,
 
     Example: reportflow schedules preview platform-daily -n 10
     """
+    from engine.cli import render
     from engine import queries
 
     rt = _cli(ctx).runtime()
@@ -244,6 +286,9 @@ def schedules_validate(
 
     Example: reportflow schedules validate --cron "30 19 * * *" --timezone Asia/Seoul --workflow daily_report
     """
+    from engine.cli import render
+    from engine import cron
+
     period = PeriodKind.SLOT
     if workflow is not None:
         registry = _cli(ctx).registry()
@@ -264,7 +309,7 @@ def schedules_enable(ctx: typer.Context, name: str,
     from engine import schedules
 
     schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=True, reason=reason)
-    render.say(f"schedule {name} {'enabled' if changed else 'was already enabled'} (version {schedule.version})")
+    output.say(f"schedule {name} {'enabled' if changed else 'was already enabled'} (version {schedule.version})")
 
 
 @schedules_app.command("disable")
@@ -274,7 +319,7 @@ def schedules_disable(ctx: typer.Context, name: str,
     from engine import schedules
 
     schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=False, reason=reason)
-    render.say(f"schedule {name} {'disabled' if changed else 'was already disabled'} (version {schedule.version})")
+    output.say(f"schedule {name} {'disabled' if changed else 'was already disabled'} (version {schedule.version})")
 
 
 @schedules_app.command("set")
@@ -296,6 +341,7 @@ def schedules_set(
 
     Example: reportflow schedules set platform-daily --cron "0 20 * * *" --expect-version 3
     """
+    from engine import config as config_mod
     from engine import schedules
 
     changes: dict[str, Any] = {k: v for k, v in dict(cron=cron_expr, timezone=timezone, misfire=misfire,
@@ -311,8 +357,8 @@ def schedules_set(
     schedule, warning = schedules.set_schedule(_cli(ctx).runtime(), name, expect_version=expect_version,
                                                changes=changes, confirmed=yes, reason=reason)
     if warning:
-        render.warn(warning)
-    render.say(f"schedule {name} is now version {schedule.version}")
+        output.warn(warning)
+    output.say(f"schedule {name} is now version {schedule.version}")
 
 
 # --- the loops ---------------------------------------------------------------
@@ -322,7 +368,7 @@ def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """One scheduler pass: create the runs that are due. Example: reportflow tick"""
     from engine import scheduler
 
-    render.tick_report(scheduler.tick(_cli(ctx).runtime()), as_json)
+    output.tick_report(scheduler.tick(_cli(ctx).runtime()), as_json)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -354,7 +400,7 @@ def work(ctx: typer.Context,
         outcomes = pool.work(until_idle=until_idle, max_runs=max_runs)
     finally:
         pool.close()
-    render.outcomes(outcomes)
+    output.outcomes(outcomes)
 
 
 @app.command()
@@ -365,7 +411,7 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """
     from engine import reconciler
 
-    render.sweep_report(reconciler.sweep(_cli(ctx).runtime()), as_json)
+    output.sweep_report(reconciler.sweep(_cli(ctx).runtime()), as_json)
 
 
 @app.command()
@@ -398,7 +444,7 @@ def ui(ctx: typer.Context,
     rt = _cli(ctx).runtime()
     bind_host = host or rt.config.ui.host
     bind_port = rt.config.ui.port if port is None else port
-    render.say(f"reportflow ui on http://{bind_host}:{bind_port}/ "
+    output.say(f"reportflow ui on http://{bind_host}:{bind_port}/ "
                f"({'actions need the token' if os.environ.get(rt.config.ui.token_env) else 'read-only: no token set'})")
     server.run(rt, bind_host, bind_port)
 
@@ -414,7 +460,7 @@ def trigger(ctx: typer.Context, schedule: str,
     from engine import operations
 
     day = _parse_date(date_, "--date") if date_ else None
-    render.action(operations.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
+    output.action(operations.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
 
 
 @app.command()
@@ -426,6 +472,7 @@ def backfill(ctx: typer.Context, schedule: str,
                                                           help="Also periods a prune removed.")] = False,
              as_json: JsonOpt = False) -> None:
     """Runs for every business period without a row. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
+    from engine.cli import render
     from engine import operations
 
     first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
@@ -445,6 +492,7 @@ def prune(ctx: typer.Context,
 
     Example: reportflow prune --before 2025-01-01 --dry-run
     """
+    from engine.cli import render
     from engine import lifecycle
 
     day = _parse_date(before, "--before")
@@ -458,6 +506,7 @@ def runs_list(ctx: typer.Context,
               limit: Annotated[int, typer.Option("--limit", min=0, help="0 for all.")] = 200,
               as_json: JsonOpt = False) -> None:
     """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
+    from engine.cli import render
     from engine import queries
 
     statuses = [s.upper() for s in status or []]
@@ -471,6 +520,7 @@ def runs_list(ctx: typer.Context,
 @runs_app.command("show")
 def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Steps, attempts, pinned inputs, artifacts, errors. Example: reportflow runs show 42"""
+    from engine.cli import render
     from engine import queries
 
     rt = _cli(ctx).runtime()
@@ -484,7 +534,7 @@ def runs_retry(ctx: typer.Context, run: str,
     """A new attempt of the same run. Example: reportflow runs retry 42 --from-step UPLOAD_NOTION"""
     from engine import operations
 
-    render.action(operations.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
+    output.action(operations.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
 
 
 @runs_app.command("approve")
@@ -492,7 +542,7 @@ def runs_approve(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None
     """Queue a MANUAL_REQUIRED run. Example: reportflow runs approve 42"""
     from engine import operations
 
-    render.action(operations.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    output.action(operations.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
 
 
 @runs_app.command("cancel")
@@ -500,7 +550,7 @@ def runs_cancel(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Cancel a run that has not finished (a RUNNING one stops at its next step). Example: reportflow runs cancel 42"""
     from engine import operations
 
-    render.action(operations.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    output.action(operations.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
 
 
 @workflows_app.command("list")
@@ -509,6 +559,8 @@ def workflows_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     Example: reportflow --config examples/release_notes/reportflow.toml workflows list
     """
+    from engine.cli import render
+
     registry = _cli(ctx).registry()
     render.workflows([registry[name] for name in sorted(registry)], as_json)
 
@@ -519,6 +571,9 @@ def workflows_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> N
 
     Example: reportflow workflows show daily_report
     """
+    from engine.cli import render
+    from engine import registry as registry_mod
+
     render.workflow(registry_mod.get(_cli(ctx).registry(), name), as_json)
 
 
@@ -537,6 +592,7 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     Exits 1 when something needs a person. Example: reportflow doctor
     """
+    from engine.cli import render
     from engine import doctor as doctor_mod
 
     cli = _cli(ctx)
@@ -551,15 +607,19 @@ def main() -> None:
     try:
         app()
     except errors.ReportflowError as exc:
-        render.error(exc.message, code=exc.code)
+        output.error(exc.message, code=exc.code)
         sys.exit(exc.exit_code)
-    except SQLAlchemyError as exc:
-        # The driver's first line only: no SQL echo, no parameters.
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        render.error(f"database error: {reason}", code="DATABASE_ERROR")
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        # A database error can only come from SQLAlchemy once a command imported it.
+        sa_exc = sys.modules.get("sqlalchemy.exc")
+        if sa_exc is None or not isinstance(exc, sa_exc.SQLAlchemyError):
+            raise
+        # The driver's first line only: no SQL echo, no parameters.
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        output.error(f"database error: {reason}", code="DATABASE_ERROR")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

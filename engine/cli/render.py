@@ -9,15 +9,13 @@ seconds, ``Z``).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
-from datetime import datetime, timedelta
+from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -29,37 +27,27 @@ from rich.progress import (
 from rich.table import Table
 
 from engine import views
+from engine.cli.output import (  # re-exported: the light path, shared with app's loop commands
+    STATUS_STYLE,
+    action,
+    console,
+    error,
+    json_out,
+    outcomes,
+    say,
+    status,
+    sweep_report,
+    tick_report,
+    warn,
+)
 from engine.clock import format_instant
 from engine.models import AuditEvent, Run
 from engine.workflow import WorkflowDef
 
-# Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
-
-STATUS_STYLE = {
-    "SUCCESS": "green", "PARTIAL_SUCCESS": "yellow", "FAILED": "bold red", "RUNNING": "cyan",
-    "QUEUED": "blue", "PENDING": "blue", "RETRY_PENDING": "magenta", "MISSED": "red",
-    "SKIPPED": "dim", "MANUAL_REQUIRED": "bold yellow", "CANCELLED": "dim",
-}
-
-
-def _json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, default=_default) + "\n")
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return format_instant(value)
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    return str(value)
-
-
-def _status(value: str) -> str:
-    return f"[{STATUS_STYLE.get(value, 'white')}]{value}[/]"
+out = console()
+err = console(stderr=True)
+_json = json_out
+_status = status
 
 
 def _secs(value: float | None) -> str:
@@ -70,19 +58,6 @@ def _secs(value: float | None) -> str:
     if abs(value) < 7200:
         return f"{value / 60:.1f}m"
     return f"{value / 3600:.1f}h"
-
-
-def say(message: str) -> None:
-    out.print(escape(message))
-
-
-def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {escape(message)}")
-
-
-def error(message: str, code: str | None = None) -> None:
-    prefix = f"error [{code}]" if code else "error"
-    err.print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line, however long
 
 
 def apply_report(report: Any) -> None:
@@ -179,48 +154,6 @@ def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
         err.print(f"[red]{field_name}:[/] {escape(problem)}")
     for fire in data["next_fires"]:
         out.print(f"  {fire['local']}  ({fire['utc']}){'  DST-moved' if fire['moved'] else ''}")
-
-
-def tick_report(report: Any, as_json: bool) -> None:
-    data = {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
-            "lost_races": report.lost_races, "created": dict(report.created), "runs_created": report.runs_created,
-            "already_present": report.already_present, "too_old_slots": report.too_old_slots,
-            "next_due_at": format_instant(report.next_due_at)}
-    if as_json:
-        _json(data)
-        return
-    created = ", ".join(f"{n} {s}" for s, n in sorted(report.created.items())) or "no runs"
-    say(f"tick at {data['now']}: {report.due} schedule(s) due, {created}; next due {data['next_due_at'] or 'never'}")
-
-
-def outcomes(items: Sequence[Any]) -> None:
-    if not items:
-        say("nothing to do")
-        return
-    for item in items:
-        out.print(f"run {item.run_id} {escape(item.key)}: {_status(item.status.value)}"
-                  f"{' ' + item.error_code if item.error_code else ''}")
-
-
-def sweep_report(report: Any, as_json: bool) -> None:
-    data = {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
-            "stalled": [r.id for r in report.stalled],
-            "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent]}
-    if as_json:
-        _json(data)
-        return
-    say(f"recovered {len(report.recovered)}, failed {len(report.failed)}, promoted {len(report.promoted)}")
-    for run in report.stalled:
-        warn(f"run {run.id} ({run.idempotency_key}) is stalled: RUNNING since {format_instant(run.claimed_at)}")
-    for name, at in report.silent:
-        warn(f"schedule {name} is silent: its slot {format_instant(at)} has not been ticked (is a scheduler running?)")
-
-
-def action(result: Any, as_json: bool) -> None:
-    if as_json:
-        _json(asdict(result))
-        return
-    say(result.message)
 
 
 @contextmanager

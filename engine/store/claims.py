@@ -29,7 +29,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
@@ -96,7 +95,13 @@ def _open_attempt(dialect: str) -> Any:
 
     Only a ``pending`` row is taken over; the trigger it was written with stays.
     """
-    stmt = (pg_insert if dialect == "postgresql" else sqlite_insert)(attempts)
+    stmt: Any
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert  # loaded already by a PostgreSQL engine
+
+        stmt = pg_insert(attempts)
+    else:
+        stmt = sqlite_insert(attempts)
     taken = {name: stmt.excluded[name] for name in ("from_step", "outcome", "worker_id", "fence", "started_at")}
     return stmt.on_conflict_do_update(index_elements=[attempts.c.run_id, attempts.c.number], set_=taken,
                                       where=attempts.c.outcome == AttemptOutcome.PENDING.value)

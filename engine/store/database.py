@@ -81,6 +81,9 @@ def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:
         _configure_sqlite(engine)
         return engine
     if backend == "postgresql":
+        from engine.store import tables
+
+        tables.postgresql_options()
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         return create_engine(parsed, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)

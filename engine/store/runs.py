@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, exists, func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
@@ -35,8 +34,16 @@ _ACTIVE = [s.value for s in ACTIVE_STATUSES]
 
 
 def dialect_insert(conn: Connection) -> Any:
-    """The dialect's INSERT construct (it has ON CONFLICT on both SQLite and PostgreSQL)."""
-    return pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    """The dialect's INSERT construct (it has ON CONFLICT on both SQLite and PostgreSQL).
+
+    The PostgreSQL dialect is imported here, not at module level: a SQLite process
+    (a cron ``tick``) does not pay for it, and a PostgreSQL engine has loaded it already.
+    """
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    return sqlite_insert
 
 
 def _insert_or_nothing(conn: Connection) -> Any:

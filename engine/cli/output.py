@@ -1,0 +1,145 @@
+"""The CLI's light output path: messages, errors, JSON and the loop commands' one-line reports.
+
+Importing this module imports no rich (SPEC §11: a ``tick`` with nothing due
+starts about as fast as ``import sqlalchemy``, and a cron line runs it every
+minute). Text bound for a pipe or a file is written as it is; only a terminal
+(or ``FORCE_COLOR``/``TTY_COMPATIBLE``) gets rich's colours, through the
+consoles of ``console()``, created on first use. Tables and progress bars live
+in ``engine.cli.render``, which uses the same consoles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, is_dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import IO, TYPE_CHECKING, Any
+
+from engine.clock import format_instant
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# Piped output (files, CI logs, tests) gets wide tables instead of rich's 80-column default.
+PIPE_WIDTH = 200
+
+STATUS_STYLE = {
+    "SUCCESS": "green", "PARTIAL_SUCCESS": "yellow", "FAILED": "bold red", "RUNNING": "cyan",
+    "QUEUED": "blue", "PENDING": "blue", "RETRY_PENDING": "magenta", "MISSED": "red",
+    "SKIPPED": "dim", "MANUAL_REQUIRED": "bold yellow", "CANCELLED": "dim",
+}
+
+
+@lru_cache(maxsize=2)
+def console(stderr: bool = False) -> Console:
+    """The rich console for stdout (or stderr), made (and rich imported) on first use."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH)
+
+
+def _plain(stream: IO[str]) -> bool:
+    """Write without rich: not a terminal, and no environment variable asking for colours anyway."""
+    if any(os.environ.get(name) for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")):
+        return False
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def json_out(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=json_default) + "\n")
+
+
+def json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return str(value)
+
+
+def status(value: str) -> str:
+    return f"[{STATUS_STYLE.get(value, 'white')}]{value}[/]"
+
+
+def say(message: str) -> None:
+    if _plain(sys.stdout):
+        sys.stdout.write(message + "\n")
+        return
+    console().print(escape(message))
+
+
+def warn(message: str) -> None:
+    if _plain(sys.stderr):
+        sys.stderr.write(f"warning: {message}\n")
+        return
+    console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
+
+
+def error(message: str, code: str | None = None) -> None:
+    prefix = f"error [{code}]" if code else "error"
+    if _plain(sys.stderr):
+        sys.stderr.write(f"{prefix}: {message}\n")
+        return
+    console(stderr=True).print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line
+
+
+def tick_report(report: Any, as_json: bool) -> None:
+    data = {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
+            "lost_races": report.lost_races, "created": dict(report.created), "runs_created": report.runs_created,
+            "already_present": report.already_present, "too_old_slots": report.too_old_slots,
+            "next_due_at": format_instant(report.next_due_at)}
+    if as_json:
+        json_out(data)
+        return
+    created = ", ".join(f"{n} {s}" for s, n in sorted(report.created.items())) or "no runs"
+    say(f"tick at {data['now']}: {report.due} schedule(s) due, {created}; next due {data['next_due_at'] or 'never'}")
+
+
+def outcomes(items: Sequence[Any]) -> None:
+    if not items:
+        say("nothing to do")
+        return
+    for item in items:
+        line = f"run {item.run_id} {item.key}: {item.status.value}{' ' + item.error_code if item.error_code else ''}"
+        if _plain(sys.stdout):
+            sys.stdout.write(line + "\n")
+        else:
+            console().print(f"run {item.run_id} {escape(item.key)}: {status(item.status.value)}"
+                            f"{' ' + item.error_code if item.error_code else ''}")
+
+
+def sweep_report(report: Any, as_json: bool) -> None:
+    data = {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
+            "stalled": [r.id for r in report.stalled],
+            "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent]}
+    if as_json:
+        json_out(data)
+        return
+    say(f"recovered {len(report.recovered)}, failed {len(report.failed)}, promoted {len(report.promoted)}")
+    for run in report.stalled:
+        warn(f"run {run.id} ({run.idempotency_key}) is stalled: RUNNING since {format_instant(run.claimed_at)}")
+    for name, at in report.silent:
+        warn(f"schedule {name} is silent: its slot {format_instant(at)} has not been ticked (is a scheduler running?)")
+
+
+def action(result: Any, as_json: bool) -> None:
+    if as_json:
+        json_out(asdict(result))
+        return
+    say(result.message)

@@ -1,0 +1,117 @@
+"""Process start (SPEC §11): what ``--version``, ``--help`` and a nothing-due ``tick`` import.
+
+Each command runs in a fresh interpreter through a wrapper that calls the CLI's
+``main`` and, at exit, writes the sorted ``sys.modules`` to a file. The tests
+assert that the heavy libraries stay out: a cron line runs ``tick`` every
+minute, and every module it imports is paid for every minute. Timing itself is
+a benchmark (``bench/bench_cli_start.py``), not a test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO_ROOT, write_config
+
+pytestmark = pytest.mark.slow
+
+WRAPPER = """
+import atexit, os, sys
+def _dump():
+    with open(os.environ["RF_MODULES_OUT"], "w") as fh:
+        fh.write("\\n".join(sorted(sys.modules)))
+atexit.register(_dump)
+sys.argv = ["reportflow", *sys.argv[1:]]
+from engine.cli import main
+main()
+"""
+
+# The step clients, the web stack, the retry library, metrics and migrations: none is needed to
+# start, to print help, or to find that nothing is due.
+CLIENTS_AND_SERVERS = ("git", "ollama", "notion_client", "httpx", "httpcore", "starlette", "uvicorn", "jinja2",
+                       "tenacity", "prometheus_client", "alembic", "psycopg")
+NOW = "2026-03-02T10:00:30Z"
+
+
+def modules_of(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[set[str], str]:
+    """(the modules loaded when ``reportflow *args`` exits, its stdout); the command must exit 0."""
+    out = cwd / "modules.txt"
+    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RF_MODULES_OUT": str(out), **(env or {})}
+    full_env.pop("REPORTFLOW_NOW", None)
+    proc = subprocess.run([sys.executable, "-c", WRAPPER, *args], capture_output=True, text=True, cwd=cwd,
+                          env=full_env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return set(out.read_text().split()), proc.stdout
+
+
+def loaded(modules: set[str], *packages: str) -> list[str]:
+    """The modules of ``packages`` (each a package or module name) that are loaded."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_version_imports_neither_typer_nor_the_engine(tmp_path: Path) -> None:
+    modules, stdout = modules_of("--version", cwd=tmp_path)
+    assert stdout == f"reportflow {version('reportflow')}\n"
+    assert loaded(modules, "typer", "click", "rich", "sqlalchemy", "pydantic", "engine.cli.app", "engine.config",
+                  "engine.store", "workflows", "steps", *CLIENTS_AND_SERVERS) == []
+
+
+def test_version_after_global_options_goes_through_typer_and_prints_the_same(tmp_path: Path) -> None:
+    modules, stdout = modules_of("--config", str(tmp_path / "none.toml"), "--version", cwd=tmp_path)
+    assert stdout == f"reportflow {version('reportflow')}\n"
+    assert loaded(modules, "sqlalchemy", "pydantic", "engine.store", "workflows", "steps") == []
+
+
+def test_help_imports_no_store_no_config_no_workflow(tmp_path: Path) -> None:
+    modules, stdout = modules_of("--help", cwd=tmp_path)
+    assert "tick" in stdout and "schedules" in stdout and "--version" in stdout
+    # rich prints the help (typer's rich_utils, with markdown_it and pygments); the engine stays unloaded.
+    assert loaded(modules, "sqlalchemy", "pydantic", "croniter", "engine.config", "engine.store", "engine.registry",
+                  "engine.runtime", "engine.cli.render", "engine.views", "workflows", "steps",
+                  *CLIENTS_AND_SERVERS) == []
+
+
+@pytest.fixture
+def applied(tmp_path: Path) -> dict[str, str]:
+    """A config with a daily report and an hourly echo schedule, applied at ``NOW``: nothing is due at ``NOW``."""
+    (tmp_path / "repo").mkdir()
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}",
+                          projects=[dict(key="repo", repo="repo")],
+                          schedules=[dict(name="repo-daily", workflow="daily_report", project="repo",
+                                          cron="30 19 * * *", timezone="UTC"),
+                                     dict(name="echo-hourly", workflow="echo", project="repo", cron="0 * * * *",
+                                          timezone="UTC")])
+    env = {"REPORTFLOW_CONFIG": str(config)}
+    modules_of("--now", NOW, "schedules", "apply", cwd=tmp_path, env=env)
+    return env
+
+
+def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, applied: dict[str, str]) -> None:
+    modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
+
+    assert "0 schedule(s) due, no runs" in stdout  # the case measured: nothing due
+    assert "sqlalchemy" in modules and "engine.scheduler" in modules  # it did tick
+    # Output to a pipe is written plainly: rich (and its markdown, pygments) stays out.
+    assert loaded(modules, "rich", "markdown_it", "pygments", "engine.cli.render", *CLIENTS_AND_SERVERS) == []
+    # A SQLite tick loads neither the PostgreSQL dialect nor the urllib client of the webhooks.
+    assert loaded(modules, "sqlalchemy.dialects.postgresql", "psycopg", "urllib.request") == []
+    # Registering the report workflows imports no step; their settings need only the language catalogue.
+    assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
+
+
+@pytest.mark.parametrize("command, says", [(("reconcile",), "recovered 0, failed 0, promoted 0"),
+                                           (("work", "--until-idle"), "nothing to do")])
+def test_the_rest_of_an_idle_cron_line_stays_as_light(tmp_path: Path, applied: dict[str, str],
+                                                     command: tuple[str, ...], says: str) -> None:
+    """``tick && reconcile && work --until-idle`` every minute: with nothing to do, no retry library either."""
+    modules, stdout = modules_of("--now", NOW, *command, cwd=tmp_path, env=applied)
+
+    assert says in stdout
+    assert loaded(modules, "rich", "engine.cli.render", "urllib.request", *CLIENTS_AND_SERVERS) == []
+    assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
