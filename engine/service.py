@@ -18,6 +18,7 @@ from prometheus_client import start_http_server
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine import errors, lifecycle, logs, policies, reconciler, scheduler
+from engine.group_commit import GroupCommitError
 from engine.runtime import Runtime
 from engine.store import runs as run_rows
 from engine.worker_pool import WorkerPool
@@ -43,18 +44,20 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
     logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
-    reconciler.reclaim_own(rt, worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = lifecycle.RetentionTimer(rt.config.retain)
     failures = 0
+    reclaim = True  # at start (a restarted node) and after a database error: runs this worker id still holds
     try:
         while not stop.is_set():
             try:
-                if failures:
-                    # A database error may have cut a run short: take it back now, not after its lease.
+                if reclaim:
+                    # Take them back now, not after their lease; inside the loop, so a database
+                    # that goes away right at start-up is retried like any other outage.
                     reconciler.reclaim_own(rt, worker.worker_id)
-                    logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
-                    failures = 0
+                    if failures:
+                        logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
+                    reclaim, failures = False, 0
                 report = scheduler.tick(rt)
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
@@ -65,9 +68,10 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 with rt.store.read() as conn:
                     retry_at = run_rows.next_due_at(conn)
                 delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)
-            except SQLAlchemyError as exc:
+            except (SQLAlchemyError, GroupCommitError) as exc:
                 # The database went away (restart, failover): keep the process, try again shortly.
                 failures += 1
+                reclaim = True
                 delay = policies.decide_retry_delay(failures, poll)
                 logs.event(log, logging.WARNING, "serve_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
             rt.clock.sleep(delay, stop)

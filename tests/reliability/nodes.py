@@ -49,6 +49,8 @@ class Node:
     _stopping: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _incarnation: int = 0
+    _recorded: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Node:
         self._spawn()
@@ -62,15 +64,24 @@ class Node:
         self.proc = procs.spawn(self.tmp, self.config, *self.args, now=self.now,
                                 log_name=f"logs/{self.name}-{self._incarnation}.log")
 
+    def _record_exit(self) -> None:
+        """Note the current incarnation's exit, once (the supervisor and ``terminate`` may both see it)."""
+        with self._lock:
+            if self._incarnation in self._recorded:
+                return
+            self._recorded.add(self._incarnation)
+            assert self.proc is not None
+            path = Path(self.proc.log_path)  # type: ignore[attr-defined]
+            self.exits.append(Exit(self.proc.returncode, last_line(path), time.monotonic(),
+                                   "serve_started" in path.read_text()))
+
     def _supervise(self) -> None:
         while True:
             assert self.proc is not None
             self.proc.wait()
             if self._stopping.is_set():
                 return
-            path = Path(self.proc.log_path)  # type: ignore[attr-defined]
-            self.exits.append(Exit(self.proc.returncode, last_line(path), time.monotonic(),
-                                   "serve_started" in path.read_text()))
+            self._record_exit()
             if self._stopping.wait(self.restart_after):
                 return
             self._spawn()
@@ -78,12 +89,21 @@ class Node:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def terminate(self, timeout: float = 120) -> int:
-        """SIGTERM (the step finishes, the run is handed back); returns the exit code."""
+    def terminate(self, timeout: float = 120) -> int | None:
+        """SIGTERM (the step finishes, the run is handed back); returns the exit code.
+
+        None when no incarnation was running (it had exited, e.g. killed by the
+        test, and the supervisor had not restarted it yet): that exit is recorded
+        in ``exits`` like any other, for the caller to judge.
+        """
         self._stopping.set()
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is not None:
+            self._record_exit()
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+            return None
+        self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
