@@ -50,6 +50,7 @@ class Node:
     _thread: threading.Thread | None = None
     _incarnation: int = 0
     _recorded: set[int] = field(default_factory=set)
+    _killed: int = 0  # the incarnation the test last SIGKILLed
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Node:
@@ -98,6 +99,8 @@ class Node:
         """
         self._stopping.set()
         assert self.proc is not None
+        if self._killed == self._incarnation:  # our SIGKILL may not have landed yet: let it
+            self.proc.wait(timeout=30)
         if self.proc.poll() is not None:
             self._record_exit()
             if self._thread is not None:
@@ -117,6 +120,7 @@ class Node:
     def kill(self) -> None:
         """SIGKILL the current incarnation; the supervisor starts the next one."""
         if self.proc is not None and self.proc.poll() is None:
+            self._killed = self._incarnation
             os.kill(self.proc.pid, signal.SIGKILL)
 
     def logs(self) -> str:
