@@ -125,3 +125,17 @@ def workflow_view(workflow: WorkflowDef) -> dict[str, Any]:
             "retry_budget_s": step.retry_budget_s,
         } for step in workflow.steps],
     }
+
+
+def human_seconds(value: float | None, *, compact: bool = False) -> str:
+    """A duration for people: ``850 ms``, ``12.5 s``, ``3.2 min``, ``4.1 h`` (``compact``: ``12.5s``, no ms)."""
+    if value is None:
+        return ""
+    if abs(value) < 1 and not compact:
+        return f"{value * 1000:.0f} ms"
+    sep = "" if compact else " "
+    if abs(value) < 120:
+        return f"{value:.1f}{sep}s"
+    if abs(value) < 7200:
+        return f"{value / 60:.1f}{sep}{'m' if compact else 'min'}"
+    return f"{value / 3600:.1f}{sep}h"

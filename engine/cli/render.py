@@ -50,14 +50,8 @@ _json = json_out
 _status = status
 
 
-def _secs(value: float | None) -> str:
-    if value is None:
-        return ""
-    if abs(value) < 120:
-        return f"{value:.1f}s"
-    if abs(value) < 7200:
-        return f"{value / 60:.1f}m"
-    return f"{value / 3600:.1f}h"
+def _compact_secs(value: float | None) -> str:
+    return views.human_seconds(value, compact=True)
 
 
 def apply_report(report: Any) -> None:
@@ -227,8 +221,8 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
             format_instant(run.scheduled_for) or "",
             _status(run.status.value) + (" [red](stalled)[/]" if stalled else "") +
             (f" [dim]{run.reason}[/]" if run.reason else ""),
-            f"{run.attempt_count}/{run.max_attempts}", _secs(views._seconds(run.start_delay)),
-            _secs(views._seconds(run.duration)), escape(failure))
+            f"{run.attempt_count}/{run.max_attempts}", _compact_secs(views._seconds(run.start_delay)),
+            _compact_secs(views._seconds(run.duration)), escape(failure))
     out.print(table)
 
 
@@ -241,7 +235,7 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
     out.print(f"[bold]run {run.id}[/] {escape(run.idempotency_key)}  {_status(run.status.value)}  "
               f"trigger {run.trigger.value}  attempts {run.attempt_count}/{run.max_attempts}")
     out.print(f"slot {format_instant(run.scheduled_for)} ({run.scheduled_for.astimezone(zone).isoformat()}), "
-              f"start delay {_secs(data['start_delay_s']) or '-'}, duration {_secs(data['duration_s']) or '-'}")
+              f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
     if run.error_code:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
     steps = Table(title="steps")
@@ -308,7 +302,7 @@ def workflow(item: WorkflowDef, as_json: bool) -> None:
     for column in ("#", "step", "timeout", "optional", "output", "retryable codes", "retry budget"):
         table.add_column(column)
     for index, step in enumerate(data["steps"], 1):
-        table.add_row(str(index), step["name"], _secs(step["timeout_s"]), "yes" if step["optional"] else "",
+        table.add_row(str(index), step["name"], _compact_secs(step["timeout_s"]), "yes" if step["optional"] else "",
                       step["output_model"] or "", ", ".join(step["retry_on"]),
-                      _secs(step["retry_budget_s"]) if step["retry_budget_s"] else "")
+                      _compact_secs(step["retry_budget_s"]) if step["retry_budget_s"] else "")
     out.print(table)

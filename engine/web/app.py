@@ -22,10 +22,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine import errors
+from engine import errors, views
 from engine.clock import format_instant
 from engine.runtime import Runtime
-from engine.web import auth, charts
+from engine.web import auth
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "reportflow_session"
@@ -43,7 +43,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["instant"] = _instant
-    env.filters["secs"] = charts.human_seconds
+    env.filters["secs"] = views.human_seconds
     env.filters["clip"] = _clip
     return env
 

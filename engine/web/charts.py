@@ -8,20 +8,12 @@ from html import escape
 
 from markupsafe import Markup
 
+from engine import views
+
 WIDTH, HEIGHT = 640, 170
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 14, 28
 
 
-def human_seconds(value: float | None) -> str:
-    if value is None:
-        return ""
-    if abs(value) < 1:
-        return f"{value * 1000:.0f} ms"
-    if abs(value) < 120:
-        return f"{value:.1f} s"
-    if abs(value) < 7200:
-        return f"{value / 60:.1f} min"
-    return f"{value / 3600:.1f} h"
 
 
 def series_svg(points: Sequence[tuple[datetime, float, str]], title: str) -> Markup:
@@ -51,9 +43,9 @@ def series_svg(points: Sequence[tuple[datetime, float, str]], title: str) -> Mar
              f'<line class="axis" x1="{LEFT}" y1="{TOP + plot_h}" x2="{WIDTH - RIGHT}" y2="{TOP + plot_h}"/>',
              f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}"/>',
              f'<line class="grid" x1="{LEFT}" y1="{y(top / 2):.1f}" x2="{WIDTH - RIGHT}" y2="{y(top / 2):.1f}"/>',
-             f'<text class="tick" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{escape(human_seconds(top))}</text>',
+             f'<text class="tick" x="{LEFT - 6}" y="{TOP + 4}" text-anchor="end">{escape(views.human_seconds(top))}</text>',
              f'<text class="tick" x="{LEFT - 6}" y="{y(top / 2) + 4:.1f}" text-anchor="end">'
-             f'{escape(human_seconds(top / 2))}</text>',
+             f'{escape(views.human_seconds(top / 2))}</text>',
              f'<text class="tick" x="{LEFT - 6}" y="{TOP + plot_h + 4}" text-anchor="end">0</text>',
              f'<text class="tick" x="{LEFT}" y="{HEIGHT - 8}">{escape(points[0][0].strftime("%Y-%m-%d"))}</text>',
              f'<text class="tick" x="{WIDTH - RIGHT}" y="{HEIGHT - 8}" text-anchor="end">'
@@ -62,6 +54,6 @@ def series_svg(points: Sequence[tuple[datetime, float, str]], title: str) -> Mar
     parts.append(f'<polyline class="line" points="{coords}"/>')
     for (_, value, label), t, v in zip(points, times, values, strict=True):
         parts.append(f'<circle class="dot" cx="{x(t):.1f}" cy="{y(v):.1f}" r="3">'
-                     f'<title>{escape(label)}: {escape(human_seconds(value))}</title></circle>')
+                     f'<title>{escape(label)}: {escape(views.human_seconds(value))}</title></circle>')
     parts.append("</svg>")
     return Markup("".join(parts))
