@@ -19,9 +19,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tests.acceptance import procs
 
@@ -209,3 +211,24 @@ def step_executions(log: Path) -> tuple[Counter[tuple[int, str]], Counter[tuple[
             if parts and parts[0] in ("start", "end"):
                 (starts if parts[0] == "start" else ends)[(int(parts[1]), parts[2])] += 1
     return starts, ends
+
+
+def utc(value: datetime) -> datetime:
+    """A database instant as aware UTC (SQLite hands back naive values)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def slots_seen(rows: list[Any], too_old: list[Any], context: str
+               ) -> tuple[dict[int, list[tuple[datetime, datetime]]], dict[int, set[datetime]]]:
+    """SPEC §10.1 from the outside (one revision-1 row per slot and trigger), then, per schedule,
+    the ``too_old`` ranges of the audit and the slots that have a row, for the §10.2 check."""
+    per_slot = Counter((r.schedule_id, utc(r.scheduled_for), r.trigger_type) for r in rows if r.revision == 1)
+    doubles = [k for k, n in per_slot.items() if n > 1]
+    assert not doubles, f"{context}: slots with more than one row: {doubles[:5]}"
+    ranges: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
+    for schedule_id, after in too_old:
+        ranges[schedule_id].append((datetime.fromisoformat(after["from"]), datetime.fromisoformat(after["to"])))
+    have: dict[int, set[datetime]] = defaultdict(set)
+    for r in rows:
+        have[r.schedule_id].add(utc(r.scheduled_for))
+    return ranges, have

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,7 +40,8 @@ from sqlalchemy import create_engine, select, text
 from engine.store.tables import artifacts, audit_events, runs, schedules
 from tests.acceptance import procs
 from tests.reliability import pgcluster
-from tests.reliability.nodes import Node, SuccessWatch, step_executions
+from tests.reliability.nodes import Node, SuccessWatch, slots_seen, step_executions
+from tests.reliability.nodes import utc as _utc
 from tests.support import write_config
 
 pytestmark = pytest.mark.slow
@@ -198,7 +199,6 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
         wait(lambda: fleet.open_runs() == 0, 300, f"{context}: the nodes to work off the backlog", 0.5)
         recovered_in = time.monotonic() - faults_done
         serves = [n for n in fleet.nodes if n.name.startswith("serve")]
-        workers = [n for n in fleet.nodes if n.name.startswith("work")]
         assert all(n.alive() for n in fleet.nodes), f"{context}: a node is down: {[n.name for n in fleet.nodes if not n.alive()]}"
         for node in serves:
             # A serve may fail its start-up checks while the server is down (and be restarted); once serving, never.
@@ -260,15 +260,7 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
 
 def check_slots(sched: dict[int, Any], rows: list[Any], too_old: list[Any], context: str) -> None:
     """§10.1 and §10.2 from the outside: every 5-minute slot since APPLIED, once (zones with whole-hour offsets)."""
-    per_slot = Counter((r.schedule_id, _utc(r.scheduled_for), r.trigger_type) for r in rows if r.revision == 1)
-    doubles = [k for k, n in per_slot.items() if n > 1]
-    assert not doubles, f"{context}: slots with more than one row: {doubles[:5]}"
-    ranges: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
-    for schedule_id, after in too_old:
-        ranges[schedule_id].append((datetime.fromisoformat(after["from"]), datetime.fromisoformat(after["to"])))
-    have: dict[int, set[datetime]] = defaultdict(set)
-    for r in rows:
-        have[r.schedule_id].add(_utc(r.scheduled_for))
+    ranges, have = slots_seen(rows, too_old, context)
     for schedule_id, schedule in sched.items():
         end = _utc(schedule.next_run_at)
         wanted, at = [], APPLIED.replace(minute=5)
@@ -280,10 +272,6 @@ def check_slots(sched: dict[int, Any], rows: list[Any], too_old: list[Any], cont
         assert not lost, f"{context}: {schedule.name} lost {len(lost)} slots, first {lost[:3]}"
         extra = sorted(have[schedule_id] - set(wanted))
         assert not extra, f"{context}: {schedule.name} has rows for slots not its own: {extra[:3]}"
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def test_a_worker_whose_lease_ran_out_while_beats_could_not_land_makes_no_external_effect(store_url: str,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,8 @@ from sqlalchemy import create_engine, select, text
 
 from engine.store.tables import audit_events, runs, schedules
 from tests.acceptance import procs
-from tests.reliability.nodes import Node, SuccessWatch, step_executions
+from tests.reliability.nodes import Node, SuccessWatch, slots_seen, step_executions
+from tests.reliability.nodes import utc as _utc
 from tests.support import write_config
 
 pytestmark = pytest.mark.slow
@@ -190,15 +191,7 @@ def run_soak(url: str, tmp: Path, nodes: int, seed: int, long_run: bool) -> str:
     context = (f"seed {seed}, {soak.rounds} rounds to {at.isoformat()}, {soak.kills} kills, DST transitions "
                f"{transitions(applied, at)}")
 
-    per_slot = Counter((r.schedule_id, _utc(r.scheduled_for), r.trigger_type) for r in rows if r.revision == 1)
-    doubles = [k for k, n in per_slot.items() if n > 1]
-    assert not doubles, f"{context}: slots with more than one row: {doubles[:5]}"
-    ranges: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
-    for schedule_id, after in too_old:
-        ranges[schedule_id].append((datetime.fromisoformat(after["from"]), datetime.fromisoformat(after["to"])))
-    have: dict[int, set[datetime]] = defaultdict(set)
-    for r in rows:
-        have[r.schedule_id].add(_utc(r.scheduled_for))
+    ranges, have = slots_seen(rows, too_old, context)
     for spec in soak.specs:
         row = sched[spec["name"]]
         assert _utc(row.next_run_at) > at - timedelta(days=1), f"{context}: {spec['name']} fell behind"
@@ -217,10 +210,6 @@ def run_soak(url: str, tmp: Path, nodes: int, seed: int, long_run: bool) -> str:
             f"{len(rows)} rows {dict(statuses)}, {len(executed)} four_steps runs, "
             f"{sum(1 for n in starts.values() if n > 1)} steps started again before their SUCCESS was committed, "
             f"0 after; {time.monotonic() - began:.0f}s; {context}")
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 @pytest.mark.postgres
