@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
@@ -26,7 +26,7 @@ from typing import Protocol
 from sqlalchemy.engine import Connection, Engine, RootTransaction
 
 from engine.clock import SystemClock
-from engine.store import fastsql
+from engine.store import database, fastsql
 
 _SAVEPOINT = "SAVEPOINT rf_boundary"
 _RELEASE = "RELEASE SAVEPOINT rf_boundary"
@@ -78,7 +78,7 @@ class PinnedWriter:
         self._conn = _usable(self._conn, self._engine, self._clock.monotonic() - self._used_at,
                              self._idle_recheck_s)
         try:
-            with self._conn.begin():
+            with database.write_turn(self._engine), self._conn.begin():
                 yield self._conn
         finally:
             self._used_at = self._clock.monotonic()
@@ -92,6 +92,7 @@ class PinnedWriter:
 @dataclass
 class _Batch:
     transaction: RootTransaction
+    turn: ExitStack  # this process's write turn (``database.write_turn``), given back after the COMMIT
     members: int = 0
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -136,7 +137,13 @@ class GroupCommitter:
             leader = batch is None
             if batch is None:
                 self._conn = _usable(self._conn, self._engine, self._clock.monotonic() - self._used_at)
-                batch = self._batch = _Batch(self._conn.begin())
+                turn = ExitStack()
+                turn.enter_context(database.write_turn(self._engine))
+                try:
+                    batch = self._batch = _Batch(self._conn.begin(), turn)
+                except BaseException:
+                    turn.close()
+                    raise
             batch.members += 1
             fastsql.execute_text(self._conn, _SAVEPOINT)
             try:
@@ -178,6 +185,7 @@ class GroupCommitter:
             if batch.transaction.is_active:
                 batch.transaction.rollback()
         finally:
+            batch.turn.close()
             batch.done.set()
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -47,6 +48,16 @@ class TickReport:
 
 
 BATCH = 200  # schedules per transaction: one commit per batch, not per schedule
+FIRST_BATCH = 8  # ... but the first batches are small and double: the first runs are claimable sooner
+
+
+def batch_sizes(first: int = FIRST_BATCH, largest: int = BATCH) -> Iterator[int]:
+    """8, 16, 32, 64, 128, 200, 200, ...: a burst's first runs commit after a few schedules, a large
+    tick still commits once per ``largest`` schedules."""
+    size = first
+    while True:
+        yield size
+        size = min(size * 2, largest)
 
 
 @dataclass
@@ -56,29 +67,38 @@ class _Prepared:
     candidates: list[tuple[policies.PlannedSlot, dict[str, Any]]]
 
 
-def tick(rt: Runtime) -> TickReport:
+def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickReport:
     """One scheduler pass at ``rt.clock.now()``.
 
-    Due schedules are planned (pure), then persisted in batches: in one
-    transaction, each schedule's ``next_run_at`` advances by compare-and-set
+    Due schedules are planned (pure), then persisted in batches (``batch_sizes``):
+    in one transaction, each schedule's ``next_run_at`` advances by compare-and-set
     together with its inserts. A schedule whose ``next_run_at`` another
     scheduler already advanced is left alone (``lost_races``); a slot whose
     period already has a row counts as handled (``already_present``). Neither
-    is an error.
+    is an error. ``committed`` is called after each batch that created runs
+    (``serve`` wakes its idle worker threads: those runs are claimable now).
     """
     now = rt.clock.now()
     report = TickReport(now=now)
     with rt.store.read() as conn:
         due = schedule_rows.list_due(conn, now)
     report.due = len(due)
-    prepared = [p for p in (_prepare(rt, schedule, now) for schedule in due) if p is not None]
-    for start in range(0, len(prepared), BATCH):
-        batch = prepared[start:start + BATCH]
+    start = 0
+    for size in batch_sizes():
+        if start >= len(due):
+            break
+        # Planned batch by batch, so the first batch does not wait for the whole tick's planning.
+        batch = [p for p in (_prepare(rt, schedule, now) for schedule in due[start:start + size]) if p is not None]
+        start += size
+        if not batch:
+            continue
+        before = report.runs_created
         with rt.store.write() as conn:
-            outcomes = [(p, _persist(conn, p, now, report)) for p in batch]
-        for p, made in outcomes:
-            if made is not None:
-                _announce(rt, p.schedule.spec.name, *made)
+            made = _persist(conn, batch, now, report)
+        if committed is not None and report.runs_created > before:
+            committed()
+        for p, rows, inserted, created in made:
+            _announce(rt, p.schedule.spec.name, rows, inserted, created)
     with rt.store.read() as conn:
         report.next_due_at = next_wake(conn)
     return report
@@ -103,36 +123,56 @@ def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None
     return _Prepared(schedule, plan, candidates)
 
 
-def _persist(conn: Connection, prepared: _Prepared, now: datetime,
-             report: TickReport) -> tuple[list[dict[str, Any]], dict[str, int], Counter[str]] | None:
-    """Advance ``next_run_at`` (compare-and-set) and insert the runs; None if another scheduler won."""
-    schedule, plan = prepared.schedule, prepared.plan
-    if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
-        report.lost_races += 1
-        return None
-    claims.lock_schedule_runs(conn, schedule.id)
-    # Periods that already have a row (a trigger, a backfill) count as handled. This read only
-    # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below.
-    present = run_rows.existing_keys(conn, [values["base_key"] for _, values in prepared.candidates])
-    active, pending = run_rows.overlap_counts(conn, schedule.id)
-    state = policies.OverlapState(active, pending)
-    to_insert = []
-    for slot, values in prepared.candidates:
-        if values["base_key"] in present:
-            report.already_present += 1
+def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
+             report: TickReport) -> list[tuple[_Prepared, list[dict[str, Any]], dict[str, int], Counter[str]]]:
+    """Advance each schedule's ``next_run_at`` (compare-and-set) and insert the runs of those that won.
+
+    One statement per schedule (the compare-and-set), then one each for the whole batch: the
+    periods already present, the overlap counts, the inserts, the audit records. Returns what
+    each winning schedule inserted; a schedule another scheduler won is left out.
+    """
+    won = []
+    for prepared in batch:
+        schedule, plan = prepared.schedule, prepared.plan
+        if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
+            report.lost_races += 1
             continue
-        status, overlap_reason = policies.decide_overlap(slot.status, schedule.spec.overlap, state)
-        reason = overlap_reason or slot.reason
-        to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
-    inserted = run_rows.insert_runs(conn, to_insert)
-    report.already_present += len(to_insert) - len(inserted)
-    created = Counter(str(values["status"]) for values in to_insert if values["idempotency_key"] in inserted)
-    report.created.update(created)
-    _audit_tick(conn, schedule, plan, created, now)
-    if plan.too_old is not None:
-        report.too_old_slots += plan.too_old.estimated_slots
-    report.handled += 1
-    return to_insert, inserted, created
+        claims.lock_schedule_runs(conn, schedule.id)
+        won.append(prepared)
+    if not won:
+        return []
+    # Periods that already have a row (a trigger, a backfill) count as handled. This read only
+    # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below. Two live
+    # schedules never share a workflow and project (a unique index), so never a period either.
+    present = run_rows.existing_keys(conn, [values["base_key"] for p in won for _, values in p.candidates])
+    counts = run_rows.overlap_counts_of(conn, [p.schedule.id for p in won])
+    planned: list[tuple[_Prepared, list[dict[str, Any]]]] = []
+    for prepared in won:
+        state = policies.OverlapState(*counts.get(prepared.schedule.id, (0, 0)))
+        to_insert = []
+        for slot, values in prepared.candidates:
+            if values["base_key"] in present:
+                report.already_present += 1
+                continue
+            status, overlap_reason = policies.decide_overlap(slot.status, prepared.schedule.spec.overlap, state)
+            reason = overlap_reason or slot.reason
+            to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
+        planned.append((prepared, to_insert))
+    inserted = run_rows.insert_runs(conn, [values for _, to_insert in planned for values in to_insert])
+    made = []
+    events: list[dict[str, Any]] = []
+    for prepared, to_insert in planned:
+        mine = {key: inserted[key] for values in to_insert if (key := str(values["idempotency_key"])) in inserted}
+        report.already_present += len(to_insert) - len(mine)
+        created = Counter(str(values["status"]) for values in to_insert if values["idempotency_key"] in mine)
+        report.created.update(created)
+        events += _audit_events(prepared.schedule, prepared.plan, created, now)
+        if prepared.plan.too_old is not None:
+            report.too_old_slots += prepared.plan.too_old.estimated_slots
+        report.handled += 1
+        made.append((prepared, to_insert, mine, created))
+    schedule_rows.record_audits(conn, events)
+    return made
 
 
 def _announce(rt: Runtime, name: str, rows: list[dict[str, Any]], inserted: dict[str, int],
@@ -162,8 +202,8 @@ UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),
                  RunStatus.MANUAL_REQUIRED.value: ("slots_manual_required", "misfire")}
 
 
-def _audit_tick(conn: Connection, schedule: Schedule, plan: policies.TickPlan, created: Counter[str],
-                now: datetime) -> None:
+def _audit_events(schedule: Schedule, plan: policies.TickPlan, created: Counter[str],
+                  now: datetime) -> list[dict[str, Any]]:
     """Counted, append-only records of slots that did not run (metrics read these)."""
     events = []
     if plan.too_old is not None:
@@ -177,7 +217,7 @@ def _audit_tick(conn: Connection, schedule: Schedule, plan: policies.TickPlan, c
             action, reason = UNRUN_ACTIONS[status]
             events.append(dict(at=now, actor=SYSTEM_SCHEDULER, action=action, schedule_id=schedule.id, run_id=None,
                                before=None, version=schedule.version, reason=reason, after={"count": count}))
-    schedule_rows.record_audits(conn, events)
+    return events
 
 
 def next_wake(conn: Connection) -> datetime | None:

@@ -1,9 +1,12 @@
 """``reportflow serve``: scheduler, worker and reconciler loops in one process.
 
-The loop is ``tick; sweep (now and then); drain claimable runs; sleep``. It
-sleeps until the next due slot or retry, but never longer than the poll
-interval (runs queued by other processes) nor 30 s. SIGTERM/SIGINT set
-``stop``: the current step finishes, the run is handed back, the process exits 0.
+The loop is ``tick; sweep (now and then); sleep`` while the ``WorkerPool``'s
+threads claim and execute runs beside it: each batch of runs a tick commits wakes
+the idle threads at once, so a burst's first runs start while the tick is still
+creating the others. The loop sleeps until the next due slot or retry, but never
+longer than the poll interval nor 30 s; an idle thread looks for runs queued by
+other processes every poll interval. SIGTERM/SIGINT set ``stop``: the current
+step finishes, the run is handed back, the process exits 0.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           metrics_port: int | None = None, ui_port: int | None = None) -> None:
     page = _start_ui(rt, ui_port) if ui_port is not None else None
-    worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time
+    worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time, in the background
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
@@ -47,27 +50,34 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     poll = rt.config.worker.poll_interval
     retention_timer = lifecycle.RetentionTimer(rt.config.retain)
     failures = 0
+    retry_at: datetime | None = None  # the next retry's not_before: the loop wakes for it
     reclaim = True  # at start (a restarted node) and after a database error: runs this worker id still holds
     try:
         while not stop.is_set():
             try:
+                worker.check()  # a worker thread that died of anything but a database error ends serve
                 if reclaim:
-                    # Take them back now, not after their lease; inside the loop, so a database
-                    # that goes away right at start-up is retried like any other outage.
-                    reconciler.reclaim_own(rt, worker.worker_id)
+                    # Take them back now, not after their lease (leaving alone those the pool's threads
+                    # are executing); inside the loop, so a database that goes away right at start-up
+                    # is retried like any other outage. The threads start once that has been done.
+                    worker.reclaim()
+                    worker.start()
                     if failures:
                         logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
                     reclaim, failures = False, 0
-                report = scheduler.tick(rt)
+                report = scheduler.tick(rt, committed=worker.wake)
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
                     last_sweep = rt.clock.monotonic()
                     retention_timer.maybe_prune(rt)  # [store] retain: once a day
+                    worker.wake()  # runs the sweep handed back or promoted
                 worker.beat()
-                worker.drain()
+                now = rt.clock.now()
+                if retry_at is not None and retry_at <= now:
+                    worker.wake()  # the retry this loop slept for is due: no need to wait for a poll
                 with rt.store.read() as conn:
-                    retry_at = run_rows.next_due_at(conn)
-                delay = decide_sleep(rt.clock.now(), [report.next_due_at, retry_at], poll)
+                    retry_at = run_rows.next_due_at(conn, after=now)
+                delay = decide_sleep(now, [report.next_due_at, retry_at], poll)
             except (SQLAlchemyError, GroupCommitError) as exc:
                 # The database went away (restart, failover): keep the process, try again shortly.
                 failures += 1

@@ -116,6 +116,7 @@ class Worker:
         self.projects = self._served_projects()
         self._last_beat: float | None = None
         self._held: _Lease | None = None  # the run being executed, renewed by the heartbeat thread
+        self._claimed: int | None = None  # the run claimed, from its claim's commit to its release
         self._heartbeat: threading.Thread | None = None
         self._closed = threading.Event()
 
@@ -132,22 +133,37 @@ class Worker:
 
     def run_one(self) -> RunOutcome | None:
         """Claim the best claimable run and execute it; None when nothing is claimable now."""
-        now = self.rt.clock.now()
+        claim = self.claim()
+        return None if claim is None else self.execute(claim)
+
+    def claim(self) -> Claim | None:
+        """Claim the best claimable run (one commit); from here on ``held_run`` names it until ``execute`` ends."""
         with self._writer.write() as conn:
+            # Read once the write lock is ours (SQLite's BEGIN IMMEDIATE): started_at is when the claim
+            # was made, not when this thread began to wait for another writer.
+            now = self.rt.clock.now()
             claim = claims.acquire_run(
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
                 backfill_limit=self.rt.config.worker.backfill_concurrency)
-        if claim is None:
-            return None
-        logs.event(log, logging.INFO, "run_claimed", run=claim.run.id, key=claim.run.idempotency_key,
-                   attempt=claim.attempt, token=claim.fence, worker=self.worker_id)
+        if claim is not None:
+            self._claimed = claim.run.id
+        return claim
+
+    def execute(self, claim: Claim) -> RunOutcome:
+        """Execute a run this worker has just claimed, through its checkpoints, and release it."""
         try:
-            outcome = self._execute(claim)
-        except errors.LeaseLost:  # a boundary's guard failed (in a group commit: this boundary alone)
-            logs.event(log, logging.WARNING, "lease_lost", run=claim.run.id, key=claim.run.idempotency_key,
-                       token=claim.fence, effect="boundary not recorded")
-            outcome = RunOutcome(claim.run.id, claim.run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
+            logs.event(log, logging.INFO, "run_claimed", run=claim.run.id, key=claim.run.idempotency_key,
+                       attempt=claim.attempt, token=claim.fence, worker=self.worker_id)
+            try:
+                outcome = self._execute(claim)
+            except errors.LeaseLost:  # a boundary's guard failed (in a group commit: this boundary alone)
+                logs.event(log, logging.WARNING, "lease_lost", run=claim.run.id, key=claim.run.idempotency_key,
+                           token=claim.fence, effect="boundary not recorded")
+                outcome = RunOutcome(claim.run.id, claim.run.idempotency_key, RunStatus.RUNNING,
+                                     errors.LeaseLost.code)
+        finally:
+            self._claimed = None
         while self._failed:
             run_id, key, code, message = self._failed.pop()
             self.rt.notifier.send("run_failed", run_id=run_id, key=key, error_code=code, error=message)
@@ -176,9 +192,8 @@ class Worker:
 
     @property
     def held_run(self) -> int | None:
-        """The id of the run this worker is executing, if any."""
-        held = self._held
-        return held.run_id if held is not None else None
+        """The id of the run this worker has claimed and is executing, if any."""
+        return self._claimed
 
     def _heartbeats(self) -> None:
         """This worker's heartbeat thread: every quarter of the lease, extend the run it holds, if any.
@@ -444,13 +459,18 @@ class Worker:
             self.rt.clock.sleep(poll.total_seconds(), stop)
         return done
 
-    def beat(self, *, every_s: float = 10.0) -> None:
-        """Say this worker is alive and which projects it serves (at most every ``every_s``)."""
+    def beat(self, *, every_s: float = 10.0,
+             write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        """Say this worker is alive and which projects it serves (at most every ``every_s``).
+
+        ``write``: the transaction to use when the caller is not the thread that owns this
+        worker's writer (``serve`` beats while the pool's threads work).
+        """
         clock = self.rt.clock
         if self._last_beat is not None and clock.monotonic() - self._last_beat < every_s:
             return
         self._last_beat = clock.monotonic()
-        with self._writer.write() as conn:
+        with (write or self._writer.write)() as conn:
             instance_rows.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 

@@ -36,7 +36,7 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits on success."""
-        with self.engine.begin() as conn:
+        with self.engine.connect() as conn, database.write_turn(self.engine), conn.begin():
             yield conn
 
     @contextmanager

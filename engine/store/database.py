@@ -5,6 +5,7 @@ step) and a 30 s busy timeout; every write transaction starts with
 ``BEGIN IMMEDIATE`` because a deferred one that upgrades to a writer can fail
 with ``SQLITE_BUSY_SNAPSHOT``, which no busy timeout cures. Read-only work can
 ask for a deferred ``BEGIN`` with the ``sqlite_begin="DEFERRED"`` execution option.
+The threads of one process take turns to write (``write_turn``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sqlite3
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -40,7 +44,37 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+_WRITE_TURNS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def write_turn(engine: Engine) -> Iterator[None]:
+    """Hold this around a write transaction: on SQLite, one thread of this process writes at a time.
+
+    SQLite lets one writer in. A second connection's ``BEGIN IMMEDIATE`` waits in
+    SQLite's busy handler, which sleeps 1, 2, 5, 10, 15, 20, 25, 25, ... ms between
+    tries: a thread could sleep 25 ms past the moment the lock came free (``serve``'s
+    tick and its worker threads write side by side). Threads of one process queue on
+    a Python lock instead and go in the moment the writer before them is done; other
+    processes still meet the busy handler. Like SQLite, gives up after the busy
+    timeout ("database is locked"). Nothing on PostgreSQL. Take the connection first,
+    then the turn: a thread waiting for a pooled connection never holds the turn.
+    """
+    turn = _WRITE_TURNS.get(engine)
+    if turn is None:
+        yield
+        return
+    if not turn.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+        raise OperationalError("BEGIN IMMEDIATE", None, sqlite3.OperationalError("database is locked"))
+    try:
+        yield
+    finally:
+        turn.release()
+
+
 def _configure_sqlite(engine: Engine) -> None:
+    _WRITE_TURNS[engine] = threading.Lock()
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves

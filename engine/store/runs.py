@@ -69,18 +69,27 @@ def insert_runs(conn: Connection, rows_: Sequence[Mapping[str, Any]]) -> dict[st
     return {key: int(run_id) for run_id, key in result.all()}
 
 
-_OVERLAP_COUNTS = (select(runs.c.status, func.count())
-                   .where(runs.c.schedule_id == bindparam("b_schedule"),
-                          runs.c.trigger_type == RunTrigger.SCHEDULED.value, runs.c.status.in_(_ACTIVE))
-                   .group_by(runs.c.status))
 _KEYS_PRESENT = select(runs.c.base_key).where(runs.c.base_key.in_(bindparam("b_keys", expanding=True)))
 
 
-def overlap_counts(conn: Connection, schedule_id: int) -> tuple[int, int]:
-    """(active, pending) SCHEDULED runs of a schedule: what overlap policies count."""
-    result = conn.execute(_OVERLAP_COUNTS, {"b_schedule": schedule_id}).all()
-    counts: dict[str, int] = {status: count for status, count in result}
-    return sum(counts.values()), counts.get(RunStatus.PENDING.value, 0)
+_OVERLAP_COUNTS_OF = (select(runs.c.schedule_id, runs.c.status, func.count())
+                      .where(runs.c.schedule_id.in_(bindparam("b_schedules", expanding=True)),
+                             runs.c.trigger_type == RunTrigger.SCHEDULED.value, runs.c.status.in_(_ACTIVE))
+                      .group_by(runs.c.schedule_id, runs.c.status))
+
+
+def overlap_counts_of(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """(active, pending) SCHEDULED runs of each schedule, what overlap policies count; a schedule
+    with no active run is left out."""
+    active: dict[int, int] = {}
+    pending: dict[int, int] = {}
+    for start in range(0, len(schedule_ids), 500):
+        chunk = list(schedule_ids[start:start + 500])
+        for schedule_id, status, count in conn.execute(_OVERLAP_COUNTS_OF, {"b_schedules": chunk}):
+            active[schedule_id] = active.get(schedule_id, 0) + count
+            if status == RunStatus.PENDING.value:
+                pending[schedule_id] = count
+    return {schedule_id: (n, pending.get(schedule_id, 0)) for schedule_id, n in active.items()}
 
 
 def _guarded_status(conn: Connection, run_id: int, target: RunStatus, **values: Any) -> None:
@@ -202,7 +211,10 @@ def orphaned_pending(conn: Connection) -> list[int]:
     return [int(s) for s in conn.execute(query).scalars() if s is not None]
 
 
-def next_due_at(conn: Connection) -> datetime | None:
-    """The earliest ``not_before`` among waiting runs (for the serve loop's sleep)."""
-    return conn.execute(select(func.min(runs.c.not_before)).where(
-        runs.c.status.in_([RunStatus.RETRY_PENDING.value, RunStatus.QUEUED.value]))).scalar()
+def next_due_at(conn: Connection, *, after: datetime | None = None) -> datetime | None:
+    """The earliest ``not_before`` among waiting runs (later than ``after``): the serve loop's wake-up."""
+    query = select(func.min(runs.c.not_before)).where(
+        runs.c.status.in_([RunStatus.RETRY_PENDING.value, RunStatus.QUEUED.value]))
+    if after is not None:
+        query = query.where(runs.c.not_before > after)
+    return conn.execute(query).scalar()

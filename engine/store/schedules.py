@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 
 from engine import errors
 from engine.models import AuditEvent, Schedule, ScheduleSpec
-from engine.store import rows
+from engine.store import fastsql, rows
 from engine.store.tables import LIVE_SCHEDULE, audit_events, schedules
 
 
@@ -86,8 +86,8 @@ _ADVANCE = (update(schedules)
 
 def advance_next_run_at(conn: Connection, schedule_id: int, expected: datetime, new: datetime) -> bool:
     """Compare-and-set ``next_run_at``; False means another scheduler already handled this tick."""
-    result = conn.execute(_ADVANCE, {"b_id": schedule_id, "b_expected": expected, "b_new": new})
-    return result.rowcount == 1
+    result = fastsql.execute(conn, _ADVANCE, {"b_id": schedule_id, "b_expected": expected, "b_new": new})
+    return bool(result.rowcount == 1)
 
 
 def record_audit(conn: Connection, *, at: datetime, actor: str, action: str, schedule_id: int | None = None,
