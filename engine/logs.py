@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -24,14 +25,14 @@ FIELDS_ATTR = "rf_fields"
 
 def _plain(value: Any) -> Any:
     """A JSON-ready value: instants in the one ``Z`` format, everything else as is or as text."""
+    if value is None or isinstance(value, str | int | float | bool):  # most fields: first
+        return value
     if isinstance(value, datetime):
         return format_instant(value)
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -39,8 +40,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _text_value(value: Any) -> str:
-    plain = _plain(value)
+_NEEDS_QUOTES = re.compile('[ "=\n\t]')
+
+
+def _text_of(plain: Any) -> str:
+    """The text form of a value ``_plain`` has made."""
     if plain is None:
         return "-"
     if isinstance(plain, bool):
@@ -48,20 +52,16 @@ def _text_value(value: Any) -> str:
     if isinstance(plain, list | dict):
         return json.dumps(plain, ensure_ascii=False)
     text = str(plain)
-    return json.dumps(text, ensure_ascii=False) if not text or any(c in text for c in ' "=\n\t') else text
-
-
-def render(name: str, fields: dict[str, Any]) -> str:
-    """The text form: ``name key=value ...``."""
-    return " ".join([name, *(f"{key}={_text_value(value)}" for key, value in fields.items())])
+    return json.dumps(text, ensure_ascii=False) if not text or _NEEDS_QUOTES.search(text) else text
 
 
 def event(logger: logging.Logger, level: int, name: str, /, exc_info: bool = False, **fields: Any) -> None:
     """Log event ``name`` with structured ``fields`` (cheap when the level is disabled)."""
     if not logger.isEnabledFor(level):
         return
-    logger.log(level, "%s", render(name, fields), exc_info=exc_info,
-               extra={EVENT_ATTR: name, FIELDS_ATTR: {key: _plain(value) for key, value in fields.items()}})
+    plain = {key: _plain(value) for key, value in fields.items()}  # once, for the text and the JSON form
+    message = " ".join([name, *(f"{key}={_text_of(value)}" for key, value in plain.items())])  # name key=value ...
+    logger.log(level, "%s", message, exc_info=exc_info, extra={EVENT_ATTR: name, FIELDS_ATTR: plain})
 
 
 class JsonFormatter(logging.Formatter):
