@@ -25,8 +25,8 @@ T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
 def flow_config(tmp: Path, url: str, *, schedules: list[dict[str, object]], lease: str = "60s",
-                **flow: object) -> Path:
-    sections = {"worker": {"lease": lease, "retry_backoff": "1s", "poll_interval": "0.2s"},
+                worker: dict[str, object] | None = None, **flow: object) -> Path:
+    sections = {"worker": {"lease": lease, "retry_backoff": "1s", "poll_interval": "0.2s", **(worker or {})},
                 "testflow": {"log": str(tmp / "steps.log"), "gate": str(tmp / "gate"), **flow}}
     return write_config(tmp / "reportflow.toml", db_url=url, sections=sections, schedules=schedules)
 
@@ -235,6 +235,35 @@ def test_sigterm_mid_step_finishes_the_step_and_hands_the_run_back(sqlite_url: s
     ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(70)))
     ends = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "end")
     assert ends == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqlite_url: str, tmp_path: Path,
+                                                                            concurrency: int) -> None:
+    """serve's worker threads run beside its loop: SIGTERM still lets the step finish, hands the run back, exits 0."""
+    config = flow_config(tmp_path, sqlite_url, schedules=[four(cron="* * * * *") | {"allow_frequent": True}],
+                         block_on=["TWO"], worker={"concurrency": concurrency})
+    clock = procs.Shared(T0)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-2)))
+    server = procs.spawn(tmp_path, config, "serve", "--worker-id", "srv", now=clock.at(-1), log_name="serve.log")
+    try:
+        procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
+                       what="serve to enter TWO")
+        server.send_signal(signal.SIGTERM)
+        (tmp_path / "gate").touch()
+        server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert server.returncode == 0, (tmp_path / "serve.log").read_text()
+    with db(sqlite_url).connect() as conn:
+        run = conn.execute(select(runs.c.status, runs.c.lease_owner).where(runs.c.id == 1)).one()
+        done = dict(conn.execute(select(steps.c.name, steps.c.status).where(steps.c.run_id == 1)).all())
+        outcomes = conn.execute(select(attempts.c.outcome).where(attempts.c.run_id == 1)).scalars().all()
+    assert run.status == "QUEUED" and run.lease_owner is None
+    assert done == {"ONE": "SUCCESS", "TWO": "SUCCESS", "THREE": "PENDING", "FOUR": "PENDING"}
+    assert outcomes == ["released"]
+    assert "serve_stopped" in (tmp_path / "serve.log").read_text()
 
 
 def test_concurrent_schedule_edits_one_wins_the_other_exits_3(store_url: str, tmp_path: Path) -> None:

@@ -347,3 +347,95 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
         stop.set()
         thread.join(timeout=60)
     assert statuses(rt) == {"SUCCESS": 2}
+
+
+def serving(rt, stop: threading.Event) -> threading.Thread:  # type: ignore[no-untyped-def]
+    from engine import service
+
+    thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: str, concurrency: int) -> None:
+    """24 schedules fall due at once; pinning the last one waits until a run has executed a step.
+
+    That can only happen if serve's worker threads claim the runs the tick has committed
+    while the tick is still preparing the others (a serve that ran its tick to the end
+    before claiming would wait on itself until the pin gives up).
+    """
+    projects = [f"p{i:02d}" for i in range(24)]
+    first_step = threading.Event()
+    all_done = threading.Event()
+    rows_at_first_step: list[int] = []
+    pin_waited: list[bool] = []
+    executed = Counter[int]()
+    lock = threading.Lock()
+    stores: list[object] = []  # the runtime's store, once it exists
+
+    def pin(settings: object, project: str) -> dict[str, object]:
+        if project == projects[-1]:
+            pin_waited.append(first_step.wait(timeout=30))
+        return {}
+
+    def step(ctx: StepContext) -> StepResult:
+        with lock:
+            if not first_step.is_set():
+                with stores[0].read() as conn:  # type: ignore[attr-defined]
+                    rows_at_first_step.append(len(conn.execute(select(runs.c.id)).all()))
+                first_step.set()
+            executed[ctx.run_id] += 1
+            if len(executed) == len(projects):
+                all_done.set()
+        return StepResult(output={"ok": True})
+
+    workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT, steps=(StepSpec("ONE", step),), pin=pin)
+    rt = runtime(store_url, workflow, [schedule(f"s{p}", p) for p in projects], concurrency=concurrency)
+    stores.append(rt.store)
+    rt.clock.set(T0 + timedelta(minutes=59))  # the 06:00 slot of every schedule is due
+    stop = threading.Event()
+    thread = serving(rt, stop)
+    try:
+        finished = all_done.wait(timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert pin_waited == [True]  # a step ran before the tick had pinned its last schedule
+    assert rows_at_first_step[0] < len(projects)  # ... when not every run of the burst existed yet
+    assert finished and statuses(rt) == {"SUCCESS": len(projects)}
+    assert set(executed.values()) == {1}
+
+
+def test_serve_starts_a_run_its_tick_creates_without_waiting_for_the_poll_interval(sqlite_url: str) -> None:
+    """With an hour between polls, an idle worker thread still takes the slot's run at once:
+    the tick's commit wakes it."""
+    from engine.clock import SystemClock
+
+    ran = threading.Event()
+
+    def step(ctx: StepContext) -> StepResult:
+        ran.set()
+        return StepResult(output={"ok": True})
+
+    workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT, steps=(StepSpec("ONE", step),))
+    slot = datetime(2026, 9, 29, 6, 0, tzinfo=UTC)
+    spec = schedule("every_minute", "p") | {"cron": "* * * * *", "allow_frequent": True}
+    applied = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(slot - timedelta(seconds=30)),
+                           registry={"pooled": workflow})
+    schedules.apply(applied)  # next_run_at: the 06:00 slot
+    # serve's clock reaches the slot one real second after it starts: its threads are idle by then.
+    clock = SystemClock(offset=slot - timedelta(seconds=1) - datetime.now(UTC))
+    rt = make_runtime(sqlite_url, schedules=[spec], clock=clock, registry={"pooled": workflow},
+                      extra={"worker": {"poll_interval": "1h", "concurrency": 2}})
+    stop = threading.Event()
+    thread = serving(rt, stop)
+    try:
+        woke = ran.wait(timeout=30)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert woke  # not an hour later
+    with rt.store.read() as conn:
+        done = conn.execute(select(runs.c.status, runs.c.scheduled_for)).all()
+    assert [tuple(row) for row in done] == [("SUCCESS", slot)]
