@@ -48,8 +48,9 @@ def dialect_insert(conn: Connection) -> Any:
 
 def _insert_or_nothing(conn: Connection) -> Any:
     # Built once per dialect and executed with parameters, so SQLAlchemy's statement cache applies.
-    return dialect_insert(conn)(runs).on_conflict_do_nothing().returning(runs.c.id, runs.c.idempotency_key,
-                                                                  sort_by_parameter_order=True)
+    # Each returned row names its key, so the rows' order does not matter (asking SQLAlchemy to
+    # keep the parameters' order cost ~40% more per row on SQLite).
+    return dialect_insert(conn)(runs).on_conflict_do_nothing().returning(runs.c.id, runs.c.idempotency_key)
 
 
 def insert_run(conn: Connection, values: Mapping[str, Any]) -> int | None:
