@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
 from engine import errors, logs, pinning, policies
@@ -22,9 +21,9 @@ from engine.clock import format_instant
 from engine.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.store import claims
+from engine.store import due as due_rows
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
-from engine.store.tables import LIVE_SCHEDULE
 from engine.store.tables import schedules as schedules_table
 
 log = logging.getLogger(__name__)
@@ -182,5 +181,4 @@ def _audit_tick(conn: Connection, schedule: Schedule, plan: policies.TickPlan, c
 
 def next_wake(conn: Connection) -> datetime | None:
     """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
-    query = select(func.min(schedules_table.c.next_run_at)).where(text(LIVE_SCHEDULE))
-    return conn.execute(query).scalar()
+    return conn.execute(due_rows.next_wake_query(schedules_table.c.next_run_at)).scalar()

@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 
 from engine.models import RunStatus, RunTrigger, StepStatus
+from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
 metadata = MetaData(naming_convention={
@@ -44,10 +45,6 @@ Id = BigInteger().with_variant(Integer(), "sqlite")
 def _in(column: str, values: list[str]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
-
-# The due-schedule predicate, written once: queries must repeat the partial index's own text,
-# because neither database proves `enabled IS true AND archived IS false` implies it.
-LIVE_SCHEDULE = "enabled AND NOT archived"
 
 schedules = Table(
     "schedules", metadata,
@@ -190,6 +187,17 @@ rate_limits = Table(
     "rate_limits", metadata,
     Column("name", String(100), primary_key=True),
     Column("next_at", UTCDateTime, nullable=False),
+)
+
+# The configurations a full ``tick`` validated, by fingerprint (``engine.fast_tick``): a tick
+# whose inputs match one, with nothing due, answers without validating again. ``files`` is
+# JSON text: the source files that validation loaded, with their sizes and mtimes. Only the
+# newest few rows are kept.
+config_fingerprints = Table(
+    "config_fingerprints", metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("files", Text, nullable=False),
+    Column("recorded_at", UTCDateTime, nullable=False),
 )
 
 
