@@ -278,6 +278,13 @@ def remember(rt: Runtime, seen: Inputs) -> None:
     ``seen`` was read (the validated version is then uncertain): the next tick
     validates again. An unchanged record is not written again.
     """
+    import logging
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from engine import logs
+    from engine.store import fingerprints
+
     config = rt.config
     if config.path is None:
         return
@@ -292,11 +299,15 @@ def remember(rt: Runtime, seen: Inputs) -> None:
     settled_before = seen.read_at_ns - SETTLE // timedelta(microseconds=1) * 1000
     if any(mtime_ns >= settled_before for _, _, mtime_ns in files):
         return
-    from engine.store import fingerprints
-
     encoded = json.dumps(files)
-    with rt.store.read() as conn:
-        if fingerprints.files_of(conn, seen.fingerprint) == encoded:
-            return
-    with rt.store.write() as conn:
-        fingerprints.record(conn, seen.fingerprint, encoded, rt.clock.now(), keep=KEEP)
+    try:
+        with rt.store.read() as conn:
+            if fingerprints.files_of(conn, seen.fingerprint) == encoded:
+                return
+        with rt.store.write() as conn:
+            fingerprints.record(conn, seen.fingerprint, encoded, rt.clock.now(), keep=KEEP)
+    except SQLAlchemyError as exc:
+        # Only the next tick's speed depends on it: a full disk or a read-only store must not
+        # fail a tick that writes nothing else. The tick's own queries report a store that is down.
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        logs.event(logging.getLogger(__name__), logging.WARNING, "config_fingerprint_not_recorded", reason=reason)
