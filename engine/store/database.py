@@ -26,8 +26,8 @@ from sqlalchemy.pool import NullPool
 from engine import errors
 from engine.store import fastsql
 
-HEAD_REVISION = "0004"
-KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004"})
+HEAD_REVISION = "0005"
+KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE")}

@@ -1,7 +1,7 @@
 """The configurations a full ``tick`` validated, for the nothing-due fast path (engine.fast_tick).
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from alembic import op
 
 from engine.store.types import UTCDateTime
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
