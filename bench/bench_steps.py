@@ -10,7 +10,9 @@ Per repetition, side by side (SPEC §11, target: step transitions/s ≥ 40% of t
 3. replay: the very SQL the engine issued for those runs (statements, parameters,
    BEGINs and COMMITs, recorded once from an untimed pass) replayed through ``sqlite3``
    on a copy of the same database: the rate this design reaches with no Python,
-   SQLAlchemy or thread overhead at all, i.e. the ceiling of the implementation;
+   SQLAlchemy or thread overhead at all, i.e. the ceiling of the implementation; and
+   the same statements with one COMMIT per 8 write transactions: the ceiling of
+   group commit at concurrency 8 (``bench_concurrency``), fsyncs shared, no Python;
 4. DBOS Transact (bench venv, a subprocess) running the same 4-step workflow
    ``--runs`` times on a SQLite system database in WAL.
 
@@ -102,28 +104,53 @@ def queued_runtime(template: Path, runs: int, inline: bool = False):  # type: ig
     return runtime_on(copy_of(template, "engine.db"), ManualClock(T0 + timedelta(minutes=runs)), inline)
 
 
-def record_sql(template: Path, runs: int) -> list[tuple[str, object, bool]]:
-    """Every statement, BEGIN and COMMIT the engine issues to drain the runs, in order.
+class _Recorder:
+    """Every statement (with its parameters), COMMIT and ROLLBACK a sqlite3 connection runs."""
 
-    Recorded with sqlite3's trace callback (the statements as SQLite ran them, parameters
-    inlined), so statements executed on the DBAPI cursor below SQLAlchemy are included.
-    """
-    rt = queued_runtime(template, runs)
     log: list[tuple[str, object, bool]] = []
 
-    def trace(statement: str) -> None:
-        if statement.startswith("PRAGMA"):
-            return
-        log.append(("COMMIT", None, False) if statement == "COMMIT" else
-                   ("ROLLBACK", None, False) if statement == "ROLLBACK" else (statement, (), False))
+    class Cursor(sqlite3.Cursor):
+        def execute(self, sql: str, parameters: object = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+            if not sql.startswith("PRAGMA"):
+                _Recorder.log.append((sql, parameters, False))
+            return super().execute(sql, parameters)  # type: ignore[arg-type]
 
-    @event.listens_for(rt.store.engine, "connect")
-    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
-        dbapi_connection.set_trace_callback(trace)
+        def executemany(self, sql: str, seq: object, /) -> sqlite3.Cursor:  # type: ignore[override]
+            rows = list(seq)  # type: ignore[call-overload]
+            _Recorder.log.append((sql, rows, True))
+            return super().executemany(sql, rows)
 
-    rt.store.engine.dispose()  # connections opened from here on are traced
+    class Connection(sqlite3.Connection):
+        def cursor(self, factory: type = None) -> sqlite3.Cursor:  # type: ignore[override,assignment]
+            return super().cursor(factory or _Recorder.Cursor)
+
+        def commit(self) -> None:
+            _Recorder.log.append(("COMMIT", None, False))
+            super().commit()
+
+        def rollback(self) -> None:
+            _Recorder.log.append(("ROLLBACK", None, False))
+            super().rollback()
+
+
+def record_sql(template: Path, runs: int) -> list[tuple[str, object, bool]]:
+    """Every statement (SQL and parameters, as the driver got them), BEGIN and COMMIT the engine issues.
+
+    Recorded by a ``sqlite3.Connection`` subclass under SQLAlchemy, so the statements
+    executed on the DBAPI cursor below SQLAlchemy are included, and the replay binds the
+    same parameters to the same SQL text (prepared once, as the engine's are).
+    """
+    rt = queued_runtime(template, runs)
+    _Recorder.log = []
+
+    @event.listens_for(rt.store.engine, "do_connect")
+    def _recording(dialect, conn_rec, cargs, cparams):  # type: ignore[no-untyped-def]
+        cparams["factory"] = _Recorder.Connection
+
+    rt.store.engine.dispose()  # connections opened from here on record
     assert drain(rt) == runs
     rt.store.dispose()
+    log, _Recorder.log = _Recorder.log, []
     return log
 
 
@@ -149,6 +176,28 @@ def replay(template: Path, log: list[tuple[str, object, bool]]) -> float:
     conn.close()
     assert done > 0
     return seconds
+
+
+def grouped(log: list[tuple[str, object, bool]], size: int) -> list[tuple[str, object, bool]]:
+    """The same statements with one COMMIT per ``size`` write transactions (group commit, no Python)."""
+    out: list[tuple[str, object, bool]] = []
+    open_, ended = False, 0
+    for entry in log:
+        if entry[0] == "BEGIN IMMEDIATE":
+            if open_:
+                continue
+            open_ = True
+        elif entry[0] == "ROLLBACK":  # the pool resetting a connection it got back: nothing to undo
+            continue
+        elif entry[0] == "COMMIT":
+            ended += 1
+            if ended % size:
+                continue
+            open_ = False
+        out.append(entry)
+    if open_:
+        out.append(("COMMIT", None, False))
+    return out
 
 
 def drain(rt) -> int:  # type: ignore[no-untyped-def]
@@ -196,7 +245,7 @@ def main() -> None:
     reps = c.check_reps(args.reps)
     c.announce("bench_steps.py")
     with_dbos = not args.no_dbos and c.bench_python() is not None
-    raw, engine, inline, replayed, dbos, dbos_meta = [], [], [], [], [], {}
+    raw, engine, inline, replayed, replayed8, dbos, dbos_meta = [], [], [], [], [], [], {}
     tmp_dir = tempfile.TemporaryDirectory(prefix="bench-steps-", dir=args.dir)
     folder = Path(tmp_dir.name)
     template = build_template(folder, args.runs)
@@ -211,6 +260,7 @@ def main() -> None:
         inline.append(engine_pass(template, args.runs, inline=True))
         raw.append((before + raw_commit_rate(folder)) / 2)
         replayed.append(replay(template, log))
+        replayed8.append(replay(template, grouped(log, 8)))
         if with_dbos:
             dbos_meta = c.run_comparator(c.REPO_ROOT / "bench" / "comparators" / "dbos_steps.py",
                                          "--runs", str(args.runs))
@@ -235,10 +285,12 @@ def main() -> None:
             c.stat_row("replay steps/s ÷ raw commits/s (same rep): the design's ceiling",
                        [steps / s / r for s, r in zip(replayed, raw, strict=True)], "%"),
             c.stat_row("engine ÷ replay (same rep): share of time that is the database's",
-                       [p / e for p, e in zip(replayed, engine, strict=True)], "%")]
+                       [p / e for p, e in zip(replayed, engine, strict=True)], "%"),
+            c.stat_row("replay with one COMMIT per 8 write transactions ÷ raw: group commit's SQL ceiling",
+                       [steps / s / r for s, r in zip(replayed8, raw, strict=True)], "x")]
     payload = {"runs": args.runs, "raw_commits_per_s": raw, "engine_seconds": engine, "ratio": ratio,
                "inline_seconds": inline,
-               "replay_seconds": replayed, "statements": len(log) - commits, "commits": commits}
+               "replay_seconds": replayed, "replay_grouped8_seconds": replayed8, "statements": len(log) - commits, "commits": commits}
     if dbos:
         dbos_steps = [steps / s for s in dbos]
         rows += [c.stat_row(f"DBOS {dbos_meta['dbos_version']} step transitions/s", dbos_steps),

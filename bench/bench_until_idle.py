@@ -9,7 +9,10 @@ repetition, side by side, each on a fresh copy of the template (SQLite, WAL,
 defaults (concurrency 1, ``backfill_concurrency`` 1) and (b) with
 ``--concurrency 8`` and ``backfill_concurrency = 8``; and, for reference, the
 start-up alone: ``python -m engine.cli --help`` (there is no ``--version`` yet) and ``python -c "import
-sqlalchemy"``. Every pass must leave 864 SUCCESS runs.
+sqlalchemy"``, and the same ``work --until-idle`` once more on the drained copy, where
+nothing is claimable (the command's own start-up). From that and the raw rate, two ceilings:
+the ratio if each run cost nothing but its two commits at the raw rate (concurrency 1: a claim
+and a finish), and if it cost nothing at all. Every pass must leave 864 SUCCESS runs.
 Target (SPEC §11): runs/s ≥ 0.25× the raw commit rate.
 """
 
@@ -49,7 +52,12 @@ def template(folder: Path) -> Path:
 
 
 def work(tpl: Path, folder: Path, *args: str, worker: dict[str, object] | None = None) -> float:
-    db = copy_of(tpl, "engine.db")
+    """Seconds for one ``work --until-idle`` process to drain a fresh copy of the template."""
+    return work_on(copy_of(tpl, "engine.db"), folder, *args, worker=worker, expect=RUNS)
+
+
+def work_on(db: Path, folder: Path, *args: str, worker: dict[str, object] | None = None, expect: int) -> float:
+    """Seconds for one ``work --until-idle`` process on ``db``; ``expect`` SUCCESS runs there afterwards."""
     config = write_config(folder / "reportflow.toml", db_url=f"sqlite:///{db}", sections={"worker": worker or {}},
                           schedules=[SCHEDULE])
     cmd = [sys.executable, "-m", "engine.cli", "--config", str(config), "--now", NOW_ARG, "work", "--until-idle",
@@ -58,7 +66,7 @@ def work(tpl: Path, folder: Path, *args: str, worker: dict[str, object] | None =
     assert proc.returncode == 0, proc.stderr[-2000:]
     with sqlite3.connect(db) as conn:
         done = conn.execute("SELECT count(*) FROM runs WHERE status = 'SUCCESS'").fetchone()[0]
-    assert done == RUNS, (done, proc.stderr[-2000:])
+    assert done == expect, (done, proc.stderr[-2000:])
     return seconds
 
 
@@ -75,12 +83,14 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="bench-idle-")
     folder = Path(tmp.name)
     tpl = template(folder)
-    raw, one, eight, version, sqla = [], [], [], [], []
+    raw, one, eight, version, sqla, empty = [], [], [], [], [], []
     for rep in range(reps):
         before = raw_commit_rate(folder)
         one.append(work(tpl, folder))
         eight.append(work(tpl, folder, "--concurrency", "8", worker={"backfill_concurrency": 8}))
         raw.append((before + raw_commit_rate(folder)) / 2)
+        # The same command with nothing to claim (the drained copy): what start-up alone costs it.
+        empty.append(work_on(folder / "engine.db", folder, worker={"backfill_concurrency": 8}, expect=RUNS))
         version.append(startup("-m", "engine.cli", "--help"))
         sqla.append(startup("-c", "import sqlalchemy"))
         print(f"rep {rep + 1}/{reps}: raw {raw[-1]:,.0f}/s; default {RUNS / one[-1]:,.0f} runs/s "
@@ -96,12 +106,19 @@ def main() -> None:
                    "x"),
         c.stat_row("process start: python -m engine.cli --help", version, "s"),
         c.stat_row('process start: python -c "import sqlalchemy"', sqla, "s"),
+        c.stat_row("process start: work --until-idle with nothing to claim", empty, "s"),
+        # Ceilings: what the ratio would be if each run cost only its two commits at the raw rate
+        # (concurrency 1: a claim and a finish), or nothing at all (every commit shared and free).
+        c.stat_row("ceiling, start + 2 raw commits per run and nothing else: runs/s ÷ raw",
+                   [RUNS / (e + 2 * RUNS / r) / r for e, r in zip(empty, raw)], "x"),
+        c.stat_row("ceiling, start and nothing else: runs/s ÷ raw", [RUNS / e / r for e, r in zip(empty, raw)], "x"),
     ]
     print()
     print(c.table(c.STAT_HEADERS, rows))
     ratio = sorted(RUNS / s / r for s, r in zip(one, raw))[len(one) // 2]
     print(f"\ntarget runs/s ≥ 0.25× raw: defaults median {ratio:.3f}× ({'met' if ratio >= 0.25 else 'MISSED'})")
-    c.save("bench_until_idle", {"raw": raw, "one": one, "eight": eight, "version": version, "sqlalchemy": sqla})
+    c.save("bench_until_idle", {"raw": raw, "one": one, "eight": eight, "version": version, "sqlalchemy": sqla,
+                                "empty": empty})
     tmp.cleanup()
 
 

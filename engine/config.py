@@ -34,10 +34,11 @@ from pydantic import (
 )
 
 from engine import errors
+from engine.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
+from engine.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
+from engine.defaults import resolve_store_url as resolve_store_url
 from engine.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
 
-DEFAULT_CONFIG = "reportflow.toml"
-DEFAULT_DB_URL = "sqlite:///.reportflow/reportflow.db"
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -219,16 +220,6 @@ def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequ
     elif "input" in first and not isinstance(first["input"], dict | list):
         message = f"{first['input']!r}: {message}"
     return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)
-
-
-def resolve_store_url(url: str, base_dir: Path) -> str:
-    """Resolve a relative SQLite path against the config's folder."""
-    prefix = "sqlite:///"
-    if url.startswith(prefix) and not url.startswith("sqlite:////") and url != "sqlite:///:memory:":
-        path = url[len(prefix):]
-        if not os.path.isabs(path):
-            return prefix + str((base_dir / path).resolve())
-    return url
 
 
 def read_toml(path: Path) -> dict[str, Any]:

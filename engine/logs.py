@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -25,14 +24,14 @@ FIELDS_ATTR = "rf_fields"
 
 def _plain(value: Any) -> Any:
     """A JSON-ready value: instants in the one ``Z`` format, everything else as is or as text."""
-    if value is None or isinstance(value, str | int | float | bool):  # most fields: first
-        return value
     if isinstance(value, datetime):
         return format_instant(value)
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -40,11 +39,8 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-_NEEDS_QUOTES = re.compile('[ "=\n\t]')
-
-
-def _text_of(plain: Any) -> str:
-    """The text form of a value ``_plain`` has made."""
+def _text_value(plain: Any) -> str:
+    """One field's text form; ``plain`` is already ``_plain``'d."""
     if plain is None:
         return "-"
     if isinstance(plain, bool):
@@ -52,16 +48,32 @@ def _text_of(plain: Any) -> str:
     if isinstance(plain, list | dict):
         return json.dumps(plain, ensure_ascii=False)
     text = str(plain)
-    return json.dumps(text, ensure_ascii=False) if not text or _NEEDS_QUOTES.search(text) else text
+    return json.dumps(text, ensure_ascii=False) if not text or any(c in text for c in ' "=\n\t') else text
+
+
+def render(name: str, fields: dict[str, Any]) -> str:
+    """The text form of plain fields: ``name key=value ...``."""
+    return " ".join([name, *(f"{key}={_text_value(value)}" for key, value in fields.items())])
+
+
+class _Line:
+    """The text form of an event, rendered only if a handler formats it (JSON reads the fields)."""
+
+    __slots__ = ("name", "fields")
+
+    def __init__(self, name: str, fields: dict[str, Any]) -> None:
+        self.name, self.fields = name, fields
+
+    def __str__(self) -> str:
+        return render(self.name, self.fields)
 
 
 def event(logger: logging.Logger, level: int, name: str, /, exc_info: bool = False, **fields: Any) -> None:
     """Log event ``name`` with structured ``fields`` (cheap when the level is disabled)."""
     if not logger.isEnabledFor(level):
         return
-    plain = {key: _plain(value) for key, value in fields.items()}  # once, for the text and the JSON form
-    message = " ".join([name, *(f"{key}={_text_of(value)}" for key, value in plain.items())])  # name key=value ...
-    logger.log(level, "%s", message, exc_info=exc_info, extra={EVENT_ATTR: name, FIELDS_ATTR: plain})
+    plain = {key: _plain(value) for key, value in fields.items()}
+    logger.log(level, "%s", _Line(name, plain), exc_info=exc_info, extra={EVENT_ATTR: name, FIELDS_ATTR: plain})
 
 
 class JsonFormatter(logging.Formatter):
@@ -89,8 +101,15 @@ class JsonFormatter(logging.Formatter):
 class TextFormatter(logging.Formatter):
     """``2026-09-29T10:30:00Z INFO run_claimed run=3 key=...`` (UTC, second precision)."""
 
+    _last: tuple[int, str] = (-1, "")  # (second, its text), replaced as one tuple: threads share it
+
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        return format_instant(datetime.fromtimestamp(int(record.created), UTC)) or ""
+        second, stamp = self._last
+        if int(record.created) != second:  # a busy worker logs many lines a second: format each once
+            second = int(record.created)
+            stamp = format_instant(datetime.fromtimestamp(second, UTC)) or ""
+            self._last = (second, stamp)
+        return stamp
 
 
 def configure(fmt: str = "text", level: int = logging.INFO) -> None:
@@ -102,5 +121,11 @@ def configure(fmt: str = "text", level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # Neither format prints the caller, the thread or the process: skip collecting them for
+    # every record (the logging HOWTO's "Optimization"; a busy worker logs per step).
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     for noisy in ("httpx", "httpcore", "alembic", "notion_client", "git"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

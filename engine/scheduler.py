@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
 from engine import errors, logs, pinning, policies
@@ -23,9 +22,9 @@ from engine.clock import format_instant
 from engine.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.store import claims
+from engine.store import due as due_rows
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
-from engine.store.tables import LIVE_SCHEDULE
 from engine.store.tables import schedules as schedules_table
 
 log = logging.getLogger(__name__)
@@ -222,5 +221,4 @@ def _audit_events(schedule: Schedule, plan: policies.TickPlan, created: Counter[
 
 def next_wake(conn: Connection) -> datetime | None:
     """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
-    query = select(func.min(schedules_table.c.next_run_at)).where(text(LIVE_SCHEDULE))
-    return conn.execute(query).scalar()
+    return conn.execute(due_rows.next_wake_query(schedules_table.c.next_run_at)).scalar()

@@ -77,3 +77,27 @@ def run_cli(*args: str, config: Path | None = None, now: str | None = None, env:
         command += ["--now", now]
     command += list(args)
     return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout)
+
+
+# Runs the CLI's ``main`` and, at exit (an error exit too), writes the sorted ``sys.modules`` to a file.
+MODULES_WRAPPER = """
+import atexit, os, sys
+def _dump():
+    with open(os.environ["RF_MODULES_OUT"], "w") as fh:
+        fh.write("\\n".join(sorted(sys.modules)))
+atexit.register(_dump)
+sys.argv = ["reportflow", *sys.argv[1:]]
+from engine.cli import main
+main()
+"""
+
+
+def run_cli_modules(*args: str, cwd: Path, env: Mapping[str, str] | None = None,
+                    timeout: float = 120) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``reportflow *args`` in a fresh interpreter, and the modules it had loaded when it exited."""
+    out = cwd / "modules.txt"
+    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RF_MODULES_OUT": str(out), **(env or {})}
+    full_env.pop("REPORTFLOW_NOW", None)
+    proc = subprocess.run([sys.executable, "-c", MODULES_WRAPPER, *args], capture_output=True, text=True, cwd=cwd,
+                          env=full_env, timeout=timeout)
+    return proc, set(out.read_text().split())

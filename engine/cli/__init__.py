@@ -1,7 +1,9 @@
 """The command-line door to the engine: a thin Typer adapter (``app``) and its rich rendering (``render``).
 
 ``main`` answers ``reportflow --version`` before importing Typer or the
-engine (SPEC §11: process start), then hands everything else to ``app.main``.
+engine, and a ``tick`` with nothing due through ``engine.fast_tick`` when that
+path can vouch for the answer (SPEC §11: process start); it hands everything
+else to ``app.main``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,15 @@ def version_text() -> str:
 
 def main() -> None:
     """Console entry point (``reportflow``)."""
-    if sys.argv[1:] == ["--version"]:
+    argv = sys.argv[1:]
+    if argv == ["--version"]:
         sys.stdout.write(version_text() + "\n")
         return
+    if "tick" in argv:
+        from engine import fast_tick
+
+        if fast_tick.run(argv):
+            return
     from engine.cli.app import main as app_main
 
     app_main()

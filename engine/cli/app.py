@@ -366,9 +366,17 @@ def schedules_set(
 @app.command()
 def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """One scheduler pass: create the runs that are due. Example: reportflow tick"""
-    from engine import scheduler
+    from engine import fast_tick, scheduler
 
-    output.tick_report(scheduler.tick(_cli(ctx).runtime()), as_json)
+    cli = _cli(ctx)
+    try:  # read before validation: what is recorded below is what was validated, or nothing
+        seen: "fast_tick.Inputs | None" = fast_tick.read_inputs(cli.config_path, cli.db_url)
+    except OSError:
+        seen = None  # no config to read: runtime() says so
+    runtime = cli.runtime()
+    if seen is not None:
+        fast_tick.remember(runtime, seen)  # the next nothing-due tick can skip the validation
+    output.tick_report(scheduler.tick(runtime), as_json)
 
 
 def _stop_on_signals() -> threading.Event:

@@ -16,7 +16,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from engine.store import database, rate_limits
+# Only ``database`` here: a nothing-due ``tick`` (engine.fast_tick) imports modules of this package
+# without the table definitions and the run queries (SPEC §11).
+from engine.store import database
 
 
 class Store:
@@ -71,6 +73,8 @@ class Store:
     def reserve_rate_slot(self, name: str, interval: timedelta, now: datetime) -> datetime:
         """Reserve the next slot of the shared rate limit ``name`` in its own short
         write transaction (see ``rate_limits.reserve_rate_slot``) and return it."""
+        from engine.store import rate_limits
+
         with self.write() as conn:
             return rate_limits.reserve_rate_slot(conn, name, interval, now)
 

@@ -24,7 +24,7 @@ from sqlalchemy import (
     exists,
     func,
     insert,
-    literal_column,
+    literal,
     or_,
     select,
     text,
@@ -49,7 +49,7 @@ from engine.store import rows
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
-from engine.store.tables import artifacts, attempts, runs, steps
+from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
 from engine.workflow import ArtifactRef
 
@@ -63,36 +63,51 @@ def _now(name: str = "b_now") -> Any:
     return P(name, type_=UTCDateTime)
 
 
-def _quoted(value: str) -> Any:
-    """A string constant written into the SQL (standard quoting, the same on SQLite and PostgreSQL)."""
-    return literal_column("'" + value.replace("'", "''") + "'")
+@lru_cache(maxsize=8)
+def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ...] | None) -> Any:
+    """The claim's query for one worker's workflows and projects (fixed for its life, so built once).
 
-
-@lru_cache(maxsize=16)
-def _candidate(postgres: bool, workflows: tuple[str, ...], projects: tuple[str, ...] | None) -> Select[Any]:
-    """The claim's query for a worker that knows ``workflows`` and serves ``projects`` (None: all).
-
-    Those lists are a worker's for its whole life, so they are written into the statement,
-    which is built once: an expanding ``IN`` parameter is rendered again on every execution,
-    and a parameter per entry is processed on every execution (a worker serving 100 projects
-    spent more on either than SQLite spent on the query).
+    The lists are bound as single values rather than as an expanding ``IN`` parameter, whose
+    SQL SQLAlchemy re-renders on every call. The claimable statuses are spelled as the partial
+    index ``ix_runs_claim_order`` spells them, so the query walks that index in its ORDER BY and
+    stops at the first run that qualifies, whatever the length of the queue.
     """
     other = runs.alias("other")
     running_backfills = (select(func.count()).select_from(other)
                          .where(other.c.status == RUNNING, other.c.priority == BACKFILL_PRIORITY)
                          .scalar_subquery())
     query = select(runs).where(
-        runs.c.status.in_([_quoted(RunStatus.QUEUED.value), _quoted(RunStatus.RETRY_PENDING.value)]),
+        text(f"runs.{CLAIMABLE_RUN}"),
         or_(runs.c.not_before.is_(None), runs.c.not_before <= _now()),
-        runs.c.workflow.in_([_quoted(name) for name in workflows]),
+        runs.c.workflow.in_([literal(w) for w in workflows]),
         ~exists().where(other.c.base_key == runs.c.base_key, other.c.status == RUNNING),
         or_(runs.c.priority != BACKFILL_PRIORITY, running_backfills < P("b_limit")),
     ).order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
     if projects is not None:
-        query = query.where(runs.c.project.in_([_quoted(name) for name in projects]))
-    if postgres:
-        query = query.with_for_update(skip_locked=True, of=runs)
+        query = query.where(runs.c.project.in_([literal(p) for p in projects]))
+    if dialect == "postgresql":
+        return query.with_for_update(skip_locked=True, of=runs)
+    if dialect == "sqlite":
+        # Without statistics SQLite's planner prefers the ``status`` index and sorts the whole
+        # queue (0.7 ms a claim with 864 runs queued, growing with the queue); INDEXED BY pins the
+        # walk. SQLAlchemy renders no FROM hint for SQLite, hence the textual statement.
+        return _sqlite_indexed_by(query, "ix_runs_claim_order")
     return query
+
+
+def _sqlite_indexed_by(query: Select[Any], index: str) -> Any:
+    """``query`` as SQLite text with ``INDEXED BY index`` on its outer ``runs``, result types kept."""
+    from sqlalchemy.dialects import sqlite
+
+    compiled = query.compile(dialect=sqlite.dialect(paramstyle="named"))
+    sql = str(compiled)
+    outer = f"FROM {runs.name} \n"
+    assert sql.count(outer) == 1, sql  # the outer FROM; the subqueries read ``runs AS other``
+    sql = sql.replace(outer, f"FROM {runs.name} INDEXED BY {index} \n")
+    named = {name: b for b, name in compiled.bind_names.items()}  # as rendered in ``sql``
+    binds = [bindparam(name, type_=b.type) if b.required else bindparam(name, b.effective_value, type_=b.type)
+             for name, b in named.items()]
+    return text(sql).bindparams(*binds).columns(*query.selected_columns)
 
 
 _CLAIM = update(runs).where(runs.c.id == P("b_id")).values(
@@ -161,7 +176,7 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     postgres = conn.dialect.name == "postgresql"
     if postgres:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
-    query = _candidate(postgres, tuple(steps_by_workflow), None if projects is None else tuple(projects))
+    query = _candidate(conn.dialect.name, tuple(steps_by_workflow), tuple(projects) if projects is not None else None)
     row = conn.execute(query, {"b_now": now, "b_limit": backfill_limit}).mappings().first()
     if row is None:
         return None

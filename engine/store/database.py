@@ -23,15 +23,15 @@ from typing import Any
 
 from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.engine.url import make_url
+from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from engine import errors
 from engine.store import fastsql
 
-HEAD_REVISION = "0003"
-KNOWN_REVISIONS = frozenset({"0001", "0002", "0003"})
+HEAD_REVISION = "0005"
+KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE")}
@@ -118,10 +118,13 @@ def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:
         from engine.store import tables
 
         tables.postgresql_options()
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        return create_engine(parsed, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+        return create_engine(driver_url(parsed), pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
     raise errors.InvalidInput(f"store url '{safe_url(url)}': only sqlite and postgresql are supported")
+
+
+def driver_url(parsed: URL) -> URL:
+    """A PostgreSQL URL that names no driver gets psycopg 3, the one installed."""
+    return parsed.set(drivername="postgresql+psycopg") if parsed.drivername == "postgresql" else parsed
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -129,7 +132,12 @@ def current_revision(engine: Engine) -> str | None:
     with engine.connect().execution_options(sqlite_begin="DEFERRED") as conn:
         if not inspect(conn).has_table("alembic_version"):
             return None
-        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return revision_of(conn)
+
+
+def revision_of(conn: Connection) -> str | None:
+    """The revision in ``alembic_version`` (the table must exist)."""
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 MIGRATION_LOCK_KEY = 7312001

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, cast
 
 from sqlalchemy.engine import Connection, Dialect
@@ -40,10 +41,15 @@ class _Compiled:
     expanding: bool = False  # an IN list rendered per call: this statement goes through ``conn.execute``
 
     def args(self, params: Mapping[str, Any]) -> Any:
-        procs, fixed = self.processors, self.fixed
-        values = [params[n] if n in params else fixed[n] for n in self.names]
-        values = [procs[n](v) if n in procs else v for n, v in zip(self.names, values, strict=True)]
+        fixed = self.fixed
+        values = [(params[n] if n in params else fixed[n]) if p is None else p(params[n] if n in params else fixed[n])
+                  for n, p in self.plan]
         return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
+
+    @cached_property
+    def plan(self) -> tuple[tuple[str, Callable[[Any], Any] | None], ...]:
+        """Each parameter with its bind processor (or None), in order: one pass per call."""
+        return tuple((n, self.processors.get(n)) for n in self.names)
 
 
 _cache: dict[tuple[int, str, tuple[str, ...]], tuple[ClauseElement, _Compiled]] = {}

@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 from engine import errors
 from engine.models import AuditEvent, Schedule, ScheduleSpec
 from engine.store import fastsql, rows
-from engine.store.tables import LIVE_SCHEDULE, audit_events, schedules
+from engine.store.due import LIVE_SCHEDULE
+from engine.store.tables import audit_events, schedules
 
 
 def get_schedule(conn: Connection, name: str) -> Schedule:

@@ -27,6 +27,7 @@ from sqlalchemy import (
 )
 
 from engine.models import RunStatus, RunTrigger, StepStatus
+from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
 metadata = MetaData(naming_convention={
@@ -45,9 +46,9 @@ def _in(column: str, values: list[str]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-# The due-schedule predicate, written once: queries must repeat the partial index's own text,
-# because neither database proves `enabled IS true AND archived IS false` implies it.
-LIVE_SCHEDULE = "enabled AND NOT archived"
+# The claim's candidates, spelled as a literal so the partial index below serves the claim query
+# (SQLite and PostgreSQL use a partial index only when the query repeats its predicate as such).
+CLAIMABLE_RUN = "status IN ('QUEUED', 'RETRY_PENDING')"
 
 schedules = Table(
     "schedules", metadata,
@@ -113,6 +114,11 @@ runs = Table(
     Index("uq_runs_slot", "schedule_id", "scheduled_for", "trigger_type", unique=True,
           sqlite_where=text("revision = 1")),
 )
+# The claim walks claimable runs in its ORDER BY and stops at the first that qualifies, instead
+# of reading and sorting the whole queue on every claim. Partial on PostgreSQL too (migration
+# 0004); naming the postgresql dialect here would import it into every SQLite process.
+Index("ix_runs_claim_order", runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id,
+      sqlite_where=text(CLAIMABLE_RUN))
 
 steps = Table(
     "steps", metadata,
@@ -190,6 +196,17 @@ rate_limits = Table(
     "rate_limits", metadata,
     Column("name", String(100), primary_key=True),
     Column("next_at", UTCDateTime, nullable=False),
+)
+
+# The configurations a full ``tick`` validated, by fingerprint (``engine.fast_tick``): a tick
+# whose inputs match one, with nothing due, answers without validating again. ``files`` is
+# JSON text: the source files that validation loaded, with their sizes and mtimes. Only the
+# newest few rows are kept.
+config_fingerprints = Table(
+    "config_fingerprints", metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("files", Text, nullable=False),
+    Column("recorded_at", UTCDateTime, nullable=False),
 )
 
 

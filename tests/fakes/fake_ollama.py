@@ -252,17 +252,17 @@ class FakeOllama:
                 try:
                     if generation and fake.generation_delay_s:
                         time.sleep(fake.generation_delay_s)  # simulated inference time, while "active"
-                    stream = isinstance(body, dict) and body.get("stream", True)
-                    if generation and stream:
-                        self._send_stream(payload)
-                    else:
-                        self._send(status, payload)
                 finally:
-                    if generation:
+                    if generation:  # counted before answering: a client that has its answer sees the count
                         with fake._lock:
                             fake.active -= 1
                             fake.generations += 1
                             fake.windows.append(Generation(pid, started, time.time()))
+                stream = isinstance(body, dict) and body.get("stream", True)
+                if generation and stream:
+                    self._send_stream(payload)
+                else:
+                    self._send(status, payload)
 
             def _send(self, status: int, payload: Any) -> None:
                 if isinstance(payload, str):

@@ -9,28 +9,14 @@ a benchmark (``bench/bench_cli_start.py``), not a test.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO_ROOT, write_config
+from tests.support import run_cli_modules, write_config
 
 pytestmark = pytest.mark.slow
-
-WRAPPER = """
-import atexit, os, sys
-def _dump():
-    with open(os.environ["RF_MODULES_OUT"], "w") as fh:
-        fh.write("\\n".join(sorted(sys.modules)))
-atexit.register(_dump)
-sys.argv = ["reportflow", *sys.argv[1:]]
-from engine.cli import main
-main()
-"""
 
 # The step clients, the web stack, the retry library, metrics and migrations: none is needed to
 # start, to print help, or to find that nothing is due.
@@ -41,13 +27,9 @@ NOW = "2026-03-02T10:00:30Z"
 
 def modules_of(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[set[str], str]:
     """(the modules loaded when ``reportflow *args`` exits, its stdout); the command must exit 0."""
-    out = cwd / "modules.txt"
-    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "RF_MODULES_OUT": str(out), **(env or {})}
-    full_env.pop("REPORTFLOW_NOW", None)
-    proc = subprocess.run([sys.executable, "-c", WRAPPER, *args], capture_output=True, text=True, cwd=cwd,
-                          env=full_env, timeout=120)
+    proc, modules = run_cli_modules(*args, cwd=cwd, env=env)
     assert proc.returncode == 0, proc.stderr
-    return set(out.read_text().split()), proc.stdout
+    return modules, proc.stdout
 
 
 def loaded(modules: set[str], *packages: str) -> list[str]:
@@ -93,6 +75,7 @@ def applied(tmp_path: Path) -> dict[str, str]:
 
 
 def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, applied: dict[str, str]) -> None:
+    """The first tick of a config takes the full path (it validates the config)."""
     modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
 
     assert "0 schedule(s) due, no runs" in stdout  # the case measured: nothing due
@@ -103,6 +86,24 @@ def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, appl
     assert loaded(modules, "sqlalchemy.dialects.postgresql", "psycopg", "urllib.request") == []
     # Registering the report workflows imports no step; their settings need only the language catalogue.
     assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
+
+
+def test_the_next_nothing_due_tick_imports_neither_typer_nor_pydantic_nor_the_workflows(
+        tmp_path: Path, applied: dict[str, str]) -> None:
+    """Once a full tick validated the config, a nothing-due tick takes the fast path (engine.fast_tick):
+    what every minute of a cron line pays is SQLAlchemy and one read of the store."""
+    full, first = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
+    assert "engine.scheduler" in full
+
+    modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
+
+    assert stdout == first and "0 schedule(s) due, no runs" in stdout
+    assert "engine.fast_tick" in modules and "sqlalchemy.dialects.sqlite" in modules  # it read the store
+    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config",
+                  "engine.registry", "engine.runtime", "engine.scheduler", "engine.models", "engine.store.tables",
+                  "engine.store.runs", "workflows", "steps", "git", "ollama", "notion_client", "httpx",
+                  *CLIENTS_AND_SERVERS) == []
+    assert loaded(modules, "sqlalchemy.dialects.postgresql", "urllib.request") == []
 
 
 @pytest.mark.parametrize("command, says", [(("reconcile",), "recovered 0, failed 0, promoted 0"),

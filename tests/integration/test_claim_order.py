@@ -1,0 +1,41 @@
+"""The claim reads the queue in its own order: its cost does not grow with the queue (SPEC §11)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import event
+
+from engine import scheduler, schedules
+from engine.clock import ManualClock
+from engine.models import RunStatus
+from engine.worker import Worker
+from tests.support import make_runtime
+
+T0 = datetime(2026, 9, 29, 0, 0, tzinfo=UTC)
+
+
+def test_the_sqlite_claim_walks_the_claim_order_index_without_sorting_the_queue(sqlite_url: str) -> None:
+    spec = dict(name="e", workflow="echo", project="p", cron="* * * * *", timezone="UTC", allow_frequent=True,
+                overlap="ALLOW", misfire="CATCH_UP_ALL")
+    clock = ManualClock(T0)
+    rt = make_runtime(sqlite_url, schedules=[spec], clock=clock)
+    schedules.apply(rt)
+    clock.advance(timedelta(minutes=300))
+    assert scheduler.tick(rt).created == {RunStatus.QUEUED.value: 300}
+    issued: list[str] = []
+
+    @event.listens_for(rt.store.engine, "connect")
+    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(issued.append)  # the SQL as SQLite ran it, values inlined
+
+    rt.store.engine.dispose()
+    worker = Worker(rt, "w")
+    first = worker.run_one()
+    worker.close()
+    assert first is not None and first.key == "echo:p:2026-09-29T00:01Z"  # the oldest slot first
+    claim = next(sql for sql in issued if "FROM runs INDEXED BY" in sql)
+    with rt.store.read() as conn:
+        plan = [row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {claim}")]
+    assert plan[0] == "SCAN runs USING INDEX ix_runs_claim_order", plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan  # no sort of the whole queue per claim
