@@ -24,7 +24,7 @@ from sqlalchemy import (
     exists,
     func,
     insert,
-    literal,
+    literal_column,
     or_,
     select,
     text,
@@ -63,12 +63,19 @@ def _now(name: str = "b_now") -> Any:
     return P(name, type_=UTCDateTime)
 
 
-@lru_cache(maxsize=8)
+def _one_of(column: Any, values: tuple[str, ...]) -> Any:
+    """``column IN ('a', 'b')`` with the values as SQL string constants (at least one)."""
+    assert values, "a worker with no workflow or no project claims nothing and sends no query"
+    return column.in_([literal_column("'" + v.replace("'", "''") + "'") for v in values])
+
+
+@lru_cache(maxsize=16)
 def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ...] | None) -> Any:
     """The claim's query for one worker's workflows and projects (fixed for its life, so built once).
 
-    The lists are bound as single values rather than as an expanding ``IN`` parameter, whose
-    SQL SQLAlchemy re-renders on every call. The claimable statuses are spelled as the partial
+    The lists are written into the SQL as constants: an expanding ``IN`` parameter is rendered
+    again on every call, and a parameter per entry processed on every call (a worker serving
+    100 projects spent more on either than SQLite on the query). The claimable statuses are spelled as the partial
     index ``ix_runs_claim_order`` spells them, so the query walks that index in its ORDER BY and
     stops at the first run that qualifies, whatever the length of the queue.
     """
@@ -79,12 +86,12 @@ def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ..
     query = select(runs).where(
         text(f"runs.{CLAIMABLE_RUN}"),
         or_(runs.c.not_before.is_(None), runs.c.not_before <= _now()),
-        runs.c.workflow.in_([literal(w) for w in workflows]),
+        _one_of(runs.c.workflow, workflows),
         ~exists().where(other.c.base_key == runs.c.base_key, other.c.status == RUNNING),
         or_(runs.c.priority != BACKFILL_PRIORITY, running_backfills < P("b_limit")),
     ).order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
     if projects is not None:
-        query = query.where(runs.c.project.in_([literal(p) for p in projects]))
+        query = query.where(_one_of(runs.c.project, projects))
     if dialect == "postgresql":
         return query.with_for_update(skip_locked=True, of=runs)
     if dialect == "sqlite":
@@ -176,6 +183,8 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     postgres = conn.dialect.name == "postgresql"
     if postgres:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
+    if not steps_by_workflow or (projects is not None and not projects):
+        return None  # a node that serves no project (SPEC §13) claims nothing
     query = _candidate(conn.dialect.name, tuple(steps_by_workflow), tuple(projects) if projects is not None else None)
     row = conn.execute(query, {"b_now": now, "b_limit": backfill_limit}).mappings().first()
     if row is None:
