@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -349,12 +351,19 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
     assert statuses(rt) == {"SUCCESS": 2}
 
 
-def serving(rt, stop: threading.Event) -> threading.Thread:  # type: ignore[no-untyped-def]
+@contextmanager
+def serving(rt) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """``serve`` in a thread for the block; stopped as by SIGTERM, and joined, at its end."""
     from engine import service
 
+    stop = threading.Event()
     thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
     thread.start()
-    return thread
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=60)
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
@@ -394,13 +403,8 @@ def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: st
     rt = runtime(store_url, workflow, [schedule(f"s{p}", p) for p in projects], concurrency=concurrency)
     stores.append(rt.store)
     rt.clock.set(T0 + timedelta(minutes=59))  # the 06:00 slot of every schedule is due
-    stop = threading.Event()
-    thread = serving(rt, stop)
-    try:
+    with serving(rt):
         finished = all_done.wait(timeout=60)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
     assert pin_waited == [True]  # a step ran before the tick had pinned its last schedule
     assert rows_at_first_step[0] < len(projects)  # ... when not every run of the burst existed yet
     assert finished and statuses(rt) == {"SUCCESS": len(projects)}
@@ -428,13 +432,8 @@ def test_serve_starts_a_run_its_tick_creates_without_waiting_for_the_poll_interv
     clock = SystemClock(offset=slot - timedelta(seconds=1) - datetime.now(UTC))
     rt = make_runtime(sqlite_url, schedules=[spec], clock=clock, registry={"pooled": workflow},
                       extra={"worker": {"poll_interval": "1h", "concurrency": 2}})
-    stop = threading.Event()
-    thread = serving(rt, stop)
-    try:
+    with serving(rt):
         woke = ran.wait(timeout=30)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
     assert woke  # not an hour later
     with rt.store.read() as conn:
         done = conn.execute(select(runs.c.status, runs.c.scheduled_for)).all()
