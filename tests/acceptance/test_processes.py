@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +40,14 @@ def four(name: str = "four", project: str = "p1", cron: str = "0 * * * *") -> di
 def log_lines(tmp: Path) -> list[list[str]]:
     path = tmp / "steps.log"
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def sigterm_at_gate(proc: subprocess.Popen[str], tmp: Path, log_name: str) -> None:
+    """SIGTERM a process whose step waits at the gate, open the gate: it must finish the step and exit 0."""
+    proc.send_signal(signal.SIGTERM)
+    (tmp / "gate").touch()
+    proc.wait(timeout=60)
+    assert proc.returncode == 0, (tmp / log_name).read_text()
 
 
 def db(url: str):  # type: ignore[no-untyped-def]
@@ -223,10 +232,7 @@ def test_sigterm_mid_step_finishes_the_step_and_hands_the_run_back(sqlite_url: s
     worker = procs.spawn(tmp_path, config, "work", now=clock.at(60), log_name="work.log")
     procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                    what="the worker to enter TWO")
-    worker.send_signal(signal.SIGTERM)
-    (tmp_path / "gate").touch()
-    worker.wait(timeout=60)
-    assert worker.returncode == 0, (tmp_path / "work.log").read_text()
+    sigterm_at_gate(worker, tmp_path, "work.log")
     with db(sqlite_url).connect() as conn:
         run = conn.execute(select(runs.c.status, runs.c.lease_owner)).one()
         done = dict(conn.execute(select(steps.c.name, steps.c.status)).all())
@@ -249,13 +255,10 @@ def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqli
     try:
         procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                        what="serve to enter TWO")
-        server.send_signal(signal.SIGTERM)
-        (tmp_path / "gate").touch()
-        server.wait(timeout=60)
+        sigterm_at_gate(server, tmp_path, "serve.log")
     finally:
         if server.poll() is None:
             server.kill()
-    assert server.returncode == 0, (tmp_path / "serve.log").read_text()
     with db(sqlite_url).connect() as conn:
         run = conn.execute(select(runs.c.status, runs.c.lease_owner).where(runs.c.id == 1)).one()
         done = dict(conn.execute(select(steps.c.name, steps.c.status).where(steps.c.run_id == 1)).all())

@@ -6,7 +6,6 @@ end, fsync'd) is the witness of what executed, not the engine's records.
 
 from __future__ import annotations
 
-import signal
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ from sqlalchemy import select
 
 from engine.store.tables import runs, steps
 from tests.acceptance import procs
-from tests.acceptance.test_processes import db, flow_config, four, log_lines, ok
+from tests.acceptance.test_processes import db, flow_config, four, log_lines, ok, sigterm_at_gate
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -68,10 +67,7 @@ def test_sigterm_hands_back_every_run_in_flight_at_its_next_boundary(sqlite_url:
     worker = procs.spawn(tmp_path, config, "work", "--concurrency", "4", now=clock.at(60), log_name="work.log")
     procs.wait_for(lambda: len({line[1] for line in log_lines(tmp_path) if line[:1] == ["start"]
                                 and line[2] == "TWO"}) == 4, what="four runs to be inside TWO at once")
-    worker.send_signal(signal.SIGTERM)
-    (tmp_path / "gate").touch()
-    worker.wait(timeout=60)
-    assert worker.returncode == 0, (tmp_path / "work.log").read_text()
+    sigterm_at_gate(worker, tmp_path, "work.log")
     with db(sqlite_url).connect() as conn:
         rows = conn.execute(select(runs.c.status, runs.c.lease_owner)).all()
     assert [tuple(r) for r in rows] == [("QUEUED", None)] * 4
