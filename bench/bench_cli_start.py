@@ -16,7 +16,7 @@ a fresh process of this venv's Python, wall time from spawn to exit:
 * ``reportflow tick``, the first after the config changed: the full path
   (validates the config, records its fingerprint, ticks);
 * ``reportflow tick`` again: the steady state of a cron line, the config known
-  valid, nothing due (``engine.fast_tick``).
+  valid, nothing due (``engine.cli.fast_tick``).
 
 Setup checks, once, that the second tick takes the fast path and the first does not.
 Reported: min/median/max per command, and the ratio of medians to the

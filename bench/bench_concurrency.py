@@ -31,11 +31,12 @@ from typing import Any
 import _common as c
 from bench_steps import T0, copy_of, raw_commit_rate
 
-from engine import scheduler, schedules
-from engine.clock import ManualClock
-from engine.models import PeriodKind, RunStatus
-from engine.worker_pool import WorkerPool
-from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.core.clock import ManualClock
+from engine.core.models import PeriodKind, RunStatus
+from engine.execution.pool import WorkerPool
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from tests.support import make_runtime
 
 NAMES = ("ONE", "TWO", "THREE", "FOUR")

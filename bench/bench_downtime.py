@@ -24,8 +24,9 @@ from pathlib import Path
 import _common as c
 from sqlalchemy import func, select
 
-from engine import scheduler, schedules
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from engine.store.tables import audit_events, runs
 from tests.support import make_runtime
 from workflows import echo

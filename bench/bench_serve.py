@@ -30,8 +30,8 @@ from pathlib import Path
 
 import _common as c
 
-from engine import schedules
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.scheduling import definitions as schedules
 from tests.acceptance import procs
 from tests.support import make_runtime, write_config
 from workflows import echo

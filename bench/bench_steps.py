@@ -33,11 +33,12 @@ from pathlib import Path
 import _common as c
 from sqlalchemy import event
 
-from engine import scheduler, schedules
-from engine.clock import ManualClock
-from engine.models import PeriodKind, RunStatus
-from engine.worker import Worker
-from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.core.clock import ManualClock
+from engine.core.models import PeriodKind, RunStatus
+from engine.execution.worker import Worker
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 0, 0, tzinfo=UTC)

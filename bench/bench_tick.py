@@ -28,9 +28,10 @@ from pathlib import Path
 
 import _common as c
 
-from engine import scheduler, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from tests.support import make_runtime
 from workflows import echo
 

@@ -28,14 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import config as config_mod  # noqa: E402
-from engine import schedules  # noqa: E402
-from engine.clock import ManualClock  # noqa: E402
-from engine.registry import load_registry  # noqa: E402
-from engine.runtime import Runtime  # noqa: E402
-from engine.store import Store  # noqa: E402
-from engine.store.tables import runs as runs_table  # noqa: E402
-from engine.web.app import create_app  # noqa: E402
+from engine.config import settings as config_mod
+from engine.core.clock import ManualClock
+from engine.plugins.registry import load_registry
+from engine.runtime import Runtime
+from engine.scheduling import definitions as schedules
+from engine.store.handle import Store
+from engine.store.tables import runs as runs_table
+from engine.web.app import create_app
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -28,8 +28,9 @@ from pathlib import Path
 import _common as c
 from bench_steps import copy_of, raw_commit_rate
 
-from engine import operations, schedules
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.operations import actions as operations
+from engine.scheduling import definitions as schedules
 from tests.support import REPO_ROOT, make_runtime, write_config
 
 NOW = datetime(2026, 9, 29, 0, 1, tzinfo=UTC)

@@ -31,8 +31,9 @@ from pathlib import Path
 import _common as c
 import sqlalchemy as sa
 
-from engine import scheduler, schedules
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from engine.store import database
 from engine.store.tables import runs
 from tests.acceptance import procs

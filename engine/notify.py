@@ -16,7 +16,7 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from engine import logs
+from engine.core import logs
 
 if TYPE_CHECKING:
     from prometheus_client import Counter

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from engine import registry as registry_mod
-from engine.clock import Clock
-from engine.config import AppConfig
+from engine.config.settings import AppConfig
+from engine.core.clock import Clock
 from engine.notify import Notifier
-from engine.registry import Registry
-from engine.store import Store
-from engine.workflow import WorkflowDef
+from engine.plugins import registry as registry_mod
+from engine.plugins.contract import WorkflowDef
+from engine.plugins.registry import Registry
+from engine.store.handle import Store
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from pathlib import Path
 import git
 from pydantic import BaseModel
 
-from engine import errors
+from engine.core import errors
 from steps import git_log
 from steps.git_log import CommitInfo, FileChange, GitFailure
 

@@ -32,13 +32,35 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine import errors
+from engine.core import errors
 from steps.git_log import CommitInfo
 from steps.ollama_writer import OllamaWriter
-from steps.report_markdown import (BuiltinWriter, assemble, header, inline, local_span, local_time,
-                                   no_activity, short, statistics_section, trim_note, zone)
-from steps.report_model import (ReportInput, ReportMaterial, ReportOutput, ReportStats, Writer,
-                                WriterResult, churn, compute_stats, counted, lines, summarize)
+from steps.report_markdown import (
+    BuiltinWriter,
+    assemble,
+    header,
+    inline,
+    local_span,
+    local_time,
+    no_activity,
+    short,
+    statistics_section,
+    trim_note,
+    zone,
+)
+from steps.report_model import (
+    ReportInput,
+    ReportMaterial,
+    ReportOutput,
+    ReportStats,
+    Writer,
+    WriterResult,
+    churn,
+    compute_stats,
+    counted,
+    lines,
+    summarize,
+)
 from steps.report_texts import texts
 
 __all__ = ["BuiltinWriter", "OllamaWriter", "ReportInput", "ReportOutput", "Writer",

@@ -33,7 +33,7 @@ import ollama
 import pydantic
 import tenacity
 
-from engine import errors
+from engine.core import errors
 from steps.report_model import ReportMaterial, WriterResult
 
 T = TypeVar("T")

@@ -13,10 +13,19 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from engine import errors
+from engine.core import errors
 from steps.git_log import CommitInfo
-from steps.report_model import (ROOT_AREA, ReportInput, ReportMaterial, ReportStats, WriterResult,
-                                churn, counted, lines, main_area)
+from steps.report_model import (
+    ROOT_AREA,
+    ReportInput,
+    ReportMaterial,
+    ReportStats,
+    WriterResult,
+    churn,
+    counted,
+    lines,
+    main_area,
+)
 from steps.report_texts import Texts, texts
 
 #: Commits listed per area, and notable commits, in the builtin narrative.

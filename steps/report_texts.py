@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine import errors
+from engine.core import errors
 
 
 class Texts:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from engine import errors
+from engine.core import errors
 
 PROJECT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 KEY_PATTERN = re.compile(r"[0-9A-Za-z][0-9A-Za-z:_-]{0,63}")

@@ -42,8 +42,8 @@ from notion_client.errors import HTTPResponseError, InvalidPathParameterError, R
 from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential, wait_random
 
-from engine import errors
-from engine.clock import SystemClock
+from engine.core import errors
+from engine.core.clock import SystemClock
 from steps import notion_blocks
 
 REPORT_KEY_PROPERTY = "Report Key"

@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine import config as config_mod
-from engine.clock import Clock, ManualClock
-from engine.registry import Registry, load_registry
+from engine.config import settings as config_mod
+from engine.core.clock import Clock, ManualClock
+from engine.plugins.registry import Registry, load_registry
 from engine.runtime import Runtime
-from engine.store import Store
+from engine.store.handle import Store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "engine.cli"]
@@ -87,7 +87,7 @@ def _dump():
         fh.write("\\n".join(sorted(sys.modules)))
 atexit.register(_dump)
 sys.argv = ["reportflow", *sys.argv[1:]]
-from engine.cli import main
+from engine.cli.main import main
 main()
 """
 

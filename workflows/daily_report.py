@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.models import PeriodKind
+from engine.core.models import PeriodKind
 from workflows.report import report_workflow
 
 WORKFLOW = report_workflow("daily_report", PeriodKind.DAY, "daily")

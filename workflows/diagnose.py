@@ -13,9 +13,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine import errors
-from engine.models import ArtifactRecord
-from engine.workflow import Finding
+from engine.core import errors
+from engine.core.models import ArtifactRecord
+from engine.plugins.contract import Finding
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
 TIMEOUT_S = 5.0

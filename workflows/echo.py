@@ -6,8 +6,8 @@ period and the steps, keep I/O out of import time.
 
 from __future__ import annotations
 
-from engine.models import PeriodKind
-from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.core.models import PeriodKind
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 
 
 def record_inputs(ctx: StepContext) -> StepResult:

@@ -15,9 +15,9 @@ import os
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from engine import errors
-from engine.models import PeriodKind, StepStatus
-from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
+from engine.core import errors
+from engine.core.models import PeriodKind, StepStatus
+from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, report_settings
 from workflows.report_settings import ReportSettings
 

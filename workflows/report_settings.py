@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError, field_validator, model_validator
 
-from engine import errors
-from engine.config import KEY_PATTERN, Duration, Strict, problem_from_validation
+from engine.config.settings import KEY_PATTERN, Duration, Strict, problem_from_validation
+from engine.core import errors
 from steps import report_texts
 
 _BCP47 = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")

@@ -18,26 +18,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from engine import errors
-from engine.cli import output, version_text
-from engine.models import (
-    DstFold,
-    DstGap,
-    Misfire,
-    Overlap,
-    PeriodKind,
-    ReportOn,
-    RunStatus,
-)
+from engine.cli import output
+from engine.cli.version import version_text
+from engine.core import errors
+from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, RunStatus
 
 if TYPE_CHECKING:
-    from engine import clock as clock_mod
-    from engine import config as config_mod
-    from engine import registry as registry_mod
+    from engine.config import settings as config_mod
+    from engine.core import clock as clock_mod
+    from engine.plugins import registry as registry_mod
     from engine.runtime import Runtime
 
 # Start-up cost (SPEC §11: --help, --version and a tick with nothing due within 1.3x of
-# ``import sqlalchemy``): this module imports typer, the stdlib and ``engine.models`` only.
+# ``import sqlalchemy``): this module imports typer, the stdlib and ``engine.core.models`` only.
 # The store, the config (pydantic), cron, the registry (workflows) and rich tables
 # (``engine.cli.render``) are imported inside the commands that use them;
 # tests/unit/test_import_budget.py keeps it so. No ``from __future__ import annotations`` here:
@@ -70,18 +63,18 @@ class Cli:
     _runtime: "Runtime | None" = field(default=None)
 
     def clock(self) -> "clock_mod.Clock":
-        from engine import clock as clock_mod
+        from engine.core import clock as clock_mod
 
         return clock_mod.clock_from_spec(self.now_spec)
 
     def config(self) -> "config_mod.AppConfig":
-        from engine import registry as registry_mod
+        from engine.plugins import registry as registry_mod
 
         return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]
 
     def registry(self) -> "registry_mod.Registry":
         """Installed workflows plus the config's ``[[workflows]]``; installed only when no config file exists."""
-        from engine import registry as registry_mod
+        from engine.plugins import registry as registry_mod
 
         if self._runtime is not None:
             return self._runtime.registry
@@ -92,9 +85,9 @@ class Cli:
     def runtime(self) -> "Runtime":
         """Validate the config first (bad input writes nothing), then open the store."""
         if self._runtime is None:
-            from engine import registry as registry_mod
+            from engine.plugins import registry as registry_mod
             from engine.runtime import Runtime
-            from engine.store import Store
+            from engine.store.handle import Store
 
             clock = self.clock()
             config, registry = registry_mod.load_with_config(self.config_path, db_override=self.db_url)
@@ -128,13 +121,13 @@ def main_options(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Global options come before the subcommand: reportflow --config F --now T tick"""
-    from engine import logs
+    from engine.core import logs
 
     if log_format not in ("text", "json"):
         raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
     logs.configure(log_format)
     if config is None:
-        from engine.config import DEFAULT_CONFIG
+        from engine.config.settings import DEFAULT_CONFIG
 
         config = Path(DEFAULT_CONFIG)
         explicit = False
@@ -142,7 +135,7 @@ def main_options(
         explicit = True
     ctx.obj = Cli(config_path=config, now_spec=now, db_url=db, explicit_config=explicit)
     if now:
-        from engine import clock as clock_mod
+        from engine.core import clock as clock_mod
 
         clock_mod.clock_from_spec(now)  # refuse a bad --now before anything runs
 
@@ -171,8 +164,8 @@ def init(ctx: typer.Context,
 
     Example: reportflow init --repo ~/src/platform --timezone Asia/Seoul
     """
+    from engine.app import init as starter
     from engine.store import database
-    from engine import starter
 
     cli = _cli(ctx)
     path = starter.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
@@ -204,15 +197,14 @@ def db_upgrade(ctx: typer.Context) -> None:
 @db_app.command("backup")
 def db_backup(ctx: typer.Context, path: Path) -> None:
     """A consistent copy of a SQLite database while workers run. Example: reportflow db backup backup.db"""
-    from engine.store import database
-    from engine.store import pruning
+    from engine.store import backup, database
 
     cli = _cli(ctx)
     url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
     engine = database.create_db_engine(url)
     if engine.dialect.name == "sqlite":
         database.ensure_schema(engine, auto_migrate=False)
-    pages = pruning.backup_sqlite(engine, path)
+    pages = backup.backup_sqlite(engine, path)
     output.say(f"backed up {database.safe_url(url)} to {path} ({pages} pages)")
 
 
@@ -222,8 +214,8 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
 def schedules_apply(ctx: typer.Context,
                     yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False) -> None:
     """Sync [[schedules]] from the config into the database. Example: reportflow schedules apply"""
-    from engine import schedules
     from engine.cli import render
+    from engine.scheduling import definitions as schedules
 
     report = schedules.apply(_cli(ctx).runtime(), confirmed=yes)
     render.apply_report(report)
@@ -234,25 +226,25 @@ def schedules_list(ctx: typer.Context, as_json: JsonOpt = False,
                    archived: Annotated[bool, typer.Option(help="Include archived schedules.")] = False) -> None:
     """Definitions, next run (local and UTC) and last result. Example: reportflow schedules list --json"""
     from engine.cli import render
-    from engine import queries
+    from engine.read import schedules as read_schedules
 
-    render.schedules(queries.schedules_overview(_cli(ctx).runtime(), include_archived=archived), as_json)
+    render.schedules(read_schedules.schedules_overview(_cli(ctx).runtime(), include_archived=archived), as_json)
 
 
 @schedules_app.command("show")
 def schedules_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
     """One schedule in full. Example: reportflow schedules show platform-daily"""
     from engine.cli import render
-    from engine import queries
+    from engine.read import schedules as read_schedules
 
-    render.schedule_detail(queries.schedule_overview(_cli(ctx).runtime(), name), as_json)
+    render.schedule_detail(read_schedules.schedule_overview(_cli(ctx).runtime(), name), as_json)
 
 
 @schedules_app.command("history")
 def schedules_history(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
     """The audit trail of a schedule. Example: reportflow schedules history platform-daily"""
     from engine.cli import render
-    from engine import schedules
+    from engine.scheduling import definitions as schedules
 
     render.audit(schedules.history(_cli(ctx).runtime(), name), as_json)
 
@@ -266,10 +258,10 @@ def schedules_preview(ctx: typer.Context, name: str,
     Example: reportflow schedules preview platform-daily -n 10
     """
     from engine.cli import render
-    from engine import queries
+    from engine.read import schedules as read_schedules
 
     rt = _cli(ctx).runtime()
-    spec, fires = queries.preview(rt, name, n)
+    spec, fires = read_schedules.preview(rt, name, n)
     render.fires(spec.timezone, fires, as_json)
 
 
@@ -287,7 +279,7 @@ def schedules_validate(
     Example: reportflow schedules validate --cron "30 19 * * *" --timezone Asia/Seoul --workflow daily_report
     """
     from engine.cli import render
-    from engine import cron
+    from engine.core import cron
 
     period = PeriodKind.SLOT
     if workflow is not None:
@@ -306,7 +298,7 @@ def schedules_validate(
 def schedules_enable(ctx: typer.Context, name: str,
                      reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None) -> None:
     """Re-enable a schedule; it starts from now. Example: reportflow schedules enable platform-daily"""
-    from engine import schedules
+    from engine.scheduling import definitions as schedules
 
     schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=True, reason=reason)
     output.say(f"schedule {name} {'enabled' if changed else 'was already enabled'} (version {schedule.version})")
@@ -316,7 +308,7 @@ def schedules_enable(ctx: typer.Context, name: str,
 def schedules_disable(ctx: typer.Context, name: str,
                       reason: Annotated[str, typer.Option(help="Why (audited, required).")]) -> None:
     """Audited kill switch. Example: reportflow schedules disable platform-daily --reason "repo migration" """
-    from engine import schedules
+    from engine.scheduling import definitions as schedules
 
     schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=False, reason=reason)
     output.say(f"schedule {name} {'disabled' if changed else 'was already disabled'} (version {schedule.version})")
@@ -341,8 +333,8 @@ def schedules_set(
 
     Example: reportflow schedules set platform-daily --cron "0 20 * * *" --expect-version 3
     """
-    from engine import config as config_mod
-    from engine import schedules
+    from engine.config import settings as config_mod
+    from engine.scheduling import definitions as schedules
 
     changes: dict[str, Any] = {k: v for k, v in dict(cron=cron_expr, timezone=timezone, misfire=misfire,
                                                      overlap=overlap, report_on=report_on, dst_gap=dst_gap,
@@ -366,7 +358,8 @@ def schedules_set(
 @app.command()
 def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """One scheduler pass: create the runs that are due. Example: reportflow tick"""
-    from engine import fast_tick, scheduler
+    from engine.cli import fast_tick
+    from engine.scheduling import tick as scheduler
 
     cli = _cli(ctx)
     try:  # read before validation: what is recorded below is what was validated, or nothing
@@ -399,7 +392,7 @@ def work(ctx: typer.Context,
              "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
          = None) -> None:
     """Claim and execute runs. Example: reportflow work --until-idle --concurrency 4"""
-    from engine.worker_pool import WorkerPool
+    from engine.execution.pool import WorkerPool
 
     rt = _cli(ctx).runtime()
     stop = _stop_on_signals()
@@ -417,7 +410,7 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     Example: reportflow reconcile
     """
-    from engine import reconciler
+    from engine.execution import reconciler
 
     output.sweep_report(reconciler.sweep(_cli(ctx).runtime()), as_json)
 
@@ -432,7 +425,7 @@ def serve(ctx: typer.Context,
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
-    from engine import service
+    from engine.app import serve as service
 
     rt = _cli(ctx).runtime()
     service.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port, ui_port=ui_port)
@@ -465,7 +458,7 @@ def trigger(ctx: typer.Context, schedule: str,
             force_new: Annotated[bool, typer.Option("--force-new", help="Make a new revision.")] = False,
             as_json: JsonOpt = False) -> None:
     """A manual run for a business date (default: the latest slot). Example: reportflow trigger platform-daily --date 2026-09-29"""
-    from engine import operations
+    from engine.operations import actions as operations
 
     day = _parse_date(date_, "--date") if date_ else None
     output.action(operations.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
@@ -481,7 +474,7 @@ def backfill(ctx: typer.Context, schedule: str,
              as_json: JsonOpt = False) -> None:
     """Runs for every business period without a row. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
     from engine.cli import render
-    from engine import operations
+    from engine.operations import actions as operations
 
     first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
     rt = _cli(ctx).runtime()
@@ -501,7 +494,7 @@ def prune(ctx: typer.Context,
     Example: reportflow prune --before 2025-01-01 --dry-run
     """
     from engine.cli import render
-    from engine import lifecycle
+    from engine.operations import prune as lifecycle
 
     day = _parse_date(before, "--before")
     render.prune_report(lifecycle.prune(_cli(ctx).runtime(), day, dry_run=dry_run), as_json)
@@ -515,24 +508,24 @@ def runs_list(ctx: typer.Context,
               as_json: JsonOpt = False) -> None:
     """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
     from engine.cli import render
-    from engine import queries
+    from engine.read import runs as read_runs
 
     statuses = [s.upper() for s in status or []]
     for value in statuses:
         if value not in RunStatus.__members__:
             raise errors.InvalidInput(f"unknown status '{value}' (one of {', '.join(RunStatus.__members__)})")
     rt = _cli(ctx).runtime()
-    render.runs(queries.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit), rt.clock.now(), as_json)
+    render.runs(read_runs.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit), rt.clock.now(), as_json)
 
 
 @runs_app.command("show")
 def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Steps, attempts, pinned inputs, artifacts, errors. Example: reportflow runs show 42"""
     from engine.cli import render
-    from engine import queries
+    from engine.read import runs as read_runs
 
     rt = _cli(ctx).runtime()
-    render.run_detail(queries.get_run(rt, _parse_run_id(run)), rt.clock.now(), as_json)
+    render.run_detail(read_runs.get_run(rt, _parse_run_id(run)), rt.clock.now(), as_json)
 
 
 @runs_app.command("retry")
@@ -540,7 +533,7 @@ def runs_retry(ctx: typer.Context, run: str,
                from_step: Annotated[Optional[str], typer.Option("--from-step", help="Re-run from this step.")] = None,
                as_json: JsonOpt = False) -> None:
     """A new attempt of the same run. Example: reportflow runs retry 42 --from-step UPLOAD_NOTION"""
-    from engine import operations
+    from engine.operations import actions as operations
 
     output.action(operations.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
 
@@ -548,7 +541,7 @@ def runs_retry(ctx: typer.Context, run: str,
 @runs_app.command("approve")
 def runs_approve(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Queue a MANUAL_REQUIRED run. Example: reportflow runs approve 42"""
-    from engine import operations
+    from engine.operations import actions as operations
 
     output.action(operations.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
 
@@ -556,7 +549,7 @@ def runs_approve(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None
 @runs_app.command("cancel")
 def runs_cancel(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Cancel a run that has not finished (a RUNNING one stops at its next step). Example: reportflow runs cancel 42"""
-    from engine import operations
+    from engine.operations import actions as operations
 
     output.action(operations.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
 
@@ -580,7 +573,7 @@ def workflows_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> N
     Example: reportflow workflows show daily_report
     """
     from engine.cli import render
-    from engine import registry as registry_mod
+    from engine.plugins import registry as registry_mod
 
     render.workflow(registry_mod.get(_cli(ctx).registry(), name), as_json)
 
@@ -588,7 +581,7 @@ def workflows_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> N
 @app.command()
 def metrics(ctx: typer.Context) -> None:
     """Prometheus text exposition computed from the database. Example: reportflow metrics"""
-    from engine import metrics as metrics_mod
+    from engine.read import metrics as metrics_mod
 
     rt = _cli(ctx).runtime()
     sys.stdout.write(metrics_mod.exposition(rt))
@@ -601,7 +594,7 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     Exits 1 when something needs a person. Example: reportflow doctor
     """
     from engine.cli import render
-    from engine import doctor as doctor_mod
+    from engine.read import doctor as doctor_mod
 
     cli = _cli(ctx)
     findings = doctor_mod.run_checks(cli.config_path, db_url=cli.db_url, clock=cli.clock())

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
 
-from engine.clock import format_instant
+from engine.core.clock import format_instant
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,7 +1,7 @@
 """Rendering for the CLI: rich tables for people, JSON for machines.
 
 No decisions here: what a value means (a run being stalled, a period having
-no slot) is decided by the engine and arrives through ``engine.views`` or the
+no slot) is decided by the engine and arrives through ``engine.read.views`` or the
 report objects; instants are printed with ``clock.format_instant`` (UTC, whole
 seconds, ``Z``).
 """
@@ -26,23 +26,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from engine import views
-from engine.cli.output import (  # re-exported: the light path, shared with app's loop commands
-    STATUS_STYLE,
-    action,
-    console,
-    error,
-    json_out,
-    outcomes,
-    say,
-    status,
-    sweep_report,
-    tick_report,
-    warn,
-)
-from engine.clock import format_instant
-from engine.models import AuditEvent, Run
-from engine.workflow import WorkflowDef
+# re-exported: the light path, shared with app's loop commands
+from engine.cli.output import console, json_out, say, status, warn
+from engine.core.clock import format_instant
+from engine.core.models import AuditEvent, Run
+from engine.plugins.contract import WorkflowDef
+from engine.read import views
 
 out = console()
 err = console(stderr=True)

@@ -33,8 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from engine import errors, transitions
-from engine.models import (
+from engine.core import errors, transitions
+from engine.core.models import (
     ACTIVE_STATUSES,
     PRIORITY,
     AttemptOutcome,
@@ -45,13 +45,13 @@ from engine.models import (
     StepRecord,
     StepStatus,
 )
+from engine.plugins.contract import ArtifactRef
 from engine.store import rows
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
 from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
-from engine.workflow import ArtifactRef
 
 CLAIM_LOCK_KEY = 7312002
 BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]

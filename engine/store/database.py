@@ -27,7 +27,7 @@ from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from engine import errors
+from engine.core import errors
 from engine.store import fastsql
 
 HEAD_REVISION = "0005"

@@ -1,10 +1,10 @@
 """The due-schedule predicate and the next-wake query, without the table definitions.
 
-A nothing-due ``tick`` that takes the fast path (``engine.fast_tick``) asks
+A nothing-due ``tick`` that takes the fast path (``engine.cli.fast_tick``) asks
 only for the earliest ``next_run_at`` of a live schedule; importing
 ``engine.store.tables`` (every table, the models' enums) would cost it more
 than the query. ``engine.store.tables`` builds its partial index from
-``LIVE_SCHEDULE`` here, and ``engine.scheduler.next_wake`` runs the same query
+``LIVE_SCHEDULE`` here, and ``engine.scheduling.tick.next_wake`` runs the same query
 on the full table.
 """
 

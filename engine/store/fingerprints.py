@@ -1,4 +1,4 @@
-"""Rows of ``config_fingerprints``: the configurations a full ``tick`` validated (engine.fast_tick).
+"""Rows of ``config_fingerprints``: the configurations a full ``tick`` validated (engine.cli.fast_tick).
 
 Both functions work on a bare table clause, not ``engine.store.tables``: the
 fast path reads with ``files_of`` and must not pay for the table definitions,

@@ -15,7 +15,7 @@ from sqlalchemy import and_, not_, or_, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from engine.models import AuditEvent, Run
+from engine.core.models import AuditEvent, Run
 from engine.store import rows
 from engine.store.tables import audit_events, runs, schedules
 

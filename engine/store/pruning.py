@@ -1,4 +1,4 @@
-"""SQL of the data lifecycle: prune candidates, guarded deletes, the prune audit, SQLite backups.
+"""SQL of the data lifecycle: prune candidates, guarded deletes, the prune audit.
 
 Deletes run in short batches (one write transaction each) and repeat the
 guard in SQL: only runs still in a terminal status are removed, so a run an
@@ -7,17 +7,14 @@ operator re-queued between the read and the delete is left alone.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from engine import errors, retention
-from engine.models import TERMINAL_STATUSES, RunStatus
+from engine.core import retention
+from engine.core.models import TERMINAL_STATUSES, RunStatus
 from engine.store.tables import artifacts, attempts, audit_events, runs, schedules, steps
 
 _TERMINAL = [s.value for s in TERMINAL_STATUSES]
@@ -71,40 +68,3 @@ def pruned_ranges(conn: Connection, schedule_id: int) -> list[retention.PrunedRa
                                                audit_events.c.action == retention.PRUNE_ACTION)
     found = (retention.range_from_audit(schedule_id, row.after) for row in conn.execute(query))
     return [r for r in found if r is not None]
-
-
-def backup_sqlite(engine: Engine, destination: Path) -> int:
-    """Copy a live SQLite database to ``destination`` with sqlite3's online backup API.
-
-    One backup step copies every page under one read transaction, so the copy
-    is a consistent snapshot even while workers commit (WAL lets them go on).
-    The copy is written beside ``destination`` and renamed into place.
-    Returns the number of pages copied.
-    """
-    if engine.dialect.name != "sqlite":
-        raise errors.InvalidInput(
-            "db backup copies SQLite databases only; for PostgreSQL use "
-            "`pg_dump -Fc -f reportflow.dump DBNAME` (restore with `pg_restore -d DBNAME reportflow.dump`)")
-    if destination.exists():
-        raise errors.InvalidInput(f"{destination} already exists; give a new path")
-    if not destination.parent.is_dir():
-        raise errors.InvalidInput(f"{destination.parent} is not a folder")
-    partial = destination.with_name(f".{destination.name}.partial")
-    partial.unlink(missing_ok=True)
-    raw = engine.raw_connection()
-    try:
-        source: Any = raw.driver_connection
-        target = sqlite3.connect(partial)
-        try:
-            source.backup(target, pages=-1)
-            pages = int(target.execute("PRAGMA page_count").fetchone()[0])
-            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
-        finally:
-            target.close()
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    finally:
-        raw.close()
-    partial.rename(destination)
-    return pages

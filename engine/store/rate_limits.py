@@ -3,7 +3,7 @@
 A row holds the next free slot (``next_at``) of a named limit. Reserving a
 slot is one short write transaction: the row is locked (``BEGIN IMMEDIATE``
 on SQLite, ``SELECT ... FOR UPDATE`` on PostgreSQL), the slot decided by
-``engine.pacing.decide_slot``, the row moved on, and the transaction
+``engine.core.pacing.decide_slot``, the row moved on, and the transaction
 committed. Nobody waits while holding the lock: the caller sleeps until the
 slot afterwards.
 """
@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
-from engine import pacing
+from engine.core import pacing
 from engine.store.runs import dialect_insert
 from engine.store.tables import rate_limits
 

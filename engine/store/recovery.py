@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
-from engine.models import AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
-from engine.policies import RecoveryDecision
+from engine.core.models import AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
+from engine.core.policies import RecoveryDecision
 from engine.store import claims
 from engine.store.tables import attempts, runs, steps
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.engine import RowMapping
 
-from engine.models import (
+from engine.core.models import (
     ArtifactRecord,
     AttemptOutcome,
     AttemptRecord,

@@ -17,16 +17,8 @@ from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from engine import errors, transitions
-from engine.models import (
-    ACTIVE_STATUSES,
-    PRIORITY,
-    AttemptTrigger,
-    Run,
-    RunStatus,
-    RunTrigger,
-    StepStatus,
-)
+from engine.core import errors, transitions
+from engine.core.models import ACTIVE_STATUSES, PRIORITY, AttemptTrigger, Run, RunStatus, RunTrigger, StepStatus
 from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 

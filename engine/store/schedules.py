@@ -1,19 +1,18 @@
-"""Schedule rows and the audit trail. Functions take a Connection inside a transaction."""
+"""Schedule rows. Functions take a Connection inside a transaction (the audit trail is ``store.audit``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, and_, bindparam, insert, select, text, update
 from sqlalchemy.engine import Connection
 
-from engine import errors
-from engine.models import AuditEvent, Schedule, ScheduleSpec
+from engine.core import errors
+from engine.core.models import Schedule, ScheduleSpec
 from engine.store import fastsql, rows
 from engine.store.due import LIVE_SCHEDULE
-from engine.store.tables import audit_events, schedules
+from engine.store.tables import schedules
 
 
 def get_schedule(conn: Connection, name: str) -> Schedule:
@@ -89,28 +88,3 @@ def advance_next_run_at(conn: Connection, schedule_id: int, expected: datetime, 
     """Compare-and-set ``next_run_at``; False means another scheduler already handled this tick."""
     result = fastsql.execute(conn, _ADVANCE, {"b_id": schedule_id, "b_expected": expected, "b_new": new})
     return bool(result.rowcount == 1)
-
-
-def record_audit(conn: Connection, *, at: datetime, actor: str, action: str, schedule_id: int | None = None,
-                 run_id: int | None = None, before: dict[str, Any] | None = None,
-                 after: dict[str, Any] | None = None, reason: str | None = None, version: int | None = None) -> None:
-    conn.execute(insert(audit_events).values(
-        at=at, actor=actor, action=action, schedule_id=schedule_id, run_id=run_id,
-        before=before, after=after, reason=reason, version=version))
-
-
-def record_audits(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
-    if events:
-        conn.execute(insert(audit_events), list(events))
-
-
-def list_audit(conn: Connection, *, schedule_id: int | None = None, run_id: int | None = None,
-               action: str | None = None) -> list[AuditEvent]:
-    query = select(audit_events).order_by(audit_events.c.id)
-    if schedule_id is not None:
-        query = query.where(audit_events.c.schedule_id == schedule_id)
-    if run_id is not None:
-        query = query.where(audit_events.c.run_id == run_id)
-    if action is not None:
-        query = query.where(audit_events.c.action == action)
-    return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]

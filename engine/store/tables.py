@@ -26,7 +26,7 @@ from sqlalchemy import (
     text,
 )
 
-from engine.models import RunStatus, RunTrigger, StepStatus
+from engine.core.models import RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
@@ -198,7 +198,7 @@ rate_limits = Table(
     Column("next_at", UTCDateTime, nullable=False),
 )
 
-# The configurations a full ``tick`` validated, by fingerprint (``engine.fast_tick``): a tick
+# The configurations a full ``tick`` validated, by fingerprint (``engine.cli.fast_tick``): a tick
 # whose inputs match one, with nothing due, answers without validating again. ``files`` is
 # JSON text: the source files that validation loaded, with their sizes and mtimes. Only the
 # newest few rows are kept.

@@ -1,4 +1,4 @@
-"""``/api/``: the CLI's ``--json`` shapes (``engine.views``), read-only.
+"""``/api/``: the CLI's ``--json`` shapes (``engine.read.views``), read-only.
 
 ``/api/runs`` takes the runs page's filters and is keyset-paged: a
 ``Link: <…>; rel="next"`` header carries the next page.
@@ -12,9 +12,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine import errors, history, queries, views
-from engine.web.app import state_of
-from engine.web.routes import run_filter
+from engine.core import errors
+from engine.read import runs as read_runs
+from engine.read import schedules as read_schedules
+from engine.read import views
+from engine.web.pages import state_of
+from engine.web.params import run_filter
 
 
 def api_runs(request: Request) -> Response:
@@ -23,7 +26,7 @@ def api_runs(request: Request) -> Response:
     limit_text = request.query_params.get("limit", "200")
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
         raise errors.InvalidInput(f"limit '{limit_text}' must be a number from 1 to 1000")
-    result = history.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
+    result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
     headers = {}
     if result.next_cursor:
         query = [*echo.items(), *(("status", s) for s in filt.statuses), ("limit", limit_text),
@@ -38,16 +41,16 @@ def api_run(request: Request) -> Response:
     if not text.isdigit() or len(text) > 18:
         raise errors.NotFound(f"'{text}' is not a run id")
     rt = state_of(request).rt
-    return JSONResponse(views.run_detail(queries.get_run(rt, int(text)), rt.clock.now()))
+    return JSONResponse(views.run_detail(read_runs.get_run(rt, int(text)), rt.clock.now()))
 
 
 def api_schedules(request: Request) -> Response:
-    overviews = queries.schedules_overview(state_of(request).rt)
+    overviews = read_schedules.schedules_overview(state_of(request).rt)
     return JSONResponse([views.schedule_view(o.schedule, o.last_run) for o in overviews])
 
 
 def api_schedule(request: Request) -> Response:
-    overview = queries.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
+    overview = read_schedules.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
     return JSONResponse(views.schedule_view(overview.schedule, overview.last_run))
 
 

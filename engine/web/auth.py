@@ -20,7 +20,7 @@ import secrets
 from collections.abc import MutableMapping
 from typing import Any
 
-from engine import errors
+from engine.core import errors
 
 CSRF_FIELD = "csrf_token"
 _LOGIN_NAME = re.compile(r"[^A-Za-z0-9_.@-]")

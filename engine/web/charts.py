@@ -8,7 +8,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from engine import views
+from engine.read import views
 
 WIDTH, HEIGHT = 640, 170
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 14, 28

@@ -1,11 +1,10 @@
 """HTML pages and the write actions. Reads go through the read model; actions call the
-CLI's own functions (``engine.operations``, ``engine.schedules``) with actor ``ui``."""
+CLI's own functions (``engine.operations.actions``, ``engine.scheduling.definitions``) with actor ``ui``."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from datetime import date
 from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
@@ -16,11 +15,16 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine import cron, cron_words, errors, history, operations, queries, schedules, views
-from engine.models import ACTIVE_STATUSES, RunStatus, RunTrigger
+from engine.core import cron, cron_words, errors
+from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
+from engine.operations import actions as operations
+from engine.read import calendar, views
+from engine.read import runs as read_runs
+from engine.read import schedules as read_schedules
 from engine.runtime import Runtime
-from engine.web import auth, charts, markdown
-from engine.web.app import page, state_of
+from engine.scheduling import definitions as schedules
+from engine.web import auth, charts, markdown, params
+from engine.web.pages import page, state_of
 
 PAGE_SIZE = 50
 LEGEND = (
@@ -32,15 +36,6 @@ LEGEND = (
 )
 # Cell colours: QUEUED and PENDING share the RUNNING colour (all "in flight").
 CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK"}
-
-
-def _parse_date(text: str | None, name: str) -> date | None:
-    if not text:
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise errors.InvalidInput(f"{name} '{text}' is not a date (YYYY-MM-DD)") from None
 
 
 def _run_id(request: Request) -> int:
@@ -58,7 +53,7 @@ def home(request: Request) -> Response:
 
 def schedules_page(request: Request) -> Response:
     rt = state_of(request).rt
-    overviews = queries.schedules_overview(rt)
+    overviews = read_schedules.schedules_overview(rt)
     now = rt.clock.now()
     items = []
     for overview in overviews:
@@ -72,10 +67,10 @@ def schedules_page(request: Request) -> Response:
 def schedule_page(request: Request) -> Response:
     rt = state_of(request).rt
     name = str(request.path_params["name"])
-    overview = queries.schedule_overview(rt, name)
-    spec, fires = queries.preview(rt, name, 8)
-    row = history.calendar(rt, name)
-    started = history.chart_runs(rt, name)
+    overview = read_schedules.schedule_overview(rt, name)
+    spec, fires = read_schedules.preview(rt, name, 8)
+    row = calendar.calendar(rt, name)
+    started = read_runs.chart_runs(rt, name)
     delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
              for r in started]
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
@@ -90,41 +85,22 @@ def schedule_page(request: Request) -> Response:
 def project_calendar_page(request: Request) -> Response:
     rt = state_of(request).rt
     project = str(request.path_params["project"])
-    rows = history.project_calendar(rt, project)
+    rows = calendar.project_calendar(rt, project)
     return page(request, "project.html", title=f"project {project}", project=project, rows=rows, legend_items=LEGEND,
                 cell_class=CELL_CLASS)
 
 
-def run_filter(rt: Runtime, params: Any) -> tuple[history.RunFilter, dict[str, str]]:
-    """The runs filter from query parameters (shared by the page and ``/api/runs``); bad values are 400."""
-    statuses = tuple(s.upper() for s in params.getlist("status") if s)
-    for value in statuses:
-        if value not in RunStatus.__members__:
-            raise errors.InvalidInput(f"unknown status '{value}'")
-    trigger = (params.get("trigger") or "").upper() or None
-    if trigger is not None and trigger not in RunTrigger.__members__:
-        raise errors.InvalidInput(f"unknown trigger '{trigger}'")
-    schedule = params.get("schedule") or None
-    filt = history.RunFilter(
-        statuses=statuses, schedule_id=history.schedule_id(rt, schedule) if schedule else None,
-        project=params.get("project") or None, trigger=trigger,
-        date_from=_parse_date(params.get("from"), "from"), date_to=_parse_date(params.get("to"), "to"))
-    echo = {k: v for k, v in (("schedule", schedule), ("project", filt.project), ("trigger", trigger),
-                              ("from", params.get("from")), ("to", params.get("to"))) if v}
-    return filt, echo
-
-
 def runs_page(request: Request) -> Response:
     rt = state_of(request).rt
-    filt, echo = run_filter(rt, request.query_params)
-    result = history.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=PAGE_SIZE)
+    filt, echo = params.run_filter(rt, request.query_params)
+    result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=PAGE_SIZE)
     next_url = None
     if result.next_cursor:
         query = [*echo.items(), *(("status", s) for s in filt.statuses), ("after", result.next_cursor)]
         next_url = "/runs?" + urlencode(query)
     return page(request, "runs.html", title="Runs", runs=result.runs, filters=echo, statuses=list(RunStatus),
                 chosen=set(filt.statuses), triggers=list(RunTrigger),
-                schedule_names=history.schedule_names(rt), next_url=next_url,
+                schedule_names=read_runs.schedule_names(rt), next_url=next_url,
                 first_page=not request.query_params.get("after"))
 
 
@@ -144,7 +120,7 @@ def _report_markdown(run: Any) -> tuple[str | None, str | None]:
 
 def run_page(request: Request) -> Response:
     rt = state_of(request).rt
-    run = queries.get_run(rt, _run_id(request))
+    run = read_runs.get_run(rt, _run_id(request))
     detail = views.run_detail(run, rt.clock.now())
     text, source = _report_markdown(run)
     commits: list[dict[str, Any]] = []
@@ -168,7 +144,7 @@ def run_page(request: Request) -> Response:
     return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
                 report_html=markdown.to_html(text) if text is not None else None, report_source=source,
                 commits=commits, heads=heads, generation=generation, notion=notion,
-                audit=history.run_audit(rt, run.id), step_names=step_names,
+                audit=read_runs.run_audit(rt, run.id), step_names=step_names,
                 can_retry=run.status in operations.RETRYABLE, can_retry_from=run.status in
                 operations.RETRYABLE | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
@@ -181,8 +157,8 @@ def backfill_preview(request: Request) -> Response:
     """The dry-run list of a backfill range; the confirm form posts the same range."""
     rt = state_of(request).rt
     name = str(request.path_params["name"])
-    first = _parse_date(request.query_params.get("from"), "from")
-    last = _parse_date(request.query_params.get("to"), "to")
+    first = params.parse_date(request.query_params.get("from"), "from")
+    last = params.parse_date(request.query_params.get("to"), "to")
     if first is None or last is None:
         raise errors.InvalidInput("from and to are required (YYYY-MM-DD)")
     report = operations.backfill(rt, name, first=first, last=last, dry_run=True)
@@ -288,8 +264,8 @@ async def backfill_action(request: Request) -> Response:
     name = str(request.path_params["name"])
 
     def act(rt: Runtime, form: Any) -> Any:
-        first = _parse_date(_field(form, "from"), "from")
-        last = _parse_date(_field(form, "to"), "to")
+        first = params.parse_date(_field(form, "from"), "from")
+        last = params.parse_date(_field(form, "to"), "to")
         if first is None or last is None:
             raise errors.InvalidInput("from and to are required (YYYY-MM-DD)")
         report = operations.backfill(rt, name, first=first, last=last)

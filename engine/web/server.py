@@ -9,7 +9,7 @@ import time
 
 import uvicorn
 
-from engine import logs
+from engine.core import logs
 from engine.runtime import Runtime
 from engine.web import auth
 from engine.web.app import create_app

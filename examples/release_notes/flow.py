@@ -28,7 +28,7 @@ from pathlib import Path
 import git
 from pydantic import BaseModel
 
-from engine.authoring import StepContext, StepError, Workflow
+from engine.plugins.authoring import StepContext, StepError, Workflow
 
 
 class ReleaseSettings(BaseModel):

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from engine import operations, schedules
-from engine.clock import SystemClock
-from engine.models import RunStatus
+from engine.core.clock import SystemClock
+from engine.core.models import RunStatus
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.plugins.contract import ArtifactRef
+from engine.scheduling import definitions as schedules
 from engine.store import claims
 from engine.store import runs as run_rows
-from engine.worker import Worker
-from engine.workflow import ArtifactRef
 from tests.fakes.fake_notion import FakeNotion
 from tests.support import REPO_ROOT, make_runtime, run_cli, write_config
 
@@ -127,7 +128,7 @@ def echo_runs(url: str, count: int) -> list[int]:
 
 
 def record_file(url: str, run_id: int, path: Path, content: bytes) -> None:
-    from engine.store import Store
+    from engine.store.handle import Store
 
     path.write_bytes(content)
     ref = ArtifactRef("markdown", f"{socket.gethostname()}:{path}", hashlib.sha256(content).hexdigest())

@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from engine.store.tables import attempts
-
 from tests.acceptance import procs
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo

@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.support import run_cli, write_config
 
 CLASH = '''
-from engine.authoring import Workflow
+from engine.plugins.authoring import Workflow
 wf = Workflow("daily_report", period="day")
 
 @wf.step

@@ -1,10 +1,10 @@
-"""A workflow written with ``engine.authoring``, loaded by module path in tests (``module = "tests.flows.authored"``)."""
+"""A workflow written with ``engine.plugins.authoring``, loaded by module path in tests (``module = "tests.flows.authored"``)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
-from engine.authoring import StepContext, Workflow
+from engine.plugins.authoring import StepContext, Workflow
 
 
 class Greeting(BaseModel):

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine import errors
-from engine.clock import SystemClock
-from engine.models import PeriodKind
-from engine.workflow import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
+from engine.core import errors
+from engine.core.clock import SystemClock
+from engine.core.models import PeriodKind
+from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 
 STEPS = ("ONE", "TWO", "THREE", "FOUR")
 

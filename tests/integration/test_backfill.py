@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import operations, schedules
 from engine.cli import render
-from engine.clock import ManualClock
-from engine.models import PeriodKind
+from engine.core.clock import ManualClock
+from engine.core.models import PeriodKind
+from engine.operations import actions as operations
+from engine.scheduling import definitions as schedules
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 

@@ -6,10 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event
 
-from engine import scheduler, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus
-from engine.worker import Worker
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus
+from engine.execution.worker import Worker
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 0, 0, tzinfo=UTC)

@@ -1,11 +1,11 @@
-"""A nothing-due ``tick`` answered by the fast path (engine.fast_tick), against real databases.
+"""A nothing-due ``tick`` answered by the fast path (engine.cli.fast_tick), against real databases.
 
 The fast path may answer only what the full path would have answered: the
 same bytes on stdout, exit 0. Whenever an input the full path validates
 changed (the config, a ``[[workflows]]`` file, an installed distribution), or
 something is due, or the schema is not at head, the full path runs, and its
 errors show. Which path ran is read from the modules a process had loaded when
-it exited: the full path loads ``engine.config`` to validate the config.
+it exited: the full path loads ``engine.config.settings`` to validate the config.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, func, select, text
 
-from engine import fast_tick
+from engine.cli import fast_tick
 from engine.store import database, fingerprints
 from engine.store.tables import config_fingerprints, runs
 from tests.flows import install
@@ -33,7 +33,7 @@ NOW = "2026-03-02T10:00:30Z"  # the hourly echo is next due at 11:00
 LATER = "2026-03-02T11:00:30Z"
 PREVIOUS = sorted(database.KNOWN_REVISIONS)[-2]  # the revision before head
 FLOW = '''
-from engine.authoring import Workflow
+from engine.plugins.authoring import Workflow
 wf = Workflow("nightly", period="day")
 
 @wf.step(timeout="1m")
@@ -47,7 +47,7 @@ class Tick:
     returncode: int
     stdout: str
     stderr: str
-    validated: bool  # the full path ran: it loaded engine.config to validate the config
+    validated: bool  # the full path ran: it loaded engine.config.settings to validate the config
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Project:
 
     def cli(self, *args: str, now: str = NOW) -> Tick:
         proc, modules = run_cli_modules("--now", now, *args, cwd=self.folder, env=self.env)
-        return Tick(proc.returncode, proc.stdout, proc.stderr, "engine.config" in modules)
+        return Tick(proc.returncode, proc.stdout, proc.stderr, "engine.config.settings" in modules)
 
     def tick(self, *args: str, now: str = NOW) -> Tick:
         return self.cli("tick", *args, now=now)

@@ -7,11 +7,13 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine import metrics, scheduler, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus
+from engine.execution.worker import Worker
+from engine.read import metrics
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from engine.store import claims
-from engine.worker import Worker
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
@@ -137,7 +139,7 @@ def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(stor
                                                                               monkeypatch: Any) -> None:
     import urllib.request
 
-    from engine import service
+    from engine.app import serve as service
 
     monkeypatch.setenv("RF_HOOK", "http://127.0.0.1:9/never")
     rt = make_runtime(store_url, schedules=SCHEDULES, clock=ManualClock(T0),

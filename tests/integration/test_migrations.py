@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from alembic.config import Config
 from sqlalchemy import create_engine, text
 
-from engine import errors
+from engine.core import errors
 from engine.store import database
 from engine.store.tables import metadata
 
@@ -32,7 +32,7 @@ def test_head_constant_is_alembic_head() -> None:
 
 
 def test_sqlite_is_migrated_on_first_use_in_wal(sqlite_url: str) -> None:
-    from engine.store import Store
+    from engine.store.handle import Store
 
     store = Store.open(sqlite_url)
     with store.read() as conn:

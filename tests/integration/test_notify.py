@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from engine import metrics, reconciler, scheduler, schedules
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.execution import reconciler
+from engine.execution.worker import Worker
+from engine.read import metrics
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from engine.store import claims
 from engine.store import runs as run_rows
-from engine.worker import Worker
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime, write_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from engine.group_commit import PinnedWriter
+from engine.execution.group_commit import PinnedWriter
 from engine.store import database
 
 pytestmark = pytest.mark.postgres

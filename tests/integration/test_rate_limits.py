@@ -5,9 +5,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-from engine import pacing
-from engine.clock import ManualClock
-from engine.store import Store
+from engine.core import pacing
+from engine.core.clock import ManualClock
+from engine.execution import pacing as pacing_shell
+from engine.store.handle import Store
 from tests.conftest import utc
 
 T0 = utc(2026, 9, 30, 1, 0)
@@ -42,7 +43,7 @@ def test_wait_for_slot_sleeps_until_the_reserved_slot(store_url: str) -> None:
     clock = ManualClock(T0)
     try:
         for _ in range(3):
-            pacing.wait_for_slot(store, clock, "notion:a", STEP)
+            pacing_shell.wait_for_slot(store, clock, "notion:a", STEP)
         assert clock.now() == T0 + 2 * STEP  # the third request waited for two slots
     finally:
         store.dispose()

@@ -6,10 +6,12 @@ import threading
 from datetime import timedelta
 from pathlib import Path
 
-from engine import operations, reconciler, views
-from engine.models import RunStatus
+from engine.core.models import RunStatus
+from engine.execution import reconciler
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.read import views
 from engine.store import claims
-from engine.worker import Worker
 from tests.flows.testflows import FOUR_STEPS
 from tests.integration.test_worker import lines, queue_one, runtime, show
 

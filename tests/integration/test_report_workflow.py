@@ -11,11 +11,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine import operations, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus, StepStatus
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus, StepStatus
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.scheduling import definitions as schedules
 from engine.store import runs as run_rows
-from engine.worker import Worker
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama, closed_port
 from tests.fakes.gitrepo import GitRepo, make_repo

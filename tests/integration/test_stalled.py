@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from engine import doctor, metrics, queries, schedules
 from engine.cli import render
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.read import doctor, metrics
+from engine.read import runs as queries
+from engine.scheduling import definitions as schedules
 from engine.store import claims
 from engine.store import runs as run_rows
 from tests.flows.testflows import FOUR_STEPS

@@ -8,8 +8,11 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from engine import operations, scheduler, schedules
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.operations import actions as operations
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
+from engine.store import audit as audit_rows
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 from engine.store.tables import audit_events, runs
@@ -192,7 +195,7 @@ def test_disabled_schedule_is_not_ticked_and_restarts_from_now(store_url: str) -
     schedules.set_enabled(rt, "hourly", enabled=True, reason="back")
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, "hourly")
-        actions = [e.action for e in schedule_rows.list_audit(conn, schedule_id=schedule.id)]
+        actions = [e.action for e in audit_rows.list_audit(conn, schedule_id=schedule.id)]
     assert schedule.next_run_at == at(29, 15)
     assert actions == ["create", "disable", "slots_disabled", "enable"]
 

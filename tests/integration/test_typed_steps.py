@@ -10,11 +10,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine import operations, registry, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus, StepStatus
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus, StepStatus
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.plugins import registry
+from engine.scheduling import definitions as schedules
 from engine.store import runs as run_rows
-from engine.worker import Worker
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from engine.authoring import StepContext, StepError, Workflow
+from engine.plugins.authoring import StepContext, StepError, Workflow
 
 
 class Settings(BaseModel):

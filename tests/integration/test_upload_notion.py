@@ -9,7 +9,7 @@ import notion_client
 import pytest
 from notion_client.errors import APIResponseError
 
-from engine import errors
+from engine.core import errors
 from steps import notion_blocks as nb
 from steps import upload_notion as un
 from tests.fakes.fake_notion import FakeNotion

@@ -18,15 +18,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine import operations, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
 from engine.runtime import Runtime
+from engine.scheduling import definitions as schedules
 from engine.store import history as history_rows
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
-from engine.web.app import SESSION_COOKIE, create_app
-from engine.worker import Worker
+from engine.web.app import create_app
+from engine.web.pages import SESSION_COOKIE
 from tests.fakes.gitrepo import make_repo
 from tests.support import REPO_ROOT, make_runtime, run_cli, write_config
 

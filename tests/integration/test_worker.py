@@ -9,13 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from engine import errors, operations, reconciler, scheduler, schedules
-from engine.clock import ManualClock
-from engine.models import RunStatus, StepStatus
-from engine.registry import load_registry
+from engine.core import errors
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus, StepStatus
+from engine.execution import reconciler
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.plugins.registry import load_registry
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
 from engine.store import claims
 from engine.store import runs as run_rows
-from engine.worker import Worker
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 
@@ -260,7 +264,7 @@ def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: st
 
 def test_heartbeat_keeps_a_long_step_leased(sqlite_url: str, tmp_path: Path) -> None:
     """Real time: a 1 s lease renewed every 0.25 s survives a step that outlasts it."""
-    from engine.clock import SystemClock
+    from engine.core.clock import SystemClock
 
     log = tmp_path / "steps.log"
     spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC")

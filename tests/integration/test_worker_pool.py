@@ -16,14 +16,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from engine import errors, operations, schedules
-from engine.clock import ManualClock
-from engine.group_commit import GroupCommitter
-from engine.models import PeriodKind, RunStatus
+from engine.core import errors
+from engine.core.clock import ManualClock
+from engine.core.models import PeriodKind, RunStatus
+from engine.execution.group_commit import GroupCommitter
+from engine.execution.pool import WorkerPool
+from engine.operations import actions as operations
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.scheduling import definitions as schedules
 from engine.store import runs as run_rows
 from engine.store.tables import rate_limits, runs, steps
-from engine.worker_pool import WorkerPool
-from engine.workflow import StepContext, StepResult, StepSpec, WorkflowDef
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 5, 1, tzinfo=UTC)
@@ -225,9 +227,9 @@ def test_group_commit_window_is_bounded_in_config(tmp_path: Path) -> None:
 
 def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Path) -> None:
     """Real time: a 1 s lease, three runs blocked in TWO at once; each lease is renewed past its first expiry."""
-    from engine import reconciler
-    from engine.clock import SystemClock
-    from engine.registry import load_registry
+    from engine.core.clock import SystemClock
+    from engine.execution import reconciler
+    from engine.plugins.registry import load_registry
     from tests.flows.testflows import FOUR_STEPS
 
     log, gate = tmp_path / "steps.log", tmp_path / "gate"
@@ -310,7 +312,7 @@ def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str)
     spec = schedule("s", "p") | {"overlap": "QUEUE_NEW"}
     rt = runtime(store_url, flow(witness, ("ONE",)), [spec])
     rt.clock.set(T0 + timedelta(hours=2))  # two hourly slots due at once
-    from engine import scheduler
+    from engine.scheduling import tick as scheduler
 
     scheduler.tick(rt)
     assert statuses(rt) == {"QUEUED": 1, "PENDING": 1}
@@ -325,7 +327,7 @@ def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str)
 
 def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
     """Each step waits for a second run to be inside a step too: only two runs in flight get past it."""
-    from engine import service
+    from engine.app import serve as service
 
     together = threading.Barrier(2)
 
@@ -354,7 +356,7 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
 @contextmanager
 def serving(rt) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """``serve`` in a thread for the block; stopped as by SIGTERM, and joined, at its end."""
-    from engine import service
+    from engine.app import serve as service
 
     stop = threading.Event()
     thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
@@ -414,7 +416,7 @@ def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: st
 def test_serve_starts_a_run_its_tick_creates_without_waiting_for_the_poll_interval(sqlite_url: str) -> None:
     """With an hour between polls, an idle worker thread still takes the slot's run at once:
     the tick's commit wakes it."""
-    from engine.clock import SystemClock
+    from engine.core.clock import SystemClock
 
     ran = threading.Event()
 

@@ -168,10 +168,10 @@ def utc(*args: int) -> datetime:
 
 def open_runtime(config: Path, clock: Any, actor: str = "reliability") -> Any:
     """An in-process runtime on the database and settings of ``config`` (what the CLI would build)."""
-    from engine import config as config_mod
-    from engine.registry import load_registry
+    from engine.config import settings as config_mod
+    from engine.plugins.registry import load_registry
     from engine.runtime import Runtime
-    from engine.store import Store
+    from engine.store.handle import Store
 
     registry = load_registry()
     cfg = config_mod.load_config(config, registry)

@@ -36,13 +36,25 @@ from typing import Any
 
 import pytest
 
-from engine import scheduler
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.scheduling import tick as scheduler
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
-from tests.reliability.harness import (GitSpy, RunRow, daily_history, daily_schedule, file_identity, open_runtime,
-                                       page_key, poll, report_config, sqlite_runs, utc, wait_ports_quiet)
+from tests.reliability.harness import (
+    GitSpy,
+    RunRow,
+    daily_history,
+    daily_schedule,
+    file_identity,
+    open_runtime,
+    page_key,
+    poll,
+    report_config,
+    sqlite_runs,
+    utc,
+    wait_ports_quiet,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@
 The transitions are found by scanning zoneinfo (New York, London and Sydney
 have two each in 2026; Seoul has none, so it runs as a control). For each
 one, daily schedules fire at wall times inside the skipped or repeated hour,
-at its edges and at ordinary times; ``engine.scheduler.tick`` runs with a
+at its edges and at ordinary times; ``engine.scheduling.tick.tick`` runs with a
 ManualClock stepping hourly (every 10 minutes with ``--long``) from three days
 before to three days after. Every local date then has exactly one run, at the
 instant computed here without the engine (the wall time; in a gap the first
@@ -23,9 +23,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import select
 
-from engine import scheduler
-from engine import schedules as schedule_ops
-from engine.clock import ManualClock
+from engine.core.clock import ManualClock
+from engine.scheduling import definitions as schedule_ops
+from engine.scheduling import tick as scheduler
 from engine.store.tables import runs, schedules
 from tests.support import make_runtime
 

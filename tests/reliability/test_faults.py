@@ -1,6 +1,6 @@
 """External faults: Ollama, Notion, the repository and the reports directory failing under a real run (SPEC §4, §6).
 
-Each case runs the ``daily_report`` workflow in-process (``engine.worker.Worker``
+Each case runs the ``daily_report`` workflow in-process (``engine.execution.worker.Worker``
 with a ManualClock, 2 attempts, 1 min backoff) against a real git repository
 and the loopback fakes, with the in-step retry waits recorded instead of slept
 (``tenacity.nap.sleep`` for the Ollama client, the Notion rate limiter's clock
@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 import tenacity
 
-from engine import operations
-from engine import schedules as schedule_ops
-from engine.clock import ManualClock, parse_instant
-from engine.worker import Worker
+from engine.core.clock import ManualClock, parse_instant
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.scheduling import definitions as schedule_ops
 from steps import upload_notion
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import DEFAULT_REPLY, FakeOllama, closed_port

@@ -22,8 +22,7 @@ from sqlalchemy import create_engine, func, select
 from engine.store.tables import artifacts, attempts, audit_events, runs, steps
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
-from tests.reliability.harness import (daily_history, daily_schedule, page_key, poll, report_config, sqlite_runs,
-                                       utc)
+from tests.reliability.harness import daily_history, daily_schedule, page_key, poll, report_config, sqlite_runs, utc
 from tests.support import write_config
 
 pytestmark = pytest.mark.slow

@@ -286,11 +286,11 @@ def test_a_worker_whose_lease_ran_out_while_beats_could_not_land_makes_no_extern
     """
     import threading
 
-    from engine import scheduler
-    from engine import schedules as schedule_ops
-    from engine.clock import ManualClock
-    from engine.registry import load_registry
-    from engine.worker import Worker
+    from engine.core.clock import ManualClock
+    from engine.execution.worker import Worker
+    from engine.plugins.registry import load_registry
+    from engine.scheduling import definitions as schedule_ops
+    from engine.scheduling import tick as scheduler
     from tests.flows.testflows import FOUR_STEPS
     from tests.support import make_runtime
 

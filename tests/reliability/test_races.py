@@ -196,11 +196,11 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
 
     from sqlalchemy import event
 
-    from engine import scheduler
-    from engine import schedules as schedule_ops
-    from engine.clock import ManualClock
-    from engine.registry import load_registry
-    from engine.worker import Worker
+    from engine.core.clock import ManualClock
+    from engine.execution.worker import Worker
+    from engine.plugins.registry import load_registry
+    from engine.scheduling import definitions as schedule_ops
+    from engine.scheduling import tick as scheduler
     from tests.flows.testflows import FOUR_STEPS
     from tests.support import make_runtime
 

@@ -17,7 +17,6 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ from sqlalchemy import create_engine, select, text
 from engine.store import database
 from engine.store.tables import runs, steps
 from tests.acceptance import procs
-from tests.conftest import _pg_admin, _with_db, PG_ADMIN_URL
+from tests.conftest import PG_ADMIN_URL, _pg_admin, _with_db
 from tests.reliability.fixtures import make_db
 from tests.reliability.harness import utc
 from tests.support import write_config

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.errors import StepError
+from engine.core.errors import StepError
 from steps.collect_git import CollectOutput, WalkBounds, collect
 from tests.fakes.gitrepo import GitRepo, build_large_repo, clone_repo, make_repo
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import StepError
+from engine.core.errors import StepError
 from steps import git_log
 from steps.collect_git import CollectOutput, WalkBounds, collect
 from tests.fakes.gitrepo import build_large_repo, make_repo

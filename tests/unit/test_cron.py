@@ -1,4 +1,4 @@
-"""engine.cron: fire times across every 2026 DST transition, validation, consistency properties."""
+"""engine.core.cron: fire times across every 2026 DST transition, validation, consistency properties."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from croniter import croniter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import cron, errors
-from engine.models import DstFold, DstGap, PeriodKind, ScheduleSpec
+from engine.core import cron, errors
+from engine.core.models import DstFold, DstGap, PeriodKind, ScheduleSpec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 MICRO = timedelta(microseconds=1)

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy
 
-from engine import config, defaults, fast_tick
+from engine.cli import fast_tick
+from engine.config import defaults
+from engine.config import settings as config
 from engine.store import due, fingerprints, tables
 
 ENV_NONE: dict[str, str] = {}

@@ -12,10 +12,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.errors import StepError
+from engine.core.errors import StepError
 from steps.collect_git import CommitInfo, FileChange, collect
-from steps.generate_report import (BuiltinWriter, OllamaWriter, ReportInput, WriterResult,
-                                   budget_for, compute_stats, generate, render_prompt)
+from steps.generate_report import (
+    BuiltinWriter,
+    OllamaWriter,
+    ReportInput,
+    WriterResult,
+    budget_for,
+    compute_stats,
+    generate,
+    render_prompt,
+)
 from steps.ollama_writer import RetryPolicy
 from steps.report_model import ReportMaterial
 from tests.fakes.fake_ollama import DEFAULT_MODEL, FakeOllama, closed_port, fake_digest

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from engine import cron_words
-from engine.history import AuditRange, CalendarRow, plan_cells
-from engine.models import PeriodKind, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec
+from engine.core import cron_words
+from engine.core.models import PeriodKind, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec
+from engine.read.calendar import AuditRange, CalendarRow, plan_cells
 
 T0 = datetime(2026, 9, 20, 0, 0, tzinfo=UTC)
 SPEC = ScheduleSpec(name="d", workflow="daily_report", project="p", cron="0 3 * * *", timezone="UTC")

@@ -54,8 +54,8 @@ def test_help_imports_no_store_no_config_no_workflow(tmp_path: Path) -> None:
     modules, stdout = modules_of("--help", cwd=tmp_path)
     assert "tick" in stdout and "schedules" in stdout and "--version" in stdout
     # rich prints the help (typer's rich_utils, with markdown_it and pygments); the engine stays unloaded.
-    assert loaded(modules, "sqlalchemy", "pydantic", "croniter", "engine.config", "engine.store", "engine.registry",
-                  "engine.runtime", "engine.cli.render", "engine.views", "workflows", "steps",
+    assert loaded(modules, "sqlalchemy", "pydantic", "croniter", "engine.config", "engine.store", "engine.plugins",
+                  "engine.runtime", "engine.cli.render", "engine.read", "workflows", "steps",
                   *CLIENTS_AND_SERVERS) == []
 
 
@@ -79,7 +79,7 @@ def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, appl
     modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
 
     assert "0 schedule(s) due, no runs" in stdout  # the case measured: nothing due
-    assert "sqlalchemy" in modules and "engine.scheduler" in modules  # it did tick
+    assert "sqlalchemy" in modules and "engine.scheduling.tick" in modules  # it did tick
     # Output to a pipe is written plainly: rich (and its markdown, pygments) stays out.
     assert loaded(modules, "rich", "markdown_it", "pygments", "engine.cli.render", *CLIENTS_AND_SERVERS) == []
     # A SQLite tick loads neither the PostgreSQL dialect nor the urllib client of the webhooks.
@@ -90,17 +90,17 @@ def test_nothing_due_tick_imports_no_client_no_step_no_rich(tmp_path: Path, appl
 
 def test_the_next_nothing_due_tick_imports_neither_typer_nor_pydantic_nor_the_workflows(
         tmp_path: Path, applied: dict[str, str]) -> None:
-    """Once a full tick validated the config, a nothing-due tick takes the fast path (engine.fast_tick):
+    """Once a full tick validated the config, a nothing-due tick takes the fast path (engine.cli.fast_tick):
     what every minute of a cron line pays is SQLAlchemy and one read of the store."""
     full, first = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
-    assert "engine.scheduler" in full
+    assert "engine.scheduling.tick" in full
 
     modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)
 
     assert stdout == first and "0 schedule(s) due, no runs" in stdout
-    assert "engine.fast_tick" in modules and "sqlalchemy.dialects.sqlite" in modules  # it read the store
-    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config",
-                  "engine.registry", "engine.runtime", "engine.scheduler", "engine.models", "engine.store.tables",
+    assert "engine.cli.fast_tick" in modules and "sqlalchemy.dialects.sqlite" in modules  # it read the store
+    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.settings",
+                  "engine.plugins", "engine.runtime", "engine.scheduling", "engine.core.models", "engine.store.tables",
                   "engine.store.runs", "workflows", "steps", "git", "ollama", "notion_client", "httpx",
                   *CLIENTS_AND_SERVERS) == []
     assert loaded(modules, "sqlalchemy.dialects.postgresql", "urllib.request") == []

@@ -7,7 +7,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
-from engine import logs
+from engine.core import logs
 
 
 def _emit(formatter: logging.Formatter, name: str, **fields: object) -> str:

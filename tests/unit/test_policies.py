@@ -8,10 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import policies
-from engine.models import (
-    Misfire, Overlap, PeriodKind, ReportOn, RunStatus, Schedule, ScheduleSpec, SlotReason,
-)
+from engine.core import policies
+from engine.core.models import Misfire, Overlap, PeriodKind, ReportOn, RunStatus, Schedule, ScheduleSpec, SlotReason
 
 
 def at(hour: int, minute: int = 0) -> datetime:
@@ -194,7 +192,7 @@ CRONS = ["0 * * * *", "*/15 * * * *", "30 2 * * *", "0 9 * * 1", "45 23 * * *"]
        active=st.integers(0, 2))
 def test_every_slot_is_accounted_for_exactly_once(zone: str, cron_expr: str, misfire: Misfire, overlap: Overlap,
                                                   downtime_h: int, start: datetime, active: int) -> None:
-    from engine import cron
+    from engine.core import cron
 
     first = cron.next_fire_after(cron_expr, zone, start.replace(tzinfo=UTC)).at
     schedule = Schedule(id=1, spec=ScheduleSpec(name="s", workflow="echo", project="p", cron=cron_expr,

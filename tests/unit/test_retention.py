@@ -6,9 +6,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from engine import retention
-from engine.models import RunStatus
-from engine.retention import PruneCandidate
+from engine.core import retention
+from engine.core.models import RunStatus
+from engine.core.retention import PruneCandidate
 
 
 def test_period_dates_of_each_key_shape() -> None:

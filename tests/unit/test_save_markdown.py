@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine import errors
+from engine.core import errors
 from steps import save_markdown as sm
 
 FRONT = {"run_id": 7, "business_key": "2026-09-29", "heads": {"main": "abc123", "dev": "def456"},

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.service import decide_sleep
+from engine.app.serve import decide_sleep
 
 NOW = datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
 POLL = timedelta(seconds=1)

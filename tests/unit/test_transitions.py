@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import errors, transitions
-from engine.models import RunStatus as S
+from engine.core import errors, transitions
+from engine.core.models import RunStatus as S
 
 
 @pytest.mark.parametrize(("current", "target"), [

@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from engine import errors, registry
-from engine.authoring import StepContext, Workflow
-from engine.models import PeriodKind
+from engine.core import errors
+from engine.core.models import PeriodKind
+from engine.plugins import registry
+from engine.plugins.authoring import StepContext, Workflow
 from tests.support import write_config
 
 ONE_STEP = '''
-from engine.authoring import Workflow
+from engine.plugins.authoring import Workflow
 wf = Workflow("{name}", period="week")
 
 @wf.step(timeout="1m")
@@ -60,7 +61,7 @@ def test_a_file_workflow_named_like_an_installed_one_is_refused_naming_both(tmp_
     ('path = "a.py"\nmodule = "x.y"', "workflows[0]: give either path"),
     ('module = "tests.flows.nope"', "workflows[0].module: cannot load module tests.flows.nope"),
     ('module = "tests.flows.authored:NOPE"', "has no attribute NOPE"),
-    ('module = "engine.clock"', "defines no workflow"),
+    ('module = "engine.core.clock"', "defines no workflow"),
     ('paht = "flows/x.py"', "workflows[0].paht: unknown key"),
 ])
 def test_bad_workflow_sources_are_config_errors(tmp_path: Path, entry: str, expected: str) -> None:

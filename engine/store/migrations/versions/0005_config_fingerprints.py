@@ -1,4 +1,4 @@
-"""The configurations a full ``tick`` validated, for the nothing-due fast path (engine.fast_tick).
+"""The configurations a full ``tick`` validated, for the nothing-due fast path (engine.cli.fast_tick).
 
 Revision ID: 0005
 Revises: 0004

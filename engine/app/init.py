@@ -1,0 +1,95 @@
+"""``reportflow init``: a starter configuration a new user can run as is."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from engine.config import settings as config_mod
+from engine.core import cron, errors
+from engine.plugins.registry import load_registry
+
+TEMPLATE = """\
+# reportflow configuration. Relative paths resolve against this file's folder.
+# Reference: README.md ("Configuration").
+
+[store]
+url = "sqlite:///.reportflow/reportflow.db"   # REPORTFLOW_DB overrides; postgresql+psycopg://... for many nodes
+
+[worker]
+lease = "60s"
+max_attempts = 3
+retry_backoff = "1m"
+
+[reports]
+dir = "reports"
+on_existing = "version"
+language = "en"               # or "ko": the report's headings and sentences, and the prompt
+
+[llm]
+provider = "builtin"          # or "ollama" (then: ollama pull llama3.1:8b)
+model = "llama3.1:8b"
+host = "http://127.0.0.1:11434"
+prompt_version = "v2"
+
+[notion]
+enabled = false
+token_env = "NOTION_TOKEN"    # the NAME of the variable holding the token
+database_id = ""
+
+[[projects]]
+key = "{key}"
+repo = "{repo}"
+branches = ["HEAD"]
+on_empty = "skip"
+
+[[schedules]]
+name = "{key}-daily"
+workflow = "daily_report"
+project = "{key}"
+cron = "30 19 * * *"
+timezone = "{timezone}"
+report_on = "current"         # the 19:30 run covers today so far
+misfire = "CATCH_UP_ALL"
+overlap = "QUEUE_NEW"
+
+[[schedules]]
+name = "{key}-weekly"
+workflow = "weekly_report"
+project = "{key}"
+cron = "0 9 * * 1"
+timezone = "{timezone}"
+report_on = "previous"        # Monday 09:00 covers last ISO week
+misfire = "RUN_ONCE"
+"""
+
+
+MAX_KEY = 48  # leaves room for "-weekly" in schedule names, under the 64-character key limit
+
+
+def project_key(repo: Path) -> str:
+    name = re.sub(r"[^a-z0-9_-]+", "-", repo.resolve().name.lower()).strip("-_")
+    return name[:MAX_KEY].rstrip("-_") or "project"
+
+
+def write_starter(path: Path, *, repo: Path, timezone: str, force: bool) -> Path:
+    """Write the starter config; refuses to overwrite unless ``force``."""
+    cron.zone(timezone)
+    if not repo.exists():
+        raise errors.InvalidInput(f"--repo {repo}: no such folder")
+    if path.exists() and not force:
+        raise errors.InvalidInput(f"{path} already exists (use --force to overwrite)")
+    base = path.resolve().parent
+    repo_abs = repo.resolve()
+    try:
+        repo_text = str(repo_abs.relative_to(base)) or "."
+    except ValueError:
+        repo_text = str(repo_abs)
+    text = TEMPLATE.format(key=project_key(repo_abs), repo=repo_text.replace("\\", "\\\\").replace('"', '\\"'),
+                           timezone=timezone)
+    # Validate what we are about to write: init never leaves behind a config it would refuse.
+    config_mod.build_config(tomllib.loads(text), path=path, registry=load_registry())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

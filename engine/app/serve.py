@@ -1,0 +1,115 @@
+"""``reportflow serve``: scheduler, worker and reconciler loops in one process.
+
+The loop is ``tick; sweep (now and then); sleep`` while the ``WorkerPool``'s
+threads claim and execute runs beside it: each batch of runs a tick commits wakes
+the idle threads at once, so a burst's first runs start while the tick is still
+creating the others. The loop sleeps until the next due slot or retry, but never
+longer than the poll interval nor 30 s; an idle thread looks for runs queued by
+other processes every poll interval. SIGTERM/SIGINT set ``stop``: the current
+step finishes, the run is handed back, the process exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import start_http_server
+from sqlalchemy.exc import SQLAlchemyError
+
+from engine.core import errors, logs, policies
+from engine.execution import reconciler
+from engine.execution.group_commit import GroupCommitError
+from engine.execution.pool import WorkerPool
+from engine.operations import prune as lifecycle
+from engine.runtime import Runtime
+from engine.scheduling import tick as scheduler
+from engine.store import runs as run_rows
+
+log = logging.getLogger(__name__)
+MAX_SLEEP = timedelta(seconds=30)
+
+
+def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -> float:
+    """Seconds to sleep: until the earliest wake-up, capped by the poll interval and 30 s."""
+    cap = min(poll, MAX_SLEEP)
+    upcoming = [w for w in wakes if w is not None]
+    if not upcoming:
+        return cap.total_seconds()
+    return max(0.0, min(min(upcoming) - now, cap).total_seconds())
+
+
+def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
+          metrics_port: int | None = None, ui_port: int | None = None) -> None:
+    page = _start_ui(rt, ui_port) if ui_port is not None else None
+    worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time, in the background
+    server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
+    sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
+    last_sweep = float("-inf")
+    logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
+    poll = rt.config.worker.poll_interval
+    retention_timer = lifecycle.RetentionTimer(rt.config.retain)
+    failures = 0
+    retry_at: datetime | None = None  # the next retry's not_before: the loop wakes for it
+    reclaim = True  # at start (a restarted node) and after a database error: runs this worker id still holds
+    try:
+        while not stop.is_set():
+            try:
+                worker.check()  # a worker thread that died of anything but a database error ends serve
+                if reclaim:
+                    # Take them back now, not after their lease (leaving alone those the pool's threads
+                    # are executing); inside the loop, so a database that goes away right at start-up
+                    # is retried like any other outage. The threads start once that has been done.
+                    worker.reclaim()
+                    worker.start()
+                    if failures:
+                        logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
+                    reclaim, failures = False, 0
+                report = scheduler.tick(rt, committed=worker.wake)
+                if rt.clock.monotonic() - last_sweep >= sweep_every:
+                    reconciler.sweep(rt)
+                    last_sweep = rt.clock.monotonic()
+                    retention_timer.maybe_prune(rt)  # [store] retain: once a day
+                    worker.wake()  # runs the sweep handed back or promoted
+                worker.beat()
+                now = rt.clock.now()
+                if retry_at is not None and retry_at <= now:
+                    worker.wake()  # the retry this loop slept for is due: no need to wait for a poll
+                with rt.store.read() as conn:
+                    retry_at = run_rows.next_due_at(conn, after=now)
+                delay = decide_sleep(now, [report.next_due_at, retry_at], poll)
+            except (SQLAlchemyError, GroupCommitError) as exc:
+                # The database went away (restart, failover): keep the process, try again shortly.
+                failures += 1
+                reclaim = True
+                delay = policies.decide_retry_delay(failures, poll)
+                logs.event(log, logging.WARNING, "serve_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
+            rt.clock.sleep(delay, stop)
+    finally:
+        worker.close()
+        if server is not None:
+            server.shutdown()
+        if page is not None:
+            page.stop()
+        logs.event(log, logging.INFO, "serve_stopped", worker=worker.worker_id)
+
+
+def _start_ui(rt: Runtime, port: int) -> Any:
+    """The web page in a thread beside the loops (``serve --ui-port``), on ``[ui] host``."""
+    from engine.web import server
+
+    page = server.Background(rt, rt.config.ui.host, port)
+    page.start()
+    return page
+
+
+def _start_metrics(rt: Runtime, port: int) -> WSGIServer:
+    """prometheus_client's own HTTP server on 127.0.0.1, serving ``metrics.registry_for(rt)``."""
+    from engine.read import metrics
+
+    server, _thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry_for(rt))
+    logs.event(log, logging.INFO, "metrics_listening", port=server.server_address[1])
+    return server

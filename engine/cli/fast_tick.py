@@ -1,0 +1,313 @@
+"""``reportflow tick`` with nothing due, answered without Typer, pydantic, croniter or the workflows.
+
+A cron line runs ``tick`` every minute, and nearly every minute nothing is due
+(SPEC §11: it must start within 1.3x ``import sqlalchemy``). The full path
+imports Typer and pydantic, scans the installed workflows and validates the
+config before it asks the store anything. This path asks the store directly,
+and answers only when the full path would have printed the same and exited 0:
+
+- the command line is exactly ``[global options] tick [--json]`` (``parse_argv``);
+- a full ``tick`` recorded, after validating them, the *fingerprint* of the
+  inputs seen now (``read_inputs``: the config's bytes and place, the store
+  override, the interpreter, the installed distributions), and the source files
+  that validation loaded are as they were then (``watched_files``);
+- the schema is at head, and no live schedule has ``next_run_at <= now``.
+
+Anything else (another command line, an input that differs, something due, a
+missing file, any error) makes ``run`` return False, and the command goes to
+the full path, which does the work and reports errors as it always did. The
+first tick after a change of the config, the code or the installed packages
+therefore pays the full price, and records the new fingerprint (``remember``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.config.defaults import DEFAULT_CONFIG, DEFAULT_DB_URL, resolve_store_url
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from engine.runtime import Runtime
+
+# The global options this path understands (each at most once, before ``tick``) and their
+# variables, as the Typer callback in engine/cli/app.py declares them.
+OPTIONS: dict[str, str | None] = {"--config": "REPORTFLOW_CONFIG", "--now": "REPORTFLOW_NOW",
+                                  "--db": "REPORTFLOW_DB", "--log-format": None}
+RECIPE = "reportflow fast tick 1"  # change it when the fingerprint comes to cover something else
+KEEP = 20  # fingerprints kept in the store: a few configs or code versions in turn all stay fast
+# A file modified this close to (or after) the moment its config was read may have been
+# validated in either version: the tick then records nothing. 50 ms is several times the
+# coarse clock tick that file systems stamp mtimes with.
+SETTLE = timedelta(milliseconds=50)
+# What an entry-point scan (importlib.metadata) reads in a sys.path folder, and .pth files.
+DIST_SUFFIXES = (".dist-info", ".egg-info", ".egg-link", ".pth")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Request:
+    config_path: Path
+    now_spec: str | None
+    db_override: str | None
+    as_json: bool
+
+
+@dataclass(frozen=True)
+class QuietTick:
+    """What ``output.tick_report`` reads of a ``scheduler.TickReport``, for a tick with nothing due."""
+
+    now: datetime
+    next_due_at: datetime | None
+    due: int = 0
+    handled: int = 0
+    lost_races: int = 0
+    created: dict[str, int] = field(default_factory=dict)
+    already_present: int = 0
+    too_old_slots: int = 0
+    runs_created: int = 0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What validating a config reads, bar the source files it loads; ``read_at_ns`` is when."""
+
+    fingerprint: str
+    config_bytes: bytes
+    read_at_ns: int
+
+
+def run(argv: Sequence[str]) -> bool:
+    """Answer ``reportflow *argv`` if it is a nothing-due ``tick`` this path can vouch for.
+
+    False means "not handled, nothing printed": the caller runs the full path.
+    """
+    request = parse_argv(argv, os.environ)
+    if request is None:
+        return False
+    try:
+        report = quiet_tick(request)
+    except Exception:  # noqa: BLE001 - whatever it is, the full path meets it again and reports it properly
+        return False
+    if report is None:
+        return False
+    from engine.cli import output
+
+    output.tick_report(report, request.as_json)
+    return True
+
+
+def parse_argv(argv: Sequence[str], environ: Mapping[str, str]) -> Request | None:
+    """The ``tick`` that ``argv`` asks for, or None for anything else (Typer's to parse)."""
+    given: dict[str, str] = {}
+    rest = list(argv)
+    while rest and rest[0] != "tick":
+        name, eq, value = rest.pop(0).partition("=")
+        if name not in OPTIONS or name in given:
+            return None
+        if not eq:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if not value or value.startswith("-"):
+            return None
+        given[name] = value
+    if rest not in (["tick"], ["tick", "--json"]) or given.get("--log-format", "text") not in ("text", "json"):
+        return None
+
+    def option(name: str) -> str | None:
+        variable = OPTIONS[name]
+        # Click takes an empty variable for an unset one.
+        return given.get(name) or (environ.get(variable) if variable else None) or None
+
+    return Request(config_path=Path(option("--config") or DEFAULT_CONFIG), now_spec=option("--now"),
+                   db_override=option("--db"), as_json=rest == ["tick", "--json"])
+
+
+def quiet_tick(request: Request) -> QuietTick | None:
+    """The report of a nothing-due tick, or None when this path cannot vouch for one."""
+    from engine.core.clock import clock_from_spec
+    from engine.store import database, due, fingerprints
+
+    clock = clock_from_spec(request.now_spec)
+    seen = read_inputs(request.config_path, request.db_override)
+    engine = _reader(_store_url(seen.config_bytes, request))
+    if engine is None:
+        return None
+    try:
+        now = clock.now()
+        with engine.connect() as conn:
+            if database.revision_of(conn) != database.HEAD_REVISION:
+                return None
+            files = fingerprints.files_of(conn, seen.fingerprint)
+            if files is None or not unchanged(files):
+                return None
+            next_due_at: datetime | None = conn.execute(due.next_wake_query()).scalar()
+    finally:
+        engine.dispose()
+    if next_due_at is not None and next_due_at <= now:
+        return None  # something is due: the full path creates its runs
+    return QuietTick(now=now, next_due_at=next_due_at)
+
+
+def _store_url(config_bytes: bytes, request: Request) -> str:
+    """The store URL as ``engine.config.build_config`` resolves it: ``--db``/REPORTFLOW_DB, ``[store] url``, default."""
+    url = request.db_override
+    if url is None:
+        import tomllib
+
+        store = tomllib.loads(config_bytes.decode("utf-8")).get("store", {})
+        url = store.get("url", DEFAULT_DB_URL)
+        if not isinstance(url, str):
+            raise TypeError("store.url is not text")  # invalid: the full path says so
+    return resolve_store_url(url, request.config_path.parent.resolve())
+
+
+def _reader(url: str) -> Engine | None:
+    """An engine for reading the store, or None when the full path has to make it first."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine.url import make_url
+    from sqlalchemy.pool import NullPool
+
+    from engine.store import database
+
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        path = database.sqlite_path(url)
+        if path is None or not path.is_file():
+            return None  # the full path creates and migrates it
+        # Of database.create_db_engine's pragmas a read needs only the busy timeout (WAL is
+        # the file's own mode); the DBAPI's ``timeout`` sets it.
+        return create_engine(parsed, poolclass=NullPool, connect_args={"timeout": database.BUSY_TIMEOUT_MS / 1000})
+    if backend == "postgresql":
+        return create_engine(database.driver_url(parsed), poolclass=NullPool)
+    return None
+
+
+def read_inputs(config_path: Path, db_override: str | None) -> Inputs:
+    """Read the config file and fingerprint it with the rest of what validation reads (OSError if unreadable).
+
+    Covered: the config's bytes, its absolute path and resolved folder (relative
+    paths and the SQLite URL resolve against it), the store override, the
+    interpreter, ``sys.path`` and what an entry-point scan finds on it
+    (``_distributions``: installing, upgrading or removing a distribution
+    changes it). The source files validation loads are checked apart
+    (``watched_files``), since which they are is known only after loading them.
+    """
+    from engine.core.clock import SystemClock
+
+    read_at = SystemClock().now()
+    data = config_path.read_bytes()
+    digest = hashlib.sha256()
+    parts = (RECIPE, sys.version, sys.executable, os.path.abspath(config_path), str(config_path.parent.resolve()),
+             db_override or "", *(_distributions(entry) for entry in sys.path))
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(hashlib.sha256(data).digest())
+    return Inputs(digest.hexdigest(), data, (read_at - _EPOCH) // timedelta(microseconds=1) * 1000)
+
+
+def _distributions(entry: str) -> str:
+    """One ``sys.path`` entry as an entry-point scan sees it: its metadata folders and ``.pth`` files,
+    each with its stamp and that of its ``entry_points.txt`` (pip writes them anew on every install,
+    upgrade and removal); an entry that is no folder (a zip, nothing) by its own stamp."""
+    folder = entry or "."
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.endswith(DIST_SUFFIXES))
+    except OSError:
+        return f"{entry}={_stamp(folder)}"
+    return entry + "=" + ";".join(f"{name}:{_stamp(os.path.join(folder, name))}:"
+                                  f"{_stamp(os.path.join(folder, name, 'entry_points.txt'))}" for name in names)
+
+
+def _stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_size}/{st.st_mtime_ns}"
+
+
+def watched_files(extra: Iterable[Path] = ()) -> list[tuple[str, int, int]] | None:
+    """``(path, size, mtime_ns)`` of every source file this process loaded from outside the Python
+    installation, plus ``extra``; None if one cannot be read.
+
+    The installation (the stdlib, site-packages) changes through pip, which
+    ``_distributions`` sees; what lies outside it is the engine, the workflows
+    and the steps of an editable install or a checkout, ``[[workflows]]`` files
+    and modules, and whatever they import: edits to any of them are seen here.
+    """
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    inside = tuple(os.path.join(p, "") for root in roots for p in {root, os.path.realpath(root)})
+    paths = {os.path.abspath(path) for path in (getattr(module, "__file__", None) for module in list(sys.modules.values()))
+             if isinstance(path, str) and not path.startswith(inside)}
+    paths.update(str(path) for path in extra)
+    files = []
+    for path in sorted(paths):
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        files.append((path, st.st_size, st.st_mtime_ns))
+    return files
+
+
+def unchanged(files_json: str) -> bool:
+    """Whether every file recorded by ``remember`` still has its size and mtime (OSError if one is gone)."""
+    for path, size, mtime_ns in json.loads(files_json):
+        st = os.stat(path)
+        if (st.st_size, st.st_mtime_ns) != (size, mtime_ns):
+            return False
+    return True
+
+
+def remember(rt: Runtime, seen: Inputs) -> None:
+    """Record ``seen`` as validated: the full ``tick`` calls it once ``Cli.runtime()`` succeeded.
+
+    Nothing is recorded when the config or a loaded source file changed since
+    ``seen`` was read (the validated version is then uncertain): the next tick
+    validates again. An unchanged record is not written again.
+    """
+    import logging
+
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from engine.core import logs
+    from engine.store import fingerprints
+
+    config = rt.config
+    if config.path is None:
+        return
+    workflow_files = [(config.base_dir / entry["path"]).resolve() for entry in config.raw.get("workflows", [])
+                      if isinstance(entry, dict) and isinstance(entry.get("path"), str)]
+    files = watched_files([config.path.resolve(), *workflow_files])
+    try:
+        if files is None or config.path.read_bytes() != seen.config_bytes:
+            return
+    except OSError:
+        return
+    settled_before = seen.read_at_ns - SETTLE // timedelta(microseconds=1) * 1000
+    if any(mtime_ns >= settled_before for _, _, mtime_ns in files):
+        return
+    encoded = json.dumps(files)
+    try:
+        with rt.store.read() as conn:
+            if fingerprints.files_of(conn, seen.fingerprint) == encoded:
+                return
+        with rt.store.write() as conn:
+            fingerprints.record(conn, seen.fingerprint, encoded, rt.clock.now(), keep=KEEP)
+    except SQLAlchemyError as exc:
+        # Only the next tick's speed depends on it: a full disk or a read-only store must not
+        # fail a tick that writes nothing else. The tick's own queries report a store that is down.
+        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+        logs.event(logging.getLogger(__name__), logging.WARNING, "config_fingerprint_not_recorded", reason=reason)

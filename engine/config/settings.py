@@ -1,0 +1,327 @@
+"""``reportflow.toml``: loading, validation and the engine's own sections.
+
+The engine validates ``[store]``, ``[worker]``, ``[notify]``, ``[ui]``,
+``[[schedules]]`` and ``[[workflows]]`` (loaded by
+``engine.plugins.registry.load_with_config``); every other top-level section is handed, raw, to the
+installed workflows (``WorkflowDef.load_settings``), which own them. Any
+problem is reported with the file, the key path and what is wrong, before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
+from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
+from engine.config.defaults import resolve_store_url as resolve_store_url
+from engine.core import errors
+from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
+
+KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``"30m"``, ``"7d"``, ``"60s"``, ``"1.5h"`` (or a number of seconds) to a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"{value!r}: a duration cannot be negative")
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    raise ValueError(f"{value!r} is not a duration (use e.g. '30s', '10m', '1h', '7d')")
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _optional_duration(value: Any) -> timedelta | None:
+    return None if value in ("", None) else parse_duration(value)
+
+
+class StoreConfig(Strict):
+    url: str = DEFAULT_DB_URL
+    retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
+
+    @field_validator("retain")
+    @classmethod
+    def _retain_floor(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(days=1):
+            raise ValueError("retain must be at least 1d (or \"\" to keep every run)")
+        return value
+
+
+class WorkerConfig(Strict):
+    lease: Duration = timedelta(seconds=60)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    retry_backoff: Duration = timedelta(minutes=1)
+    backfill_concurrency: int = Field(default=1, ge=1, le=1000)
+    poll_interval: Duration = timedelta(seconds=1)
+    # Runs in flight in one process, each in its own thread (``work --concurrency`` overrides it).
+    concurrency: int = Field(default=1, ge=1, le=10)  # the store keeps at most 15 connections
+    # With concurrency > 1: step boundaries arriving within this window share one commit; "0s" turns it off.
+    group_commit: Duration = timedelta(milliseconds=2)
+
+    @field_validator("group_commit")
+    @classmethod
+    def _group_commit_bound(cls, value: timedelta) -> timedelta:
+        if value > timedelta(milliseconds=100):
+            raise ValueError("group_commit must be at most 100ms (every step boundary may wait that long)")
+        return value
+
+    @field_validator("lease")
+    @classmethod
+    def _lease_floor(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=1):
+            raise ValueError("lease must be at least 1s (30s or more when several nodes share a database)")
+        return value
+
+
+class NotifyConfig(Strict):
+    webhook_env: str = ""
+
+
+class UiConfig(Strict):
+    """``[ui]``: where the web page binds, and the NAME of the variable holding its write token."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8321, ge=0, le=65535)
+    token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
+
+
+class ScheduleConfig(Strict):
+    name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
+    workflow: str
+    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
+    cron: str
+    timezone: str
+    # The defaults are ScheduleSpec's (engine.core.models): one source.
+    report_on: ReportOn = ScheduleSpec.report_on
+    overlap: Overlap = ScheduleSpec.overlap
+    misfire: Misfire = ScheduleSpec.misfire
+    grace: Duration = ScheduleSpec.grace
+    catchup_window: Duration = ScheduleSpec.catchup_window
+    max_runtime: Duration = ScheduleSpec.max_runtime
+    jitter: Duration = ScheduleSpec.jitter
+    dst_gap: DstGap = ScheduleSpec.dst_gap
+    dst_fold: DstFold = ScheduleSpec.dst_fold
+    allow_frequent: StrictBool = ScheduleSpec.allow_frequent
+    enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
+
+    def to_spec(self) -> ScheduleSpec:
+        return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
+
+
+class WorkflowSourceConfig(Strict):
+    """One ``[[workflows]]`` entry: a Python file (relative to the config's folder) or a module path."""
+
+    path: Annotated[str, Field(min_length=1)] | None = None
+    module: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")] | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> WorkflowSourceConfig:
+        if (self.path is None) == (self.module is None):
+            raise ValueError("give either path = \"flows/x.py\" or module = \"pkg.mod:WORKFLOW\"")
+        return self
+
+
+def workflow_sources(raw: Mapping[str, Any], file: str | None) -> list[WorkflowSourceConfig]:
+    """The validated ``[[workflows]]`` entries of a parsed config (before any workflow is loaded)."""
+    try:
+        return TypeAdapter(list[WorkflowSourceConfig]).validate_python(raw.get("workflows", []))
+    except ValidationError as exc:
+        raise problem_from_validation(exc, file, prefix=("workflows",)) from exc
+
+
+class EngineSections(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    workflows: list[WorkflowSourceConfig] = []
+    store: StoreConfig = StoreConfig()
+    worker: WorkerConfig = WorkerConfig()
+    notify: NotifyConfig = NotifyConfig()
+    ui: UiConfig = UiConfig()
+    schedules: list[ScheduleConfig] = []
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """The loaded configuration: engine sections, workflow settings, where it came from."""
+
+    path: Path | None
+    base_dir: Path
+    store_url: str
+    worker: WorkerConfig
+    notify: NotifyConfig
+    schedules: tuple[ScheduleSpec, ...]
+    raw: Mapping[str, Any]
+    workflow_settings: Mapping[str, Any] = field(default_factory=dict)
+    retain: timedelta | None = None
+    ui: UiConfig = field(default_factory=UiConfig)
+
+    def schedule(self, name: str) -> ScheduleSpec:
+        for spec in self.schedules:
+            if spec.name == name:
+                return spec
+        raise errors.NotFound(f"no schedule named '{name}' in {self.path or 'the configuration'}")
+
+
+def key_path(loc: Sequence[int | str]) -> str:
+    """Pydantic's ``('schedules', 0, 'cron')`` as ``schedules[0].cron``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequence[int | str] = ()) -> errors.ConfigInvalid:
+    """The first pydantic error as a ConfigInvalid naming the key path and the bad value."""
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif "input" in first and not isinstance(first["input"], dict | list):
+        message = f"{first['input']!r}: {message}"
+    return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise errors.ConfigInvalid(
+            "config file not found (run `reportflow init`, or pass --config / set REPORTFLOW_CONFIG)",
+            file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.ConfigInvalid(f"cannot read: {exc}", file=str(path)) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise errors.ConfigInvalid(f"not valid TOML: {exc}", file=str(path)) from exc
+
+
+def _check_timing(spec: ScheduleSpec, period: Any) -> None:
+    """Cron validation costs ~3 ms; schedules share a few timings, so each distinct one is checked once."""
+    _check_timing_cached(spec.cron, spec.timezone, spec.dst_gap, spec.dst_fold, spec.allow_frequent,
+                         spec.jitter, spec.grace, period)
+
+
+@lru_cache(maxsize=4096)
+def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fold: DstFold, allow_frequent: bool,
+                         jitter: timedelta, grace: timedelta, period: Any) -> None:
+    from engine.core import cron
+
+    timing = ScheduleSpec(name="", workflow="", project="", cron=cron_expr, timezone=timezone, dst_gap=dst_gap,
+                          dst_fold=dst_fold, allow_frequent=allow_frequent, jitter=jitter, grace=grace)
+    cron.check_schedule(timing, period)
+
+
+ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "schedules", "workflows")
+
+
+def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any], file: str | None) -> None:
+    """A misspelled ``[[schedule]]`` must not read as an empty schedule list (and archive them all)."""
+    known = set(ENGINE_SECTIONS) | {name for wf in registry.values() for name in getattr(wf, "sections", ())}
+    for name in raw:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(sorted(known))})"
+            raise errors.ConfigInvalid(f"unknown section{hint}", file=file, key=name)
+
+
+def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
+    """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
+    return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
+
+
+def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],
+                 db_override: str | None = None) -> AppConfig:
+    """Validate a parsed config; workflows validate their own sections."""
+    file = str(path) if path else None
+    base_dir = (path.parent if path else Path.cwd()).resolve()
+    _refuse_unknown_sections(raw, registry, file)
+    try:
+        sections = EngineSections.model_validate(raw)
+    except ValidationError as exc:
+        raise problem_from_validation(exc, file) from exc
+
+    settings: dict[str, Any] = {}
+    for name, workflow in registry.items():
+        try:
+            settings[name] = workflow.load_settings(raw, base_dir)
+        except errors.ConfigInvalid as exc:
+            raise errors.ConfigInvalid(exc.problem, file=file, key=exc.key) from exc
+
+    seen_names: set[str] = set()
+    live_pairs: dict[tuple[str, str], str] = {}
+    specs: list[ScheduleSpec] = []
+    for index, sched in enumerate(sections.schedules):
+        where = f"schedules[{index}]"
+        if sched.name in seen_names:
+            raise errors.ConfigInvalid(f"duplicate schedule name '{sched.name}'", file=file, key=f"{where}.name")
+        seen_names.add(sched.name)
+        if sched.workflow not in registry:
+            known = ", ".join(sorted(registry)) or "none installed"
+            raise errors.ConfigInvalid(f"unknown workflow '{sched.workflow}' (known: {known})",
+                                       file=file, key=f"{where}.workflow")
+        pair = (sched.workflow, sched.project)
+        if pair in live_pairs:
+            raise errors.ConfigInvalid(
+                f"schedule '{live_pairs[pair]}' already runs {sched.workflow} for project '{sched.project}'",
+                file=file, key=f"{where}.project")
+        live_pairs[pair] = sched.name
+        workflow = registry[sched.workflow]
+        try:
+            workflow.check_project(settings[sched.workflow], sched.project)
+        except errors.ConfigInvalid as exc:
+            raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.project") from exc
+        spec = sched.to_spec()
+        try:
+            _check_timing(spec, workflow.period)
+        except errors.ConfigInvalid as exc:
+            raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
+        specs.append(spec)
+
+    url = db_override or os.environ.get("REPORTFLOW_DB") or sections.store.url
+    return AppConfig(
+        path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
+        worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
+        workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
+    )

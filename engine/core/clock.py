@@ -1,0 +1,131 @@
+"""Clocks: the only module that reads wall time or sleeps.
+
+Everything else takes a ``Clock`` (shells) or a ``now`` value (pure deciders),
+so tests drive time with ``ManualClock`` and the CLI can start the clock at an
+arbitrary instant (``--now``) that then advances in real time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from engine.core import errors
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current instant, timezone-aware UTC."""
+
+    def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        """Wait ``seconds``; return True early if ``stop`` was set."""
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin, for measuring durations."""
+
+
+class SystemClock:
+    """Real time, optionally shifted by a constant offset (``--now``)."""
+
+    def __init__(self, offset: timedelta = timedelta(0)) -> None:
+        self._offset = offset
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self._offset
+
+    def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        if stop is None:
+            time.sleep(max(0.0, seconds))
+            return False
+        return stop.wait(max(0.0, seconds))
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class ManualClock:
+    """A clock that only moves when told to; ``sleep`` advances it instantly."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = to_utc(start)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, delta: timedelta) -> datetime:
+        with self._lock:
+            self._now += delta
+            return self._now
+
+    def set(self, instant: datetime) -> None:
+        with self._lock:
+            self._now = to_utc(instant)
+
+    def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        """Without ``stop``: advance instantly. With one: manual time does not pass by
+        itself, so a background loop (a heartbeat) just waits until it is stopped."""
+        if stop is None:
+            self.advance(timedelta(seconds=max(0.0, seconds)))
+            return False
+        stop.wait()
+        return True
+
+    def monotonic(self) -> float:
+        return self.now().timestamp()
+
+
+def to_utc(instant: datetime) -> datetime:
+    """Normalise an aware datetime to UTC; naive values are refused."""
+    if instant.tzinfo is None:
+        raise ValueError(f"naive datetime {instant!r}: every instant must carry a zone")
+    return instant.astimezone(UTC)
+
+
+def parse_instant(text: str) -> datetime:
+    """Parse an ISO 8601 instant (``2026-09-29T10:30:00Z`` or with an offset).
+
+    A value without an offset, a bare date included, is refused: it names no instant.
+    """
+    raw = text.strip()
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as exc:
+        raise errors.InvalidInput(f"'{text}' is not an ISO 8601 instant (e.g. 2026-09-29T10:30:00Z)") from exc
+    if value.tzinfo is None:
+        raise errors.InvalidInput(f"'{text}' has no UTC offset; write it as 2026-09-29T10:30:00Z")
+    return value.astimezone(UTC)
+
+
+def clock_from_spec(spec: str | None) -> Clock:
+    """Build the CLI clock: real time, or ``T`` (starts at T now) or ``T@E`` (T at Unix time E).
+
+    ``T@E`` lets processes started at different moments share one simulated
+    timeline: each computes ``T + (real_now - E)``.
+    """
+    if not spec:
+        return SystemClock()
+    instant_text, sep, epoch_text = spec.partition("@")
+    instant = parse_instant(instant_text)
+    if sep:
+        try:
+            anchor = datetime.fromtimestamp(float(epoch_text), UTC)
+        except (ValueError, OverflowError) as exc:
+            raise errors.InvalidInput(f"--now '{spec}': '{epoch_text}' is not a Unix time") from exc
+    else:
+        anchor = datetime.now(UTC)
+    return SystemClock(offset=instant - anchor)
+
+
+def format_instant(instant: datetime | None) -> str | None:
+    """ISO 8601 in UTC at second precision ending in ``Z`` (the only form printed or put in JSON).
+
+    Sub-second digits are dropped (truncated): durations that need them are
+    reported as numbers of seconds (``duration_s``, ``start_delay_s``).
+    """
+    if instant is None:
+        return None
+    return to_utc(instant).replace(microsecond=0).isoformat().replace("+00:00", "Z")

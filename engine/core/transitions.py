@@ -1,0 +1,41 @@
+"""The one table of legal run-status transitions, and the function that applies it.
+
+SQL updates repeat the guard by selecting ``sources(target)`` in their WHERE
+clause, so the table here and the database agree by construction.
+"""
+
+from __future__ import annotations
+
+from engine.core import errors
+from engine.core.models import RunStatus as S
+
+ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
+    S.PENDING: frozenset({S.QUEUED, S.CANCELLED}),
+    S.QUEUED: frozenset({S.RUNNING, S.CANCELLED}),
+    # RUNNING -> QUEUED: a worker shutting down (SIGTERM) hands the run back at a step boundary.
+    S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED, S.QUEUED}),
+    S.RETRY_PENDING: frozenset({S.RUNNING, S.QUEUED, S.FAILED, S.CANCELLED}),
+    S.SUCCESS: frozenset({S.QUEUED}),  # only by an operator's retry --from-step
+    S.PARTIAL_SUCCESS: frozenset({S.QUEUED}),
+    S.FAILED: frozenset({S.QUEUED}),
+    S.MISSED: frozenset({S.QUEUED}),
+    S.SKIPPED: frozenset({S.QUEUED}),
+    S.CANCELLED: frozenset({S.QUEUED}),
+    S.MANUAL_REQUIRED: frozenset({S.QUEUED, S.CANCELLED}),
+}
+
+
+def is_allowed(current: S, target: S) -> bool:
+    return target in ALLOWED_TRANSITIONS[current]
+
+
+def transition(current: S, target: S, *, entity: str = "run") -> S:
+    """Return ``target`` if ``current -> target`` is legal, else raise InvalidTransition."""
+    if not is_allowed(current, target):
+        raise errors.InvalidTransition(entity, current.value, target.value)
+    return target
+
+
+def sources(target: S) -> frozenset[S]:
+    """Every status from which ``target`` may be reached (the SQL guard)."""
+    return frozenset(src for src, targets in ALLOWED_TRANSITIONS.items() if target in targets)

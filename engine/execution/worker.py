@@ -1,0 +1,482 @@
+"""The worker: claim one run, execute its steps through checkpoints, release it with an outcome.
+
+One commit per step boundary: a step's SUCCESS, output, pins and artifacts go
+together with the next step's start and the lease extension. Every write is
+conditioned on the claim's fencing token, and ``ctx.check_fence()`` re-checks
+it right before each external effect, so a worker that lost its lease can
+neither complete a step nor a run that another worker now owns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from engine.core import errors, logs, policies
+from engine.core.clock import parse_instant
+from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
+from engine.execution import pacing
+from engine.execution.group_commit import GroupCommitError, GroupCommitter, PinnedWriter, Writer
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.runtime import Runtime
+from engine.store import claims
+from engine.store import instances as instance_rows
+from engine.store.claims import Claim
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+log = logging.getLogger(__name__)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    key: str
+    status: RunStatus
+    error_code: str | None = None
+
+
+class _Lease:
+    """The claim as this process holds it: the heartbeat and the step thread share it."""
+
+    def __init__(self, rt: Runtime, claim: Claim, lease: timedelta,
+                 write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        self.rt = rt
+        self.write = write or rt.store.write
+        self.run_id = claim.run.id
+        self.fence = claim.fence
+        self.lease = lease
+        self.lost = threading.Event()
+        self.stop = threading.Event()
+        self.max_hold = 2 * timedelta(seconds=claim.run.max_runtime_s)
+        self.started = rt.clock.monotonic()
+
+    def check(self) -> None:
+        """Raise LeaseLost unless this worker still holds the run under a live lease (read from the database)."""
+        if self.lost.is_set():
+            raise errors.LeaseLost(self.run_id, self.fence)
+        with self.rt.store.read() as conn:
+            claims.check_fence(conn, self.run_id, self.fence, self.rt.clock.now())
+
+    def beat(self) -> bool:
+        """Extend the lease once; False when this run needs no more beats (ended, lost, 2x max_runtime)."""
+        clock = self.rt.clock
+        if self.stop.is_set() or self.lost.is_set():
+            return False
+        if clock.monotonic() - self.started > self.max_hold.total_seconds():
+            logs.event(log, logging.WARNING, "heartbeat_stopped", run=self.run_id, reason="max_runtime")
+            return False
+        try:
+            with self.write() as conn:
+                claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+        except errors.LeaseLost:
+            if not self.stop.is_set():  # not merely the run ending between the check and the write
+                logs.event(log, logging.WARNING, "lease_lost", run=self.run_id, token=self.fence)
+            self.lost.set()
+            return False
+        except Exception:  # a transient database error: the next beat tries again
+            logs.event(log, logging.ERROR, "heartbeat_failed", exc_info=True, run=self.run_id)
+        return True
+
+
+class Worker:
+    """Claims and executes runs. ``run_one`` is one claim; ``work`` is the loop."""
+
+    def __init__(self, rt: Runtime, worker_id: str | None = None, *, stop: threading.Event | None = None,
+                 writer: Writer | None = None) -> None:
+        self.rt = rt
+        # This thread's write transactions: its own pinned connection, or a pool's shared group commit.
+        self._writer = writer or PinnedWriter(rt.store.engine)
+        shared = isinstance(self._writer, GroupCommitter)
+        self._beat_write = self._writer.write if shared else rt.store.write  # the heartbeat is another thread
+        # Set by SIGTERM: the current step finishes, then the run is handed back (lease released).
+        self.stop = stop or threading.Event()
+        self.worker_id = worker_id or default_worker_id()
+        self.lease = rt.config.worker.lease
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
+        self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
+        self._failed: list[tuple[int, str, str | None, str | None]] = []  # notified after the commit
+        self._deferred: list[tuple[int, str, dict[str, Any]]] = []  # log events, emitted after the commit
+        self.projects = self._served_projects()
+        self._last_beat: float | None = None
+        self._held: _Lease | None = None  # the run being executed, renewed by the heartbeat thread
+        self._claimed: int | None = None  # the run claimed, from its claim's commit to its release
+        self._heartbeat: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def _served_projects(self) -> list[str] | None:
+        """Projects whose repositories this node can open (SPEC §13); None means no restriction."""
+        if not self.rt.config.schedules:
+            return None
+        served = []
+        for spec in self.rt.config.schedules:
+            workflow = self.rt.registry.get(spec.workflow)
+            if workflow is not None and workflow.can_serve(self.rt.settings(workflow.name), spec.project):
+                served.append(spec.project)
+        return sorted(set(served))
+
+    def run_one(self) -> RunOutcome | None:
+        """Claim the best claimable run and execute it; None when nothing is claimable now."""
+        claim = self.claim()
+        return None if claim is None else self.execute(claim)
+
+    def claim(self) -> Claim | None:
+        """Claim the best claimable run (one commit); from here on ``held_run`` names it until ``execute`` ends."""
+        with self._writer.write() as conn:
+            # Read once the write lock is ours (SQLite's BEGIN IMMEDIATE): started_at is when the claim
+            # was made, not when this thread began to wait for another writer.
+            now = self.rt.clock.now()
+            claim = claims.acquire_run(
+                conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
+                steps_by_workflow=self.steps_by_workflow, projects=self.projects,
+                backfill_limit=self.rt.config.worker.backfill_concurrency)
+        if claim is not None:
+            self._claimed = claim.run.id
+        return claim
+
+    def execute(self, claim: Claim) -> RunOutcome:
+        """Execute a run this worker has just claimed, through its checkpoints, and release it."""
+        try:
+            logs.event(log, logging.INFO, "run_claimed", run=claim.run.id, key=claim.run.idempotency_key,
+                       attempt=claim.attempt, token=claim.fence, worker=self.worker_id)
+            try:
+                outcome = self._execute(claim)
+            except errors.LeaseLost:  # a boundary's guard failed (in a group commit: this boundary alone)
+                logs.event(log, logging.WARNING, "lease_lost", run=claim.run.id, key=claim.run.idempotency_key,
+                           token=claim.fence, effect="boundary not recorded")
+                outcome = RunOutcome(claim.run.id, claim.run.idempotency_key, RunStatus.RUNNING,
+                                     errors.LeaseLost.code)
+        finally:
+            self._claimed = None
+        while self._failed:
+            run_id, key, code, message = self._failed.pop()
+            self.rt.notifier.send("run_failed", run_id=run_id, key=key, error_code=code, error=message)
+        return outcome
+
+    def _execute(self, claim: Claim) -> RunOutcome:
+        run = claim.run
+        workflow = self.rt.workflow(run.workflow)
+        lease = _Lease(self.rt, claim, self.lease, self._beat_write)
+        payload = run.pinned.get("payload_version")
+        if payload != workflow.payload_version or tuple(s.name for s in run.steps) != workflow.step_names():
+            error = errors.StepError("PAYLOAD_VERSION_UNSUPPORTED",
+                                     f"run {run.id} has payload version {payload} and steps "
+                                     f"{[s.name for s in run.steps]}; this worker runs {workflow.name} "
+                                     f"v{workflow.payload_version} {list(workflow.step_names())}", retryable=False)
+            return self._fail(claim, workflow, lease, None, error)
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
+            self._heartbeat.start()
+        self._held = lease
+        try:
+            return self._steps(claim, workflow, lease)
+        finally:
+            lease.stop.set()
+            self._held = None
+
+    @property
+    def held_run(self) -> int | None:
+        """The id of the run this worker has claimed and is executing, if any."""
+        return self._claimed
+
+    def _heartbeats(self) -> None:
+        """This worker's heartbeat thread: every quarter of the lease, extend the run it holds, if any.
+
+        One thread for the worker's life, not one per run: starting a thread costs
+        about as much as a step boundary, and a lease is still renewed at least
+        every quarter of it while its run is held (the first beat may come sooner).
+        """
+        finished: _Lease | None = None
+        while not self.rt.clock.sleep(self.lease.total_seconds() / 4, self._closed):
+            lease = self._held
+            if lease is not None and lease is not finished and not lease.beat():
+                finished = lease
+
+    def _steps(self, claim: Claim, workflow: WorkflowDef, lease: _Lease) -> RunOutcome:
+        run = claim.run
+        outputs: dict[str, Any] = {s.name: s.output or {} for s in run.steps if s.status is StepStatus.SUCCESS}
+        pinned = dict(run.pinned)
+        position = claim.start_position
+        while position < len(workflow.steps):
+            step = workflow.steps[position]
+            ctx = self._context(claim, workflow, pinned, outputs, lease, position)
+            logs.event(log, logging.INFO, "step_started", run=run.id, key=run.idempotency_key, step=step.name)
+            try:
+                result = self._call(step, ctx, lease)
+                output = step.commit_output(result)  # validated before anything is committed
+            except errors.LeaseLost:
+                logs.event(log, logging.WARNING, "lease_lost", run=run.id, key=run.idempotency_key, step=step.name,
+                           effect="writing nothing")
+                return RunOutcome(run.id, run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
+            except errors.StepError as exc:
+                exc.retryable = step.is_retryable(exc)
+                return self._fail(claim, workflow, lease, position, exc)
+            except Exception as exc:  # a bug in a step: retried within the budget, then FAILED
+                logs.event(log, logging.ERROR, "step_crashed", exc_info=True, run=run.id, step=step.name)
+                error = errors.StepError("STEP_CRASHED", f"{type(exc).__name__}: {exc}", retryable=True)
+                return self._fail(claim, workflow, lease, position, error)
+            new_pins = {k: v for k, v in result.pins.items() if k not in pinned}
+            pinned.update(new_pins)
+            outputs[step.name] = output
+            outcome = self._checkpoint(claim, workflow, position, result, output, pinned if new_pins else None)
+            if outcome is not None:
+                return outcome
+            position += 1
+        return self._finish(claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS)  # nothing left to run
+
+    def _context(self, claim: Claim, workflow: WorkflowDef, pinned: dict[str, Any], outputs: dict[str, Any],
+                 lease: _Lease, position: int) -> StepContext:
+        run = claim.run
+        period_start = pinned.get("window_start") or run.scheduled_for.isoformat()
+        period_end = pinned.get("window_end") or run.scheduled_for.isoformat()
+        return StepContext(
+            run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
+            business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,
+            period_start_at=parse_instant(period_start), period_end_at=parse_instant(period_end),
+            timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
+            outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
+            exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            output_models=workflow.output_models(),
+            previous_output=run.steps[position].output if position < len(run.steps) else None)
+
+    def _call(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
+        timeout_s = step.timeout_s
+        if step.inline:  # on this thread: a quick step, no hand-off; the timeout is checked when it returns
+            started = self.rt.clock.monotonic()
+            result = self._attempts(step, ctx, lease)
+            if self.rt.clock.monotonic() - started > timeout_s:
+                raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s")
+            if not isinstance(result, StepResult):
+                raise TypeError(f"step returned {type(result).__name__}, not StepResult")
+            return result
+        future = self._executor.submit(self._attempts, step, ctx, lease)
+        try:
+            result = future.result(timeout=timeout_s)
+        except FutureTimeout:
+            # The thread cannot be killed: revoke its token locally so it can make no external effect.
+            lease.lost.set()
+            self._executor.shutdown(wait=False)
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
+            raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s") from None
+        if not isinstance(result, StepResult):
+            raise TypeError(f"step returned {type(result).__name__}, not StepResult")
+        return result
+
+    def _attempts(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
+        """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread)."""
+        if step.retry_budget_s <= 0:
+            return step.run(ctx)
+        from tenacity import Retrying, wait_exponential_jitter  # only steps with a retry budget need it
+
+        budget = step.retry_budget_s
+        backoff = wait_exponential_jitter(initial=min(1.0, budget / 8), max=max(budget / 2, 0.001), jitter=0.25)
+
+        def should_retry(state: RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            if not isinstance(exc, errors.StepError) or not step.is_retryable(exc):
+                return False
+            # A Retry-After longer than what is left becomes the run's not_before instead.
+            return exc.retry_after_s is None or exc.retry_after_s <= budget - state.idle_for
+
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            asked = exc.retry_after_s if isinstance(exc, errors.StepError) else None
+            return max(0.0, min(asked if asked is not None else backoff(state), budget - state.idle_for))
+
+        def stop(state: RetryCallState) -> bool:
+            return state.idle_for >= budget or lease.lost.is_set()
+
+        def sleep(seconds: float) -> None:
+            logs.event(log, logging.INFO, "step_retrying", run=ctx.run_id, step=step.name, in_s=round(seconds, 2))
+            self.rt.clock.sleep(seconds)  # a lost lease is caught by the next attempt's fence check
+
+        retrying = Retrying(retry=should_retry, wait=wait, stop=stop, sleep=sleep, reraise=True)
+        result: StepResult = retrying(step.run, ctx)
+        return result
+
+    def _checkpoint(self, claim: Claim, workflow: WorkflowDef, position: int, result: StepResult,
+                    output: dict[str, Any], pinned: dict[str, Any] | None) -> RunOutcome | None:
+        """Commit a step boundary; returns the run's outcome when the run ends here."""
+        run = claim.run
+        now = self.rt.clock.now()
+        last = position == len(workflow.steps) - 1
+        with self._transaction() as conn:
+            cancel = claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease, pinned=pinned)
+            claims.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
+            self._later(logging.INFO, "step_finished", run=run.id, key=run.idempotency_key,
+                        step=workflow.steps[position].name, status=result.status.value)
+            if not (last or result.skip_remaining or cancel or self.stop.is_set()):
+                # The common boundary: this step's end and the next one's start, in one statement.
+                claims.advance_step(conn, run.id, position, status=result.status, output=output, now=now)
+                return None
+            claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output)
+            if result.skip_remaining and not last:
+                claims.skip_steps_from(conn, run.id, position + 1, result.skip_remaining, now)
+                return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
+            if last:
+                return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
+            if cancel:
+                return self._release(conn, claim, RunStatus.CANCELLED, AttemptOutcome.CANCELLED, now,
+                                     error_code="CANCELLED", error_message="cancelled by an operator")
+            return self._hand_back(conn, claim, position + 1, now)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A write transaction whose log lines are emitted after the commit.
+
+        Nothing is logged while the write lock is held (a blocked stderr must not
+        stall the database), and a transaction that rolls back logs nothing.
+        """
+        self._deferred.clear()
+        with self._writer.write() as conn:
+            yield conn
+        deferred, self._deferred = self._deferred, []
+        for level, name, fields in deferred:
+            logs.event(log, level, name, **fields)
+
+    def _later(self, level: int, name: str, **fields: Any) -> None:
+        self._deferred.append((level, name, fields))
+
+    def _release(self, conn: Any, claim: Claim, status: RunStatus, outcome: AttemptOutcome, now: datetime, *,
+                 error_code: str | None = None, error_message: str | None = None,
+                 not_before: datetime | None = None) -> RunOutcome:
+        run = claim.run
+        trigger = AttemptTrigger.AUTO if status is RunStatus.RETRY_PENDING else None
+        claims.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
+                             error_message=error_message, next_attempt_trigger=trigger)
+        claims.finish_attempt(conn, run.id, claim.attempt, outcome, now, error_code, error_message)
+        if status is not RunStatus.RETRY_PENDING:
+            promoted = claims.promote_pending(conn, run.schedule_id, now)
+            if promoted is not None:
+                self._later(logging.INFO, "run_promoted", run=promoted, after=run.id)
+        self._later(logging.INFO, "run_finished", run=run.id, key=run.idempotency_key, status=status.value,
+                    attempt=claim.attempt, **({"error": error_code} if error_code else {}))
+        if status is RunStatus.FAILED:
+            self._failed.append((run.id, run.idempotency_key, error_code, error_message))
+        return RunOutcome(run.id, run.idempotency_key, status, error_code)
+
+    def _hand_back(self, conn: Any, claim: Claim, next_position: int, now: datetime) -> RunOutcome:
+        """Shutdown at a step boundary: the run is QUEUED again and resumes at the next step.
+
+        The interrupted attempt does not consume the run's retry budget.
+        """
+        run = claim.run
+        claims.release_run(conn, run.id, claim.fence, RunStatus.QUEUED, now,
+                             next_attempt_trigger=AttemptTrigger.HANDBACK)
+        claims.add_attempt_budget(conn, run.id, 1)
+        claims.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
+        self._later(logging.INFO, "run_released", run=run.id, key=run.idempotency_key, next_step=next_position)
+        return RunOutcome(run.id, run.idempotency_key, RunStatus.QUEUED)
+
+    def _finish(self, claim: Claim, status: RunStatus, outcome: AttemptOutcome) -> RunOutcome:
+        now = self.rt.clock.now()
+        with self._transaction() as conn:
+            claims.hold_run(conn, claim.run.id, claim.fence, lease_until=now + self.lease)
+            return self._release(conn, claim, status, outcome, now)
+
+    def _fail(self, claim: Claim, workflow: WorkflowDef, lease: _Lease, position: int | None,
+              error: errors.StepError) -> RunOutcome:
+        """Record a failure: of the step at ``position``, or of the run as a whole (None)."""
+        run = claim.run
+        now = self.rt.clock.now()
+        budget = self.rt.config.worker.max_attempts
+        used = claim.attempt - max(0, run.max_attempts - budget)
+        retry_after = timedelta(seconds=error.retry_after_s) if error.retry_after_s else None
+        decision = policies.decide_retry(attempts_used=used, max_attempts=min(budget, run.max_attempts),
+                                         backoff=self.rt.config.worker.retry_backoff, now=now,
+                                         retryable=error.retryable, retry_after=retry_after)
+        step = workflow.steps[position] if position is not None else None
+        with self._transaction() as conn:
+            claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
+            if position is not None:
+                claims.record_step_end(conn, run.id, position, status=StepStatus.FAILED, now=now,
+                                         error_code=error.code, error_message=error.message)
+            self._later(logging.WARNING, "step_failed", run=run.id, key=run.idempotency_key,
+                        step=step.name if step else None, error=error.code, retryable=error.retryable,
+                        message=error.message)
+            if decision.retry:
+                return self._release(conn, claim, RunStatus.RETRY_PENDING, AttemptOutcome.RETRY, now,
+                                     error_code=error.code, error_message=error.message,
+                                     not_before=decision.not_before)
+            # Steps run in order, so every step before an optional one that fails has succeeded.
+            partial = step is not None and step.optional and bool(position)
+            status = RunStatus.PARTIAL_SUCCESS if partial else RunStatus.FAILED
+            outcome = AttemptOutcome.PARTIAL_SUCCESS if partial else AttemptOutcome.FAILED
+            return self._release(conn, claim, status, outcome, now, error_code=error.code,
+                                 error_message=error.message)
+
+    def work(self, *, until_idle: bool = False, max_runs: int | None = None,
+             stop: threading.Event | None = None) -> list[RunOutcome]:
+        """Claim and execute runs until stopped, idle (``until_idle``) or ``max_runs`` are done.
+
+        First takes back the runs this worker id still holds (a restarted worker
+        resumes its own interrupted runs at once, without waiting for the lease).
+        """
+        from engine.execution import reconciler
+
+        stop = stop or self.stop
+        reconciler.reclaim_own(self.rt, self.worker_id)
+        done: list[RunOutcome] = []
+        failures = 0
+        poll = self.rt.config.worker.poll_interval
+        while not stop.is_set() and (max_runs is None or len(done) < max_runs):
+            try:
+                if failures:  # a database error may have cut a run short: take it back now, not after its lease
+                    reconciler.reclaim_own(self.rt, self.worker_id)
+                    failures = 0
+                self.beat()
+                outcome = self.run_one()
+            except (SQLAlchemyError, GroupCommitError) as exc:
+                if until_idle:  # a one-shot pass reports the failure (exit 1)
+                    raise
+                # A long-running worker outlives a dropped connection or a database restart, as serve does.
+                failures += 1
+                delay = policies.decide_retry_delay(failures, poll)
+                logs.event(log, logging.WARNING, "work_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
+                self.rt.clock.sleep(delay, stop)
+                continue
+            if outcome is not None:
+                done.append(outcome)
+                continue
+            if until_idle:
+                break
+            self.rt.clock.sleep(poll.total_seconds(), stop)
+        return done
+
+    def beat(self, *, every_s: float = 10.0,
+             write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        """Say this worker is alive and which projects it serves (at most every ``every_s``).
+
+        ``write``: the transaction to use when the caller is not the thread that owns this
+        worker's writer (``serve`` beats while the pool's threads work).
+        """
+        clock = self.rt.clock
+        if self._last_beat is not None and clock.monotonic() - self._last_beat < every_s:
+            return
+        self._last_beat = clock.monotonic()
+        with (write or self._writer.write)() as conn:
+            instance_rows.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
+                               pid=os.getpid(), projects=self.projects, now=clock.now())
+
+    def close(self) -> None:
+        self._closed.set()
+        self._executor.shutdown(wait=False)
+        if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
+            self._writer.close()

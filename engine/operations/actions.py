@@ -1,0 +1,271 @@
+"""Operator actions on runs: trigger, backfill, approve, cancel, retry (SPEC §8, §12).
+
+One row per business period: an action on a period that already has a row
+acts on that row (re-queue, approve, or nothing) instead of making another,
+except ``trigger --force-new``, which makes a new revision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from sqlalchemy.engine import Connection
+
+from engine.core import cron, errors, logs, policies, retention
+from engine.core.models import (
+    ACTIVE_STATUSES,
+    AttemptOutcome,
+    AttemptTrigger,
+    PeriodKind,
+    Run,
+    RunStatus,
+    RunTrigger,
+    Schedule,
+)
+from engine.runtime import Runtime
+from engine.scheduling import new_runs
+from engine.store import audit as audit_rows
+from engine.store import claims, pruning, recovery
+from engine.store import runs as run_rows
+from engine.store import schedules as schedule_rows
+
+log = logging.getLogger(__name__)
+
+REQUEUE_ON_BACKFILL = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+REQUEUE_ON_TRIGGER = REQUEUE_ON_BACKFILL | {RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS}
+RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING,
+                       RunStatus.CANCELLED, RunStatus.MISSED, RunStatus.SKIPPED})
+CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING, RunStatus.MANUAL_REQUIRED})
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    action: str  # created | requeued | approved | unchanged | revision | cancel_requested | cancelled
+    run_id: int
+    status: str
+    business_key: str
+    message: str
+
+
+def _slot_for_date(schedule: Schedule, kind: PeriodKind, day: date) -> datetime:
+    spec = schedule.spec
+    first, last = policies.slot_dates_for_period(kind, day, spec.report_on)
+    fires = cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+                                      dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+    if not fires:
+        raise errors.InvalidInput(f"schedule '{spec.name}' ({spec.cron!r}) has no slot for business date {day}")
+    return fires[0].at
+
+
+def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_new: bool = False) -> ActionResult:
+    """A manual run for a business date (default: the latest slot not after now)."""
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+        workflow = rt.workflow(schedule.spec.workflow)
+        spec = schedule.spec
+        if day is None:
+            fire = cron.latest_fire_at_or_before(spec.cron, spec.timezone, now,
+                                                 dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+            if fire is None:
+                raise errors.InvalidInput(f"schedule '{schedule_name}' has no slot before now")
+            slot = fire.at
+        else:
+            slot = _slot_for_date(schedule, workflow.period, day)
+            if slot > now:
+                raise errors.InvalidInput(
+                    f"the slot for business date {day} is {slot.isoformat()}, still in the future")
+        period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
+        existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
+        pins = workflow.pin(rt.settings(workflow.name), spec.project)
+        if force_new and existing:
+            revision = max(r.revision for r in existing) + 1
+            return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins, revision=revision,
+                           action="revision")
+        if not existing:
+            return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins)
+        run = existing[-1]
+        if run.status in REQUEUE_ON_TRIGGER:
+            return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "requeued")
+        if run.status is RunStatus.MANUAL_REQUIRED:
+            return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "approved")
+        hint = " (use --force-new for a new revision)" if run.status is RunStatus.SUCCESS else ""
+        return ActionResult("unchanged", run.id, run.status.value, run.business_key,
+                            f"run {run.id} for {run.business_key} is already {run.status.value}{hint}")
+
+
+def _create(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, trigger_type: RunTrigger,
+            now: datetime, pins: dict[str, object], *, revision: int = 1, action: str = "created") -> ActionResult:
+    workflow = rt.workflow(schedule.spec.workflow)
+    values = new_runs.new_run(schedule, workflow, slot, trigger=trigger_type, status=RunStatus.QUEUED, now=now,
+                             max_attempts=rt.config.worker.max_attempts, workflow_pins=pins, revision=revision)
+    run_id = run_rows.insert_run(conn, values)
+    if run_id is None:
+        raise errors.Conflict(f"a run for {values['idempotency_key']} appeared concurrently; try again")
+    audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{trigger_type.value.lower()}",
+                               schedule_id=schedule.id, run_id=run_id, after={"key": values["idempotency_key"]})
+    logs.event(log, logging.INFO, "run_created", run=run_id, key=values["idempotency_key"], trigger=trigger_type.value)
+    return ActionResult(action, run_id, RunStatus.QUEUED.value, values["business_key"],
+                        f"run {run_id} queued for {values['idempotency_key']}")
+
+
+def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, now: datetime, action: str,
+             *, from_step: str | None = None) -> ActionResult:
+    step_names = rt.workflow(run.workflow).step_names()
+    # A recovery attempt no worker took yet is replaced by this one (the operator acted first).
+    if recovery.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
+                                      f"replaced by a {trigger.value} attempt before any worker took it"):
+        run = dataclasses.replace(run, attempt_count=run.attempt_count + 1)
+    run_rows.requeue(conn, run, trigger=trigger, now=now, from_step=from_step, step_names=step_names,
+                     fresh_budget=rt.config.worker.max_attempts)
+    audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", schedule_id=run.schedule_id,
+                               run_id=run.id, before={"status": run.status.value},
+                               after={"status": "QUEUED", "from_step": from_step, "trigger": trigger.value})
+    logs.event(log, logging.INFO, f"run_{action}", run=run.id, key=run.idempotency_key, from_step=from_step)
+    return ActionResult(action, run.id, RunStatus.QUEUED.value, run.business_key,
+                        f"run {run.id} ({run.idempotency_key}) {action}")
+
+
+# --- backfill ---------------------------------------------------------------
+
+@dataclass
+class BackfillReport:
+    created: list[str] = field(default_factory=list)
+    requeued: list[str] = field(default_factory=list)
+    left: list[tuple[str, str]] = field(default_factory=list)  # (key, status) listed, not touched
+    present: list[str] = field(default_factory=list)
+    future: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # periods a prune settled: left out unless include_pruned
+    no_slot: list[str] = field(default_factory=list)  # periods the schedule's cron never fires for
+
+
+def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: date,
+                    no_slot: list[str]) -> Iterator[datetime]:
+    """Slots of the business periods in [first, last]; periods the cron has no slot for go to ``no_slot``."""
+    spec = schedule.spec
+    if kind is PeriodKind.SLOT:
+        for fire in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+                                              dst_gap=spec.dst_gap, dst_fold=spec.dst_fold):
+            yield fire.at
+        return
+    seen: set[str] = set()
+    day = first
+    while day <= last:
+        key = policies.period_of_date(kind, day, spec.timezone).key
+        if key not in seen:
+            seen.add(key)
+            try:
+                yield _slot_for_date(schedule, kind, day)
+            except errors.InvalidInput:  # e.g. a weekday cron on a daily workflow: Saturday has no run
+                no_slot.append(key)
+        day += timedelta(days=1)
+
+
+def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_run: bool = False,
+             progress: Callable[[int, int], None] | None = None, include_pruned: bool = False) -> BackfillReport:
+    """BACKFILL runs for every business period in [first, last] without a row (SPEC §12 table).
+
+    Periods whose slot is still in the future are left out (listed in ``future``), and
+    so are periods the cron has no slot for (listed in ``no_slot``).
+    Runs once or twice, the outcome is the same: the second pass creates nothing.
+    A period without a row inside a range a prune removed is left out (listed in
+    ``pruned``) unless ``include_pruned``: pruning never makes a report twice.
+    """
+    if last < first:
+        raise errors.InvalidInput(f"--to {last} is before --from {first}")
+    if (last - first).days > 3660:
+        raise errors.InvalidInput("a backfill covers at most 10 years at once")
+    now = rt.clock.now()
+    report = BackfillReport()
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+        pruned_ranges = [] if include_pruned else pruning.pruned_ranges(conn, schedule.id)
+    workflow = rt.workflow(schedule.spec.workflow)
+    spec = schedule.spec
+    pins = workflow.pin(rt.settings(workflow.name), spec.project)
+    slots = list(_backfill_slots(schedule, workflow.period, first, last, report.no_slot))
+    for index in range(0, len(slots), 200):
+        batch = slots[index:index + 200]
+        with (rt.store.read() if dry_run else rt.store.write()) as conn:
+            for slot in batch:
+                period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
+                if slot > now:
+                    report.future.append(period.key)
+                    continue
+                existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
+                if not existing and pruned_ranges and retention.is_pruned(
+                        pruned_ranges, *retention.period_dates(period.key, spec.timezone)):
+                    report.pruned.append(period.key)
+                    continue
+                if not existing:
+                    if not dry_run:
+                        _create(conn, rt, schedule, slot, RunTrigger.BACKFILL, now, pins)
+                    report.created.append(period.key)
+                    continue
+                run = existing[0]
+                if run.status in REQUEUE_ON_BACKFILL:
+                    if not dry_run:
+                        _requeue(conn, rt, run, AttemptTrigger.BACKFILL, now, "requeued")
+                    report.requeued.append(period.key)
+                elif run.status in ACTIVE_STATUSES or run.status is RunStatus.SUCCESS:
+                    report.present.append(period.key)
+                else:
+                    report.left.append((period.key, run.status.value))
+        if progress is not None:
+            progress(min(index + len(batch), len(slots)), len(slots))
+    return report
+
+
+# --- single-run actions -----------------------------------------------------
+
+def approve(rt: Runtime, run_id: int) -> ActionResult:
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        run = run_rows.get_run(conn, run_id, detail=False)
+        if run.status is not RunStatus.MANUAL_REQUIRED:
+            raise errors.InvalidTransition(f"run {run_id}", run.status.value, "QUEUED",
+                                           "only MANUAL_REQUIRED runs are approved")
+        return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "approved")
+
+
+def cancel(rt: Runtime, run_id: int) -> ActionResult:
+    """Cancel a run that has not finished; a RUNNING one stops at its next step boundary."""
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        run = run_rows.get_run(conn, run_id, detail=False)
+        if run.status is RunStatus.RUNNING:
+            run_rows.request_cancel(conn, run_id)
+            action, status = "cancel_requested", run.status.value
+        elif run.status in CANCELLABLE:
+            run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
+            recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
+                                           "cancelled by an operator before any worker took it")
+            claims.promote_pending(conn, run.schedule_id, now)
+            action, status = "cancelled", RunStatus.CANCELLED.value
+        else:
+            raise errors.InvalidTransition(f"run {run_id}", run.status.value, "CANCELLED", "it has already finished")
+        audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", run_id=run_id,
+                                   schedule_id=run.schedule_id, before={"status": run.status.value},
+                                   after={"status": status})
+    return ActionResult(action, run_id, status, run.business_key, f"run {run_id}: {action.replace('_', ' ')}")
+
+
+def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionResult:
+    """A new attempt of the same run, from its failed step or from ``from_step`` (SPEC §12)."""
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        run = run_rows.get_run(conn, run_id, detail=False)
+        workflow = rt.workflow(run.workflow)
+        if from_step is not None and from_step not in workflow.step_names():
+            raise errors.InvalidInput(f"unknown step '{from_step}' for {run.workflow} "
+                                      f"(steps: {', '.join(workflow.step_names())})")
+        allowed = RETRYABLE | ({RunStatus.SUCCESS} if from_step else set())
+        if run.status not in allowed:
+            raise errors.InvalidTransition(f"run {run_id}", run.status.value, "QUEUED",
+                                           "retry takes FAILED, PARTIAL_SUCCESS, RETRY_PENDING, CANCELLED, MISSED, "
+                                           "SKIPPED (and SUCCESS with --from-step)")
+        return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "retried", from_step=from_step)

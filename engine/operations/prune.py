@@ -1,0 +1,104 @@
+"""Shells of pruning: ``reportflow prune`` and ``[store] retain`` in ``serve`` (the backup is ``store.backup``).
+
+A prune reads candidates without the write lock, decides with
+``retention.decide_prune``, and deletes each batch in its own short write
+transaction together with the batch's summary audit events, so a prune
+killed half way leaves every removed run accounted for.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from engine.core import errors, logs, retention
+from engine.runtime import Runtime
+from engine.store import audit as audit_rows
+from engine.store import pruning
+
+log = logging.getLogger(__name__)
+BATCH = 500
+RETAIN_EVERY = timedelta(days=1)
+
+
+@dataclass
+class PruneReport:
+    before: date
+    dry_run: bool
+    removed: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    ranges: list[retention.PrunedRange] = field(default_factory=list)
+
+
+def prune(rt: Runtime, before: date, *, dry_run: bool = False, reason: str | None = None,
+          batch: int = BATCH) -> PruneReport:
+    """Remove finished runs whose period ended before ``before`` (SPEC §8 ``prune``).
+
+    ``before`` may not be later than today (UTC): a period not yet over is never pruned.
+    """
+    now = rt.clock.now()
+    if before > now.date():
+        raise errors.InvalidInput(f"--before {before} is in the future (today is {now.date()} UTC)")
+    report = PruneReport(before=before, dry_run=dry_run)
+    bound = retention.candidate_bound(before)
+    with rt.store.read() as conn:
+        timezones, upcoming = pruning.schedule_clock(conn)
+        last_id = pruning.max_run_id(conn)  # runs created during the prune are not its business
+    after_id = 0
+    while after_id < last_id:
+        with rt.store.read() as conn:
+            candidates = pruning.list_candidates(conn, bound=bound, after_id=after_id, limit=batch)
+        candidates = [c for c in candidates if c.id <= last_id]
+        if not candidates:
+            break
+        after_id = candidates[-1].id
+        chosen = retention.decide_prune(candidates, before, timezones=timezones, next_run_at=upcoming)
+        if not chosen:
+            continue
+        if dry_run:
+            _account(report, chosen, timezones)
+            continue
+        with rt.store.write() as conn:
+            removed = pruning.delete_runs(conn, [c.id for c in chosen])
+            gone = [c for c in chosen if c.id in removed]
+            ranges = retention.summarize(gone, timezones)
+            audit_rows.record_audits(conn, [_audit_event(r, now, rt.actor, before, reason) for r in ranges])
+        _account(report, gone, timezones)
+    logs.event(log, logging.INFO, "runs_pruned", before=before, removed=report.removed, dry_run=dry_run)
+    return report
+
+
+def _account(report: PruneReport, runs: list[retention.PruneCandidate], timezones: dict[int, str]) -> None:
+    report.removed += len(runs)
+    for r in runs:
+        report.counts[r.status.value] = report.counts.get(r.status.value, 0) + 1
+    report.ranges.extend(retention.summarize(runs, timezones))
+
+
+def _audit_event(r: retention.PrunedRange, now: datetime, actor: str, before: date,
+                 reason: str | None) -> dict[str, object]:
+    return {"at": now, "actor": actor, "action": retention.PRUNE_ACTION, "schedule_id": r.schedule_id,
+            "run_id": None, "before": None, "version": None,
+            "after": {"first": r.first.isoformat(), "last": r.last.isoformat(), "counts": dict(r.counts),
+                      "cutoff": before.isoformat()},
+            "reason": reason or f"prune --before {before}"}
+
+
+class RetentionTimer:
+    """``serve``'s ``[store] retain``: prunes at start and then once a day (no-op when retain is unset)."""
+
+    def __init__(self, retain: timedelta | None) -> None:
+        self.retain = retain
+        self._last: float | None = None
+
+    def maybe_prune(self, rt: Runtime) -> PruneReport | None:
+        if self.retain is None:
+            return None
+        mono = rt.clock.monotonic()
+        if self._last is not None and mono - self._last < RETAIN_EVERY.total_seconds():
+            return None
+        self._last = mono
+        before = retention.cutoff_for_retain(rt.clock.now(), self.retain)
+        return prune(rt, before, reason=f"retain {self.retain.days}d")
+

@@ -1,0 +1,295 @@
+"""The workflow contract between the engine and the code that plugs into it.
+
+A workflow declares its business period, its payload version and its ordered
+steps; the engine never knows what a step does. Workflows are found through
+the ``reportflow.workflows`` entry-point group (see ``engine.plugins.registry``).
+
+A step receives a ``StepContext`` (the run's pinned inputs and the persisted
+outputs of earlier steps) and returns a ``StepResult`` whose ``output`` is
+committed together with the step's SUCCESS. Steps must make their external
+effects idempotent and call ``ctx.check_fence()`` right before each one.
+
+Typed outputs: a ``StepSpec`` may name a pydantic ``output_model``. The worker
+validates what the step returns against it before the boundary commits (a
+mismatch fails the step with ``OUTPUT_INVALID`` and commits no output), stores
+it as JSON, and later steps read it back parsed with ``ctx.output(Model)``, in
+this process or after a resume in another. ``engine.plugins.authoring`` builds these
+definitions from decorated functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from engine.core import errors
+from engine.core.models import PeriodKind, StepStatus
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """An external effect of a step: (kind, location) identifies it within a run."""
+
+    kind: str
+    location: str
+    sha256: str | None = None
+    external_id: str | None = None
+
+
+@contextmanager
+def _no_mutex(name: str) -> Iterator[None]:
+    yield
+
+
+def _no_pace(name: str, interval: timedelta) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class StepContext:
+    run_id: int
+    workflow: str
+    project: str
+    idempotency_key: str
+    business_key: str
+    revision: int
+    scheduled_for: datetime
+    period_start_at: datetime
+    period_end_at: datetime
+    timezone: str
+    attempt: int
+    pinned: Mapping[str, Any]
+    outputs: Mapping[str, Mapping[str, Any]]
+    settings: Any
+    check_fence: Callable[[], None]
+    # This step's own output from an earlier execution (a re-run after --from-step), if any.
+    previous_output: Mapping[str, Any] | None = None
+    # A mutex shared by every worker on the store (e.g. one generation per Ollama host).
+    exclusive: Callable[[str], AbstractContextManager[None]] = _no_mutex
+    # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
+    # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
+    pace: Callable[[str, timedelta], None] = _no_pace
+    # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
+    output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
+
+    def output(self, model: type[M], step: str | None = None) -> M:
+        """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.
+
+        Raises ``StepError(OUTPUT_INVALID)`` (permanent) when no earlier step
+        has committed such an output, or when the stored JSON no longer parses
+        as ``model`` (a shape change made without a new payload version).
+        """
+        if step is None:
+            path = f"{model.__module__}:{model.__qualname__}"
+            names = [name for name, declared in self.output_models.items() if declared is model or declared == path]
+            if len(names) != 1:
+                found = "no step" if not names else f"steps {', '.join(names)}"
+                raise errors.StepError("OUTPUT_INVALID", f"{found} of {self.workflow} declare output "
+                                       f"{model.__name__}; pass the step name", retryable=False)
+            step = names[0]
+        if step not in self.outputs:
+            raise errors.StepError("OUTPUT_INVALID", f"step {step} has no committed output for this run "
+                                   f"(it has not succeeded yet)", retryable=False)
+        return parse_output(model, self.outputs[step], f"the stored output of {step}")
+
+    def previous(self, model: type[M]) -> M | None:
+        """This step's own output from an earlier execution, parsed; None if absent or of another shape."""
+        if self.previous_output is None:
+            return None
+        try:
+            return model.model_validate(dict(self.previous_output))
+        except ValidationError:
+            return None  # e.g. the note of a SKIPPED execution: there is nothing to reuse
+
+
+def parse_output(model: type[M], data: Any, what: str) -> M:
+    """Validate ``data`` as ``model``; a mismatch is a permanent ``OUTPUT_INVALID`` naming the field."""
+    try:
+        if isinstance(data, model):
+            return data
+        if isinstance(data, BaseModel):
+            data = data.model_dump(mode="json")
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(root)"
+        raise errors.StepError(
+            "OUTPUT_INVALID", f"{what} is not a valid {model.__name__}: {where}: {first['msg']} "
+            f"({exc.error_count()} error(s))", retryable=False) from None
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a step hands back.
+
+    ``pins`` are merged into the run's pinned inputs, but only for keys not yet
+    pinned (first collect wins, for ever). ``skip_remaining`` ends the run
+    SUCCESS with the later steps SKIPPED for that reason.
+    """
+
+    output: dict[str, Any] | BaseModel = field(default_factory=dict)
+    status: StepStatus = StepStatus.SUCCESS
+    pins: dict[str, Any] = field(default_factory=dict)
+    artifacts: tuple[ArtifactRef, ...] = ()
+    skip_remaining: str | None = None
+
+
+StepFn = Callable[[StepContext], StepResult]
+
+
+@lru_cache(maxsize=None)
+def _import_model(ref: str) -> type[BaseModel]:
+    module_name, _, attr = ref.partition(":")
+    try:
+        model = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise errors.StepError("OUTPUT_INVALID", f"output model {ref} cannot be imported: {exc}",
+                               retryable=False) from exc
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise errors.StepError("OUTPUT_INVALID", f"output model {ref} is not a pydantic model", retryable=False)
+    return model
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One ordered step.
+
+    - ``optional``: a permanent failure after earlier steps succeeded ends the
+      run PARTIAL_SUCCESS rather than FAILED.
+    - ``output_model``: the pydantic model a SUCCESS output must validate as
+      (a SKIPPED step's output is a note, stored as given); or its import
+      path ``"pkg.mod:Model"``, imported when first needed, so registering a
+      workflow does not import its steps' heavy libraries.
+    - ``retry_on``: error codes retryable for this step on top of the engine's
+      classification (``errors.RETRYABLE_CODES``).
+    - ``retry_budget_s``: seconds the worker may wait between in-process
+      re-executions of the step after a retryable error (exponential backoff
+      with jitter, ``Retry-After`` honoured) before the run goes RETRY_PENDING;
+      0 leaves retries to the run level. The timeout covers all executions.
+    - ``inline``: a quick step without blocking I/O runs on the worker's own
+      thread, skipping the hand-off to the step thread; it cannot be abandoned
+      mid-way, so its timeout is checked when it returns (an overrun still fails
+      ``STEP_TIMEOUT`` and its result is dropped).
+    """
+
+    name: str
+    run: StepFn
+    timeout_s: float = 600.0
+    optional: bool = False
+    inline: bool = False
+    output_model: type[BaseModel] | str | None = None
+    retry_on: frozenset[str] = frozenset()
+    retry_budget_s: float = 0.0
+
+    def model(self) -> type[BaseModel] | None:
+        """The declared output model, imported now if it was given as ``"pkg.mod:Model"``."""
+        if isinstance(self.output_model, str):
+            return _import_model(self.output_model)
+        return self.output_model
+
+    def model_name(self) -> str | None:
+        """The output model's name, without importing it."""
+        if isinstance(self.output_model, str):
+            return self.output_model.rpartition(":")[2]
+        return self.output_model.__name__ if self.output_model is not None else None
+
+    def is_retryable(self, error: errors.StepError) -> bool:
+        return error.retryable or error.code in self.retry_on
+
+    def commit_output(self, result: StepResult) -> dict[str, Any]:
+        """The JSON object to store for ``result``: validated against ``output_model`` when it is a SUCCESS."""
+        output = result.output
+        model = self.model()
+        if model is not None and result.status is StepStatus.SUCCESS:
+            return parse_output(model, output, f"step {self.name}'s output").model_dump(mode="json")
+        if isinstance(output, BaseModel):
+            return output.model_dump(mode="json")
+        if not isinstance(output, dict):
+            raise errors.StepError("OUTPUT_INVALID", f"step {self.name} returned a {type(output).__name__} "
+                                   "as its output, not a dict or a pydantic model", retryable=False)
+        return output
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of ``reportflow doctor``: what was checked, and whether a person must act."""
+
+    check: str
+    message: str
+    problem: bool = False
+    warning: bool = False  # worth a look, but nothing is broken (doctor still exits 0)
+
+
+def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:
+    return None
+
+
+def _no_pins(settings: Any, project: str) -> dict[str, Any]:
+    return {}
+
+
+def _check_nothing(settings: Any, project: str) -> None:
+    return None
+
+
+def _serves_all(settings: Any, project: str) -> bool:
+    return True
+
+
+def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequence[Any]) -> list[Finding]:
+    return []
+
+
+@dataclass(frozen=True)
+class WorkflowDef:
+    """A workflow as the engine sees it.
+
+    - ``sections`` names the top-level config sections the workflow owns; any
+      other unknown section is refused (a typo must not read as "no schedules").
+    - ``load_settings(raw_config, base_dir)`` validates the config sections the
+      workflow owns and returns its settings; raises ``ConfigInvalid``.
+    - ``check_project(settings, project)`` raises ``ConfigInvalid`` for a
+      schedule naming a project the workflow cannot run.
+    - ``pin(settings, project)`` returns the workflow's inputs to pin into a
+      new run (model, prompt version, branches...).
+    - ``can_serve(settings, project)`` tells whether this node can run the
+      project (e.g. its repository is present here).
+    - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
+      workflow's own dependencies (repositories, model server, destinations) and
+      its external artifacts (``ArtifactRecord`` of successful runs).
+    """
+
+    name: str
+    period: PeriodKind
+    steps: tuple[StepSpec, ...]
+    payload_version: int = 1
+    sections: tuple[str, ...] = ()  # top-level config sections this workflow owns
+    load_settings: Callable[[Mapping[str, Any], Path], Any] = _no_settings
+    check_project: Callable[[Any, str], None] = _check_nothing
+    pin: Callable[[Any, str], dict[str, Any]] = _no_pins
+    can_serve: Callable[[Any, str], bool] = _serves_all
+    diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
+
+    def step_names(self) -> tuple[str, ...]:
+        return tuple(step.name for step in self.steps)
+
+    def step(self, name: str) -> StepSpec:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+    def output_models(self) -> dict[str, type[BaseModel] | str]:
+        """Each typed step's declared model, as declared (import paths are not imported here)."""
+        return {step.name: step.output_model for step in self.steps if step.output_model is not None}

@@ -1,0 +1,186 @@
+"""The run-history read model behind the web page (and usable by the CLI).
+
+``calendar`` answers "what happened to every business period of this
+schedule, and why": one cell per period, the run's status when a row exists,
+otherwise the reason none does (``too_old`` or ``disabled`` from the audit,
+before the schedule existed, not yet due). ``plan_cells`` is the pure part;
+the shells load rows and call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from engine.core import cron, errors, policies
+from engine.core.clock import parse_instant
+from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
+from engine.runtime import Runtime
+from engine.store import history as history_rows
+from engine.store import schedules as schedule_rows
+
+# States of a period without a run row (cells that carry a RunStatus value have a row).
+NOT_YET_DUE = "NOT_YET_DUE"
+BEFORE_SCHEDULE = "BEFORE_SCHEDULE"
+TOO_OLD = "TOO_OLD"
+DISABLED = "DISABLED"
+AWAITING_TICK = "AWAITING_TICK"
+NO_ROW = "NO_ROW"
+NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, NO_ROW)
+SLOT_CELL_LIMIT = 400
+# Row statuses that `backfill` re-queues: with the row-less past periods, what a backfill range offers to fix.
+BACKFILL_REQUEUES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One business period of a schedule in the calendar."""
+
+    key: str
+    day: date  # a business date inside the period (what `backfill --from/--to` takes)
+    slot_at: datetime
+    state: str  # a RunStatus value, or one of NO_ROW_STATES
+    run_id: int | None = None
+    reason: str | None = None
+    audit_id: int | None = None
+
+    @property
+    def backfillable(self) -> bool:
+        """A past period that `backfill` would create or re-queue."""
+        return self.state in (TOO_OLD, DISABLED, BEFORE_SCHEDULE, AWAITING_TICK, NO_ROW) or \
+            self.state in {s.value for s in BACKFILL_REQUEUES}
+
+
+@dataclass(frozen=True)
+class CalendarRow:
+    schedule: Schedule
+    period: PeriodKind
+    cells: tuple[Cell, ...]
+
+    def backfill_ranges(self) -> list[tuple[date, date, int]]:
+        """Contiguous runs of backfillable cells as (first business date, last, count)."""
+        ranges: list[tuple[date, date, int]] = []
+        current: list[Cell] = []
+        for cell in (*self.cells, None):
+            if cell is not None and cell.backfillable:
+                current.append(cell)
+                continue
+            if current:
+                ranges.append((current[0].day, current[-1].day, len(current)))
+                current = []
+        return ranges
+
+
+@dataclass(frozen=True)
+class AuditRange:
+    start_at: datetime
+    end_at: datetime
+    state: str
+    audit_id: int
+    reason: str | None
+
+
+def _audit_ranges(events: Sequence[AuditEvent]) -> list[AuditRange]:
+    found: list[AuditRange] = []
+    for event in events:
+        after = event.after or {}
+        try:
+            start, end = parse_instant(str(after["from"])), parse_instant(str(after["to"]))
+        except (KeyError, ValueError, errors.ReportflowError):
+            continue
+        state = TOO_OLD if event.action == "slots_too_old" else DISABLED
+        found.append(AuditRange(start, end, state, event.id, event.reason))
+    return found
+
+
+def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, date, datetime]],
+               runs_by_key: dict[str, Run], ranges: Sequence[AuditRange], now: datetime) -> tuple[Cell, ...]:
+    """Pure: one cell per (key, business date, slot), from its run or the reason it has none."""
+    cells: list[Cell] = []
+    for key, day, slot_at in slots:
+        run = runs_by_key.get(key)
+        if run is not None:
+            cells.append(Cell(key, day, slot_at, run.status.value, run_id=run.id,
+                              reason=run.reason or run.error_code))
+            continue
+        if slot_at > now:
+            cells.append(Cell(key, day, slot_at, NOT_YET_DUE))
+            continue
+        covering = next((r for r in ranges if r.start_at <= slot_at < r.end_at), None)
+        if covering is not None:
+            cells.append(Cell(key, day, slot_at, covering.state, reason=covering.reason or covering.state.lower(),
+                              audit_id=covering.audit_id))
+        elif not schedule.enabled and schedule.disabled_at is not None and slot_at >= schedule.disabled_at:
+            cells.append(Cell(key, day, slot_at, DISABLED, reason=schedule.disabled_reason or "disabled"))
+        elif schedule.created_at is not None and slot_at < schedule.created_at:
+            cells.append(Cell(key, day, slot_at, BEFORE_SCHEDULE, reason="before the schedule existed"))
+        elif schedule.next_run_at is not None and slot_at >= schedule.next_run_at:
+            cells.append(Cell(key, day, slot_at, AWAITING_TICK, reason="due; no scheduler tick yet"))
+        else:
+            cells.append(Cell(key, day, slot_at, NO_ROW, reason="no row (pruned?)"))
+    return tuple(cells)
+
+
+def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: int) -> list[tuple[str, date, datetime]]:
+    """(key, business date, slot) of every period of the last ``weeks`` weeks, plus the next one due."""
+    spec = schedule.spec
+    zone = ZoneInfo(spec.timezone)
+    today = now.astimezone(zone).date()
+    first = today - timedelta(days=weeks * 7 - 1)
+    if kind is PeriodKind.SLOT:
+        start = now - timedelta(weeks=weeks)
+        expected = cron.estimate_fire_count(spec.cron, spec.timezone, start, now)
+        if expected > SLOT_CELL_LIMIT:
+            start = now - (now - start) * (SLOT_CELL_LIMIT / expected)
+        fires = list(cron.fires_between(spec.cron, spec.timezone, start, now, dst_gap=spec.dst_gap,
+                                        dst_fold=spec.dst_fold))[-SLOT_CELL_LIMIT:]
+        upcoming = cron.preview(spec.cron, spec.timezone, now, 1, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+        out = []
+        for fire in [*fires, *upcoming]:
+            key = policies.business_period(kind, fire.at, spec.timezone, spec.report_on).key
+            out.append((key, fire.local.date(), fire.at))
+        return out
+    fires = cron.fires_on_local_dates(spec.cron, spec.timezone, first - timedelta(days=7), today + timedelta(days=8),
+                                      dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+    seen: dict[str, tuple[str, date, datetime]] = {}
+    for fire in fires:
+        period = policies.business_period(kind, fire.at, spec.timezone, spec.report_on)
+        start_day = period.start_at.astimezone(zone).date()
+        if period.key in seen or start_day > today or period.end_at.astimezone(zone).date() <= first:
+            continue
+        seen[period.key] = (period.key, start_day, fire.at)
+    return sorted(seen.values(), key=lambda item: item[2])
+
+
+def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int) -> CalendarRow:
+    kind = rt.workflow(schedule.spec.workflow).period
+    slots = _period_slots(schedule, kind, now, weeks)
+    if not slots:
+        return CalendarRow(schedule, kind, ())
+    keys = [key for key, _, _ in slots]
+    with rt.store.read() as conn:
+        found = history_rows.period_runs(conn, schedule.spec.workflow, schedule.spec.project, min(keys), max(keys))
+        events = history_rows.slot_audits(conn, schedule.id, ("slots_too_old", "slots_disabled"))
+    latest: dict[str, Run] = {}
+    for run in found:  # ordered by key, then revision: the latest revision wins
+        latest[run.business_key] = run
+    return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now))
+
+
+def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13) -> CalendarRow:
+    """The calendar of one schedule: one cell per business period of the last ``weeks`` weeks."""
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+    return _row(rt, schedule, rt.clock.now(), weeks)
+
+
+def project_calendar(rt: Runtime, project: str, *, weeks: int = 13) -> list[CalendarRow]:
+    """One calendar row per live schedule of ``project``; NotFound when it has none."""
+    with rt.store.read() as conn:
+        found = [s for s in schedule_rows.list_schedules(conn) if s.spec.project == project]
+    if not found:
+        raise errors.NotFound(f"no schedule for project '{project}'")
+    now = rt.clock.now()
+    return [_row(rt, schedule, now, weeks) for schedule in found]

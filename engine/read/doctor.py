@@ -1,0 +1,259 @@
+"""``reportflow doctor``: everything a person may have to fix, one actionable line each.
+
+Checks, in order: the config loads (else one problem naming the file and key,
+and nothing more is checked); the database is reachable and at the schema
+revision this code knows; no stalled run and no silent schedule; the clock
+agrees with PostgreSQL's within 1 s and leases are >= 30 s there (SPEC §13);
+the local files that successful runs recorded as artifacts still exist with
+their sha256; then each installed workflow diagnoses its own dependencies and
+external artifacts (``WorkflowDef.diagnose``).
+
+The doctor never writes: it creates no database file, runs no migration and
+repairs nothing; each problem line names the command that repairs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import socket
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.engine.url import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from engine.config import settings as config_mod
+from engine.core import errors, logs
+from engine.core.clock import Clock, format_instant
+from engine.core.models import ArtifactRecord, RunStatus
+from engine.execution import reconciler
+from engine.plugins import registry as registry_mod
+from engine.plugins.contract import Finding
+from engine.plugins.registry import Registry
+from engine.runtime import Runtime
+from engine.store import database
+from engine.store.handle import Store
+from engine.store.tables import artifacts, runs
+
+log = logging.getLogger(__name__)
+
+MAX_SKEW = timedelta(seconds=1)
+MIN_SHARED_LEASE = timedelta(seconds=30)
+CONNECT_TIMEOUT_S = 5
+SUCCESSFUL = (RunStatus.SUCCESS.value, RunStatus.PARTIAL_SUCCESS.value)
+
+
+def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[Finding]:
+    """Every finding, problems and passed checks alike, in check order, without duplicates.
+
+    Never raises for a problem it can describe: a bad config, an unreachable
+    database or a failing workflow check each become a ``problem`` finding.
+    """
+    try:
+        cfg, registry = registry_mod.load_with_config(config_path, db_override=db_url)
+    except errors.ReportflowError as exc:
+        return [Finding("config", f"{exc.message} (fix it, then run `reportflow doctor` again)", problem=True)]
+    findings = [Finding("config", f"{config_path} is valid: {len(cfg.schedules)} schedule(s)")]
+    artifacts_by_workflow: dict[str, list[ArtifactRecord]] = {}
+    store = _open_store(cfg.store_url, findings)
+    if store is not None:
+        try:
+            rt = Runtime(store=store, registry=registry, config=cfg, clock=clock, actor="doctor")
+            findings += check_runs(rt)
+            findings += check_clock(store, clock)
+            findings += check_lease(store, cfg.worker.lease)
+            latest, workflow_of = latest_artifacts(store)
+            findings += check_files(latest, socket.gethostname())
+            for record in latest:
+                artifacts_by_workflow.setdefault(workflow_of[record.run_id], []).append(record)
+        except SQLAlchemyError as exc:
+            findings.append(Finding("database", f"query failed: {_reason(exc)}", problem=True))
+        finally:
+            store.dispose()
+    findings += diagnose_workflows(registry, cfg, artifacts_by_workflow)
+    return list(dict.fromkeys(findings))  # two workflows sharing a dependency report it once
+
+
+# --- database ------------------------------------------------------------------------------------
+
+def _reason(exc: BaseException) -> str:
+    """The driver's first line, without SQLAlchemy's SQL echo and links (never a password)."""
+    orig = getattr(exc, "orig", None) or exc
+    return (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+
+
+def _open_store(url: str, findings: list[Finding]) -> Store | None:
+    """A store on ``url`` if it is reachable and at HEAD; else append why and return None."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        findings.append(Finding("database", f"'{url}' is not a database URL: fix [store] url or REPORTFLOW_DB",
+                                problem=True))
+        return None
+    shown = parsed.render_as_string(hide_password=True)
+    path = database.sqlite_path(url)
+    if path is not None and not path.exists():
+        # Connecting would create an empty file: say what to run instead.
+        findings.append(Finding("database", f"the SQLite database {path} does not exist: run `reportflow db "
+                                            "upgrade` to create it (or `reportflow init` for a new setup)",
+                                problem=True))
+        return None
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        parsed = parsed.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_S)})
+    try:
+        engine = database.create_db_engine(parsed.render_as_string(hide_password=False))
+        revision = database.current_revision(engine)
+    except errors.ReportflowError as exc:
+        findings.append(Finding("database", exc.message, problem=True))
+        return None
+    except SQLAlchemyError as exc:
+        findings.append(Finding("database", f"cannot reach {shown}: {_reason(exc)} (check [store] url or "
+                                            "REPORTFLOW_DB, and that the server is running)", problem=True))
+        return None
+    problem = None
+    if revision is None:
+        problem = f"{shown} has no reportflow schema: run `reportflow db upgrade`"
+    elif revision not in database.KNOWN_REVISIONS:
+        problem = (f"{shown} is at schema revision {revision}, unknown to this reportflow (it knows up to "
+                   f"{database.HEAD_REVISION}): upgrade reportflow on this node")
+    elif revision != database.HEAD_REVISION:
+        problem = (f"{shown} is at schema revision {revision}, this reportflow needs {database.HEAD_REVISION}: "
+                   "run `reportflow db upgrade`")
+    if problem is not None:
+        engine.dispose()
+        findings.append(Finding("database", problem, problem=True))
+        return None
+    findings.append(Finding("database", f"{shown} is reachable, schema at revision {revision}"))
+    return Store(engine)
+
+
+def check_runs(rt: Runtime) -> list[Finding]:
+    """Stalled runs and silent schedules (``reconciler.find_problems``) at ``rt.clock.now()``."""
+    stalled, silent = reconciler.find_problems(rt, rt.clock.now())
+    found = [Finding("runs", f"run {run.id} ({run.idempotency_key}) has been RUNNING since "
+                             f"{format_instant(run.claimed_at)}, past its max_runtime of {run.max_runtime_s}s, and "
+                             f"worker {run.lease_owner} still holds its lease: look at that worker "
+                             f"(`reportflow runs show {run.id}`), or stop it with `reportflow runs cancel {run.id}`",
+                     problem=True) for run in stalled]
+    found += [Finding("schedules", f"schedule {name}: its slot at {format_instant(at)} is past its grace and no "
+                                   "scheduler has handled it: start `reportflow serve` (or run `reportflow tick` "
+                                   "from cron); the misfire policy decides about the late slots",
+                      problem=True) for name, at in silent]
+    if not found:
+        found.append(Finding("runs", "no stalled run; every enabled schedule is being ticked"))
+    return found
+
+
+def check_clock(store: Store, clock: Clock) -> list[Finding]:
+    """PostgreSQL: this host's clock against the server's, allowing half the round trip."""
+    if store.dialect != "postgresql":
+        return []  # SQLite lives on this host: one clock
+    with store.read() as conn:
+        before = clock.now()
+        server_now = conn.execute(text("SELECT now()")).scalar_one()
+        after = clock.now()
+    skew = server_now - (before + (after - before) / 2)
+    if abs(skew) > MAX_SKEW + (after - before) / 2:
+        return [Finding("clock", f"this host's clock is {skew.total_seconds():+.1f}s off the database server's "
+                                 f"(more than {MAX_SKEW.total_seconds():.0f}s): leases and slots assume one time; "
+                                 "sync both with NTP (e.g. `timedatectl set-ntp true`, chrony)", problem=True)]
+    return [Finding("clock", f"agrees with the database server ({skew.total_seconds():+.3f}s)")]
+
+
+def check_lease(store: Store, lease: timedelta) -> list[Finding]:
+    """A warning (not a problem) for leases under 30 s on a database that several nodes may share."""
+    if store.dialect != "postgresql" or lease >= MIN_SHARED_LEASE:
+        return []
+    return [Finding("lease", f"worker.lease is {lease.total_seconds():g}s; with several nodes on one "
+                             f"PostgreSQL database use {MIN_SHARED_LEASE.total_seconds():g}s or more, or a worker "
+                             "paused for a moment loses its run to another node", warning=True)]
+
+
+# --- artifacts -----------------------------------------------------------------------------------
+
+def latest_artifacts(store: Store) -> tuple[list[ArtifactRecord], dict[int, str]]:
+    """The latest artifact of each kind of every SUCCESS/PARTIAL_SUCCESS run, and each run's workflow.
+
+    Only the latest per (run, kind): a re-save that wrote ``-v2.md`` or a page
+    made after the old one was trashed supersedes the earlier record.
+    """
+    query = (select(artifacts.c.id, artifacts.c.run_id, artifacts.c.kind, artifacts.c.step, artifacts.c.location,
+                    artifacts.c.sha256, artifacts.c.external_id, artifacts.c.created_at, runs.c.workflow)
+             .select_from(artifacts.join(runs, artifacts.c.run_id == runs.c.id))
+             .where(runs.c.status.in_(SUCCESSFUL)).order_by(artifacts.c.id))
+    latest: dict[tuple[int, str], ArtifactRecord] = {}
+    workflow_of: dict[int, str] = {}
+    with store.read() as conn:
+        for row in conn.execute(query):
+            latest[(row.run_id, row.kind)] = ArtifactRecord(
+                run_id=row.run_id, kind=row.kind, step=row.step, location=row.location, sha256=row.sha256,
+                external_id=row.external_id, created_at=row.created_at)
+            workflow_of[row.run_id] = row.workflow
+    return list(latest.values()), workflow_of
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_files(records: Sequence[ArtifactRecord], host: str) -> list[Finding]:
+    """Files of this host (``host:path``) that are missing or whose content changed since recorded."""
+    found: list[Finding] = []
+    checked = elsewhere = 0
+    for record in records:
+        # A file is recorded as "host:/absolute/path" with its sha256 (SPEC §13); URLs are not files.
+        where, _, raw_path = record.location.partition(":")
+        if not record.sha256 or not raw_path.startswith("/") or raw_path.startswith("//"):
+            continue
+        if where != host:
+            elsewhere += 1
+            continue
+        checked += 1
+        path = Path(raw_path)
+        repair = f"run `reportflow runs retry {record.run_id} --from-step {record.step}`"
+        try:
+            actual = _sha256(path)
+        except FileNotFoundError:
+            found.append(Finding("artifacts", f"run {record.run_id}: {record.kind} file {path} is missing: {repair}",
+                                 problem=True))
+            continue
+        except OSError as exc:
+            found.append(Finding("artifacts", f"run {record.run_id}: cannot read {path} ({exc.strerror}): fix its "
+                                              f"permissions, or {repair}", problem=True))
+            continue
+        if record.sha256 and actual != record.sha256:
+            found.append(Finding("artifacts", f"run {record.run_id}: {path} changed since the run wrote it "
+                                              f"(sha256 differs): {repair}", problem=True))
+    if not found:
+        note = f"; {elsewhere} on other hosts (run doctor there)" if elsewhere else ""
+        found.append(Finding("artifacts", f"{checked} file(s) on this host match what their runs wrote{note}"))
+    return found
+
+
+# --- workflows -----------------------------------------------------------------------------------
+
+def diagnose_workflows(registry: Registry, cfg: config_mod.AppConfig,
+                       artifacts_by_workflow: Mapping[str, Sequence[ArtifactRecord]]) -> list[Finding]:
+    """Each workflow's own checks, for the projects its enabled schedules name and its runs' artifacts."""
+    found: list[Finding] = []
+    for name, workflow in sorted(registry.items()):
+        projects = sorted({s.project for s in cfg.schedules if s.workflow == name and s.enabled})
+        records = artifacts_by_workflow.get(name, ())
+        if not projects and not records:
+            continue
+        settings: Any = cfg.workflow_settings.get(name)
+        try:
+            found += workflow.diagnose(settings, projects, list(records))
+        except Exception as exc:  # noqa: BLE001 - one broken check must not hide every other finding
+            logs.event(log, logging.ERROR, "diagnose_failed", exc_info=True, workflow=name)
+            found.append(Finding(f"workflow {name}", f"its checks failed: {type(exc).__name__}: {exc}",
+                                 problem=True))
+    return found

@@ -1,0 +1,85 @@
+"""Read side of runs: lists and detail for the CLI, the keyset-paged list and charts for the web page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from engine.core import errors
+from engine.core.clock import format_instant, parse_instant
+from engine.core.models import AuditEvent, Run
+from engine.runtime import Runtime
+from engine.store import history as history_rows
+from engine.store import runs as run_rows
+from engine.store import schedules as schedule_rows
+from engine.store.history import RunFilter
+
+
+def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None = None,
+              limit: int | None = 200) -> list[Run]:
+    with rt.store.read() as conn:
+        schedule_id = schedule_rows.get_schedule(conn, schedule).id if schedule else None
+        summaries = run_rows.list_runs(conn, statuses=statuses, schedule_id=schedule_id, limit=limit or None)
+        # Steps are needed for the "failed step" column; fetch detail only for the failed ones.
+        return [run_rows.get_run(conn, r.id) if r.error_code else r for r in summaries]
+
+
+def get_run(rt: Runtime, run_id: int) -> Run:
+    with rt.store.read() as conn:
+        return run_rows.get_run(conn, run_id)
+
+
+@dataclass(frozen=True)
+class RunPage:
+    runs: list[Run]
+    next_cursor: str | None
+
+
+def encode_cursor(run: Run) -> str:
+    return f"{format_instant(run.scheduled_for)}_{run.id}"
+
+
+def decode_cursor(text: str) -> tuple[datetime, int]:
+    """``2026-09-29T10:30:00Z_42`` -> (instant, id); InvalidInput for anything else."""
+    at, _, run_id = text.partition("_")
+    try:
+        if not run_id.isdigit():
+            raise ValueError(text)
+        return parse_instant(at), int(run_id)
+    except (ValueError, errors.ReportflowError):
+        raise errors.InvalidInput(f"'{text}' is not a page cursor") from None
+
+
+def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: int = 50) -> RunPage:
+    """One page of runs, newest slot first; ``next_cursor`` is None on the last page."""
+    position = decode_cursor(after) if after else None
+    with rt.store.read() as conn:
+        found = history_rows.page_runs(conn, filt, after=position, limit=limit + 1)
+    more = len(found) > limit
+    page = found[:limit]
+    return RunPage(page, encode_cursor(page[-1]) if more and page else None)
+
+
+def schedule_id(rt: Runtime, name: str) -> int:
+    with rt.store.read() as conn:
+        return schedule_rows.get_schedule(conn, name).id
+
+
+def schedule_names(rt: Runtime) -> list[str]:
+    """Names of the live schedules (for filters), without touching the runs table."""
+    with rt.store.read() as conn:
+        return [s.name for s in schedule_rows.list_schedules(conn)]
+
+
+def run_audit(rt: Runtime, run_id: int) -> list[AuditEvent]:
+    with rt.store.read() as conn:
+        return history_rows.run_audit(conn, run_id)
+
+
+def chart_runs(rt: Runtime, schedule_name: str, *, limit: int = 200) -> list[Run]:
+    """The latest ``limit`` runs of a schedule that started, oldest first (start delay and duration over time)."""
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+        found = run_rows.list_runs(conn, schedule_id=schedule.id, limit=limit)
+    return [r for r in reversed(found) if r.started_at is not None]

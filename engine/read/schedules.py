@@ -1,0 +1,58 @@
+"""Read side of schedules: each with its latest run, and the next fire times."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection
+
+from engine.core import cron
+from engine.core.models import Run, Schedule, ScheduleSpec
+from engine.runtime import Runtime
+from engine.store import rows
+from engine.store import schedules as schedule_rows
+from engine.store.tables import runs as runs_table
+
+
+@dataclass(frozen=True)
+class ScheduleOverview:
+    schedule: Schedule
+    last_run: Run | None
+
+
+def _last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
+    """The latest run (by slot) that is not merely waiting, per schedule."""
+    latest = (select(runs_table.c.schedule_id, func.max(runs_table.c.scheduled_for).label("at"))
+              .where(runs_table.c.schedule_id.in_(list(schedule_ids)))
+              .group_by(runs_table.c.schedule_id).subquery())
+    query = (select(runs_table).join(latest, (runs_table.c.schedule_id == latest.c.schedule_id)
+                                     & (runs_table.c.scheduled_for == latest.c.at))
+             .order_by(runs_table.c.id))
+    found: dict[int, Run] = {}
+    for row in conn.execute(query).mappings():
+        found[row["schedule_id"]] = rows.run_from_row(row)
+    return found
+
+
+def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[ScheduleOverview]:
+    with rt.store.read() as conn:
+        schedules = schedule_rows.list_schedules(conn, include_archived=include_archived)
+        last = _last_runs(conn, [s.id for s in schedules]) if schedules else {}
+    return [ScheduleOverview(s, last.get(s.id)) for s in schedules]
+
+
+def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, name)
+        last = _last_runs(conn, [schedule.id])
+    return ScheduleOverview(schedule, last.get(schedule.id))
+
+
+def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[cron.Fire]]:
+    """The next ``count`` fires from the current clock (DST-moved ones marked)."""
+    with rt.store.read() as conn:
+        spec = schedule_rows.get_schedule(conn, name).spec
+    return spec, cron.preview(spec.cron, spec.timezone, rt.clock.now(), count,
+                              dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)

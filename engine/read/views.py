@@ -1,0 +1,141 @@
+"""JSON-ready views of runs and schedules, shared by ``--json`` output and the tables."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from engine.core import policies
+from engine.core.clock import format_instant
+from engine.core.models import Run, Schedule, StepStatus
+from engine.plugins.contract import WorkflowDef
+
+
+def _seconds(delta: timedelta | None) -> float | None:
+    return None if delta is None else round(delta.total_seconds(), 3)
+
+
+def failed_step(run: Run) -> str | None:
+    for step in run.steps:
+        if step.status is StepStatus.FAILED:
+            return step.name
+    return None
+
+
+def run_summary(run: Run, now: datetime) -> dict[str, Any]:
+    """One row of ``runs list --json``; ``stalled`` is ``policies.run_is_stalled`` at ``now``."""
+    return {
+        "id": run.id,
+        "schedule": run.schedule_name,
+        "workflow": run.workflow,
+        "project": run.project,
+        "trigger": run.trigger.value,
+        "scheduled_for": format_instant(run.scheduled_for),
+        "business_key": run.business_key,
+        "idempotency_key": run.idempotency_key,
+        "revision": run.revision,
+        "status": run.status.value,
+        "reason": run.reason,
+        "priority": run.priority,
+        "attempt_count": run.attempt_count,
+        "max_attempts": run.max_attempts,
+        "not_before": format_instant(run.not_before),
+        "created_at": format_instant(run.created_at),
+        "claimed_at": format_instant(run.claimed_at),
+        "started_at": format_instant(run.started_at),
+        "completed_at": format_instant(run.completed_at),
+        "start_delay_s": _seconds(run.start_delay),
+        "duration_s": _seconds(run.duration),
+        "lease_owner": run.lease_owner,
+        "lease_until": format_instant(run.lease_until),
+        "error_code": run.error_code,
+        "error_message": run.error_message,
+        "stalled": policies.run_is_stalled(run, now),
+    }
+
+
+def run_detail(run: Run, now: datetime) -> dict[str, Any]:
+    return {
+        **run_summary(run, now),
+        "pinned": run.pinned,
+        "steps": [{
+            "position": s.position, "name": s.name, "status": s.status.value, "attempts": s.attempts,
+            "started_at": format_instant(s.started_at), "finished_at": format_instant(s.finished_at),
+            "error_code": s.error_code, "error_message": s.error_message, "output": s.output,
+        } for s in run.steps],
+        "attempts": [{
+            "number": a.number, "trigger": a.trigger.value, "from_step": a.from_step, "outcome": a.outcome.value,
+            "worker_id": a.worker_id, "started_at": format_instant(a.started_at),
+            "finished_at": format_instant(a.finished_at), "error_code": a.error_code,
+            "error_message": a.error_message,
+        } for a in run.attempts],
+        "artifacts": [{"kind": a.kind, "step": a.step, "location": a.location, "sha256": a.sha256,
+                       "external_id": a.external_id}
+                      for a in run.artifacts],
+    }
+
+
+def schedule_view(schedule: Schedule, last: Run | None = None) -> dict[str, Any]:
+    spec = schedule.spec
+    zone = ZoneInfo(spec.timezone)
+    return {
+        "id": schedule.id,
+        "name": spec.name,
+        "workflow": spec.workflow,
+        "project": spec.project,
+        "cron": spec.cron,
+        "timezone": spec.timezone,
+        "report_on": spec.report_on.value,
+        "overlap": spec.overlap.value,
+        "misfire": spec.misfire.value,
+        "grace_s": int(spec.grace.total_seconds()),
+        "catchup_window_s": int(spec.catchup_window.total_seconds()),
+        "max_runtime_s": int(spec.max_runtime.total_seconds()),
+        "jitter_s": int(spec.jitter.total_seconds()),
+        "dst_gap": spec.dst_gap.value,
+        "dst_fold": spec.dst_fold.value,
+        "allow_frequent": spec.allow_frequent,
+        "enabled": schedule.enabled,
+        "archived": schedule.archived,
+        "disabled_reason": schedule.disabled_reason,
+        "version": schedule.version,
+        "next_run_at": format_instant(schedule.next_run_at),
+        "next_run_local": schedule.next_run_at.astimezone(zone).isoformat() if schedule.next_run_at else None,
+        "last_run": None if last is None else {
+            "id": last.id, "business_key": last.business_key, "status": last.status.value,
+            "scheduled_for": format_instant(last.scheduled_for)},
+    }
+
+
+def workflow_view(workflow: WorkflowDef) -> dict[str, Any]:
+    """A workflow as ``workflows list/show --json`` prints it: period, payload version, steps, origin."""
+    return {
+        "name": workflow.name,
+        "period": workflow.period.value,
+        "payload_version": workflow.payload_version,
+        "origin": workflow.origin,
+        "sections": list(workflow.sections),
+        "steps": [{
+            "name": step.name,
+            "timeout_s": step.timeout_s,
+            "optional": step.optional,
+            "output_model": step.model_name(),
+            "retry_on": sorted(step.retry_on),
+            "retry_budget_s": step.retry_budget_s,
+        } for step in workflow.steps],
+    }
+
+
+def human_seconds(value: float | None, *, compact: bool = False) -> str:
+    """A duration for people: ``850 ms``, ``12.5 s``, ``3.2 min``, ``4.1 h`` (``compact``: ``12.5s``, no ms)."""
+    if value is None:
+        return ""
+    if abs(value) < 1 and not compact:
+        return f"{value * 1000:.0f} ms"
+    sep = "" if compact else " "
+    if abs(value) < 120:
+        return f"{value:.1f}{sep}s"
+    if abs(value) < 7200:
+        return f"{value / 60:.1f}{sep}{'m' if compact else 'min'}"
+    return f"{value / 3600:.1f}{sep}h"

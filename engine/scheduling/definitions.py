@@ -1,0 +1,194 @@
+"""Schedule lifecycle: apply the config, edit with an optimistic lock, enable, disable.
+
+Every change bumps ``version`` and writes an AuditEvent (actor, action, before,
+after, reason, version). Schedules are never deleted: a schedule removed from
+the config is archived and its runs stay. A new or re-enabled schedule starts
+now: its ``next_run_at`` is the first slot strictly after the current clock.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from engine.core import cron, errors, logs
+from engine.core.clock import format_instant
+from engine.core.models import AuditEvent, Schedule, ScheduleSpec
+from engine.runtime import Runtime
+from engine.store import audit as audit_rows
+from engine.store import rows
+from engine.store import schedules as schedule_rows
+
+log = logging.getLogger(__name__)
+RISK_FACTOR = 10
+
+
+@dataclass
+class ApplyReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def runs_per_day(spec: ScheduleSpec, now: datetime) -> float:
+    week = cron.estimate_fire_count(spec.cron, spec.timezone, now, now + timedelta(days=7))
+    return week / 7
+
+
+def first_slot_after(spec: ScheduleSpec, now: datetime) -> datetime:
+    return cron.next_fire_after(spec.cron, spec.timezone, now, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold).at
+
+
+def check_risk(old: ScheduleSpec | None, new: ScheduleSpec, now: datetime, confirmed: bool) -> str | None:
+    """A change raising runs/day more than 10x needs ``--yes``; returns the warning if confirmed."""
+    if old is None:
+        return None
+    before, after = runs_per_day(old, now), runs_per_day(new, now)
+    if after <= RISK_FACTOR * max(before, 1 / 7):
+        return None
+    message = (f"high risk: schedule '{new.name}' goes from {before:.1f} to {after:.1f} runs/day "
+               f"({new.cron!r}); confirm with --yes")
+    if not confirmed:
+        raise errors.NeedsConfirmation(message)
+    return message
+
+
+def _timing_changed(old: ScheduleSpec, new: ScheduleSpec) -> bool:
+    return (old.cron, old.timezone, old.dst_gap, old.dst_fold) != (new.cron, new.timezone, new.dst_gap, new.dst_fold)
+
+
+def _disabled_range(conn: Connection, schedule: Schedule, now: datetime, actor: str) -> None:
+    """Slots that passed while a schedule was disabled are accounted for with reason ``disabled``."""
+    start = schedule.disabled_at or schedule.next_run_at
+    if start is None or start >= now:
+        return
+    spec = schedule.spec
+    audit_rows.record_audit(
+        conn, at=now, actor=actor, action="slots_disabled", schedule_id=schedule.id, reason="disabled",
+        after={"from": format_instant(start), "to": format_instant(now),
+               "estimated_slots": cron.estimate_fire_count(spec.cron, spec.timezone, start, now)},
+        version=schedule.version)
+
+
+def apply(rt: Runtime, *, confirmed: bool = False) -> ApplyReport:
+    """Sync ``[[schedules]]`` into the database in one transaction (idempotent from any node).
+
+    An unchanged definition changes nothing (no version bump), and a schedule
+    disabled from the command line stays disabled.
+    """
+    now = rt.clock.now()
+    report = ApplyReport()
+    wanted = {spec.name: spec for spec in rt.config.schedules}
+    with rt.store.write() as conn:
+        existing = {s.name: s for s in schedule_rows.list_schedules(conn, include_archived=True)}
+        for name, current in existing.items():
+            if name not in wanted and not current.archived:
+                schedule_rows.update_schedule(conn, current, now=now, archived=True)
+                _audit(conn, rt.actor, "archive", current, now, reason="removed from the config",
+                       before=rows.definition_of(current.spec))
+                report.archived.append(name)
+        for name, spec in wanted.items():
+            known = existing.get(name)
+            if known is None:
+                next_run_at = first_slot_after(spec, now) if spec.enabled else None
+                schedule_id = schedule_rows.insert_schedule(conn, spec, next_run_at=next_run_at, now=now)
+                created = schedule_rows.get_schedule_by_id(conn, schedule_id)
+                _audit(conn, rt.actor, "create", created, now, after=rows.definition_of(spec), version=1)
+                report.created.append(name)
+                continue
+            _apply_one(conn, rt, known, spec, now, confirmed, report)
+    return report
+
+
+def _apply_one(conn: Connection, rt: Runtime, current: Schedule, spec: ScheduleSpec, now: datetime,
+               confirmed: bool, report: ApplyReport) -> None:
+    enabled = spec.enabled and not current.disabled_by_cli
+    same = rows.definition_of(spec) == rows.definition_of(current.spec)
+    if same and enabled == current.enabled and not current.archived:
+        report.unchanged.append(spec.name)
+        return
+    warning = check_risk(current.spec, spec, now, confirmed)
+    if warning:
+        report.warnings.append(warning)
+    state: dict[str, Any] = {"enabled": enabled, "archived": False}
+    becomes_live = enabled and (not current.enabled or current.archived)
+    if becomes_live:
+        _disabled_range(conn, current, now, rt.actor)
+    if enabled and (becomes_live or _timing_changed(current.spec, spec) or current.next_run_at is None):
+        state["next_run_at"] = first_slot_after(spec, now)
+    if not enabled and current.enabled:
+        state.update(disabled_at=now, disabled_reason="disabled in the config")
+    if becomes_live:
+        state.update(disabled_at=None, disabled_reason=None)
+    updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(spec, enabled=enabled), **state)
+    _audit(conn, rt.actor, "update", updated, now, before=_state_of(current), after=_state_of(updated))
+    report.updated.append(spec.name)
+
+
+def set_schedule(rt: Runtime, name: str, *, expect_version: int, changes: dict[str, Any],
+                 confirmed: bool = False, reason: str | None = None) -> tuple[Schedule, str | None]:
+    """Edit a schedule if it is still at ``expect_version`` (else StaleVersion, exit 3)."""
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        current = schedule_rows.get_schedule(conn, name)
+        if current.version != expect_version:
+            raise errors.StaleVersion(f"schedule '{name}' is at version {current.version}, not {expect_version}; "
+                                      "reload (`reportflow schedules show`) and retry")
+        spec = replace(current.spec, **changes)
+        workflow = rt.workflow(spec.workflow)
+        cron.check_schedule(spec, workflow.period, now=now)
+        warning = check_risk(current.spec, spec, now, confirmed)
+        state: dict[str, Any] = {}
+        if current.enabled and _timing_changed(current.spec, spec):
+            state["next_run_at"] = first_slot_after(spec, now)
+        updated = schedule_rows.update_schedule(conn, current, now=now, spec=spec, **state)
+        _audit(conn, rt.actor, "set", updated, now, before=_state_of(current), after=_state_of(updated),
+               reason=reason)
+    return updated, warning
+
+
+def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None) -> tuple[Schedule, bool]:
+    """The audited kill switch. Returns (schedule, changed); no change means no version bump."""
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        current = schedule_rows.get_schedule(conn, name)
+        if current.archived:
+            raise errors.Conflict(f"schedule '{name}' is archived (it is no longer in the config)")
+        if current.enabled == enabled:
+            return current, False
+        if enabled:
+            _disabled_range(conn, current, now, rt.actor)
+            state: dict[str, Any] = dict(enabled=True, disabled_by_cli=False, disabled_reason=None,
+                                         disabled_at=None, next_run_at=first_slot_after(current.spec, now))
+        else:
+            state = dict(enabled=False, disabled_by_cli=True, disabled_reason=reason, disabled_at=now)
+        updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(current.spec, enabled=enabled),
+                                                **state)
+        _audit(conn, rt.actor, "enable" if enabled else "disable", updated, now,
+               before=_state_of(current), after=_state_of(updated), reason=reason)
+    return updated, True
+
+
+def history(rt: Runtime, name: str) -> list[AuditEvent]:
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, name)
+        return audit_rows.list_audit(conn, schedule_id=schedule.id)
+
+
+def _state_of(schedule: Schedule) -> dict[str, Any]:
+    return {**rows.definition_of(schedule.spec), "enabled": schedule.enabled, "archived": schedule.archived,
+            "next_run_at": format_instant(schedule.next_run_at)}
+
+
+def _audit(conn: Connection, actor: str, action: str, schedule: Schedule, now: datetime, *,
+           before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
+           reason: str | None = None, version: int | None = None) -> None:
+    audit_rows.record_audit(conn, at=now, actor=actor, action=action, schedule_id=schedule.id,
+                               before=before, after=after, reason=reason, version=version or schedule.version)
+    logs.event(log, logging.INFO, f"schedule_{action}", schedule=schedule.name, version=version or schedule.version)

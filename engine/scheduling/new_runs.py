@@ -1,0 +1,58 @@
+"""A new run's row: its period, idempotency key and pinned inputs, fixed at creation.
+
+Whatever shapes the run's result is pinned here (business window, timezone,
+schedule version, cron, payload version and the workflow's own pins), so a
+retry a day later reproduces the same inputs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from engine.core import policies
+from engine.core.clock import format_instant
+from engine.core.models import PRIORITY, AttemptTrigger, Period, RunStatus, RunTrigger, Schedule, SlotReason
+from engine.plugins.contract import WorkflowDef
+
+
+def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
+                  workflow_pins: dict[str, Any]) -> dict[str, Any]:
+    spec = schedule.spec
+    local_start, local_end = period.window_local()
+    return {
+        "payload_version": workflow.payload_version,
+        "workflow": workflow.name,
+        "project": spec.project,
+        "schedule": spec.name,
+        "schedule_version": schedule.version,
+        "cron": spec.cron,
+        "timezone": spec.timezone,
+        "report_on": spec.report_on.value,
+        "business_key": period.key,
+        "window_start": format_instant(period.start_at),
+        "window_end": format_instant(period.end_at),
+        "window_start_local": local_start,
+        "window_end_local": local_end,
+        **workflow_pins,
+    }
+
+
+def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, trigger: RunTrigger,
+            status: RunStatus, now: datetime, max_attempts: int, workflow_pins: dict[str, Any],
+            reason: SlotReason | None = None, revision: int = 1, not_before: datetime | None = None) -> dict[str, Any]:
+    """Column values of a new run for ``slot_at`` (the caller inserts with ON CONFLICT DO NOTHING)."""
+    spec = schedule.spec
+    period = policies.business_period(workflow.period, slot_at, spec.timezone, spec.report_on)
+    base_key = policies.idempotency_key(workflow.name, spec.project, period.key)
+    attempt_trigger = AttemptTrigger(trigger.value.lower())
+    return dict(
+        schedule_id=schedule.id, workflow=workflow.name, project=spec.project, trigger_type=trigger.value,
+        scheduled_for=slot_at, business_key=period.key, base_key=base_key,
+        idempotency_key=policies.idempotency_key(workflow.name, spec.project, period.key, revision),
+        revision=revision, status=status.value, reason=reason.value if reason else None,
+        priority=PRIORITY[attempt_trigger], not_before=not_before,
+        pinned=pinned_inputs(schedule, workflow, period, workflow_pins), attempt_count=0,
+        max_attempts=max_attempts, max_runtime_s=int(spec.max_runtime.total_seconds()), created_at=now,
+        fence=0, cancel_requested=False,
+    )

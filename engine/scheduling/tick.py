@@ -1,0 +1,226 @@
+"""The scheduler tick: load due schedules, decide, persist. It never runs workflow work.
+
+Exactly-once does not rest on reading before inserting: ``next_run_at``
+advances by compare-and-set in the same transaction as the inserts, and the
+inserts do nothing on conflict with the unique slot index or idempotency key.
+Any number of ``tick`` processes can share one database.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from engine.core import errors, logs, policies
+from engine.core.clock import format_instant
+from engine.core.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
+from engine.runtime import Runtime
+from engine.scheduling import new_runs
+from engine.store import audit as audit_rows
+from engine.store import claims
+from engine.store import due as due_rows
+from engine.store import runs as run_rows
+from engine.store import schedules as schedule_rows
+from engine.store.tables import schedules as schedules_table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TickReport:
+    now: datetime
+    due: int = 0
+    handled: int = 0
+    lost_races: int = 0
+    created: Counter[str] = field(default_factory=Counter)
+    already_present: int = 0
+    too_old_slots: int = 0
+    next_due_at: datetime | None = None
+
+    @property
+    def runs_created(self) -> int:
+        return sum(self.created.values())
+
+
+BATCH = 200  # schedules per transaction: one commit per batch, not per schedule
+FIRST_BATCH = 8  # ... but the first batches are small and double: the first runs are claimable sooner
+
+
+def batch_sizes(first: int = FIRST_BATCH, largest: int = BATCH) -> Iterator[int]:
+    """8, 16, 32, 64, 128, 200, 200, ...: a burst's first runs commit after a few schedules, a large
+    tick still commits once per ``largest`` schedules."""
+    size = first
+    while True:
+        yield size
+        size = min(size * 2, largest)
+
+
+@dataclass
+class _Prepared:
+    schedule: Schedule
+    plan: policies.TickPlan
+    candidates: list[tuple[policies.PlannedSlot, dict[str, Any]]]
+
+
+def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickReport:
+    """One scheduler pass at ``rt.clock.now()``.
+
+    Due schedules are planned (pure), then persisted in batches (``batch_sizes``):
+    in one transaction, each schedule's ``next_run_at`` advances by compare-and-set
+    together with its inserts. A schedule whose ``next_run_at`` another
+    scheduler already advanced is left alone (``lost_races``); a slot whose
+    period already has a row counts as handled (``already_present``). Neither
+    is an error. ``committed`` is called after each batch that created runs
+    (``serve`` wakes its idle worker threads: those runs are claimable now).
+    """
+    now = rt.clock.now()
+    report = TickReport(now=now)
+    with rt.store.read() as conn:
+        due = schedule_rows.list_due(conn, now)
+    report.due = len(due)
+    start = 0
+    for size in batch_sizes():
+        if start >= len(due):
+            break
+        # Planned batch by batch, so the first batch does not wait for the whole tick's planning.
+        batch = [p for p in (_prepare(rt, schedule, now) for schedule in due[start:start + size]) if p is not None]
+        start += size
+        if not batch:
+            continue
+        before = report.runs_created
+        with rt.store.write() as conn:
+            made = _persist(conn, batch, now, report)
+        if committed is not None and report.runs_created > before:
+            committed()
+        for p, rows, inserted, created in made:
+            _announce(rt, p.schedule.spec.name, rows, inserted, created)
+    with rt.store.read() as conn:
+        report.next_due_at = next_wake(conn)
+    return report
+
+
+def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None:
+    """The schedule's plan and the rows it would create (no I/O)."""
+    spec = schedule.spec
+    try:
+        workflow = rt.workflow(spec.workflow)
+        pins = workflow.pin(rt.settings(workflow.name), spec.project)
+    except errors.ReportflowError as exc:
+        logs.event(log, logging.ERROR, "schedule_skipped", schedule=spec.name, reason=exc.message)
+        return None
+    plan = policies.plan_tick(schedule, now)
+    if plan is None:
+        return None
+    candidates = [(slot, new_runs.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED,
+                                         status=slot.status, now=now, max_attempts=rt.config.worker.max_attempts,
+                                         workflow_pins=pins, reason=slot.reason, not_before=slot.not_before))
+                  for slot in plan.slots]
+    return _Prepared(schedule, plan, candidates)
+
+
+def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
+             report: TickReport) -> list[tuple[_Prepared, list[dict[str, Any]], dict[str, int], Counter[str]]]:
+    """Advance each schedule's ``next_run_at`` (compare-and-set) and insert the runs of those that won.
+
+    One statement per schedule (the compare-and-set), then one each for the whole batch: the
+    periods already present, the overlap counts, the inserts, the audit records. Returns what
+    each winning schedule inserted; a schedule another scheduler won is left out.
+    """
+    won = []
+    for prepared in batch:
+        schedule, plan = prepared.schedule, prepared.plan
+        if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
+            report.lost_races += 1
+            continue
+        claims.lock_schedule_runs(conn, schedule.id)
+        won.append(prepared)
+    if not won:
+        return []
+    # Periods that already have a row (a trigger, a backfill) count as handled. This read only
+    # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below. Two live
+    # schedules never share a workflow and project (a unique index), so never a period either.
+    present = run_rows.existing_keys(conn, [values["base_key"] for p in won for _, values in p.candidates])
+    counts = run_rows.overlap_counts_of(conn, [p.schedule.id for p in won])
+    planned: list[tuple[_Prepared, list[dict[str, Any]]]] = []
+    for prepared in won:
+        state = policies.OverlapState(*counts.get(prepared.schedule.id, (0, 0)))
+        to_insert = []
+        for slot, values in prepared.candidates:
+            if values["base_key"] in present:
+                report.already_present += 1
+                continue
+            status, overlap_reason = policies.decide_overlap(slot.status, prepared.schedule.spec.overlap, state)
+            reason = overlap_reason or slot.reason
+            to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
+        planned.append((prepared, to_insert))
+    inserted = run_rows.insert_runs(conn, [values for _, to_insert in planned for values in to_insert])
+    made = []
+    events: list[dict[str, Any]] = []
+    for prepared, to_insert in planned:
+        mine = {key: inserted[key] for values in to_insert if (key := str(values["idempotency_key"])) in inserted}
+        report.already_present += len(to_insert) - len(mine)
+        created = Counter(str(values["status"]) for values in to_insert if values["idempotency_key"] in mine)
+        report.created.update(created)
+        events += _audit_events(prepared.schedule, prepared.plan, created, now)
+        if prepared.plan.too_old is not None:
+            report.too_old_slots += prepared.plan.too_old.estimated_slots
+        report.handled += 1
+        made.append((prepared, to_insert, mine, created))
+    audit_rows.record_audits(conn, events)
+    return made
+
+
+def _announce(rt: Runtime, name: str, rows: list[dict[str, Any]], inserted: dict[str, int],
+              created: Counter[str]) -> None:
+    """After the commit: log what was created, notify slots that will not run."""
+    _log_created(name, rows, inserted)
+    unrun = {status: n for status, n in created.items() if status in UNRUN_ACTIONS}
+    if unrun:
+        rt.notifier.send("slots_not_run", schedule=name, counts=unrun)
+
+
+def _log_created(name: str, rows: list[dict[str, object]], inserted: dict[str, int]) -> None:
+    """One line per created run; a large catch-up gets one summary line instead of thousands."""
+    made = [r for r in rows if r["idempotency_key"] in inserted]
+    if len(made) <= 20:
+        for r in made:
+            logs.event(log, logging.INFO, "run_created", run=inserted[str(r["idempotency_key"])],
+                       key=r["idempotency_key"], status=r["status"], slot=r["scheduled_for"])
+    elif made:
+        logs.event(log, logging.INFO, "runs_created", schedule=name, count=len(made),
+                   first=made[0]["idempotency_key"], last=made[-1]["idempotency_key"],
+                   statuses=dict(Counter(str(r["status"]) for r in made)))
+
+
+UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),
+                 RunStatus.SKIPPED.value: ("slots_overlap_skipped", "overlap"),
+                 RunStatus.MANUAL_REQUIRED.value: ("slots_manual_required", "misfire")}
+
+
+def _audit_events(schedule: Schedule, plan: policies.TickPlan, created: Counter[str],
+                  now: datetime) -> list[dict[str, Any]]:
+    """Counted, append-only records of slots that did not run (metrics read these)."""
+    events = []
+    if plan.too_old is not None:
+        events.append(dict(at=now, actor=SYSTEM_SCHEDULER, action="slots_too_old", schedule_id=schedule.id,
+                           run_id=None, before=None, version=schedule.version, reason="too_old",
+                           after={"from": format_instant(plan.too_old.start_at),
+                                  "to": format_instant(plan.too_old.end_at),
+                                  "estimated_slots": plan.too_old.estimated_slots}))
+    for status, count in created.items():
+        if status in UNRUN_ACTIONS:
+            action, reason = UNRUN_ACTIONS[status]
+            events.append(dict(at=now, actor=SYSTEM_SCHEDULER, action=action, schedule_id=schedule.id, run_id=None,
+                               before=None, version=schedule.version, reason=reason, after={"count": count}))
+    return events
+
+
+def next_wake(conn: Connection) -> datetime | None:
+    """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
+    return conn.execute(due_rows.next_wake_query(schedules_table.c.next_run_at)).scalar()

@@ -1,0 +1,82 @@
+"""Persistence: SQLAlchemy Core tables, the SQL store, migrations.
+
+``Store`` owns the SQLAlchemy engine and hands out transactions; the
+functions in ``engine.store.schedules`` and ``engine.store.runs`` run inside
+them. Rows never leave this package: callers get ``engine.core.models`` objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+# Only ``database`` here: a nothing-due ``tick`` (engine.cli.fast_tick) imports modules of this package
+# without the table definitions and the run queries (SPEC §11).
+from engine.store import database
+
+
+class Store:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self._local_mutexes: dict[str, threading.Lock] = {}
+
+    @classmethod
+    def open(cls, url: str, *, auto_migrate: bool | None = None) -> Store:
+        """Connect and check the schema; SQLite is migrated on first use unless told otherwise."""
+        engine = database.create_db_engine(url)
+        migrate = engine.dialect.name == "sqlite" if auto_migrate is None else auto_migrate
+        database.ensure_schema(engine, auto_migrate=migrate)
+        return cls(engine)
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits on success."""
+        with self.engine.connect() as conn, database.write_turn(self.engine), conn.begin():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction that does not take SQLite's write lock."""
+        with self.engine.connect().execution_options(sqlite_begin="DEFERRED") as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """A mutex across every process sharing this store (e.g. one generation per Ollama host).
+
+        PostgreSQL: a session advisory lock (all nodes). SQLite: a file lock
+        beside the database (SQLite serves one host).
+        """
+        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        if self.dialect == "postgresql":
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                    conn.commit()
+            return
+        path = database.sqlite_path(str(self.engine.url))
+        lock_file = None if path is None else path.with_name(f"{path.name}.{key & 0xFFFFFFFF:08x}.lock")
+        # flock is per process: a thread lock keeps two threads of this process apart too.
+        with self._local_mutexes.setdefault(name, threading.Lock()), database.file_lock(lock_file):
+            yield
+
+    def reserve_rate_slot(self, name: str, interval: timedelta, now: datetime) -> datetime:
+        """Reserve the next slot of the shared rate limit ``name`` in its own short
+        write transaction (see ``rate_limits.reserve_rate_slot``) and return it."""
+        from engine.store import rate_limits
+
+        with self.write() as conn:
+            return rate_limits.reserve_rate_slot(conn, name, interval, now)
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,64 @@
+"""What every page handler shares: the request's state, the templates and ``page`` (render with the session's context)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from engine.core.clock import format_instant
+from engine.read import views
+from engine.runtime import Runtime
+from engine.web import auth
+
+HERE = Path(__file__).resolve().parent
+SESSION_COOKIE = "reportflow_session"
+
+
+@dataclass(frozen=True)
+class WebState:
+    """What every request handler reads: the runtime and the write token (None: read-only)."""
+
+    rt: Runtime
+    token: str | None
+
+
+def templates() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["instant"] = _instant
+    env.filters["secs"] = views.human_seconds
+    env.filters["clip"] = _clip
+    return env
+
+
+def _instant(value: datetime | None) -> str:
+    """Instants on the page: UTC, ISO 8601, second precision, ``Z``."""
+    return "" if value is None else format_instant(value.replace(microsecond=0)) or ""
+
+
+def _clip(text: str, limit: int = 20_000) -> str:
+    """Long step outputs are cut for the page (the JSON API has them whole)."""
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters in /api/runs/<id>)"
+
+
+def state_of(request: Request) -> WebState:
+    value = request.app.state.web
+    assert isinstance(value, WebState)
+    return value
+
+
+def page(request: Request, template: str, /, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """Render a template with what every page needs (write mode, login state, CSRF token)."""
+    web = state_of(request)
+    session = request.session
+    env: jinja2.Environment = request.app.state.templates
+    body = env.get_template(template).render(
+        request=request, can_write=web.token is not None, logged_in=auth.logged_in(session, web.token),
+        csrf=auth.csrf_token(session), csrf_field=auth.CSRF_FIELD, actor=auth.actor(session), **context)
+    return HTMLResponse(body, status_code=status_code)

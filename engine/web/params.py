@@ -1,0 +1,40 @@
+"""Query parameters shared by the runs page and ``/api/runs``: bad values are ``InvalidInput`` (400)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from engine.core import errors
+from engine.core.models import RunStatus, RunTrigger
+from engine.read import runs as read_runs
+from engine.runtime import Runtime
+from engine.store import history as history_rows
+
+
+def parse_date(text: str | None, name: str) -> date | None:
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise errors.InvalidInput(f"{name} '{text}' is not a date (YYYY-MM-DD)") from None
+
+
+def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[str, str]]:
+    """The runs filter from query parameters (shared by the page and ``/api/runs``); bad values are 400."""
+    statuses = tuple(s.upper() for s in params.getlist("status") if s)
+    for value in statuses:
+        if value not in RunStatus.__members__:
+            raise errors.InvalidInput(f"unknown status '{value}'")
+    trigger = (params.get("trigger") or "").upper() or None
+    if trigger is not None and trigger not in RunTrigger.__members__:
+        raise errors.InvalidInput(f"unknown trigger '{trigger}'")
+    schedule = params.get("schedule") or None
+    filt = history_rows.RunFilter(
+        statuses=statuses, schedule_id=read_runs.schedule_id(rt, schedule) if schedule else None,
+        project=params.get("project") or None, trigger=trigger,
+        date_from=parse_date(params.get("from"), "from"), date_to=parse_date(params.get("to"), "to"))
+    echo = {k: v for k, v in (("schedule", schedule), ("project", filt.project), ("trigger", trigger),
+                              ("from", params.get("from")), ("to", params.get("to"))) if v}
+    return filt, echo

@@ -1,0 +1,55 @@
+"""The layout is the architecture: each engine subpackage imports only those listed before it.
+
+Every import counts, indented ones (inside functions, under ``TYPE_CHECKING``) included: a lazy
+import that points the wrong way is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+# Ground first, doors last (docs/DESIGN.md, "The map").
+LAYERS = ("core", "config", "plugins", "store", "notify", "runtime", "scheduling", "execution", "operations",
+          "read", "web", "app", "cli")
+
+
+def imported_layers(path: Path) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "engine"]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "engine" and len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+def test_every_module_lives_in_a_layer() -> None:
+    strays = [p.name for p in ENGINE.glob("*.py") if p.stem not in (*LAYERS, "__init__")]
+    packages = {p.name for p in ENGINE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert strays == [] and packages <= set(LAYERS), (strays, packages - set(LAYERS))
+
+
+def test_each_layer_imports_only_the_layers_before_it() -> None:
+    offenders = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        own = path.relative_to(ENGINE).parts[0].removesuffix(".py")
+        if own == "__init__":
+            continue
+        offenders += [f"{path.relative_to(ENGINE.parent)}:{line}: {own} -> {other}"
+                      for line, other in imported_layers(path)
+                      if other in LAYERS and LAYERS.index(other) > LAYERS.index(own)]
+    assert offenders == []
+
+
+def test_subpackage_inits_import_nothing() -> None:
+    """The fast paths count imports: loading ``engine.store.database`` must not load the rest of ``store``."""
+    busy = [str(p.relative_to(ENGINE.parent)) for p in ENGINE.rglob("__init__.py")
+            if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(ast.parse(p.read_text())))]
+    assert busy == []
