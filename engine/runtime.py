@@ -30,7 +30,7 @@ class Runtime:
     @cached_property
     def notifier(self) -> Notifier:
         """One per runtime, so its failure counter covers the process's whole life."""
-        return Notifier(self.config.notify.webhook_env)
+        return Notifier(self.config.notify.webhook_env, self.config.notify.apprise_env)
 
     def workflow(self, name: str) -> WorkflowDef:
         return registry_mod.get(self.registry, name)

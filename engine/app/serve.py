@@ -24,6 +24,7 @@ from engine.core import errors, logs, policies
 from engine.execution import reconciler
 from engine.execution.group_commit import GroupCommitError
 from engine.execution.pool import WorkerPool
+from engine.operations import delivery
 from engine.operations import prune as lifecycle
 from engine.runtime import Runtime
 from engine.scheduling import tick as scheduler
@@ -75,6 +76,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     retention_timer.maybe_prune(rt)  # [store] retain: once a day
                     worker.wake()  # runs the sweep handed back or promoted
                 worker.beat()
+                delivery.deliver_pending(rt)  # the outbox: after the commits above, never inside one
                 now = rt.clock.now()
                 if retry_at is not None and retry_at <= now:
                     worker.wake()  # the retry this loop slept for is due: no need to wait for a poll

@@ -369,7 +369,16 @@ def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     runtime = cli.runtime()
     if seen is not None:
         fast_tick.remember(runtime, seen)  # the next nothing-due tick can skip the validation
-    output.tick_report(scheduler.tick(runtime), as_json)
+    report = scheduler.tick(runtime)
+    _deliver(runtime)
+    output.tick_report(report, as_json)
+
+
+def _deliver(rt: Any) -> None:
+    """The alert sender, at the end of a command that may have recorded alerts (never raises)."""
+    from engine.operations import delivery
+
+    delivery.deliver_pending(rt)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -397,10 +406,21 @@ def work(ctx: typer.Context,
     rt = _cli(ctx).runtime()
     stop = _stop_on_signals()
     pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
+    sender = None
+    if not until_idle:  # a long-running worker sends its alerts beside the runs, off every step's path
+        from engine.operations import delivery
+
+        sender = threading.Thread(target=delivery.deliver_until, args=(rt, stop), name="alerts", daemon=True)
+        sender.start()
     try:
         outcomes = pool.work(until_idle=until_idle, max_runs=max_runs)
     finally:
         pool.close()
+        if sender is not None:
+            stop.set()
+            sender.join(30)
+    if sender is None:
+        _deliver(rt)
     output.outcomes(outcomes)
 
 
@@ -412,7 +432,10 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """
     from engine.execution import reconciler
 
-    output.sweep_report(reconciler.sweep(_cli(ctx).runtime()), as_json)
+    rt = _cli(ctx).runtime()
+    report = reconciler.sweep(rt)
+    _deliver(rt)
+    output.sweep_report(report, as_json)
 
 
 @app.command()

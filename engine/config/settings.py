@@ -36,7 +36,7 @@ from pydantic import (
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import errors
+from engine.core import alerts, errors
 from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -112,8 +112,23 @@ class WorkerConfig(Strict):
         return value
 
 
+ENV_NAME = r"^([A-Za-z_][A-Za-z0-9_]*)?$"
+
+
 class NotifyConfig(Strict):
-    webhook_env: str = ""
+    """``[notify]``: the NAMES of the variables holding the webhook and Apprise URLs (SPEC §15.1), and the alert timings."""
+
+    webhook_env: Annotated[str, Field(pattern=ENV_NAME)] = ""
+    apprise_env: Annotated[str, Field(pattern=ENV_NAME)] = ""
+    stuck_after: Duration = timedelta(minutes=30)
+    slo_window: Duration = timedelta(days=30)
+
+    @model_validator(mode="after")
+    def _webhook_scheme(self) -> NotifyConfig:
+        url = os.environ.get(self.webhook_env, "") if self.webhook_env else ""
+        if url and not re.match(r"^https?://", url, re.IGNORECASE):
+            raise ValueError(f"the variable {self.webhook_env} must hold an http:// or https:// URL")
+        return self
 
 
 class UiConfig(Strict):
@@ -142,6 +157,7 @@ class ScheduleConfig(Strict):
     dst_fold: DstFold = ScheduleSpec.dst_fold
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
+    criticality: alerts.Criticality = ScheduleSpec.criticality
 
     def to_spec(self) -> ScheduleSpec:
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})

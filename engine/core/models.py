@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from engine.core import alerts
+
 
 class RunStatus(StrEnum):
     PENDING = "PENDING"
@@ -145,6 +147,7 @@ class ScheduleSpec:
     dst_fold: DstFold = DstFold.FIRST
     allow_frequent: bool = False
     enabled: bool = True
+    criticality: alerts.Criticality = alerts.Criticality.NORMAL  # the severity of its alerts (SPEC §15.1)
 
 
 @dataclass(frozen=True)

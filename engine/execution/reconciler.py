@@ -11,7 +11,6 @@ import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -20,7 +19,7 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
 from engine.runtime import Runtime
 from engine.store import audit as audit_rows
-from engine.store import claims, recovery
+from engine.store import claims, outbox, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
@@ -34,8 +33,6 @@ class SweepReport:
     promoted: list[int] = field(default_factory=list)
     stalled: list[Run] = field(default_factory=list)
     silent: list[tuple[str, datetime]] = field(default_factory=list)
-    # (event, fields) to POST once the transaction that decided them has committed.
-    notifications: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,
@@ -46,9 +43,9 @@ def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: Swe
     recovery.record_recovery(conn, run, decision, now, expired_only=expired_only)
     if decision.status is RunStatus.FAILED:
         report.failed.append(run.id)
-        report.notifications.append(("run_failed", {"run_id": run.id, "key": run.idempotency_key,
-                                                    "error_code": decision.error_code,
-                                                    "error": decision.error_message}))
+        outbox.record_run_event(conn, run, "run_failed", now,
+                                f"run {run.id} {run.idempotency_key} failed: {decision.error_code} ({reason})",
+                                details={"error_code": decision.error_code, "error": decision.error_message})
     else:
         report.recovered.append(run.id)
     audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_recovered", run_id=run.id,
@@ -62,18 +59,6 @@ def _log_recovery(run: Run, report: SweepReport, reason: str) -> None:
     status = RunStatus.FAILED if run.id in report.failed else RunStatus.RETRY_PENDING
     logs.event(log, logging.WARNING, "run_recovered", run=run.id, key=run.idempotency_key, owner=run.lease_owner,
                status=status.value, reason=reason)
-
-
-def _deliver(rt: Runtime, report: SweepReport) -> None:
-    """Send the notifications decided so far; called only with no transaction open.
-
-    A webhook that hangs or refuses costs this process its timeout, never the
-    database's write lock; ``Notifier.send`` logs and counts the failure.
-    """
-    notifier = rt.notifier
-    pending, report.notifications = report.notifications, []
-    for event, fields in pending:
-        notifier.send(event, **fields)
 
 
 def reclaim_own(rt: Runtime, worker_id: str, *, still_held: Collection[int] = ()) -> list[int]:
@@ -95,15 +80,14 @@ def reclaim_own(rt: Runtime, worker_id: str, *, still_held: Collection[int] = ()
         except errors.LeaseLost:
             continue
         _log_recovery(run, report, f"worker {worker_id} restarted")
-    _deliver(rt, report)
     return report.recovered + report.failed
 
 
 def sweep(rt: Runtime) -> SweepReport:
     """One reconciler pass at ``rt.clock.now()``.
 
-    Each decision commits in its own transaction; log lines and webhook
-    notifications follow the commit, never inside it.
+    Each decision commits in its own transaction with its alerts (the outbox); log
+    lines follow the commit. The sender (``engine.operations.delivery``) posts the alerts later.
     """
     now = rt.clock.now()
     report = SweepReport()
@@ -133,23 +117,20 @@ def sweep(rt: Runtime) -> SweepReport:
     for name, next_run_at in report.silent:
         logs.event(log, logging.WARNING, "schedule_silent", schedule=name, next_run_at=format_instant(next_run_at))
     _mark_problems(rt, report, now)
-    _deliver(rt, report)
     return report
 
 
 def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
-    """Stalled runs and silent schedules are notified once each (an audit event marks it).
-
-    The audit event commits first; the notification is queued on ``report``.
-    """
+    """Stalled runs and silent schedules are alerted once each: an audit event and an outbox row, one commit."""
     with rt.store.write() as conn:
         for run in report.stalled:
             if audit_rows.list_audit(conn, run_id=run.id, action="run_stalled"):
                 continue
             audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_stalled", run_id=run.id,
                                        schedule_id=run.schedule_id, reason="past max_runtime with a live lease")
-            report.notifications.append(("run_stalled", {"run_id": run.id, "key": run.idempotency_key,
-                                                         "started_at": format_instant(run.claimed_at)}))
+            outbox.record_run_event(conn, run, "stalled", now,
+                                    f"run {run.id} {run.idempotency_key} is past its max_runtime and still running",
+                                    details={"started_at": format_instant(run.claimed_at)})
         for name, next_run_at in report.silent:
             schedule = schedule_rows.get_schedule(conn, name)
             slot = format_instant(next_run_at)
@@ -159,7 +140,9 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
             audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="schedule_silent",
                                        schedule_id=schedule.id, after={"next_run_at": slot},
                                        reason="no scheduler ticked within the grace period")
-            report.notifications.append(("schedule_silent", {"schedule": name, "next_run_at": slot}))
+            outbox.record_schedule_event(conn, schedule, "silent", outbox.period_dedupe_key("silent", name, str(slot)),
+                                         now, f"{name}: no scheduler ticked for the slot at {slot}",
+                                         details={"next_run_at": slot})
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:

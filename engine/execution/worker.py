@@ -31,7 +31,7 @@ from engine.execution import pacing
 from engine.execution.group_commit import GroupCommitError, GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims
+from engine.store import claims, outbox
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
 
@@ -112,7 +112,6 @@ class Worker:
         self.lease = rt.config.worker.lease
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
         self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
-        self._failed: list[tuple[int, str, str | None, str | None]] = []  # notified after the commit
         self._deferred: list[tuple[int, str, dict[str, Any]]] = []  # log events, emitted after the commit
         self.projects = self._served_projects()
         self._last_beat: float | None = None
@@ -165,9 +164,6 @@ class Worker:
                                      errors.LeaseLost.code)
         finally:
             self._claimed = None
-        while self._failed:
-            run_id, key, code, message = self._failed.pop()
-            self.rt.notifier.send("run_failed", run_id=run_id, key=key, error_code=code, error=message)
         return outcome
 
     def _execute(self, claim: Claim) -> RunOutcome:
@@ -356,7 +352,7 @@ class Worker:
 
     def _release(self, conn: Any, claim: Claim, status: RunStatus, outcome: AttemptOutcome, now: datetime, *,
                  error_code: str | None = None, error_message: str | None = None,
-                 not_before: datetime | None = None) -> RunOutcome:
+                 not_before: datetime | None = None, failed_step: str | None = None) -> RunOutcome:
         run = claim.run
         trigger = AttemptTrigger.AUTO if status is RunStatus.RETRY_PENDING else None
         claims.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
@@ -368,8 +364,15 @@ class Worker:
                 self._later(logging.INFO, "run_promoted", run=promoted, after=run.id)
         self._later(logging.INFO, "run_finished", run=run.id, key=run.idempotency_key, status=status.value,
                     attempt=claim.attempt, **({"error": error_code} if error_code else {}))
-        if status is RunStatus.FAILED:
-            self._failed.append((run.id, run.idempotency_key, error_code, error_message))
+        event = outbox.FINISHED_WITH_EVENT.get(status)
+        if event is not None:  # the alert commits with the outcome (SPEC §15.1); the sender posts it later
+            what = "failed" if status is RunStatus.FAILED else "ended PARTIAL_SUCCESS"
+            where = f" at {failed_step}" if failed_step else ""
+            outbox.record_run_event(conn, run, event, now,
+                                    f"run {run.id} {run.idempotency_key} {what}{where}: {error_code or 'ERROR'}",
+                                    details={"error_code": error_code, "error": error_message, "step": failed_step})
+        elif status is RunStatus.SUCCESS:
+            outbox.record_recovered(conn, run, now)
         return RunOutcome(run.id, run.idempotency_key, status, error_code)
 
     def _hand_back(self, conn: Any, claim: Claim, next_position: int, now: datetime) -> RunOutcome:
@@ -420,7 +423,7 @@ class Worker:
             status = RunStatus.PARTIAL_SUCCESS if partial else RunStatus.FAILED
             outcome = AttemptOutcome.PARTIAL_SUCCESS if partial else AttemptOutcome.FAILED
             return self._release(conn, claim, status, outcome, now, error_code=error.code,
-                                 error_message=error.message)
+                                 error_message=error.message, failed_step=step.name if step else None)
 
     def work(self, *, until_idle: bool = False, max_runs: int | None = None,
              stop: threading.Event | None = None) -> list[RunOutcome]:

@@ -23,7 +23,7 @@ from engine.core.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit as audit_rows
-from engine.store import claims
+from engine.store import claims, outbox
 from engine.store import due as due_rows
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
@@ -168,6 +168,7 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
         created = Counter(str(values["status"]) for values in to_insert if values["idempotency_key"] in mine)
         report.created.update(created)
         events += _audit_events(prepared.schedule, prepared.plan, created, now)
+        _record_unrun(conn, prepared, [values for values in to_insert if values["idempotency_key"] in mine], now)
         if prepared.plan.too_old is not None:
             report.too_old_slots += prepared.plan.too_old.estimated_slots
         report.handled += 1
@@ -178,11 +179,37 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
 
 def _announce(rt: Runtime, name: str, rows: list[dict[str, Any]], inserted: dict[str, int],
               created: Counter[str]) -> None:
-    """After the commit: log what was created, notify slots that will not run."""
+    """After the commit: log what was created (the alerts were recorded with the runs)."""
     _log_created(name, rows, inserted)
-    unrun = {status: n for status, n in created.items() if status in UNRUN_ACTIONS}
-    if unrun:
-        rt.notifier.send("slots_not_run", schedule=name, counts=unrun)
+
+
+UNRUN_ALERTED = (RunStatus.MISSED.value, RunStatus.MANUAL_REQUIRED.value)
+
+
+def _record_unrun(conn: Connection, prepared: _Prepared, made: list[dict[str, Any]], now: datetime) -> None:
+    """``slots_not_run`` in the tick's transaction: slots recorded MISSED / MANUAL_REQUIRED, or too old to record.
+
+    Keyed by the first such slot, so a tick replayed over the same slots raises nothing new.
+    """
+    schedule, plan = prepared.schedule, prepared.plan
+    unrun = [values for values in made if values["status"] in UNRUN_ALERTED]
+    if not unrun and plan.too_old is None:
+        return
+    counts = dict(Counter(str(values["status"]) for values in unrun))
+    details: dict[str, Any] = {"counts": counts}
+    if plan.too_old is not None:
+        details["too_old"] = {"from": format_instant(plan.too_old.start_at), "to": format_instant(plan.too_old.end_at),
+                              "estimated_slots": plan.too_old.estimated_slots}
+    first = unrun[0]["scheduled_for"] if unrun else plan.too_old.start_at  # type: ignore[union-attr]
+    last = unrun[-1]["scheduled_for"] if unrun else first
+    c = outbox.consecutive_unsuccessful(conn, schedule.id, last) if unrun else 1
+    words = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    if plan.too_old is not None:
+        words = ", ".join(filter(None, [words, f"~{plan.too_old.estimated_slots} too old to record"]))
+    outbox.record_schedule_event(
+        conn, schedule, "slots_not_run", outbox.period_dedupe_key("slots_not_run", schedule.name, first), now,
+        f"{schedule.name}: slots that will not run from {format_instant(first)}: {words}", consecutive=c,
+        business_key=str(unrun[0]["business_key"]) if unrun else None, details=details)
 
 
 def _log_created(name: str, rows: list[dict[str, object]], inserted: dict[str, int]) -> None:

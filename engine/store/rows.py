@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.engine import RowMapping
 
+from engine.core import alerts
 from engine.core.models import (
     ArtifactRecord,
     AttemptOutcome,
@@ -29,14 +30,17 @@ from engine.core.models import (
 )
 
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter")
-_ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold}
+_ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
+          "criticality": alerts.Criticality}
+# Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
+_OPTIONAL = {"criticality": alerts.Criticality.NORMAL}
 
 
 def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
     """A schedule's definition as JSON (durations in seconds); ``enabled`` is state, not definition."""
     out: dict[str, Any] = {}
     for name in ScheduleSpec.__dataclass_fields__:
-        if name == "enabled":
+        if name == "enabled" or (name in _OPTIONAL and getattr(spec, name) == _OPTIONAL[name]):
             continue
         value = getattr(spec, name)
         if name in _DURATIONS:
@@ -56,7 +60,8 @@ def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleS
     for name in _DURATIONS:
         values[name] = timedelta(seconds=values[name])
     for name, enum in _ENUMS.items():
-        values[name] = enum(values[name])
+        if name in values:
+            values[name] = enum(values[name])
     return ScheduleSpec(**values, enabled=enabled)
 
 

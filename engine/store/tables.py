@@ -26,6 +26,7 @@ from sqlalchemy import (
     text,
 )
 
+from engine.core import alerts
 from engine.core.models import RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
@@ -209,6 +210,32 @@ config_fingerprints = Table(
     Column("recorded_at", UTCDateTime, nullable=False),
 )
 
+
+# The alert outbox (SPEC §15.1): written in the transaction that causes the event, sent later
+# by ``engine.operations.delivery``. ``dedupe_key`` makes an event at most once per run or period;
+# no foreign key to ``runs``, so a prune keeps the alerts of the runs it removes.
+events = Table(
+    "events", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("dedupe_key", String(255), nullable=False, unique=True),
+    Column("event", String(32), nullable=False),
+    Column("severity", String(16), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("schedule", String(100)),
+    Column("run_id", BigInteger),
+    Column("key", String(255)),
+    Column("business_key", String(64)),
+    Column("details", JSON),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("next_try_at", UTCDateTime),
+    Column("delivered_at", UTCDateTime),
+    Column("last_error", Text),
+    CheckConstraint(_in("status", [s.value for s in alerts.EventStatus]), name="status"),
+    Index("ix_events_status_next_try_at", "status", "next_try_at"),
+    Index("ix_events_business_key_schedule", "business_key", "schedule"),
+)
 
 # The partial indexes' condition on PostgreSQL, the same as their ``sqlite_where``. It is
 # attached by ``postgresql_options()`` when a PostgreSQL engine is made

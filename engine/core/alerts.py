@@ -1,0 +1,147 @@
+"""Alerts (SPEC §15.1): the events, their severity, their payload and the sender's retry delay.
+
+Pure: every function here is a function of values and ``now``. The outbox that
+stores the events is ``engine.store.outbox``; the sender is
+``engine.operations.delivery``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from engine.core.clock import format_instant
+
+
+class Criticality(StrEnum):
+    """How loudly a schedule's alerts are sent (a schedule's ``criticality``)."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class EventStatus(StrEnum):
+    """An outbox row's delivery state: waiting to be sent, sent, or recorded only (a quiet ``low`` alert)."""
+
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    QUIET = "QUIET"
+
+
+# Events about a period that did not succeed: their severity grows with the run of failed periods.
+PERIOD_EVENTS = frozenset({"run_failed", "run_partial", "run_late", "slots_not_run"})
+# Events about the machinery itself: severity from the criticality alone.
+HEALTH_EVENTS = frozenset({"run_stuck", "stalled", "silent"})
+EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | {"prune_held", "recovered"}
+# Raised by these, a later SUCCESS of the same period raises ``recovered``.
+RECOVERABLE = ("run_failed", "run_partial", "run_late")
+# Latest-revision statuses that make a period count as not successful (c in the §15.1 table).
+UNSUCCESSFUL = frozenset({"FAILED", "PARTIAL_SUCCESS", "MISSED", "MANUAL_REQUIRED"})
+MAX_RETRY_DELAY = timedelta(minutes=15)
+FIRST_RETRY_DELAY = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class SeverityDecision:
+    severity: Severity
+    notify: bool  # False: recorded only (``low`` before its third failed period)
+
+
+def decide_severity(event: str, criticality: Criticality, consecutive: int) -> SeverityDecision:
+    """The severity of ``event`` for a schedule of ``criticality`` after ``consecutive`` unsuccessful periods.
+
+    ``consecutive`` counts this period (at least 1). The §15.1 table; ``recovered`` is
+    always ``info``, ``prune_held`` always ``warning``.
+    """
+    if event not in EVENTS:
+        raise ValueError(f"unknown event {event!r}")
+    c = max(1, consecutive)
+    if event == "recovered":
+        return SeverityDecision(Severity.INFO, True)
+    if event == "prune_held":
+        return SeverityDecision(Severity.WARNING, True)
+    if event in HEALTH_EVENTS:
+        loud = criticality in (Criticality.CRITICAL, Criticality.HIGH)
+        return SeverityDecision(Severity.CRITICAL if loud else Severity.WARNING, True)
+    if criticality is Criticality.CRITICAL:
+        return SeverityDecision(Severity.CRITICAL if c >= 2 else Severity.WARNING, True)
+    if criticality is Criticality.HIGH:
+        return SeverityDecision(Severity.CRITICAL if c >= 3 else Severity.WARNING, True)
+    if criticality is Criticality.LOW and c < 3:
+        return SeverityDecision(Severity.INFO, False)
+    return SeverityDecision(Severity.WARNING, True)
+
+
+def count_unsuccessful(earlier_statuses: Iterable[str]) -> int:
+    """c for a period that did not succeed: 1 plus the unsuccessful periods right before it.
+
+    ``earlier_statuses``: the latest-revision status of each earlier period, newest first.
+    """
+    c = 1
+    for status in earlier_statuses:
+        if status not in UNSUCCESSFUL:
+            break
+        c += 1
+    return c
+
+
+def decide_retry_at(attempts: int, now: datetime) -> datetime:
+    """When to try an undelivered event again after ``attempts`` failed tries: 30 s doubling, at most 15 min."""
+    delay: timedelta = FIRST_RETRY_DELAY * (2 ** min(max(attempts - 1, 0), 10))
+    return now + min(delay, MAX_RETRY_DELAY)
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One outbox row, as the sender and the read side see it."""
+
+    id: str
+    event: str
+    severity: Severity
+    at: datetime
+    summary: str
+    status: EventStatus
+    schedule: str | None = None
+    run_id: int | None = None
+    key: str | None = None
+    business_key: str | None = None
+    details: Mapping[str, Any] | None = None
+    attempts: int = 0
+    next_try_at: datetime | None = None
+    delivered_at: datetime | None = None
+    last_error: str | None = None
+
+
+def payload(alert: Alert) -> dict[str, Any]:
+    """The webhook body (SPEC §15.1): ``id``, ``event``, ``severity``, ``at``, ``summary`` and what applies."""
+    body: dict[str, Any] = {"id": alert.id, "event": alert.event, "severity": alert.severity.value,
+                            "at": format_instant(alert.at), "summary": alert.summary}
+    for name in ("schedule", "run_id", "key", "business_key"):
+        value = getattr(alert, name)
+        if value is not None:
+            body[name] = value
+    for name, value in (alert.details or {}).items():
+        body.setdefault(name, value)
+    return body
+
+
+def title(alert: Alert) -> str:
+    """The Apprise title: ``reportflow: <event> <schedule>``."""
+    return f"reportflow: {alert.event} {alert.schedule or ''}".rstrip()
+
+
+def body_text(alert: Alert) -> str:
+    """The Apprise body: the summary, then the key."""
+    key = alert.key or alert.business_key
+    return alert.summary if key is None else f"{alert.summary}\n{key}"

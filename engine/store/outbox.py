@@ -1,0 +1,152 @@
+"""The SQL of the alert outbox (SPEC §15.1): record an event in the caller's transaction, list, mark sent.
+
+``record_*`` take the caller's connection, so an event commits or rolls back with
+the change that causes it. Each event has a ``dedupe_key`` (one per event and run, or
+event and period) under a unique index: recording it again is a no-op, so an event is
+raised at most once however often its cause is replayed. The sender
+(``engine.operations.delivery``) reads ``list_due`` outside every write transaction
+and marks the outcome with ``mark_delivered`` / ``mark_failed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection, RowMapping
+
+from engine.core import alerts
+from engine.core.models import Run, RunStatus, Schedule
+from engine.store import schedules as schedule_rows
+from engine.store.runs import dialect_insert
+from engine.store.tables import events, runs, schedules
+
+PENDING = alerts.EventStatus.PENDING.value
+
+
+def run_dedupe_key(event: str, run_id: int) -> str:
+    """The dedupe key of an event raised at most once per run."""
+    return f"{event}/run/{run_id}"
+
+
+def period_dedupe_key(event: str, schedule: str, scheduled_for: datetime | str) -> str:
+    """The dedupe key of an event raised at most once per period of a schedule."""
+    slot = scheduled_for if isinstance(scheduled_for, str) else scheduled_for.isoformat()
+    return f"{event}/{schedule}/{slot}"
+
+
+def record_event(conn: Connection, *, event: str, dedupe_key: str, at: datetime, summary: str,
+                 decision: alerts.SeverityDecision, schedule: str | None = None, run_id: int | None = None,
+                 key: str | None = None, business_key: str | None = None,
+                 details: Mapping[str, Any] | None = None) -> bool:
+    """Insert one event unless its ``dedupe_key`` is recorded already; returns whether it was new."""
+    status = alerts.EventStatus.PENDING if decision.notify else alerts.EventStatus.QUIET
+    stmt = dialect_insert(conn)(events).values(
+        dedupe_key=dedupe_key, event=event, severity=decision.severity.value, at=at, summary=summary,
+        schedule=schedule, run_id=run_id, key=key, business_key=business_key,
+        details=dict(details) if details else None, status=status.value, attempts=0)
+    return bool(conn.execute(stmt.on_conflict_do_nothing(index_elements=["dedupe_key"])).rowcount)
+
+
+def consecutive_unsuccessful(conn: Connection, schedule_id: int, scheduled_for: datetime) -> int:
+    """c of the §15.1 table for a period that did not succeed: it, plus the unsuccessful periods right before it."""
+    recent = conn.execute(
+        select(runs.c.scheduled_for, runs.c.status)
+        .where(runs.c.schedule_id == schedule_id, runs.c.scheduled_for < scheduled_for)
+        .order_by(runs.c.scheduled_for.desc(), runs.c.revision.desc()).limit(12)).all()
+    latest: dict[datetime, str] = {}
+    for slot, status in recent:
+        latest.setdefault(slot, status)  # the first row of a period is its latest revision
+    return alerts.count_unsuccessful(list(latest.values())[:3])
+
+
+def record_run_event(conn: Connection, run: Run, event: str, now: datetime, summary: str,
+                     details: Mapping[str, Any] | None = None) -> bool:
+    """Record ``event`` about ``run`` (at most once per run), with its schedule's severity."""
+    schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id) if run.schedule_id is not None else None
+    criticality = schedule.spec.criticality if schedule is not None else alerts.Criticality.NORMAL
+    c = 1
+    if schedule is not None and event in alerts.PERIOD_EVENTS:
+        c = consecutive_unsuccessful(conn, schedule.id, run.scheduled_for)
+    return record_event(conn, event=event, dedupe_key=run_dedupe_key(event, run.id), at=now, summary=summary,
+                        decision=alerts.decide_severity(event, criticality, c),
+                        schedule=schedule.name if schedule is not None else None, run_id=run.id,
+                        key=run.idempotency_key, business_key=run.business_key,
+                        details={"consecutive": c, **(details or {})})
+
+
+def record_schedule_event(conn: Connection, schedule: Schedule, event: str, dedupe_key: str, now: datetime,
+                          summary: str, *, consecutive: int = 1, business_key: str | None = None,
+                          details: Mapping[str, Any] | None = None) -> bool:
+    """Record ``event`` about a schedule or one of its periods (no run), with the schedule's severity."""
+    return record_event(conn, event=event, dedupe_key=dedupe_key, at=now, summary=summary,
+                        decision=alerts.decide_severity(event, schedule.spec.criticality, consecutive),
+                        schedule=schedule.name, business_key=business_key, details=details)
+
+
+def record_recovered(conn: Connection, run: Run, now: datetime) -> bool:
+    """A SUCCESS of a period that raised run_failed/run_partial/run_late: ``recovered``, once per period."""
+    if run.schedule_id is None:
+        return False
+    name = select(schedules.c.name).where(schedules.c.id == run.schedule_id).scalar_subquery()
+    raised = conn.execute(
+        select(events.c.event).where(events.c.business_key == run.business_key, events.c.schedule == name,
+                                     events.c.event.in_(alerts.RECOVERABLE)).limit(1)).first()
+    if raised is None:
+        return False
+    schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id)
+    return record_schedule_event(
+        conn, schedule, "recovered", period_dedupe_key("recovered", schedule.name, run.scheduled_for), now,
+        f"{schedule.name} {run.business_key} succeeded after {raised[0]} (run {run.id})",
+        business_key=run.business_key, details={"run_id": run.id, "key": run.idempotency_key})
+
+
+def _alert(row: RowMapping) -> alerts.Alert:
+    return alerts.Alert(
+        id=str(row["dedupe_key"]), event=row["event"], severity=alerts.Severity(row["severity"]), at=row["at"],
+        summary=row["summary"], status=alerts.EventStatus(row["status"]), schedule=row["schedule"],
+        run_id=row["run_id"], key=row["key"], business_key=row["business_key"], details=row["details"],
+        attempts=row["attempts"], next_try_at=row["next_try_at"], delivered_at=row["delivered_at"],
+        last_error=row["last_error"])
+
+
+def list_events(conn: Connection, *, pending_only: bool = False, schedule: str | None = None,
+                limit: int = 200) -> list[alerts.Alert]:
+    """Recorded events, newest first; ``pending_only``: those not delivered yet."""
+    query = select(events).order_by(events.c.id.desc()).limit(limit)
+    if pending_only:
+        query = query.where(events.c.status == PENDING)
+    if schedule is not None:
+        query = query.where(events.c.schedule == schedule)
+    return [_alert(r) for r in conn.execute(query).mappings()]
+
+
+def list_due(conn: Connection, now: datetime, *, limit: int = 100) -> list[tuple[int, alerts.Alert]]:
+    """Pending events whose next try is due at ``now``, oldest first, with their row ids."""
+    query = (select(events).where(events.c.status == PENDING,
+                                  (events.c.next_try_at.is_(None)) | (events.c.next_try_at <= now))
+             .order_by(events.c.id).limit(limit))
+    return [(int(r["id"]), _alert(r)) for r in conn.execute(query).mappings()]
+
+
+def count_pending(conn: Connection) -> int:
+    """Events not delivered yet."""
+    return int(conn.execute(select(func.count()).select_from(events).where(events.c.status == PENDING)).scalar_one())
+
+
+def mark_delivered(conn: Connection, row_id: int, now: datetime) -> None:
+    """The event reached every target: it is not sent again."""
+    conn.execute(update(events).where(events.c.id == row_id, events.c.status == PENDING).values(
+        status=alerts.EventStatus.DELIVERED.value, delivered_at=now, attempts=events.c.attempts + 1,
+        next_try_at=None, last_error=None))
+
+
+def mark_failed(conn: Connection, row_id: int, *, attempts: int, next_try_at: datetime, error: str) -> None:
+    """A try failed: count it and set when to try again (the error is a short reason, never a URL)."""
+    conn.execute(update(events).where(events.c.id == row_id, events.c.status == PENDING).values(
+        attempts=attempts, next_try_at=next_try_at, last_error=error[:500]))
+
+
+FINISHED_WITH_EVENT = {RunStatus.FAILED: "run_failed", RunStatus.PARTIAL_SUCCESS: "run_partial"}
