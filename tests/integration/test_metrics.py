@@ -147,7 +147,8 @@ def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(stor
     schedules.apply(rt)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     scheduler.tick(rt)
-    assert rt.notifier.send("run_failed", run_id=1) is False
+    assert rt.notifier.post_webhook({"event": "run_failed", "run_id": 1}) == "URLError"
+    rt.notifier.count_failure("run_failed")  # what the sender does with a refused send
     server = service._start_metrics(rt, 0)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"

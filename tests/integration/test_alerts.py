@@ -1,0 +1,145 @@
+"""The alert outbox (SPEC §15.1): events recorded with their cause, sent at least once, once per id.
+
+SQLite and PostgreSQL (``store_url``); the receivers are loopback servers
+(``tests.fakes.webhook``), reached by the sender's urllib and by the real Apprise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.core.clock import ManualClock
+from engine.execution.worker import Worker
+from engine.operations import actions, delivery
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
+from engine.store import outbox
+from tests.fakes import webhook
+from tests.flows.testflows import FOUR_STEPS
+from tests.support import make_runtime
+
+T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
+
+
+def _runtime(url: str, tmp: Path, *, fail: dict[str, int], notify: dict[str, str],
+             criticality: str = "normal", misfire: str = "CATCH_UP_ALL") -> Any:
+    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+                misfire=misfire, overlap="ALLOW", criticality=criticality)
+    return make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
+                        extra={"notify": notify, "worker": {"max_attempts": 1},
+                               "testflow": {"log": str(tmp / "log"), "fail": fail,
+                                            "fail_code": "NOTION_UNAUTHORIZED"}})
+
+
+def _events(rt: Any) -> list[Any]:
+    with rt.store.read() as conn:
+        return outbox.list_events(conn)
+
+
+def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_url: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    with webhook.serve() as hook:
+        monkeypatch.setenv("RF_HOOK", hook.url)
+        rt = _runtime(store_url, tmp_path, fail={"FOUR": 1}, notify={"webhook_env": "RF_HOOK"})
+        schedules.apply(rt)
+        rt.clock.set(T0 + timedelta(hours=1, minutes=1))
+        scheduler.tick(rt)
+        [outcome] = Worker(rt, "w").work(until_idle=True)
+        assert outcome.status.value == "PARTIAL_SUCCESS"
+        [partial] = _events(rt)
+        assert (partial.event, partial.severity.value, partial.run_id) == ("run_partial", "warning", outcome.run_id)
+        assert "FOUR" in partial.summary and "NOTION_UNAUTHORIZED" in partial.summary
+        actions.retry(rt, outcome.run_id, from_step="FOUR")  # the step passes this time
+        [again] = Worker(rt, "w").work(until_idle=True)
+        assert again.status.value == "SUCCESS"
+        delivery.deliver_pending(rt)
+    assert [r.body["event"] for r in hook.received] == ["run_partial", "recovered"]
+    recovered = hook.received[1].body
+    assert recovered["severity"] == "info" and recovered["business_key"] == partial.business_key
+
+
+def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    with webhook.serve() as hook:
+        monkeypatch.setenv("RF_HOOK", hook.url)
+        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"})
+        schedules.apply(rt)
+        rt.clock.set(T0 + timedelta(hours=3, minutes=1))
+        scheduler.tick(rt)
+        assert [o.status.value for o in Worker(rt, "w").work(until_idle=True)] == ["FAILED"] * 3
+        for status in (503, 503, 302, 500, 500, 500, 500, 500, 500):  # down, then a redirect (not followed)
+            hook.fail_next(status)
+        passes = 0
+        while sum(1 for r in hook.received if r.status == 200) < 3:
+            passes += 1
+            assert passes < 50, [r.status for r in hook.received]
+            report = delivery.deliver_pending(rt)
+            with rt.store.read() as conn:
+                waiting = [e for e in outbox.list_events(conn, pending_only=True) if e.next_try_at]
+            # Backoff: never more than 15 minutes between tries.
+            assert all(e.next_try_at - rt.clock.now() <= timedelta(minutes=15) for e in waiting)
+            if report.failed:
+                rt.clock.advance(timedelta(minutes=15))
+    delivered = [r.body for r in hook.received if r.status == 200]
+    assert len(delivered) == 3 and len({b["id"] for b in delivered}) == 3
+    assert {b["event"] for b in delivered} == {"run_failed"}
+    assert [r.status for r in hook.received][:9] == [503, 503, 302, 500, 500, 500, 500, 500, 500]
+    # Every try of an id carried the same body (a receiver drops repeats by id).
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for r in hook.received:
+        by_id.setdefault(r.body["id"], []).append(r.body)
+    assert all(len({str(sorted(b.items())) for b in bodies}) == 1 for bodies in by_id.values())
+    assert not [e for e in _events(rt) if e.status.value == "PENDING"]
+    assert delivery.deliver_pending(rt).delivered == []  # delivered once: never again
+
+
+def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    with webhook.serve() as hook:
+        monkeypatch.setenv("RF_APPRISE", hook.url.replace("http://", "json://"))
+        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"apprise_env": "RF_APPRISE"},
+                      criticality="critical")
+        schedules.apply(rt)
+        rt.clock.set(T0 + timedelta(hours=2, minutes=1))
+        scheduler.tick(rt)
+        Worker(rt, "w").work(until_idle=True)
+        assert delivery.deliver_pending(rt).failed == []
+    bodies = [r.body for r in hook.received]
+    assert [b["title"] for b in bodies] == ["reportflow: run_failed four"] * 2
+    # critical: warning at c = 1, critical (Apprise "failure") from c = 2.
+    assert [b["type"] for b in bodies] == ["warning", "failure"]
+    assert all("NOTION_UNAUTHORIZED" in b["message"] and "four_steps:p1:" in b["message"] for b in bodies)
+
+
+def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store_url: str, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with webhook.serve() as hook:
+        monkeypatch.setenv("RF_HOOK", hook.url)
+        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}, criticality="low")
+        schedules.apply(rt)
+        rt.clock.set(T0 + timedelta(hours=3, minutes=1))
+        scheduler.tick(rt)
+        Worker(rt, "w").work(until_idle=True)
+        delivery.deliver_pending(rt)
+    recorded = sorted(_events(rt), key=lambda e: e.run_id)
+    assert [(e.severity.value, e.status.value) for e in recorded] == [
+        ("info", "QUIET"), ("info", "QUIET"), ("warning", "DELIVERED")]
+    assert [r.body["run_id"] for r in hook.received] == [recorded[2].run_id]
+
+
+def test_events_are_recorded_without_a_webhook_and_a_replayed_tick_adds_none(store_url: str,
+                                                                           tmp_path: Path) -> None:
+    rt = _runtime(store_url, tmp_path, fail={}, notify={}, misfire="SKIP")
+    schedules.apply(rt)
+    rt.clock.set(T0 + timedelta(hours=3, minutes=5))
+    scheduler.tick(rt)  # two slots MISSED
+    scheduler.tick(rt)
+    assert delivery.deliver_pending(rt).delivered == []
+    [missed] = _events(rt)
+    assert missed.event == "slots_not_run" and missed.status.value == "PENDING"
+    assert Counter(missed.details["counts"]) == {"MISSED": 2}  # type: ignore[index]
