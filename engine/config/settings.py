@@ -233,6 +233,8 @@ def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequ
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key"
+    elif first["loc"] and str(first["loc"][-1]).endswith("_env"):
+        message = "must be the NAME of an environment variable, not its value"  # the value may be a secret URL
     elif "input" in first and not isinstance(first["input"], dict | list):
         message = f"{first['input']!r}: {message}"
     return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)

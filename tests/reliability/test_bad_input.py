@@ -212,6 +212,29 @@ def test_malformed_config_exits_2_and_writes_nothing(install: Path, name: str) -
     expect_refused(install, command, case.says, bad)
 
 
+NOTIFY_CASES = {
+    "webhook in ftp": ('[notify]\nwebhook_env = "RF_BAD_HOOK"\n', {"RF_BAD_HOOK": "ftp://hooks.example/x"},
+                       ("RF_BAD_HOOK", "http:// or https://")),
+    "webhook_env holding a URL": ('[notify]\nwebhook_env = "https://hooks.example/x?token=t0psecret"\n', {},
+                                  ("notify.webhook_env", "NAME of an environment variable")),
+    "stuck_after in words": ('[notify]\nstuck_after = "soon"\n', {}, ("notify.stuck_after", "soon")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOTIFY_CASES))
+def test_a_bad_notify_section_refuses_every_writer_and_writes_nothing(install: Path, name: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    section, env, says = NOTIFY_CASES[name]
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    bad = install / "bad.toml"
+    bad.write_text((install / "reportflow.toml").read_text() + "\n" + section)
+    for command in (("tick",), ("work", "--until-idle"), ("reconcile",)):
+        expect_refused(install, command, says, bad)
+        result = run_cli(*command, config=bad, now=NOW)
+        assert "t0psecret" not in result.stderr + result.stdout and "hooks.example" not in result.stderr
+
+
 ARG_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "run id with a path": (("runs", "show", "../1"), ("'../1' is not a run id",)),
     "run id with SQL": (("runs", "show", "1;DROP TABLE runs"), ("is not a run id",)),

@@ -1,0 +1,75 @@
+"""Severity (SPEC §15.1 table), the run of unsuccessful periods, the sender's backoff, the payload."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.core import alerts
+from engine.core.alerts import Criticality as C
+from engine.core.alerts import Severity as S
+
+NOW = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
+PERIOD = sorted(alerts.PERIOD_EVENTS)
+HEALTH = sorted(alerts.HEALTH_EVENTS)
+
+
+def expected(event: str, criticality: C, c: int) -> tuple[S, bool]:
+    """The §15.1 table, written out row by row."""
+    if event in alerts.HEALTH_EVENTS:
+        return (S.CRITICAL if criticality in (C.CRITICAL, C.HIGH) else S.WARNING), True
+    table = {
+        C.CRITICAL: (S.WARNING if c == 1 else S.CRITICAL, True),
+        C.HIGH: (S.WARNING if c <= 2 else S.CRITICAL, True),
+        C.NORMAL: (S.WARNING, True),
+        C.LOW: (S.INFO, False) if c < 3 else (S.WARNING, True),
+    }
+    return table[criticality]
+
+
+@given(event=st.sampled_from(PERIOD + HEALTH), criticality=st.sampled_from(list(C)), c=st.integers(1, 50))
+def test_severity_follows_the_table(event: str, criticality: C, c: int) -> None:
+    decision = alerts.decide_severity(event, criticality, c)
+    assert (decision.severity, decision.notify) == expected(event, criticality, c)
+
+
+@pytest.mark.parametrize(("criticality", "c", "severity"), [
+    (C.CRITICAL, 1, S.WARNING), (C.CRITICAL, 2, S.CRITICAL), (C.HIGH, 2, S.WARNING), (C.HIGH, 3, S.CRITICAL),
+    (C.NORMAL, 1, S.WARNING), (C.NORMAL, 9, S.WARNING), (C.LOW, 2, S.INFO), (C.LOW, 3, S.WARNING)])
+def test_the_table_edges(criticality: C, c: int, severity: S) -> None:
+    assert alerts.decide_severity("run_failed", criticality, c).severity is severity
+
+
+def test_recovered_is_info_and_an_unknown_event_is_refused() -> None:
+    assert alerts.decide_severity("recovered", C.CRITICAL, 5) == alerts.SeverityDecision(S.INFO, True)
+    assert alerts.decide_severity("prune_held", C.LOW, 1).notify
+    with pytest.raises(ValueError, match="unknown event"):
+        alerts.decide_severity("run_exploded", C.NORMAL, 1)
+
+
+def test_consecutive_counts_this_period_and_stops_at_a_success() -> None:
+    assert alerts.count_unsuccessful([]) == 1
+    assert alerts.count_unsuccessful(["FAILED", "MISSED", "SUCCESS", "FAILED"]) == 3
+    assert alerts.count_unsuccessful(["SUCCESS", "FAILED"]) == 1
+    assert alerts.count_unsuccessful(["PARTIAL_SUCCESS", "MANUAL_REQUIRED"]) == 3
+
+
+@given(st.integers(1, 10_000))
+def test_retry_delay_doubles_and_never_exceeds_15_minutes(attempts: int) -> None:
+    delay = alerts.decide_retry_at(attempts, NOW) - NOW
+    assert timedelta(seconds=30) <= delay <= timedelta(minutes=15)
+    assert alerts.decide_retry_at(attempts + 1, NOW) - NOW >= delay
+
+
+def test_payload_carries_what_applies_and_the_apprise_title() -> None:
+    alert = alerts.Alert(id="run_failed/run/7", event="run_failed", severity=S.WARNING, at=NOW, summary="run 7 failed",
+                         status=alerts.EventStatus.PENDING, schedule="daily", run_id=7, key="k:7",
+                         business_key="2026-09-28", details={"error_code": "X", "id": "not this"})
+    assert alerts.payload(alert) == {"id": "run_failed/run/7", "event": "run_failed", "severity": "warning",
+                                     "at": "2026-09-29T09:00:00Z", "summary": "run 7 failed", "schedule": "daily",
+                                     "run_id": 7, "key": "k:7", "business_key": "2026-09-28", "error_code": "X"}
+    assert alerts.title(alert) == "reportflow: run_failed daily"
+    assert alerts.body_text(alert) == "run 7 failed\nk:7"
