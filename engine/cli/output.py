@@ -127,7 +127,8 @@ def outcomes(items: Sequence[Any]) -> None:
 def sweep_report(report: Any, as_json: bool) -> None:
     data = {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
             "stalled": [r.id for r in report.stalled],
-            "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent]}
+            "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent],
+            "stuck": [{"run_id": s.run_id, "status": s.status, "reason": s.reason} for s in report.stuck]}
     if as_json:
         json_out(data)
         return
@@ -136,6 +137,9 @@ def sweep_report(report: Any, as_json: bool) -> None:
         warn(f"run {run.id} ({run.idempotency_key}) is stalled: RUNNING since {format_instant(run.claimed_at)}")
     for name, at in report.silent:
         warn(f"schedule {name} is silent: its slot {format_instant(at)} has not been ticked (is a scheduler running?)")
+    for waiting in report.stuck:
+        warn(f"run {waiting.run_id} ({waiting.key}) is stuck: {waiting.status} since "
+             f"{format_instant(waiting.waiting_since)} ({waiting.reason or 'reason unknown'})")
 
 
 def action(result: Any, as_json: bool) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, logs, policies
+from engine.core import alerts, errors, logs, policies, stuck
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
 from engine.runtime import Runtime
@@ -22,6 +22,7 @@ from engine.store import audit as audit_rows
 from engine.store import claims, outbox, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
+from engine.store import waiting as waiting_rows
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ class SweepReport:
     promoted: list[int] = field(default_factory=list)
     stalled: list[Run] = field(default_factory=list)
     silent: list[tuple[str, datetime]] = field(default_factory=list)
+    stuck: list[stuck.StuckRun] = field(default_factory=list)
 
 
 def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,
@@ -116,6 +118,10 @@ def sweep(rt: Runtime) -> SweepReport:
                    claimed_at=format_instant(run.claimed_at))
     for name, next_run_at in report.silent:
         logs.event(log, logging.WARNING, "schedule_silent", schedule=name, next_run_at=format_instant(next_run_at))
+    report.stuck = find_stuck(rt, now)
+    for waiting in report.stuck:
+        logs.event(log, logging.WARNING, "run_stuck", run=waiting.run_id, key=waiting.key, status=waiting.status,
+                   since=format_instant(waiting.waiting_since), reason=waiting.reason)
     _mark_problems(rt, report, now)
     return report
 
@@ -143,6 +149,35 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
             outbox.record_schedule_event(conn, schedule, "silent", outbox.period_dedupe_key("silent", name, str(slot)),
                                          now, f"{name}: no scheduler ticked for the slot at {slot}",
                                          details={"next_run_at": slot})
+        for waiting in report.stuck:
+            owner = schedule_rows.get_schedule(conn, waiting.schedule) if waiting.schedule else None
+            criticality = owner.spec.criticality if owner is not None else alerts.Criticality.NORMAL
+            because = f": {waiting.reason}" if waiting.reason else ""
+            outbox.record_event(
+                conn, event="run_stuck", dedupe_key=outbox.run_dedupe_key("run_stuck", waiting.run_id), at=now,
+                summary=f"run {waiting.run_id} {waiting.key} {waiting.status} and not claimed since "
+                        f"{format_instant(waiting.waiting_since)}{because}",
+                decision=alerts.decide_severity("run_stuck", criticality, 1), schedule=waiting.schedule,
+                run_id=waiting.run_id, key=waiting.key,
+                details={"status": waiting.status, "reason": waiting.reason,
+                         "waiting_since": format_instant(waiting.waiting_since)})
+
+
+def find_stuck(rt: Runtime, now: datetime) -> list[stuck.StuckRun]:
+    """Runs waiting longer than ``[notify] stuck_after`` with no moving queue, each with its reason when known.
+
+    What ``reconcile`` alerts as ``run_stuck`` and ``doctor`` lists: one function for both.
+    """
+    stuck_after = rt.config.notify.stuck_after
+    with rt.store.read() as conn:
+        waiting = waiting_rows.list_waiting(conn, waited_since=now - stuck_after, now=now)
+        if not waiting:
+            return []
+        served = stuck.live_projects(waiting_rows.worker_beats(conn), now)
+        claimed = waiting_rows.last_claims(conn, [w.project for w in waiting])
+    found = (stuck.decide_stuck(w, now=now, stuck_after=stuck_after, served=served,
+                                last_claim_in_project=claimed.get(w.project)) for w in waiting)
+    return [s for s in found if s is not None]
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:

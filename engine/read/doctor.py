@@ -132,7 +132,7 @@ def _open_store(url: str, findings: list[Finding]) -> Store | None:
 
 
 def check_runs(rt: Runtime) -> list[Finding]:
-    """Stalled runs and silent schedules (``reconciler.find_problems``) at ``rt.clock.now()``."""
+    """Stalled runs, silent schedules (``reconciler.find_problems``) and stuck runs (``find_stuck``) at ``rt.clock.now()``."""
     stalled, silent = reconciler.find_problems(rt, rt.clock.now())
     found = [Finding("runs", f"run {run.id} ({run.idempotency_key}) has been RUNNING since "
                              f"{format_instant(run.claimed_at)}, past its max_runtime of {run.max_runtime_s}s, and "
@@ -143,8 +143,12 @@ def check_runs(rt: Runtime) -> list[Finding]:
                                    "scheduler has handled it: start `reportflow serve` (or run `reportflow tick` "
                                    "from cron); the misfire policy decides about the late slots",
                       problem=True) for name, at in silent]
+    for waiting in reconciler.find_stuck(rt, rt.clock.now()):
+        why = waiting.reason or "no reason known: see `reportflow runs show`"
+        found.append(Finding("runs", f"run {waiting.run_id} ({waiting.key}) is stuck: {waiting.status} and not "
+                                     f"claimed since {format_instant(waiting.waiting_since)} ({why})", problem=True))
     if not found:
-        found.append(Finding("runs", "no stalled run; every enabled schedule is being ticked"))
+        found.append(Finding("runs", "no stalled or stuck run; every enabled schedule is being ticked"))
     return found
 
 

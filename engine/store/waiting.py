@@ -1,0 +1,51 @@
+"""The facts the stuck-run decision (``engine.core.stuck``) reads: waiting runs, heartbeats, the latest claims."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.engine import Connection
+
+from engine.core import stuck
+from engine.core.models import RunStatus, RunTrigger
+from engine.store.tables import instances, runs, schedules
+
+IN_FLIGHT = (RunStatus.QUEUED.value, RunStatus.RUNNING.value, RunStatus.RETRY_PENDING.value)
+
+
+def list_waiting(conn: Connection, *, waited_since: datetime, now: datetime, limit: int = 500) -> list[stuck.Waiting]:
+    """Runs waiting (PENDING, QUEUED, claimable RETRY_PENDING) since before ``waited_since``, oldest first."""
+    blocker = runs.alias("blocker")
+    first_blocker = (select(func.min(blocker.c.id)).where(
+        blocker.c.schedule_id == runs.c.schedule_id, blocker.c.trigger_type == RunTrigger.SCHEDULED.value,
+        blocker.c.status.in_(IN_FLIGHT)).scalar_subquery())
+    query = (select(runs.c.id, runs.c.idempotency_key, runs.c.status, runs.c.project, runs.c.created_at,
+                    runs.c.not_before, runs.c.claimed_at, schedules.c.name, schedules.c.enabled,
+                    first_blocker.label("blocker"))
+             .select_from(runs.outerjoin(schedules, schedules.c.id == runs.c.schedule_id))
+             .where(runs.c.status.in_(stuck.WAITING), runs.c.created_at <= waited_since,
+                    or_(runs.c.not_before.is_(None), runs.c.not_before <= waited_since),
+                    or_(runs.c.claimed_at.is_(None), runs.c.claimed_at <= waited_since))
+             .order_by(runs.c.scheduled_for, runs.c.id).limit(limit))
+    return [stuck.Waiting(run_id=r.id, key=r.idempotency_key, status=r.status, project=r.project, schedule=r.name,
+                          schedule_enabled=bool(r.enabled) if r.name is not None else True, created_at=r.created_at,
+                          not_before=r.not_before, claimed_at=r.claimed_at,
+                          blocker=r.blocker if r.status == RunStatus.PENDING.value else None)
+            for r in conn.execute(query)]
+
+
+def worker_beats(conn: Connection) -> list[tuple[datetime, Sequence[str] | None]]:
+    """Every worker's last heartbeat and the projects it serves (None: all)."""
+    rows = conn.execute(select(instances.c.last_seen_at, instances.c.projects).where(instances.c.role == "worker"))
+    return [(r.last_seen_at, r.projects) for r in rows]
+
+
+def last_claims(conn: Connection, projects: Sequence[str]) -> dict[str, datetime]:
+    """The latest claim of a run of each of ``projects``."""
+    if not projects:
+        return {}
+    rows = conn.execute(select(runs.c.project, func.max(runs.c.claimed_at))
+                        .where(runs.c.project.in_(sorted(set(projects)))).group_by(runs.c.project))
+    return {project: at for project, at in rows if at is not None}

@@ -1,0 +1,65 @@
+"""Stuck runs (SPEC §15.1 ``run_stuck``): found from the workers' heartbeats, alerted once, listed by doctor."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from engine.core.clock import ManualClock
+from engine.execution import reconciler
+from engine.read import doctor
+from engine.runtime import Runtime
+from engine.scheduling import definitions as schedules
+from engine.scheduling import tick as scheduler
+from engine.store import instances, outbox
+from tests.flows.testflows import FOUR_STEPS
+from tests.support import make_runtime
+
+T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
+
+
+def _rt(url: str, tmp: Path, overlap: str = "ALLOW") -> Runtime:
+    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+                misfire="CATCH_UP_ALL", overlap=overlap)
+    return make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
+                        extra={"notify": {"stuck_after": "30m"}, "testflow": {"log": str(tmp / "log")}})
+
+
+def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url: str, tmp_path: Path) -> None:
+    rt = _rt(store_url, tmp_path)
+    schedules.apply(rt)
+    rt.clock.set(T0 + timedelta(hours=1, minutes=1))
+    scheduler.tick(rt)
+    for minutes in (10, 40, 45):  # a worker beats all along, but it can open only project p2's repository
+        rt.clock.set(T0 + timedelta(hours=1, minutes=minutes))
+        with rt.store.write() as conn:
+            instances.beat(conn, instance_id="node-b:1", role="worker", host="node-b", pid=1, projects=["p2"],
+                           now=rt.clock.now())
+        report = reconciler.sweep(rt)
+        if minutes == 10:
+            assert report.stuck == []  # not yet stuck_after
+    [found] = report.stuck
+    assert found.reason == "no live worker serves project p1" and found.status == "QUEUED"
+    with rt.store.read() as conn:
+        [event] = outbox.list_events(conn)
+    assert event.event == "run_stuck" and event.run_id == found.run_id
+    assert "no live worker serves project p1" in event.summary and event.severity.value == "warning"
+    listed = [f.message for f in doctor.check_runs(rt) if f.problem]
+    assert any(f"run {found.run_id}" in m and "no live worker serves project p1" in m for m in listed)
+
+
+def test_a_pending_run_names_the_run_it_waits_behind_and_a_disabled_schedule_says_so(store_url: str,
+                                                                                     tmp_path: Path) -> None:
+    rt = _rt(store_url, tmp_path, overlap="QUEUE_NEW")
+    schedules.apply(rt)
+    rt.clock.set(T0 + timedelta(hours=2, minutes=1))
+    scheduler.tick(rt)  # 10:00 QUEUED, 11:00 PENDING behind it
+    rt.clock.set(T0 + timedelta(hours=2, minutes=40))
+    with rt.store.write() as conn:
+        instances.beat(conn, instance_id="w:1", role="worker", host="h", pid=1, projects=None,
+                       now=rt.clock.now())
+    reasons = {s.status: s.reason for s in reconciler.find_stuck(rt, rt.clock.now())}
+    assert reasons["PENDING"] is not None and reasons["PENDING"].startswith("waits behind run ")
+    schedules.set_enabled(rt, "four", enabled=False, reason="maintenance")
+    reasons = {s.status: s.reason for s in reconciler.find_stuck(rt, rt.clock.now())}
+    assert set(reasons.values()) == {"schedule disabled"}
