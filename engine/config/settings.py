@@ -64,6 +64,7 @@ def parse_duration(value: Any) -> timedelta:
 
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+OptionalDuration = Annotated[timedelta | None, BeforeValidator(lambda v: None if v in ("", None) else parse_duration(v))]
 
 
 class Strict(BaseModel):
@@ -158,6 +159,7 @@ class ScheduleConfig(Strict):
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
     criticality: alerts.Criticality = ScheduleSpec.criticality
+    deadline: OptionalDuration = ScheduleSpec.deadline
 
     def to_spec(self) -> ScheduleSpec:
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})

@@ -148,6 +148,7 @@ class ScheduleSpec:
     allow_frequent: bool = False
     enabled: bool = True
     criticality: alerts.Criticality = alerts.Criticality.NORMAL  # the severity of its alerts (SPEC §15.1)
+    deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
 
 
 @dataclass(frozen=True)

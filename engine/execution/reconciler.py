@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from engine.core import alerts, errors, logs, policies, stuck
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
+from engine.execution import lateness
 from engine.runtime import Runtime
 from engine.store import audit as audit_rows
 from engine.store import claims, outbox, recovery
@@ -35,6 +36,7 @@ class SweepReport:
     stalled: list[Run] = field(default_factory=list)
     silent: list[tuple[str, datetime]] = field(default_factory=list)
     stuck: list[stuck.StuckRun] = field(default_factory=list)
+    late: int = 0  # periods newly found late (run_late)
 
 
 def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,
@@ -123,6 +125,7 @@ def sweep(rt: Runtime) -> SweepReport:
         logs.event(log, logging.WARNING, "run_stuck", run=waiting.run_id, key=waiting.key, status=waiting.status,
                    since=format_instant(waiting.waiting_since), reason=waiting.reason)
     _mark_problems(rt, report, now)
+    report.late = lateness.mark_late(rt, now)
     return report
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts
+from engine.core.clock import format_instant
 from engine.core.models import Run, RunStatus, Schedule
 from engine.store import schedules as schedule_rows
 from engine.store.runs import dialect_insert
@@ -33,7 +34,7 @@ def run_dedupe_key(event: str, run_id: int) -> str:
 
 def period_dedupe_key(event: str, schedule: str, scheduled_for: datetime | str) -> str:
     """The dedupe key of an event raised at most once per period of a schedule."""
-    slot = scheduled_for if isinstance(scheduled_for, str) else scheduled_for.isoformat()
+    slot = scheduled_for if isinstance(scheduled_for, str) else format_instant(scheduled_for)
     return f"{event}/{schedule}/{slot}"
 
 
@@ -101,6 +102,13 @@ def record_recovered(conn: Connection, run: Run, now: datetime) -> bool:
         conn, schedule, "recovered", period_dedupe_key("recovered", schedule.name, run.scheduled_for), now,
         f"{schedule.name} {run.business_key} succeeded after {raised[0]} (run {run.id})",
         business_key=run.business_key, details={"run_id": run.id, "key": run.idempotency_key})
+
+
+def recorded(conn: Connection, dedupe_keys: list[str]) -> set[str]:
+    """Which of ``dedupe_keys`` are recorded already."""
+    if not dedupe_keys:
+        return set()
+    return set(conn.execute(select(events.c.dedupe_key).where(events.c.dedupe_key.in_(dedupe_keys))).scalars())
 
 
 def _alert(row: RowMapping) -> alerts.Alert:

@@ -29,11 +29,11 @@ from engine.core.models import (
     StepStatus,
 )
 
-_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter")
+_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
           "criticality": alerts.Criticality}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL = {"criticality": alerts.Criticality.NORMAL}
+_OPTIONAL: dict[str, Any] = {"criticality": alerts.Criticality.NORMAL, "deadline": None}
 
 
 def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
@@ -58,7 +58,8 @@ def definition_hash(definition: dict[str, Any]) -> str:
 def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleSpec:
     values: dict[str, Any] = dict(definition)
     for name in _DURATIONS:
-        values[name] = timedelta(seconds=values[name])
+        if values.get(name) is not None:
+            values[name] = timedelta(seconds=values[name])
     for name, enum in _ENUMS.items():
         if name in values:
             values[name] = enum(values[name])

@@ -97,7 +97,9 @@ def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, 
     delivery.deliver_pending(rt)
     delivery.deliver_pending(rt)  # nothing is sent twice once delivered
     assert hook.names().count("stalled") == 1 and hook.names().count("silent") == 1
-    assert len(hook.events) == len({e["id"] for e in hook.events}) == 4
+    # Nobody ticked for 13:00: that period is also late (its deadline, grace + max_runtime, has passed).
+    assert [e["scheduled_for"] for e in hook.events if e["event"] == "run_late"] == ["2026-09-29T13:00:00Z"]
+    assert len(hook.events) == len({e["id"] for e in hook.events}) == 5
     assert "s3cret" not in caplog.text
 
 

@@ -41,7 +41,7 @@ def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url
     [found] = report.stuck
     assert found.reason == "no live worker serves project p1" and found.status == "QUEUED"
     with rt.store.read() as conn:
-        [event] = outbox.list_events(conn)
+        [event] = [e for e in outbox.list_events(conn) if e.event == "run_stuck"]
     assert event.event == "run_stuck" and event.run_id == found.run_id
     assert "no live worker serves project p1" in event.summary and event.severity.value == "warning"
     listed = [f.message for f in doctor.check_runs(rt) if f.problem]

@@ -1,0 +1,76 @@
+"""Success rate and freshness (SPEC §15.2), and late periods (``run_late``, §15.1). Pure.
+
+A period is *due* once its deadline has passed (``slot + deadline <= now``): before
+that, a run still under way is not a failure yet. Success rate: due periods whose
+latest revision is SUCCESS ÷ periods due. Freshness: due periods whose latest
+revision reached SUCCESS within the deadline of the slot ÷ periods due (a backfill
+that filled a period later makes it successful, not fresh).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from engine.core.models import RunStatus, ScheduleSpec
+
+ACTIVE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+
+
+@dataclass(frozen=True)
+class PeriodFact:
+    """A period's latest revision: its status and when it finished."""
+
+    slot_at: datetime
+    status: RunStatus
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Slo:
+    success_rate: float | None  # None: no period due in the window
+    freshness: float | None
+    periods_due: int
+    succeeded: int
+    fresh: int
+    window: timedelta
+
+
+def deadline_of(spec: ScheduleSpec) -> timedelta:
+    """The schedule's ``deadline``, by default ``grace + max_runtime``."""
+    return spec.deadline if spec.deadline is not None else spec.grace + spec.max_runtime
+
+
+def compute_slo(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *, now: datetime,
+                deadline: timedelta, window: timedelta) -> Slo:
+    """Success rate and freshness over ``slots`` (the schedule's slots in the window) at ``now``."""
+    due = [slot for slot in slots if slot + deadline <= now]
+    succeeded = fresh = 0
+    for slot in due:
+        fact = facts.get(slot)
+        if fact is None or fact.status is not RunStatus.SUCCESS:
+            continue
+        succeeded += 1
+        if fact.completed_at is not None and fact.completed_at <= slot + deadline:
+            fresh += 1
+    if not due:
+        return Slo(None, None, 0, 0, 0, window)
+    return Slo(succeeded / len(due), fresh / len(due), len(due), succeeded, fresh, window)
+
+
+def late_slots(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *, now: datetime,
+               deadline: timedelta) -> list[datetime]:
+    """Slots past ``slot + deadline`` with no row at all, or whose latest revision is still waiting or running.
+
+    A period that ended FAILED, PARTIAL_SUCCESS or MISSED has had its own alert; SKIPPED
+    and CANCELLED were decided.
+    """
+    late = []
+    for slot in slots:
+        if slot + deadline > now:
+            continue
+        fact = facts.get(slot)
+        if fact is None or fact.status in ACTIVE:
+            late.append(slot)
+    return late
