@@ -49,7 +49,7 @@ def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: 
     with rt.store.read() as conn:
         names = sorted(e.event for e in outbox.list_events(conn))
     # 12:00 and 13:00 were late, then succeeded: each raised run_late, then recovered.
-    assert names == ["recovered", "recovered", "run_late", "run_late"]
+    assert names == ["recovered", "recovered", "run_late", "run_late", "silent"]
 
 
 def test_a_schedule_with_no_period_due_has_no_rate(store_url: str, tmp_path: Path) -> None:
