@@ -648,3 +648,24 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# --- notifications -----------------------------------------------------------
+
+notifications_app = typer.Typer(help="Alerts recorded in the outbox (SPEC §15.1) and their delivery.",
+                                no_args_is_help=True)
+app.add_typer(notifications_app, name="notifications")
+
+
+@notifications_app.command("list")
+def notifications_list(ctx: typer.Context,
+                       pending: Annotated[bool, typer.Option("--pending", help="Only those not delivered yet.")] = False,
+                       schedule: Annotated[Optional[str], typer.Option("--schedule", help="Only this schedule's.")] = None,
+                       limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+                       as_json: JsonOpt = False) -> None:
+    """Recorded alerts, newest first, with their delivery state. Example: reportflow notifications list --pending"""
+    from engine.cli import render
+    from engine.read import notifications
+
+    items = notifications.list_notifications(_cli(ctx).runtime(), pending_only=pending, schedule=schedule, limit=limit)
+    render.notifications(items, as_json)

@@ -55,13 +55,13 @@ def apply_report(report: Any) -> None:
 
 
 def schedules(overviews: Sequence[Any], as_json: bool) -> None:
-    data = [views.schedule_view(o.schedule, o.last_run) for o in overviews]
+    data = [views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews]
     if as_json:
         _json(data)
         return
     table = Table(title="schedules")
     for column in ("name", "workflow", "project", "cron", "timezone", "policies", "enabled", "v",
-                   "next run (local)", "next run (UTC)", "last result"):
+                   "next run (local)", "next run (UTC)", "last result", "success", "fresh"):
         table.add_column(column)
     for item in data:
         last = item["last_run"]
@@ -71,12 +71,20 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
             "yes" if item["enabled"] else f"[red]no[/] {escape(item['disabled_reason'] or '')}",
             str(item["version"]), item["next_run_local"] or "", item["next_run_at"] or "",
             f"{last['business_key']} {_status(last['status'])}" if last else "",
+            _ratio(item.get("success_rate"), item.get("periods_due")), _ratio(item.get("freshness"), None),
         )
     out.print(table)
 
 
+def _ratio(value: float | None, due: int | None) -> str:
+    """``97% of 30``; a dash when no period is due yet."""
+    if value is None:
+        return "-"
+    return f"{value:.0%}" + (f" of {due}" if due is not None else "")
+
+
 def schedule_detail(overview: Any, as_json: bool) -> None:
-    data = views.schedule_view(overview.schedule, overview.last_run)
+    data = views.schedule_view(overview.schedule, overview.last_run, overview.slo)
     if as_json:
         _json(data)
         return
@@ -294,4 +302,27 @@ def workflow(item: WorkflowDef, as_json: bool) -> None:
         table.add_row(str(index), step["name"], _compact_secs(step["timeout_s"]), "yes" if step["optional"] else "",
                       step["output_model"] or "", ", ".join(step["retry_on"]),
                       _compact_secs(step["retry_budget_s"]) if step["retry_budget_s"] else "")
+    out.print(table)
+
+
+def notifications(items: Sequence[Any], as_json: bool) -> None:
+    """Recorded alerts (``notifications list``): when, what, how loud, and whether they were delivered."""
+    from engine.read import notifications as read_notifications
+
+    data = [read_notifications.notification_view(a) for a in items]
+    if as_json:
+        _json(data)
+        return
+    if not data:
+        out.print("no notifications recorded")
+        return
+    table = Table(title="notifications")
+    for column in ("at", "event", "severity", "schedule", "summary", "delivery"):
+        table.add_column(column)
+    for item in data:
+        delivery = item["status"].lower()
+        if item["status"] == "PENDING" and item["attempts"]:
+            delivery = f"pending: {item['attempts']} tries, next {item['next_try_at']} ({item['last_error']})"
+        table.add_row(item["at"], item["event"], item["severity"], escape(item.get("schedule") or ""),
+                      escape(item["summary"]), escape(delivery))
     out.print(table)

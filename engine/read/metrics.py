@@ -20,8 +20,9 @@ builds its own ``CollectorRegistry`` from a ``Snapshot``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,7 +40,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from engine.core import policies
 from engine.core.models import TERMINAL_STATUSES, AttemptOutcome, RunStatus, RunTrigger
+from engine.read import slo
 from engine.runtime import Runtime
+from engine.store import schedules as schedule_rows
 from engine.store.tables import attempts, audit_events, runs, schedules
 from engine.store.types import UTCDateTime
 
@@ -75,6 +78,7 @@ class Snapshot:
     overlap_skips: dict[str, int]
     run_duration: Histogram
     start_delay: Histogram
+    slo: dict[str, tuple[float, float]] = field(default_factory=dict)  # (success rate, freshness), SPEC §15.2
 
 
 def registry_for(rt: Runtime) -> CollectorRegistry:
@@ -245,6 +249,10 @@ class StoreCollector(Collector):
         now = self.rt.clock.now()
         with self.rt.store.read() as conn:
             snapshot = read_snapshot(conn, now)
+            window = self.rt.config.notify.slo_window
+            measured = {s.name: slo.slo_of(conn, s, now, window) for s in schedule_rows.list_schedules(conn)}
+        snapshot = dataclasses.replace(snapshot, slo={name: (m.success_rate, m.freshness) for name, m in measured.items()
+                                                      if m.success_rate is not None and m.freshness is not None})
         yield from families(snapshot)
 
 
@@ -268,6 +276,12 @@ def families(snap: Snapshot) -> Iterator[Metric]:
     yield _per_schedule(GaugeMetricFamily, "reportflow_last_success_timestamp_seconds",
                         "completed_at of each schedule's latest SUCCESS run, Unix time.",
                         {name: at.timestamp() for name, at in snap.last_success_at.items()})
+    yield _per_schedule(GaugeMetricFamily, "reportflow_schedule_success_ratio",
+                        "Periods due in [notify] slo_window whose latest revision is SUCCESS, over periods due.",
+                        {name: rate for name, (rate, _) in snap.slo.items()})
+    yield _per_schedule(GaugeMetricFamily, "reportflow_schedule_freshness_ratio",
+                        "Periods due in [notify] slo_window that reached SUCCESS within their deadline, over periods due.",
+                        {name: fresh for name, (_, fresh) in snap.slo.items()})
     attempts_family = CounterMetricFamily("reportflow_attempts_total",
                                           "Finished attempts per schedule, attempt trigger and outcome.",
                                           labels=["schedule", "trigger", "outcome"])

@@ -9,7 +9,9 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from engine.core import cron
+from engine.core import slo as slo_maths
 from engine.core.models import Run, Schedule, ScheduleSpec
+from engine.read import slo
 from engine.runtime import Runtime
 from engine.store import rows
 from engine.store import schedules as schedule_rows
@@ -20,6 +22,7 @@ from engine.store.tables import runs as runs_table
 class ScheduleOverview:
     schedule: Schedule
     last_run: Run | None
+    slo: slo_maths.Slo | None = None  # success rate and freshness (SPEC §15.2)
 
 
 def _last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
@@ -40,14 +43,17 @@ def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[S
     with rt.store.read() as conn:
         schedules = schedule_rows.list_schedules(conn, include_archived=include_archived)
         last = _last_runs(conn, [s.id for s in schedules]) if schedules else {}
-    return [ScheduleOverview(s, last.get(s.id)) for s in schedules]
+        now, window = rt.clock.now(), rt.config.notify.slo_window
+        measured = {s.id: slo.slo_of(conn, s, now, window) for s in schedules if not s.archived}
+    return [ScheduleOverview(s, last.get(s.id), measured.get(s.id)) for s in schedules]
 
 
 def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, name)
         last = _last_runs(conn, [schedule.id])
-    return ScheduleOverview(schedule, last.get(schedule.id))
+        measured = slo.slo_of(conn, schedule, rt.clock.now(), rt.config.notify.slo_window)
+    return ScheduleOverview(schedule, last.get(schedule.id), measured)
 
 
 def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[cron.Fire]]:

@@ -76,10 +76,18 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
     }
 
 
-def schedule_view(schedule: Schedule, last: Run | None = None) -> dict[str, Any]:
+def slo_view(measured: Any) -> dict[str, Any]:
+    """Success rate and freshness (SPEC §15.2) as ``schedules show --json`` gives them."""
+    return {"success_rate": measured.success_rate, "freshness": measured.freshness,
+            "periods_due": measured.periods_due, "window": f"{measured.window.total_seconds() / 86400:g}d"}
+
+
+def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = None) -> dict[str, Any]:
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
-    return {
+    return {**({} if measured is None else slo_view(measured)),
+            "criticality": spec.criticality.value,
+            "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()), **{
         "id": schedule.id,
         "name": spec.name,
         "workflow": spec.workflow,
@@ -105,7 +113,7 @@ def schedule_view(schedule: Schedule, last: Run | None = None) -> dict[str, Any]
         "last_run": None if last is None else {
             "id": last.id, "business_key": last.business_key, "status": last.status.value,
             "scheduled_for": format_instant(last.scheduled_for)},
-    }
+    }}
 
 
 def workflow_view(workflow: WorkflowDef) -> dict[str, Any]:

@@ -46,12 +46,12 @@ def api_run(request: Request) -> Response:
 
 def api_schedules(request: Request) -> Response:
     overviews = read_schedules.schedules_overview(state_of(request).rt)
-    return JSONResponse([views.schedule_view(o.schedule, o.last_run) for o in overviews])
+    return JSONResponse([views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews])
 
 
 def api_schedule(request: Request) -> Response:
     overview = read_schedules.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
-    return JSONResponse(views.schedule_view(overview.schedule, overview.last_run))
+    return JSONResponse(views.schedule_view(overview.schedule, overview.last_run, overview.slo))
 
 
 ROUTES = [

@@ -59,7 +59,7 @@ def schedules_page(request: Request) -> Response:
     for overview in overviews:
         spec = overview.schedule.spec
         fires = cron.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
-        items.append({"view": views.schedule_view(overview.schedule, overview.last_run),
+        items.append({"view": views.schedule_view(overview.schedule, overview.last_run, overview.slo),
                       "words": cron_words.describe(spec.cron), "fires": fires})
     return page(request, "schedules.html", title="Schedules", items=items)
 
@@ -75,7 +75,7 @@ def schedule_page(request: Request) -> Response:
              for r in started]
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
-    return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run),
+    return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run, overview.slo),
                 words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"),

@@ -1,0 +1,49 @@
+"""The alert and SLO surfaces through the real CLI: notifications list, schedules list/show, metrics."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance import procs
+from tests.support import write_config
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
+
+
+def ok(result) -> str:  # type: ignore[no-untyped-def]
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return str(result.stdout)
+
+
+def test_notifications_list_and_the_success_rate_in_schedules_and_metrics(store_url: str, tmp_path: Path) -> None:
+    schedules = [dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+                      misfire="SKIP", overlap="ALLOW", criticality="high", deadline="30m")]
+    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules, sections={
+        "worker": {"max_attempts": 1}, "notify": {"slo_window": "1d"},
+        "testflow": {"log": str(tmp_path / "steps.log"), "fail_code": "NOTION_UNAUTHORIZED"},
+        "testflow.fail": {"FOUR": 9}})
+    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z"))
+    ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:00Z"))  # 10:00, 11:00 MISSED; 12:00 queued
+    ok(procs.run(tmp_path, config, "work", "--until-idle", now="2026-09-29T12:06:00Z"))  # PARTIAL_SUCCESS
+    listed = json.loads(ok(procs.run(tmp_path, config, "notifications", "list", "--json",
+                                     now="2026-09-29T12:07:00Z")))
+    assert [(n["event"], n["severity"], n["status"]) for n in listed] == [
+        ("run_partial", "critical", "PENDING"),  # high: critical from the third unsuccessful period in a row
+        ("slots_not_run", "warning", "PENDING")]
+    assert listed[0]["step"] == "FOUR" and listed[0]["error_code"] == "NOTION_UNAUTHORIZED"
+    pending = ok(procs.run(tmp_path, config, "notifications", "list", "--pending", now="2026-09-29T12:07:00Z"))
+    assert "run_partial" in pending and "slots_not_run" in pending  # no webhook: recorded, waiting for one
+    shown = json.loads(ok(procs.run(tmp_path, config, "schedules", "show", "four", "--json",
+                                    now="2026-09-29T13:00:00Z")))
+    assert (shown["success_rate"], shown["freshness"], shown["periods_due"], shown["window"]) == (0.0, 0.0, 3, "1d")
+    assert shown["criticality"] == "high" and shown["deadline_s"] == 1800
+    table = ok(procs.run(tmp_path, config, "schedules", "list", now="2026-09-29T13:00:00Z"))
+    assert "0% of 3" in table
+    metrics = ok(procs.run(tmp_path, config, "metrics", now="2026-09-29T13:00:00Z"))
+    assert 'reportflow_schedule_success_ratio{schedule="four"} 0.0' in metrics
+    assert 'reportflow_schedule_freshness_ratio{schedule="four"} 0.0' in metrics
