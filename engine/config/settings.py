@@ -78,6 +78,7 @@ def _optional_duration(value: Any) -> timedelta | None:
 class StoreConfig(Strict):
     url: str = DEFAULT_DB_URL
     retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
+    retain_max: int = Field(default=5000, ge=1)  # a daily prune that would delete more deletes none (SPEC §15.4)
 
     @field_validator("retain")
     @classmethod
@@ -210,6 +211,7 @@ class AppConfig:
     workflow_settings: Mapping[str, Any] = field(default_factory=dict)
     retain: timedelta | None = None
     ui: UiConfig = field(default_factory=UiConfig)
+    retain_max: int = 5000
 
     def schedule(self, name: str) -> ScheduleSpec:
         for spec in self.schedules:
@@ -344,4 +346,5 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
         path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
         workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
+        retain_max=sections.store.retain_max,
     )

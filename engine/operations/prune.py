@@ -12,10 +12,10 @@ import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from engine.core import errors, logs, retention
+from engine.core import alerts, errors, logs, retention
 from engine.runtime import Runtime
 from engine.store import audit as audit_rows
-from engine.store import pruning
+from engine.store import outbox, pruning
 
 log = logging.getLogger(__name__)
 BATCH = 500
@@ -85,11 +85,30 @@ def _audit_event(r: retention.PrunedRange, now: datetime, actor: str, before: da
             "reason": reason or f"prune --before {before}"}
 
 
-class RetentionTimer:
-    """``serve``'s ``[store] retain``: prunes at start and then once a day (no-op when retain is unset)."""
+def hold_prune(rt: Runtime, planned: PruneReport, limit: int) -> None:
+    """Record ``prune_held`` (SPEC §15.4): the daily prune would delete ``planned.removed`` > ``limit`` runs."""
+    oldest = min((r.first for r in planned.ranges), default=None)
+    summary = (f"the daily prune would delete {planned.removed} runs (more than [store] retain_max = {limit}), "
+               f"oldest period {oldest}: it deleted none; run `reportflow prune --before {planned.before}`")
+    with rt.store.write() as conn:
+        outbox.record_event(conn, event="prune_held", dedupe_key=f"prune_held/{planned.before.isoformat()}",
+                            at=rt.clock.now(), summary=summary,
+                            decision=alerts.decide_severity("prune_held", alerts.Criticality.NORMAL, 1),
+                            details={"count": planned.removed, "retain_max": limit,
+                                     "oldest_period": None if oldest is None else oldest.isoformat(),
+                                     "before": planned.before.isoformat()})
+    logs.event(log, logging.WARNING, "prune_held", eligible=planned.removed, retain_max=limit, oldest=oldest)
 
-    def __init__(self, retain: timedelta | None) -> None:
+
+class RetentionTimer:
+    """``serve``'s ``[store] retain``: prunes at start and then once a day (no-op when retain is unset).
+
+    At most ``retain_max`` runs: when more are eligible it deletes none and raises ``prune_held``.
+    """
+
+    def __init__(self, retain: timedelta | None, retain_max: int | None = None) -> None:
         self.retain = retain
+        self.retain_max = retain_max
         self._last: float | None = None
 
     def maybe_prune(self, rt: Runtime) -> PruneReport | None:
@@ -100,5 +119,10 @@ class RetentionTimer:
             return None
         self._last = mono
         before = retention.cutoff_for_retain(rt.clock.now(), self.retain)
+        if self.retain_max is not None:
+            planned = prune(rt, before, dry_run=True)  # counts without the write lock
+            if planned.removed > self.retain_max:
+                hold_prune(rt, planned, self.retain_max)
+                return planned
         return prune(rt, before, reason=f"retain {self.retain.days}d")
 
