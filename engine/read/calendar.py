@@ -123,20 +123,26 @@ def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, 
     return tuple(cells)
 
 
-def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: int) -> list[tuple[str, date, datetime]]:
-    """(key, business date, slot) of every period of the last ``weeks`` weeks, plus the next one due."""
+def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: int,
+                  until: datetime | None = None) -> list[tuple[str, date, datetime]]:
+    """(key, business date, slot) of every period of the ``weeks`` weeks up to ``until`` (default: now).
+
+    Up to now, the next period due is included too.
+    """
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
-    today = now.astimezone(zone).date()
+    end = now if until is None or until >= now else until
+    today = end.astimezone(zone).date()
     first = today - timedelta(days=weeks * 7 - 1)
     if kind is PeriodKind.SLOT:
-        start = now - timedelta(weeks=weeks)
-        expected = cron.estimate_fire_count(spec.cron, spec.timezone, start, now)
+        start = end - timedelta(weeks=weeks)
+        expected = cron.estimate_fire_count(spec.cron, spec.timezone, start, end)
         if expected > SLOT_CELL_LIMIT:
-            start = now - (now - start) * (SLOT_CELL_LIMIT / expected)
-        fires = list(cron.fires_between(spec.cron, spec.timezone, start, now, dst_gap=spec.dst_gap,
+            start = end - (end - start) * (SLOT_CELL_LIMIT / expected)
+        fires = list(cron.fires_between(spec.cron, spec.timezone, start, end, dst_gap=spec.dst_gap,
                                         dst_fold=spec.dst_fold))[-SLOT_CELL_LIMIT:]
-        upcoming = cron.preview(spec.cron, spec.timezone, now, 1, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+        upcoming = [] if end < now else cron.preview(spec.cron, spec.timezone, now, 1, dst_gap=spec.dst_gap,
+                                                     dst_fold=spec.dst_fold)
         out = []
         for fire in [*fires, *upcoming]:
             key = policies.business_period(kind, fire.at, spec.timezone, spec.report_on).key
@@ -154,9 +160,9 @@ def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: in
     return sorted(seen.values(), key=lambda item: item[2])
 
 
-def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int) -> CalendarRow:
+def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int, until: datetime | None = None) -> CalendarRow:
     kind = rt.workflow(schedule.spec.workflow).period
-    slots = _period_slots(schedule, kind, now, weeks)
+    slots = _period_slots(schedule, kind, now, weeks, until)
     if not slots:
         return CalendarRow(schedule, kind, ())
     keys = [key for key, _, _ in slots]
@@ -169,11 +175,18 @@ def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int) -> Calendar
     return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now))
 
 
-def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13) -> CalendarRow:
-    """The calendar of one schedule: one cell per business period of the last ``weeks`` weeks."""
+def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13, until: date | None = None) -> CalendarRow:
+    """The calendar of one schedule: one cell per business period of the ``weeks`` weeks up to ``until``.
+
+    ``until`` is a local date of the schedule (default: today); any range of its history can be shown.
+    """
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
-    return _row(rt, schedule, rt.clock.now(), weeks)
+    end = None
+    if until is not None:
+        end = datetime.combine(until + timedelta(days=1), datetime.min.time(),
+                               ZoneInfo(schedule.spec.timezone)) - timedelta(microseconds=1)
+    return _row(rt, schedule, rt.clock.now(), weeks, end)
 
 
 def project_calendar(rt: Runtime, project: str, *, weeks: int = 13) -> list[CalendarRow]:

@@ -136,7 +136,7 @@ def workflow_view(workflow: WorkflowDef) -> dict[str, Any]:
 
 
 def human_seconds(value: float | None, *, compact: bool = False) -> str:
-    """A duration for people: ``850 ms``, ``12.5 s``, ``3.2 min``, ``4.1 h`` (``compact``: ``12.5s``, no ms)."""
+    """A duration for people: ``850 ms``, ``12.5 s``, ``3.2 min``, ``4.1 h``, ``534.2 d`` (``compact``: ``12.5s``, no ms)."""
     if value is None:
         return ""
     if abs(value) < 1 and not compact:
@@ -146,4 +146,6 @@ def human_seconds(value: float | None, *, compact: bool = False) -> str:
         return f"{value:.1f}{sep}s"
     if abs(value) < 7200:
         return f"{value / 60:.1f}{sep}{'m' if compact else 'min'}"
-    return f"{value / 3600:.1f}{sep}h"
+    if abs(value) < 2 * 86400:
+        return f"{value / 3600:.1f}{sep}h"
+    return f"{value / 86400:.1f}{sep}d"

@@ -11,7 +11,7 @@ from markupsafe import Markup
 from engine.read import views
 
 WIDTH, HEIGHT = 640, 170
-LEFT, RIGHT, TOP, BOTTOM = 56, 12, 14, 28
+LEFT, RIGHT, TOP, BOTTOM = 72, 12, 14, 28  # room for the longest tick label (``1234.5 d``)
 
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import date
+from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any
 
 from engine.core import errors
@@ -38,3 +39,38 @@ def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[s
     echo = {k: v for k, v in (("schedule", schedule), ("project", filt.project), ("trigger", trigger),
                               ("from", params.get("from")), ("to", params.get("to"))) if v}
     return filt, echo
+
+
+@dataclass(frozen=True)
+class CalendarRange:
+    """Which stretch of a schedule's calendar the page shows, and the links to the neighbouring ones."""
+
+    weeks: int
+    until: date
+    today: date
+
+    @property
+    def year(self) -> bool:
+        return self.weeks > 13
+
+    @property
+    def earlier(self) -> date:
+        return self.until - timedelta(weeks=self.weeks)
+
+    @property
+    def later(self) -> date | None:
+        """The next stretch's end, or None when this one reaches today."""
+        return None if self.until >= self.today else min(self.until + timedelta(weeks=self.weeks), self.today)
+
+
+def calendar_range(params: Any, today: date) -> CalendarRange:
+    """``?until=YYYY-MM-DD&span=year|13w`` (default: 13 weeks up to today); bad values are 400."""
+    span = params.get("span") or "13w"
+    if span not in ("13w", "year"):
+        raise errors.InvalidInput(f"span '{span}' is not 13w or year")
+    until = parse_date(params.get("until"), "until") or today
+    if until > today:
+        until = today
+    if until < date(1970, 1, 1):
+        raise errors.InvalidInput(f"until '{until}' is before 1970")
+    return CalendarRange(53 if span == "year" else 13, until, today)

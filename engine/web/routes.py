@@ -18,7 +18,7 @@ from starlette.routing import Route
 from engine.core import cron, cron_words, errors
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions as operations
-from engine.read import calendar, views
+from engine.read import audit_groups, calendar, notifications, views
 from engine.read import runs as read_runs
 from engine.read import schedules as read_schedules
 from engine.runtime import Runtime
@@ -69,17 +69,20 @@ def schedule_page(request: Request) -> Response:
     name = str(request.path_params["name"])
     overview = read_schedules.schedule_overview(rt, name)
     spec, fires = read_schedules.preview(rt, name, 8)
-    row = calendar.calendar(rt, name)
+    nav = params.calendar_range(request.query_params, rt.clock.now().astimezone(ZoneInfo(spec.timezone)).date())
+    row = calendar.calendar(rt, name, weeks=nav.weeks, until=nav.until)
     started = read_runs.chart_runs(rt, name)
+    # A backfill's start delay is its age (a year-old period starts a year late): it would flatten the chart.
     delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
-             for r in started]
+             for r in started if r.trigger is not RunTrigger.BACKFILL]
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
     return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run, overview.slo),
                 words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
-                duration_chart=charts.series_svg(duration, "duration"),
-                audit=schedules.history(rt, name)[-30:][::-1])
+                duration_chart=charts.series_svg(duration, "duration"), nav=nav,
+                alerts=notifications.list_notifications(rt, schedule=name, limit=10),
+                audit=audit_groups.group_audit(schedules.history(rt, name)[::-1])[:30])
 
 
 def project_calendar_page(request: Request) -> Response:
