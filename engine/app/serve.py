@@ -50,6 +50,9 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
+    # The alert sender beside the loop: a webhook that hangs delays neither a tick nor a claim.
+    sender = threading.Thread(target=delivery.deliver_until, args=(rt, stop), name="alerts", daemon=True)
+    sender.start()
     logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = lifecycle.RetentionTimer(rt.config.retain, rt.config.retain_max)
@@ -76,7 +79,6 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     retention_timer.maybe_prune(rt)  # [store] retain: once a day
                     worker.wake()  # runs the sweep handed back or promoted
                 worker.beat()
-                delivery.deliver_pending(rt)  # the outbox: after the commits above, never inside one
                 now = rt.clock.now()
                 if retry_at is not None and retry_at <= now:
                     worker.wake()  # the retry this loop slept for is due: no need to wait for a poll
@@ -91,6 +93,8 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 logs.event(log, logging.WARNING, "serve_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
             rt.clock.sleep(delay, stop)
     finally:
+        stop.set()  # also on an error that ends serve: the sender sends what is pending once more, then stops
+        sender.join(30)
         worker.close()
         if server is not None:
             server.shutdown()

@@ -143,3 +143,28 @@ def test_events_are_recorded_without_a_webhook_and_a_replayed_tick_adds_none(sto
     [missed] = _events(rt)
     assert missed.event == "slots_not_run" and missed.status.value == "PENDING"
     assert Counter(missed.details["counts"]) == {"MISSED": 2}  # type: ignore[index]
+
+
+def test_serve_sends_alerts_from_its_sender_thread(store_url: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from engine.app import serve as service
+
+    with webhook.serve() as hook:
+        monkeypatch.setenv("RF_HOOK", hook.url)
+        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"})
+        schedules.apply(rt)
+        rt.clock.set(T0 + timedelta(hours=1, minutes=1))
+        stop = threading.Event()
+        thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
+        thread.start()
+        try:
+            deadline = datetime.now(UTC) + timedelta(seconds=60)  # noqa: DTZ005 - a test's own timeout
+            while not [e for e in _events(rt) if e.event == "run_failed"] and datetime.now(UTC) < deadline:
+                stop.wait(0.05)
+        finally:
+            stop.set()
+            thread.join(60)
+    assert [r.body["event"] for r in hook.received] == ["run_failed"]
+    assert [e.status.value for e in _events(rt)] == ["DELIVERED"]
