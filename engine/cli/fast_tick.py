@@ -152,10 +152,11 @@ def quiet_tick(request: Request) -> QuietTick | None:
             if files is None or not unchanged(files):
                 return None
             next_due_at: datetime | None = conn.execute(due.next_wake_query()).scalar()
+            retry_due = conn.execute(due.retry_due_query(now)).first() is not None
     finally:
         engine.dispose()
-    if next_due_at is not None and next_due_at <= now:
-        return None  # something is due: the full path creates its runs
+    if (next_due_at is not None and next_due_at <= now) or retry_due:
+        return None  # something is due: the full path creates its runs, or sends the alerts due again
     return QuietTick(now=now, next_due_at=next_due_at)
 
 

@@ -29,3 +29,15 @@ def next_wake_query(next_run_at: ColumnElement[Any] = NEXT_RUN_AT) -> Select[Any
     """The earliest ``next_run_at`` of a live schedule: the next tick with work, and, compared with
     ``now``, whether one is due (a schedule is due when live with ``next_run_at <= now``)."""
     return select(func.min(next_run_at)).where(text(LIVE_SCHEDULE))
+
+
+_EVENTS = table("events", column("status"), column("attempts"), column("next_try_at", UTCDateTime()))
+
+
+def retry_due_query(now: datetime) -> Select[Any]:
+    """An alert whose delivery failed and is due again at ``now`` (then a ``tick`` takes its full path and sends).
+
+    Only events tried before: with no target configured nothing is tried, and a quiet tick stays quiet.
+    """
+    return select(_EVENTS.c.status).where(_EVENTS.c.status == "PENDING", _EVENTS.c.attempts > 0,
+                                          _EVENTS.c.next_try_at <= now).limit(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,3 +48,28 @@ def test_notifications_list_and_the_success_rate_in_schedules_and_metrics(store_
     metrics = ok(procs.run(tmp_path, config, "metrics", now="2026-09-29T13:00:00Z"))
     assert 'reportflow_schedule_success_ratio{schedule="four"} 0.0' in metrics
     assert 'reportflow_schedule_freshness_ratio{schedule="four"} 0.0' in metrics
+
+
+def test_a_cron_tick_with_nothing_due_still_sends_an_alert_due_again(store_url: str, tmp_path: Path) -> None:
+    """Cron's ticks retry a refused alert though nothing is due (the fast path hands over to the full one)."""
+    from tests.fakes import webhook
+
+    schedules = [dict(name="hourly", workflow="echo", project="p1", cron="0 * * * *", timezone="UTC",
+                      misfire="SKIP", overlap="ALLOW")]
+    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules,
+                          sections={"notify": {"webhook_env": "RF_HOOK"}})
+    stamp = config.stat().st_mtime - 60  # written well before the ticks read it, so the fast path may trust it
+    os.utime(config, (stamp, stamp))
+    with webhook.serve() as hook:
+        env = {"RF_HOOK": hook.url}
+        ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=env))
+        hook.fail_next(503)
+        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:00Z", env=env))  # 10:00, 11:00 MISSED
+        assert [(r.status, r.body["event"]) for r in hook.received] == [(503, "slots_not_run")]
+        # Cron's next ticks: nothing is due before 13:00, but the refused alert is due again after 30 s.
+        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:10Z", env=env))
+        assert [r.status for r in hook.received] == [503]
+        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:06:00Z", env=env))
+        assert [r.status for r in hook.received] == [503, 200]
+        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:07:00Z", env=env))
+        assert [r.status for r in hook.received] == [503, 200]  # delivered once: never again
