@@ -73,3 +73,38 @@ def test_a_cron_tick_with_nothing_due_still_sends_an_alert_due_again(store_url: 
         assert [r.status for r in hook.received] == [503, 200]
         ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:07:00Z", env=env))
         assert [r.status for r in hook.received] == [503, 200]  # delivered once: never again
+
+
+def _dump(url: str) -> dict[str, list[tuple[object, ...]]]:
+    from sqlalchemy import create_engine, select
+
+    from engine.store.tables import metadata
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return {name: [tuple(r) for r in conn.execute(select(t).order_by(*t.primary_key.columns))]
+                    for name, t in metadata.tables.items()}
+    finally:
+        engine.dispose()
+
+
+def test_a_refused_command_writes_nothing(store_url: str, tmp_path: Path) -> None:
+    """A webhook that is not http(s) is refused at load (exit 2) by every writer; the database does not change."""
+    schedules = [dict(name="hourly", workflow="echo", project="p1", cron="0 * * * *", timezone="UTC",
+                      misfire="SKIP")]
+    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules,
+                          sections={"notify": {"webhook_env": "RF_HOOK"}})
+    good = {"RF_HOOK": "http://127.0.0.1:9/hook"}
+    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=good))
+    ok(procs.run(tmp_path, config, "tick", now="2026-09-29T10:05:00Z", env=good))
+    before = _dump(store_url)
+    raw = Path(store_url.removeprefix("sqlite:///")).read_bytes() if store_url.startswith("sqlite") else None
+    for args in (("tick",), ("work", "--until-idle"), ("reconcile",), ("runs", "retry", "1")):
+        refused = procs.run(tmp_path, config, *args, now="2026-09-29T12:05:00Z", env={"RF_HOOK": "file:///etc/passwd"})
+        assert refused.returncode == 2, refused.stderr
+        assert "RF_HOOK must hold an http:// or https:// URL" in refused.stderr
+        assert "/etc/passwd" not in refused.stderr + refused.stdout
+    assert _dump(store_url) == before
+    if raw is not None:
+        assert Path(store_url.removeprefix("sqlite:///")).read_bytes() == raw  # byte-identical
