@@ -101,6 +101,8 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "model_digest": report.model_digest,
         "prompt_version": report.prompt_version,
         "prompt_sha256": report.prompt_sha256,
+        # SPEC §16.1; absent for prompts before v3, so their re-runs write the same bytes.
+        **({"grounding": report.grounding["verdict"]} if report.grounding else {}),
     }
 
 

@@ -135,6 +135,10 @@ def run_page(request: Request) -> Response:
         if "prompt_sha256" in output or "model" in output:
             generation = {k: output.get(k) for k in ("provider", "model", "model_digest", "prompt_version",
                                                    "prompt_sha256", "trimmed")}
+    grounding = views.grounding_of(run)
+    if grounding is not None:  # SPEC §16.1: the verdict, and what the model got wrong
+        generation["grounding"] = "; ".join([str(grounding["verdict"]),
+                                             *map(str, grounding.get("violations", []))])
     try:
         step_names = list(rt.workflow(run.workflow).step_names())
     except errors.ReportflowError:
