@@ -137,3 +137,15 @@ def test_ground_ok_repaired_and_a_missing_section_filled_in() -> None:
     out = grounding.ground(broken, facts([sha]), repair=lambda v: broken, builtin=builtin)
     assert out.verdict == "fallback" and out.replaced == (EN[2],)
     assert out.text == report(EN, ["s", "a", "B3"])
+
+
+def test_the_builtin_writers_text_holds_in_english_and_korean() -> None:
+    from steps.generate_report import BuiltinWriter, facts_of
+    from steps.report_model import ReportMaterial, summarize
+    from tests.unit.test_generate_report import commit, report_input
+
+    for language in ("en", "ko"):
+        inp = report_input([commit(i) for i in range(14)], language=language, prompt_version="v3")
+        text = BuiltinWriter().write("", system="", options={}, material=ReportMaterial(
+            input=inp, stats=summarize(inp.commits))).text
+        assert grounding.check(text, facts_of(inp)) == (), language
