@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine.core import errors
 from engine.core.models import PeriodKind, StepStatus
 from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import diagnose, report_settings
+from workflows import diagnose, drafting, report_settings
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
@@ -183,4 +183,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         pin=report_settings.pins,
         can_serve=can_serve,
         diagnose=diagnose.diagnose,
+        draft_schedule=drafting.draft,
     )

@@ -251,6 +251,27 @@ def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequ
 
 
 @dataclass(frozen=True)
+class DraftRequest:
+    """A sentence to turn into a ``[[schedules]]`` entry (SPEC §16.2), with the operator's hints."""
+
+    text: str
+    project: str | None
+    workflow: str | None
+    #: The installed workflows a draft may name, and their periods.
+    workflows: Mapping[str, PeriodKind]
+
+
+@dataclass(frozen=True)
+class DraftAnswer:
+    """A drafted ``[[schedules]]`` entry as the config file would hold it, and why."""
+
+    entry: Mapping[str, Any]
+    rationale: str
+    #: Who drafted it: ``builtin grammar``, ``ollama llama3.1:8b``...
+    drafter: str
+
+
+@dataclass(frozen=True)
 class WorkflowDef:
     """A workflow as the engine sees it.
 
@@ -267,6 +288,10 @@ class WorkflowDef:
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
+    - ``draft_schedule(settings, request)`` turns a sentence into a schedule
+      entry (``DraftAnswer``); raises ``InvalidInput`` for one it cannot read.
+      The engine validates the answer like any schedule in the file; how the
+      workflow reads words (a grammar, a model) is its own business.
     """
 
     name: str
@@ -279,6 +304,7 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
