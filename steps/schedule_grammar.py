@@ -127,8 +127,9 @@ def _workflow(text: str, dow: str, workflow: str | None) -> str:
 def _project(text: str, projects: Sequence[str], project: str | None) -> str:
     if project:
         return project
-    named = [p for p in projects if re.search(rf"(?:\bfor\s+|\bof\s+){re.escape(p)}\b", text)
-             or re.search(rf"(?<![\w-]){re.escape(p)}\s*(?:프로젝트|의|에)", text)]
+    named = [p for p in projects if re.search(rf"(?:\bfor\s+|\bof\s+){re.escape(p)}\b", text)]
+    # Korean puts the project first: "web 프로젝트", "api 일일 보고"; any word that is a key.
+    named = named or [p for p in projects if re.search(rf"(?<![\w/-]){re.escape(p)}(?![\w/-])", text)]
     if len(named) == 1:
         return named[0]
     if len(projects) == 1:
