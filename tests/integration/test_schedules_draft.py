@@ -164,3 +164,30 @@ def test_a_model_draft_with_a_tenfold_rise_shows_the_risk(tmp_path: Path, model:
     refused = draft(path, "echo every hour", "--write", "--yes")
     assert refused.returncode == 3 and "high risk" in refused.stderr
     assert path.read_bytes() == before
+
+
+def test_the_schedules_page_drafts_with_the_same_validation(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from engine.core.clock import ManualClock
+    from engine.plugins import registry as registry_mod
+    from engine.runtime import Runtime
+    from engine.store.handle import Store
+    from engine.web.app import create_app
+
+    path = config(tmp_path)
+    before = path.read_bytes()
+    cfg, registry = registry_mod.load_with_config(path)
+    from datetime import UTC, datetime
+    rt = Runtime(store=Store.open(cfg.store_url, auto_migrate=True), registry=registry, config=cfg,
+                 clock=ManualClock(datetime(2026, 3, 5, tzinfo=UTC)))
+    web = TestClient(create_app(rt, token=None))
+    ok = web.get("/schedules", params={"draft": "every weekday at 18:30 New York time for api"})
+    assert ok.status_code == 200 and 'data-draft="valid"' in ok.text
+    assert "0.71 runs/day" in ok.text and "Mon 2026-03-09 18:30 -0400" in ok.text
+    assert 'cron = &#34;30 18 * * 1-5&#34;' in ok.text
+    bad = web.get("/schedules", params={"draft": "every weekday at 07:00, weekly report for api"})
+    assert 'data-draft="invalid"' in bad.text and "one slot per ISO week" in bad.text
+    unread = web.get("/schedules", params={"draft": "now and then"})
+    assert 'data-draft="error"' in unread.text and "needs a model" in unread.text
+    assert path.read_bytes() == before
