@@ -247,6 +247,8 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
               f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
     if run.error_code:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
+        if data["runbook"]:
+            out.print(f"what to do: {escape(data['runbook'])}")
     if data["grounding"]:
         grounding = data["grounding"]
         out.print(f"grounding [bold]{escape(str(grounding['verdict']))}[/]"

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.core import policies
+from engine.core import error_codes, policies
 from engine.core.clock import format_instant
 from engine.core.models import Run, Schedule, StepStatus
 from engine.plugins.contract import WorkflowDef
@@ -69,6 +69,7 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
         **run_summary(run, now),
         "pinned": run.pinned,
         "grounding": grounding_of(run),
+        "runbook": error_codes.runbook(run.error_code),
         "steps": [{
             "position": s.position, "name": s.name, "status": s.status.value, "attempts": s.attempts,
             "started_at": format_instant(s.started_at), "finished_at": format_instant(s.finished_at),
