@@ -55,6 +55,10 @@ def _no_pace(name: str, interval: timedelta) -> None:
     return None
 
 
+def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
+    raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
+
+
 @dataclass(frozen=True)
 class StepContext:
     run_id: int
@@ -79,6 +83,9 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
+    # ``engine_facts(start, end)``: the engine's own record of the runs whose slot is in
+    # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
+    engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
 
@@ -305,6 +312,8 @@ class WorkflowDef:
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
     draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
+    #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
+    projectless: bool = False
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:

@@ -1,0 +1,53 @@
+"""The ops report's Markdown (SPEC §16.3), written deterministically from persisted facts.
+
+Same facts, same bytes: per schedule the runs by status, success rate and
+last success; failed and partial runs grouped by error code with the runbook
+line of ``engine.core.error_codes``; stalled runs; backfills.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.core import error_codes
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str) -> str:
+    """The whole report body for ``facts`` (``engine.store.ops_facts`` shape)."""
+    out = [f"# {'Weekly' if weekly else 'Daily'} operations report: {business_key}", "",
+           f"- **Period (UTC):** {facts['start']} → {facts['end']}",
+           f"- **Facts read at:** {facts['as_of']}", "- **Written by:** builtin", "",
+           "## Schedules", ""]
+    rows = facts["schedules"]
+    if rows:
+        out += ["| schedule | workflow | project | runs | outcomes | success rate | last success |",
+                "| --- | --- | --- | ---: | --- | ---: | --- |"]
+        for row in rows:
+            outcomes = ", ".join(f"{status} {n}" for status, n in row["by_status"].items())
+            out.append(f"| {row['schedule']} | {row['workflow']} | {row['project']} | {row['runs']} | "
+                       f"{outcomes} | {_rate(row['success_rate'])} | {row['last_success'] or '—'} |")
+    else:
+        out.append("No run had a slot in this period.")
+    out += ["", "## Failures by error code", ""]
+    if facts["failures"]:
+        out += ["| schedule | code | count | first | last | runs | what to do |",
+                "| --- | --- | ---: | --- | --- | --- | --- |"]
+        for group in facts["failures"]:
+            runs = ", ".join(str(r) for r in group["runs"])
+            out.append(f"| {group['schedule']} | `{group['error_code']}` | {group['count']} | "
+                       f"{group['first']} | {group['last']} | {runs} | "
+                       f"{error_codes.runbook(group['error_code']) or 'see `reportflow runs show`'} |")
+    else:
+        out.append("No run failed.")
+    out += ["", "## Stalled runs", ""]
+    out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
+            for s in facts["stalled"]] or ["None."]
+    out += ["", "## Backfills", ""]
+    out.append(f"{len(facts['backfills'])} backfill run(s)"
+               + (f": {', '.join(str(r) for r in facts['backfills'])}." if facts["backfills"] else "."))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,72 @@
+"""``ops_daily_report`` / ``ops_weekly_report``: the engine's own report (SPEC §16.3).
+
+Schedules of these workflows name no project (runs are keyed
+``{workflow}:ops:{business_key}``). COLLECT_FACTS reads the engine's record of
+the period once (``StepContext.engine_facts``) and persists it, so a retry
+writes the same report; WRITE_OPS is deterministic; SAVE_MARKDOWN writes
+``reports/_ops/ops/{business_key}-ops-{daily|weekly}-summary.md``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from engine.core import errors
+from engine.core.models import PeriodKind
+from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import report_settings
+from workflows.report_settings import ReportSettings
+
+OPS_FOLDER = "_ops"
+
+
+def _settings(ctx: StepContext) -> ReportSettings:
+    if not isinstance(ctx.settings, ReportSettings):
+        raise errors.step_error("CONFIG_INVALID", "the ops report's settings are not loaded")
+    return ctx.settings
+
+
+def collect(ctx: StepContext) -> StepResult:
+    return StepResult(output={"facts": dict(ctx.engine_facts(ctx.period_start_at, ctx.period_end_at))})
+
+
+def write(kind: str, ctx: StepContext) -> StepResult:
+    from steps import ops_markdown
+
+    facts = ctx.outputs["COLLECT_FACTS"]["facts"]
+    text = ops_markdown.render(facts, weekly=kind == "weekly", business_key=ctx.business_key)
+    return StepResult(output={"text": text, "provider": "builtin"})
+
+
+def save(kind: str, ctx: StepContext) -> StepResult:
+    from steps import save_markdown
+
+    settings = _settings(ctx)
+    front = {"run_id": ctx.run_id, "report_key": ctx.idempotency_key, "business_key": ctx.business_key,
+             "workflow": ctx.workflow, "revision": ctx.revision, "provider": "builtin"}
+    document = save_markdown.render_document(front, ctx.outputs["WRITE_OPS"]["text"])
+    out = save_markdown.save(settings.reports.dir / OPS_FOLDER, "ops", ctx.business_key, kind,
+                             ctx.revision, document, on_existing=settings.reports.on_existing,
+                             check_fence=ctx.check_fence)
+    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
+    return StepResult(output=out, artifacts=artifacts)
+
+
+def _pins(settings: Any, project: str) -> dict[str, Any]:
+    return {"provider": "builtin"}
+
+
+def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
+    """An ops report workflow of ``period``."""
+    return WorkflowDef(
+        name=name, period=period, payload_version=1, sections=report_settings.SECTIONS,
+        steps=(StepSpec("COLLECT_FACTS", collect, timeout_s=120),
+               StepSpec("WRITE_OPS", partial(write, kind), timeout_s=120),
+               StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
+                        output_model="steps.save_markdown:SaveOutput")),
+        load_settings=report_settings.load, pin=_pins, projectless=True)
+
+
+DAILY = ops_workflow("ops_daily_report", PeriodKind.DAY, "daily")
+WEEKLY = ops_workflow("ops_weekly_report", PeriodKind.WEEK, "weekly")
