@@ -2,7 +2,8 @@
 
 Same facts, same bytes: per schedule the runs by status, success rate and
 last success; failed and partial runs grouped by error code with the runbook
-line of ``engine.core.error_codes``; stalled runs; backfills.
+line of ``engine.core.error_codes``; slots not run and why; stalled runs;
+schedule changes with runs/day before → after; backfills.
 """
 
 from __future__ import annotations
@@ -44,9 +45,17 @@ def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str) -> str:
                        f"{error_codes.runbook(group['error_code']) or 'see `reportflow runs show`'} |")
     else:
         out.append("No run failed.")
+    out += ["", "## Slots not run", ""]
+    out += [f"- {u['schedule']}: {u['count']} {u['status']} ({u['reason']}): {', '.join(u['keys'])}"
+            for u in facts.get("unrun", [])] or ["None."]
     out += ["", "## Stalled runs", ""]
     out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
             for s in facts["stalled"]] or ["None."]
+    out += ["", "## Schedule changes", ""]
+    out += [f"- {c['at']} {c['actor']} changed {c['schedule']}: `{c['cron'][0]}` → `{c['cron'][1]}`, "
+            f"{c['runs_per_day'][0]:g} → {c['runs_per_day'][1]:g} runs/day"
+            + (" (**high risk**: more than 10×)" if c["risk"] == "high" else "")
+            for c in facts.get("changes", [])] or ["None."]
     out += ["", "## Backfills", ""]
     out.append(f"{len(facts['backfills'])} backfill run(s)"
                + (f": {', '.join(str(r) for r in facts['backfills'])}." if facts["backfills"] else "."))

@@ -3,8 +3,10 @@
 ``read(conn, start, end, now)`` returns plain JSON-ready facts about the runs
 whose slot (``scheduled_for``) lies in ``[start, end)``: per schedule, the runs
 by status, success rate and freshness; failed and partial runs grouped by
-error code (count, first and last business key); stalled runs (RUNNING past
-their ``max_runtime``); backfills. ``summarise`` is the pure part, tested
+error code (count, first and last business key); unrun slots (MISSED, SKIPPED,
+CANCELLED) with their reasons; stalled runs (RUNNING past their ``max_runtime``);
+schedule changes made in the period (who, runs/day before → after, the 10× risk);
+backfills. ``summarise`` is the pure part, tested
 without a database. The ops workflow persists these facts in its first step,
 so a retry reproduces the report.
 """
@@ -18,13 +20,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from engine.core import cron
 from engine.core.clock import format_instant
-from engine.store.tables import runs, schedules
+from engine.store.tables import audit_events, runs, schedules
 
 _COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,
             runs.c.status, runs.c.trigger_type, runs.c.error_code, runs.c.scheduled_for,
-            runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s)
+            runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s, runs.c.reason)
 FINISHED = ("SUCCESS", "PARTIAL_SUCCESS", "FAILED")
+UNRUN = ("MISSED", "SKIPPED", "CANCELLED")
+#: A change raising runs/day more than this factor is high risk (as ``schedules set`` says).
+RISK_FACTOR = 10
 
 
 def read(conn: Connection, start: datetime, end: datetime, now: datetime) -> dict[str, Any]:
@@ -33,7 +39,35 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime) -> dic
                                                 runs.c.scheduled_for < end)
                         .order_by(runs.c.scheduled_for, runs.c.id)).mappings().all()
     names = dict(conn.execute(select(schedules.c.id, schedules.c.name)).all())
-    return summarise([dict(r) for r in rows], names, start=start, end=end, now=now)
+    audits = conn.execute(select(audit_events.c.at, audit_events.c.actor, audit_events.c.schedule_id,
+                                 audit_events.c.before, audit_events.c.after)
+                          .where(audit_events.c.at >= start, audit_events.c.at < end,
+                                 audit_events.c.action.in_(("update", "set")))
+                          .order_by(audit_events.c.at, audit_events.c.id)).mappings().all()
+    changes = [change(names.get(a["schedule_id"], "?"), a["actor"], a["at"], a["before"] or {},
+                      a["after"] or {}, now) for a in audits]
+    facts = summarise([dict(r) for r in rows], names, start=start, end=end, now=now)
+    facts["changes"] = [c for c in changes if c is not None]
+    return facts
+
+
+def _per_day(definition: Mapping[str, Any], now: datetime) -> float:
+    week = cron.estimate_fire_count(str(definition["cron"]), str(definition["timezone"]), now,
+                                    now + timedelta(days=7))
+    return round(week / 7, 2)
+
+
+def change(name: str, actor: str, at: datetime, before: Mapping[str, Any],
+           after: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
+    """One schedule change with runs/day before → after and its risk; None if timing is unchanged."""
+    keys = ("cron", "timezone")
+    if not all(k in before and k in after for k in keys) or \
+            all(before[k] == after[k] for k in keys):
+        return None
+    old, new = _per_day(before, now), _per_day(after, now)
+    return {"schedule": name, "actor": actor, "at": format_instant(at),
+            "cron": [before["cron"], after["cron"]], "runs_per_day": [old, new],
+            "risk": "high" if new > RISK_FACTOR * max(old, 1 / 7) else "normal"}
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], names: Mapping[int, str], *, start: datetime,
@@ -42,6 +76,7 @@ def summarise(rows: Sequence[Mapping[str, Any]], names: Mapping[int, str], *, st
     per: dict[str, dict[str, Any]] = {}
     failures: dict[tuple[str, str], dict[str, Any]] = {}
     stalled: list[dict[str, Any]] = []
+    unrun: dict[tuple[str, str, str], dict[str, Any]] = {}
     backfills: list[int] = []
     for row in rows:
         name = names.get(row["schedule_id"], "(manual)") if row["schedule_id"] else "(manual)"
@@ -62,6 +97,12 @@ def summarise(rows: Sequence[Mapping[str, Any]], names: Mapping[int, str], *, st
             group["first"] = min(group["first"], row["business_key"])
             group["last"] = max(group["last"], row["business_key"])
             group["runs"].append(row["id"])
+        if row["status"] in UNRUN:
+            reason = row.get("reason") or "(none)"
+            slot = unrun.setdefault((name, row["status"], reason), {
+                "schedule": name, "status": row["status"], "reason": reason, "count": 0, "keys": []})
+            slot["count"] += 1
+            slot["keys"].append(row["business_key"])
         claimed = row["claimed_at"]
         if row["status"] == "RUNNING" and claimed is not None and \
                 now - claimed > timedelta(seconds=row["max_runtime_s"]):
@@ -76,4 +117,5 @@ def summarise(rows: Sequence[Mapping[str, Any]], names: Mapping[int, str], *, st
     return {"start": format_instant(start), "end": format_instant(end), "as_of": format_instant(now),
             "schedules": [per[k] for k in sorted(per)],
             "failures": sorted(failures.values(), key=lambda g: (g["schedule"], g["error_code"])),
-            "stalled": stalled, "backfills": backfills}
+            "unrun": [unrun[k] for k in sorted(unrun)], "stalled": stalled, "backfills": backfills,
+            "changes": []}

@@ -30,7 +30,9 @@ def ops_runtime(url: str, tmp_path: Path, repo: GitRepo) -> Any:
     specs = [dict(name="platform-report", workflow="daily_report", project="platform",
                   cron="0 3 * * *", timezone="Asia/Seoul"),
              dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1",
-                  timezone="Asia/Seoul")]
+                  timezone="Asia/Seoul"),
+             dict(name="echo-tick", workflow="echo", project="platform", cron="0 9 * * *",
+                  timezone="UTC")]
     rt = make_runtime(url, schedules=specs, clock=ManualClock(NOW - timedelta(days=5)), extra=extra)
     schedules.apply(rt)
     rt.clock.set(NOW)
@@ -47,6 +49,13 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
     for day in (29, 30):
         operations.trigger(rt, "platform-report", day=date(2026, 9, day))
         assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+    cancelled = operations.trigger(rt, "platform-report", day=date(2026, 10, 2))
+    operations.cancel(rt, cancelled.run_id)  # a slot that will not run
+    rt.clock.set(datetime(2026, 10, 2, 12, 0, tzinfo=UTC))  # an operator makes echo hourly
+    echo = schedules.set_schedule(rt, "echo-tick", expect_version=1, changes={"cron": "0 * * * *"},
+                                  confirmed=True)
+    assert echo[1] is not None and "high risk" in echo[1]
+    rt.clock.set(NOW)
     ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, ops.run_id)
@@ -61,15 +70,24 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
         failed_keys = sorted(conn.execute(select(runs.c.business_key).where(
             *window, runs.c.status == "FAILED")).scalars())
     [platform] = [s for s in facts["schedules"] if s["schedule"] == "platform-report"]
-    assert platform["by_status"] == table == {"SUCCESS": 2, "FAILED": 2}
+    assert platform["by_status"] == table == {"SUCCESS": 2, "FAILED": 2, "CANCELLED": 1}
     assert platform["runs"] == sum(table.values()) and platform["success_rate"] == 0.5
+    [unrun] = facts["unrun"]
+    assert (unrun["schedule"], unrun["status"], unrun["count"], unrun["keys"]) == (
+        "platform-report", "CANCELLED", 1, ["2026-10-02"])
+    [changed] = facts["changes"]
+    # runs/day as `schedules set` estimates it (a week of fires, both ends counted: 169 / 7)
+    assert (changed["schedule"], changed["actor"], changed["runs_per_day"], changed["risk"]) == (
+        "echo-tick", "tester", [1.0, 24.14], "high")
     [group] = facts["failures"]
     assert (group["schedule"], group["error_code"], group["count"]) == ("platform-report", "CONFIG_INVALID", 2)
     assert [group["first"], group["last"]] == failed_keys == ["2026-09-29", "2026-09-30"]
 
     path = tmp_path / "reports" / "_ops" / "ops" / "2026-W40-ops-weekly-summary.md"
     text = path.read_text()
-    assert "| platform-report | daily_report | platform | 4 | FAILED 2, SUCCESS 2 | 50% |" in text
+    assert "| platform-report | daily_report | platform | 5 | CANCELLED 1, FAILED 2, SUCCESS 2 | 50% |" in text
+    assert ("tester changed echo-tick: `0 9 * * *` → `0 * * * *`, 1 → 24.14 runs/day (**high risk**"
+            in text)
     assert f"| platform-report | `CONFIG_INVALID` | 2 | 2026-09-29 | 2026-09-30 |" in text
     assert error_codes.runbook("CONFIG_INVALID") in text  # type: ignore[operator]
 
