@@ -4,7 +4,8 @@ Schedules of these workflows name no project (runs are keyed
 ``{workflow}:ops:{business_key}``). COLLECT_FACTS reads the engine's record of
 the period once (``StepContext.engine_facts``) and persists it, so a retry
 writes the same report; WRITE_OPS is deterministic; SAVE_MARKDOWN writes
-``reports/_ops/ops/{business_key}-ops-{daily|weekly}-summary.md``.
+``reports/_ops/ops/{business_key}-ops-{daily|weekly}-summary.md``; UPLOAD_NOTION
+uploads it like a project report when ``[notion]`` is enabled.
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def save(kind: str, ctx: StepContext) -> StepResult:
     return StepResult(output=out, artifacts=artifacts)
 
 
+def upload(kind: str, ctx: StepContext) -> StepResult:
+    from workflows import report
+
+    return report.upload_markdown(ctx, f"operations {kind} report {ctx.business_key}",
+                                  ctx.outputs["WRITE_OPS"]["text"])
+
+
 def _pins(settings: Any, project: str) -> dict[str, Any]:
     return {"provider": "builtin"}
 
@@ -64,7 +72,9 @@ def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         steps=(StepSpec("COLLECT_FACTS", collect, timeout_s=120),
                StepSpec("WRITE_OPS", partial(write, kind), timeout_s=120),
                StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
-                        output_model="steps.save_markdown:SaveOutput")),
+                        output_model="steps.save_markdown:SaveOutput"),
+               StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
+                        output_model="steps.upload_notion:UploadOutput")),
         load_settings=report_settings.load, pin=_pins, projectless=True)
 
 

@@ -112,3 +112,26 @@ def test_an_ops_schedule_names_no_project(sqlite_url: str, tmp_path: Path) -> No
     with pytest.raises(errors.ConfigInvalid, match="project is required"):
         make_runtime(sqlite_url, schedules=[dict(name="x", workflow="echo", cron="0 6 * * *",
                                                  timezone="UTC")])
+
+
+def test_the_ops_report_goes_to_notion_when_enabled(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                   monkeypatch: Any) -> None:
+    from tests.fakes.fake_notion import FakeNotion
+    from tests.integration.test_report_workflow import TOKEN
+
+    monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
+    with FakeNotion(token=TOKEN) as notion:
+        extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+                 "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"},
+                 "notion": {"enabled": True, "token_env": "RF_TEST_NOTION",
+                            "database_id": notion.database_id, "base_url": notion.url,
+                            "retry_budget": "0.3s", "timeout": "5s"}}
+        spec = dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1", timezone="UTC")
+        rt = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=5)),
+                          extra=extra)
+        schedules.apply(rt)
+        rt.clock.set(NOW)
+        ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        (page,) = notion.live_pages("ops_weekly_report:ops:2026-W40")
+        assert {a.kind for a in show(rt, ops.run_id).artifacts} == {"markdown", "notion_page"}
