@@ -28,7 +28,7 @@ from typing import Literal
 from steps.report_texts import primary
 
 Verdict = Literal["ok", "repaired", "fallback"]
-Kind = Literal["missing_section", "out_of_order", "preamble", "extra_heading", "unknown_commit",
+Kind = Literal["missing_section", "out_of_order", "preamble", "extra_heading", "unknown_commit", "unknown_fact",
                "language"]
 
 #: Share of Hangul among the letters of a Korean section's prose.

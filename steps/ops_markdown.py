@@ -18,12 +18,18 @@ def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
-def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str) -> str:
-    """The whole report body for ``facts`` (``engine.store.ops_facts`` shape)."""
+def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
+           summary: str | None = None, written_by: str = "builtin", note: str = "") -> str:
+    """The whole report body for ``facts`` (``engine.store.ops_facts`` shape); ``summary``
+    is a checked narrative put first (SPEC §16.3), ``note`` the line saying it was replaced."""
     out = [f"# {'Weekly' if weekly else 'Daily'} operations report: {business_key}", "",
            f"- **Period (UTC):** {facts['start']} → {facts['end']}",
-           f"- **Facts read at:** {facts['as_of']}", "- **Written by:** builtin", "",
-           "## Schedules", ""]
+           f"- **Facts read at:** {facts['as_of']}", f"- **Written by:** {written_by}", ""]
+    if note:
+        out += [note, ""]
+    if summary:
+        out += ["## Summary", "", summary, ""]
+    out += ["## Schedules", ""]
     rows = facts["schedules"]
     if rows:
         out += ["| schedule | workflow | project | runs | outcomes | success rate | last success |",

@@ -33,20 +33,55 @@ def collect(ctx: StepContext) -> StepResult:
 
 
 def write(kind: str, ctx: StepContext) -> StepResult:
-    from steps import ops_markdown
+    from steps import grounding, ops_markdown
 
     facts = ctx.outputs["COLLECT_FACTS"]["facts"]
-    text = ops_markdown.render(facts, weekly=kind == "weekly", business_key=ctx.business_key)
-    return StepResult(output={"text": text, "provider": "builtin"})
+    weekly = kind == "weekly"
+    if ctx.pinned.get("provider") != "ollama":
+        text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key)
+        return StepResult(output={"text": text, "provider": "builtin"})
+    from steps import ops_narrative
+
+    model = str(ctx.pinned["model"])
+    checked = ops_narrative.write(facts, partial(_ask, ctx, model))
+    note = ("> **Note:** the model's summary failed the checks twice and was replaced by the "
+            "built-in one." if checked.verdict == "fallback" else "")
+    text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key,
+                               summary=checked.text, written_by=f"ollama `{model}`", note=note)
+    return StepResult(output={"text": text, "provider": "ollama", "model": model,
+                              "grounding": dict(grounding.record(checked))})
+
+
+def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
+    """One structured-output chat with the pinned model (one generation per host at a time)."""
+    import httpx
+    import ollama
+
+    from steps import ops_narrative
+
+    llm = _settings(ctx).llm
+    try:
+        with ollama.Client(host=llm.host, timeout=llm.timeout.total_seconds()) as client, \
+                ctx.exclusive(f"ollama:{llm.host.rstrip('/')}"):
+            response = client.chat(model=model, messages=messages, stream=False,
+                                   format=ops_narrative.ModelSummary.model_json_schema(),
+                                   options=dict(ctx.pinned.get("llm_options", {})))
+    except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+        raise errors.step_error("MODEL_UNAVAILABLE", f"ollama at {llm.host} failed the ops summary "
+                                f"with model '{model}': {exc}") from exc
+    return response.message.content or ""
 
 
 def save(kind: str, ctx: StepContext) -> StepResult:
     from steps import save_markdown
 
     settings = _settings(ctx)
+    written = ctx.outputs["WRITE_OPS"]
     front = {"run_id": ctx.run_id, "report_key": ctx.idempotency_key, "business_key": ctx.business_key,
-             "workflow": ctx.workflow, "revision": ctx.revision, "provider": "builtin"}
-    document = save_markdown.render_document(front, ctx.outputs["WRITE_OPS"]["text"])
+             "workflow": ctx.workflow, "revision": ctx.revision, "provider": written.get("provider")}
+    if written.get("grounding"):
+        front["grounding"] = written["grounding"]["verdict"]
+    document = save_markdown.render_document(front, written["text"])
     out = save_markdown.save(settings.reports.dir / OPS_FOLDER, "ops", ctx.business_key, kind,
                              ctx.revision, document, on_existing=settings.reports.on_existing,
                              check_fence=ctx.check_fence)
@@ -61,8 +96,10 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
                                   ctx.outputs["WRITE_OPS"]["text"])
 
 
-def _pins(settings: Any, project: str) -> dict[str, Any]:
-    return {"provider": "builtin"}
+def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
+    llm = settings.llm
+    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
+            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
 
 
 def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:

@@ -135,3 +135,41 @@ def test_the_ops_report_goes_to_notion_when_enabled(sqlite_url: str, tmp_path: P
         assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
         (page,) = notion.live_pages("ops_weekly_report:ops:2026-W40")
         assert {a.kind for a in show(rt, ops.run_id).artifacts} == {"markdown", "notion_page"}
+
+
+def test_a_model_summary_may_cite_only_what_the_facts_hold(sqlite_url: str, tmp_path: Path,
+                                                          repo: GitRepo) -> None:
+    import json
+
+    from tests.fakes.fake_ollama import FakeOllama
+
+    with FakeOllama() as model:
+        extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+                 "reports": {"dir": str(tmp_path / "reports")},
+                 "llm": {"provider": "ollama", "host": model.url, "retry_budget": "0.2s"}}
+        specs = [dict(name="platform-report", workflow="daily_report", project="platform",
+                      cron="0 3 * * *", timezone="Asia/Seoul"),
+                 dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1",
+                      timezone="Asia/Seoul")]
+        rt = make_runtime(sqlite_url, schedules=specs, clock=ManualClock(NOW - timedelta(days=5)),
+                          extra=extra)
+        schedules.apply(rt)
+        rt.clock.set(NOW)
+        repo.git("branch", "-m", "main", "gone")
+        failed = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+        assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+        invented = json.dumps({"summary": "Run 999 hit GIT_TIMEOUT_ERROR in `nightly-backup`."})
+        grounded = json.dumps({"summary": f"Run {failed.run_id} of `platform-report` failed "
+                                          "with CONFIG_INVALID."})
+        model.replies([invented, grounded])
+        ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        schema = model.formats[-1]
+        repair = model.requests_to("/api/chat")[-1].body["messages"][-1]["content"]
+    assert schema["required"] == ["summary"] and model.formats[-2] == schema
+    assert "cites run 999" in repair and "GIT_TIMEOUT_ERROR" in repair and "nightly-backup" in repair
+    output = show(rt, ops.run_id).steps[1].output
+    assert output["grounding"]["verdict"] == "repaired"
+    text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
+    assert f"## Summary\n\nRun {failed.run_id} of `platform-report` failed with CONFIG_INVALID." in text
+    assert "999" not in text and 'grounding: "repaired"' in text
