@@ -119,7 +119,7 @@ def _parse(expr: str) -> _Parsed:
         expanded, nth = croniter.expand(" ".join(reading.fields))
     except CroniterError as exc:
         detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise errors.InvalidInput(f"{quoted}: not a valid cron expression ({detail})") from exc
+        raise errors.InvalidInput(f"{quoted}: not a valid cron expression: {_culprit(reading)} ({detail})") from exc
     minutes, hours, doms, months, dows = (None if values == ["*"] else values for values in expanded)
     dom, month, dow = reading.fields[2:]
     special: tuple[croniter, ...] = ()
@@ -136,6 +136,18 @@ def _parse(expr: str) -> _Parsed:
     if next(_matching_days(parsed, date(2000, 1, 1)), None) is None:
         raise errors.InvalidInput(f"{quoted}: never fires (no date matches its day-of-month, month and day-of-week)")
     return parsed
+
+
+def _culprit(reading: cron_fields.Reading) -> str:
+    """The first field croniter refuses on its own (every other field ``*``), as "name 'value'"."""
+    for index, ((name, _, _), value) in enumerate(zip(cron_fields.FIELDS, reading.as_written, strict=True)):
+        alone = ["*"] * 5
+        alone[index] = value
+        try:
+            croniter.expand(" ".join(alone))
+        except CroniterError:
+            return f"{name} '{value}'"
+    return "the day fields together"  # each field reads, their combination does not
 
 
 def _matching_days(parsed: _Parsed, first: date) -> Iterator[date]:
