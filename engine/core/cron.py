@@ -1,8 +1,10 @@
 """Cron fire times in an IANA zone, with the DST choices of SPEC §2, and schedule checks (§3).
 
 Pure: no I/O and no clock; every instant comes in as a parameter. Expressions are
-5-field crons (or an @alias); croniter is the authority on their syntax and on day
-matching, this module owns the mapping of local wall times to UTC instants:
+5-field crons (or an @alias), read as POSIX cron reads them (``cron_fields``: N-N, list
+stars, ``?``); croniter judges the rest of the syntax and finds the days of L, W and #,
+and this module owns day matching (the OR of restricted day fields) and the mapping of
+local wall times to UTC instants:
 
 * a wall time that does not exist (DST gap) fires at the first instant after the gap
   (``dst_gap=shift``) or not at all (``skip``); wall times of one gap that land on the
