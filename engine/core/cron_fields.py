@@ -26,7 +26,8 @@ _NAMES = {
         ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)},
     "day-of-week": {name: number for number, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))},
 }
-_TOKEN = re.compile(r"^(?P<base>\*|\?|[0-9A-Za-z]+(?:-[0-9A-Za-z]+)?)(?:/(?P<step>\d+))?$")
+_TOKEN = re.compile(r"^(?P<base>\*|\?|[0-9A-Za-z]+(?:-[0-9A-Za-z]+)?)(?:/(?P<step>[0-9]+))?$")
+_DIGITS = 4  # longer numbers are out of every range (and int() of thousands of digits raises)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +69,11 @@ def _field(quoted: str, name: str, low: int, high: int, value: str) -> tuple[lis
 
 def _single(quoted: str, name: str, low: int, high: int, base: str, step: str | None) -> str | None:
     """Check a ``base[/step]`` item's numbers; the single value N when it is a range ``N-N``, else None."""
-    if step is not None and int(step) == 0:
+    if step is not None and not step.strip("0"):
         raise errors.InvalidInput(f"{quoted}: {name} step must be at least 1")
-    if any(num.isdigit() and not low <= int(num) <= high for num in base.split("-")):
+    if step is not None and len(step) > _DIGITS:
+        raise errors.InvalidInput(f"{quoted}: {name} step is too large")
+    if any(num.isdigit() and (len(num) > _DIGITS or not low <= int(num) <= high) for num in base.split("-")):
         raise errors.InvalidInput(f"{quoted}: {name} must be {low}-{high}")
     ends = base.split("-")
     if len(ends) == 2:

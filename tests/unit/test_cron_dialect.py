@@ -64,8 +64,12 @@ def test_a_star_in_a_list_is_the_whole_field(expr: str, whole: str) -> None:
     ("0 0 * * *,9#2", "not a valid cron expression"),
     ("?,5 * * * *", "not a valid cron expression"),  # '?' belongs to the day fields only
     ("0 0 L-L * *", "not a valid cron expression"),
+    ("0 0 1 * mon-fri/" + "9" * 5000, "day-of-week step is too large"),  # int() of 5000 digits raises
+    ("0 0 " + "1" * 5000 + " * *", "day-of-month must be 1-31"),
+    ("61\n* * * *", "minute must be 0-59"),  # the message stays one line
+    ("0 0 * * 1\x00", "not a valid cron expression: day-of-week"),
 ])
-def test_bad_items_beside_a_star_are_refused(expr: str, message: str) -> None:
+def test_unreadable_items_are_refused_in_one_line(expr: str, message: str) -> None:
     with pytest.raises(errors.InvalidInput, match="^'.*': ") as caught:
         cron.check_expression(expr)
     assert message in caught.value.message and "\n" not in caught.value.message
@@ -99,7 +103,9 @@ ITEM = st.one_of(
     st.tuples(st.integers(0, 70), st.integers(0, 70)).map(lambda pair: f"{pair[0]}-{pair[1]}"),
     st.tuples(st.sampled_from(["*", "1", "3-9", "mon-fri", "1-1"]), st.integers(0, 80)).map(
         lambda pair: f"{pair[0]}/{pair[1]}"),
-    st.text(alphabet="0123456789*,-/#?LWlwHRmonjaMONJA ", max_size=6),
+    st.text(alphabet="0123456789*,-/#?LWlwHRmonjaMONJA \t\n\x00", max_size=6),
+    st.text(alphabet="0123456789", min_size=5, max_size=5000).flatmap(
+        lambda digits: st.sampled_from([digits, f"*/{digits}", f"1-{digits}", f"{digits}-1/2"])),
 )
 FIELD = st.lists(ITEM, min_size=1, max_size=3).map(",".join)
 FIVE_FIELDS = st.lists(FIELD, min_size=5, max_size=5).map(" ".join)  # tests/acceptance/test_cron_cli.py too
