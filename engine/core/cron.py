@@ -119,15 +119,16 @@ def _parse(expr: str) -> _Parsed:
         if reading.as_written != reading.fields:  # a list star hides items croniter must still accept
             croniter.expand(" ".join(reading.as_written))
         expanded, nth = croniter.expand(" ".join(reading.fields))
+        minutes, hours, doms, months, dows = (None if values == ["*"] else values for values in expanded)
+        dom, month, dow = reading.fields[2:]
+        special: tuple[croniter, ...] = ()
+        if nth or (doms is not None and not all(isinstance(v, int) for v in doms)) or "w" in dom.lower():
+            sides = [f"{dom} {month} *", f"* {month} {dow}"] if "*" not in (dom, dow) else [f"{dom} {month} {dow}"]
+            special = tuple(croniter(f"0 0 {side}", datetime(2000, 1, 1), max_years_between_matches=9)
+                            for side in sides)
     except CroniterError as exc:
         detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise errors.InvalidInput(f"{quoted}: not a valid cron expression: {_culprit(reading)} ({detail})") from exc
-    minutes, hours, doms, months, dows = (None if values == ["*"] else values for values in expanded)
-    dom, month, dow = reading.fields[2:]
-    special: tuple[croniter, ...] = ()
-    if nth or (doms is not None and not all(isinstance(v, int) for v in doms)) or "w" in dom.lower():
-        sides = [f"{dom} {month} *", f"* {month} {dow}"] if "*" not in (dom, dow) else [f"{dom} {month} {dow}"]
-        special = tuple(croniter(f"0 0 {side}", datetime(2000, 1, 1), max_years_between_matches=9) for side in sides)
     parsed = _Parsed(
         times=tuple(sorted(timedelta(hours=int(h), minutes=int(m))
                            for h in (hours or range(24)) for m in (minutes or range(60)))),
