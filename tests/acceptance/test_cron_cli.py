@@ -50,7 +50,7 @@ def test_validate_never_prints_a_traceback(expr: str, code: int, words: str) -> 
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(FIVE_FIELDS)
+@given(FIVE_FIELDS.filter(lambda expr: "\x00" not in expr))  # argv cannot carry a NUL byte
 def test_validate_of_random_fields_exits_0_or_2_in_a_real_process(expr: str) -> None:
     result = run_cli("schedules", "validate", "--cron", expr, "--timezone", "Europe/London")
     assert result.returncode in (0, 2) and "Traceback" not in result.stdout + result.stderr, result.stderr
