@@ -33,8 +33,9 @@ Kind = Literal["missing_section", "out_of_order", "preamble", "extra_heading", "
 
 #: Share of Hangul among the letters of a Korean section's prose.
 HANGUL_SHARE = 0.3
-#: A cited commit id: 7–40 hex characters as a whole word (letters and digits on neither side).
-_HEX_WORD = re.compile(r"(?<![0-9A-Za-z_])[0-9A-Fa-f]{7,40}(?![0-9A-Za-z_])")
+#: A cited commit id: 7–40 hex characters as a whole word (letters and digits on neither side),
+#: not a piece of a path (no ``/`` beside it, no ``.ext`` after it).
+_HEX_WORD = re.compile(r"(?<![0-9A-Za-z_/])[0-9A-Fa-f]{7,40}(?![0-9A-Za-z_/])(?!\.[A-Za-z])")
 _HEADING = re.compile(r"^##[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _CODE = re.compile(r"`[^`\n]*`")
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")

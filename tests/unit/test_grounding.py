@@ -76,6 +76,8 @@ def test_words_glued_to_letters_are_not_ids() -> None:
     assert grounding.check(text, facts(["0" * 40])) == ()
     assert kinds(grounding.check(report(EN, ["see deadbeef.", "-", "-"]), facts(["0" * 40]))) == [
         "unknown_commit"]
+    paths = report(EN, ["`assets/cafebabe12.png` and deadbeef0/x.py", "-", "-"])
+    assert grounding.check(paths, facts(["0" * 40])) == ()
 
 
 def test_sections_missing_out_of_order_extra_and_a_preamble() -> None:
