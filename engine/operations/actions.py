@@ -48,6 +48,14 @@ class ActionResult:
     message: str
 
 
+def refuse_disabled(schedule: Schedule, command: str) -> None:
+    """``trigger``, ``backfill`` and ``runs retry`` on a disabled schedule exit 3 naming it (SPEC §15.3)."""
+    if not schedule.enabled:
+        why = f" ({schedule.disabled_reason})" if schedule.disabled_reason else ""
+        raise errors.Conflict(f"schedule '{schedule.spec.name}' is disabled{why}: {command} refused; "
+                              f"`reportflow schedules enable {schedule.spec.name}` first")
+
+
 def _slot_for_date(schedule: Schedule, kind: PeriodKind, day: date) -> datetime:
     spec = schedule.spec
     first, last = policies.slot_dates_for_period(kind, day, spec.report_on)
@@ -63,6 +71,7 @@ def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_n
     now = rt.clock.now()
     with rt.store.write() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
+        refuse_disabled(schedule, "trigger")
         workflow = rt.workflow(schedule.spec.workflow)
         spec = schedule.spec
         if day is None:
@@ -181,6 +190,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     report = BackfillReport()
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
+        refuse_disabled(schedule, "backfill")
         pruned_ranges = [] if include_pruned else pruning.pruned_ranges(conn, schedule.id)
     workflow = rt.workflow(schedule.spec.workflow)
     spec = schedule.spec
@@ -258,6 +268,8 @@ def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionRe
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)
+        if run.schedule_id is not None:
+            refuse_disabled(schedule_rows.get_schedule_by_id(conn, run.schedule_id), f"retry of run {run_id}")
         workflow = rt.workflow(run.workflow)
         if from_step is not None and from_step not in workflow.step_names():
             raise errors.InvalidInput(f"unknown step '{from_step}' for {run.workflow} "

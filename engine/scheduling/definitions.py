@@ -17,10 +17,11 @@ from sqlalchemy.engine import Connection
 
 from engine.core import cron, errors, logs
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Schedule, ScheduleSpec
+from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.store import audit as audit_rows
-from engine.store import rows
+from engine.store import claims, recovery, rows
+from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
 log = logging.getLogger(__name__)
@@ -153,26 +154,67 @@ def set_schedule(rt: Runtime, name: str, *, expect_version: int, changes: dict[s
     return updated, warning
 
 
-def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None) -> tuple[Schedule, bool]:
-    """The audited kill switch. Returns (schedule, changed); no change means no version bump."""
+def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None,
+                cancel_queued: bool = False) -> tuple[Schedule, bool]:
+    """The audited kill switch (SPEC §15.3). Returns (schedule, changed); no change means no version bump.
+
+    Disabling holds the schedule's runs that have not started (no worker claims
+    them) or, with ``cancel_queued``, cancels them, each audited with the reason;
+    a RUNNING run goes on. Enabling releases held runs in their old order.
+    """
     now = rt.clock.now()
     with rt.store.write() as conn:
+        claims.serialise_with_claims(conn)
         current = schedule_rows.get_schedule(conn, name)
         if current.archived:
             raise errors.Conflict(f"schedule '{name}' is archived (it is no longer in the config)")
-        if current.enabled == enabled:
-            return current, False
-        if enabled:
-            _disabled_range(conn, current, now, rt.actor)
-            state: dict[str, Any] = dict(enabled=True, disabled_by_cli=False, disabled_reason=None,
-                                         disabled_at=None, next_run_at=first_slot_after(current.spec, now))
-        else:
-            state = dict(enabled=False, disabled_by_cli=True, disabled_reason=reason, disabled_at=now)
-        updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(current.spec, enabled=enabled),
-                                                **state)
-        _audit(conn, rt.actor, "enable" if enabled else "disable", updated, now,
-               before=_state_of(current), after=_state_of(updated), reason=reason)
+        return _switch(conn, rt, current, enabled=enabled, reason=reason, cancel_queued=cancel_queued, now=now)
+
+
+def disable_all(rt: Runtime, *, reason: str, cancel_queued: bool = False) -> list[Schedule]:
+    """The global switch: disable every live schedule in one transaction; returns those it disabled."""
+    now = rt.clock.now()
+    changed: list[Schedule] = []
+    with rt.store.write() as conn:
+        claims.serialise_with_claims(conn)
+        for current in schedule_rows.list_schedules(conn):
+            schedule, did = _switch(conn, rt, current, enabled=False, reason=reason, cancel_queued=cancel_queued,
+                                    now=now)
+            if did:
+                changed.append(schedule)
+    return changed
+
+
+def _switch(conn: Connection, rt: Runtime, current: Schedule, *, enabled: bool, reason: str | None,
+            cancel_queued: bool, now: datetime) -> tuple[Schedule, bool]:
+    if not enabled and cancel_queued:
+        _cancel_unstarted(conn, rt.actor, current, now, reason)
+    if current.enabled == enabled:
+        return current, False
+    if enabled:
+        _disabled_range(conn, current, now, rt.actor)
+        state: dict[str, Any] = dict(enabled=True, disabled_by_cli=False, disabled_reason=None,
+                                     disabled_at=None, next_run_at=first_slot_after(current.spec, now))
+    else:
+        state = dict(enabled=False, disabled_by_cli=True, disabled_reason=reason, disabled_at=now)
+    updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(current.spec, enabled=enabled),
+                                            **state)
+    _audit(conn, rt.actor, "enable" if enabled else "disable", updated, now,
+           before=_state_of(current), after=_state_of(updated), reason=reason)
     return updated, True
+
+
+def _cancel_unstarted(conn: Connection, actor: str, schedule: Schedule, now: datetime, reason: str | None) -> None:
+    """``disable --cancel-queued``: the runs a disable would hold are cancelled instead, each audited."""
+    for run in run_rows.unstarted_runs(conn, schedule.id):
+        run_rows.set_status(conn, run.id, RunStatus.CANCELLED, completed_at=now, reason="schedule disabled")
+        recovery.close_pending_attempt(conn, run.id, AttemptOutcome.CANCELLED, now,
+                                       "cancelled with its schedule's disable before any worker took it")
+        audit_rows.record_audit(conn, at=now, actor=actor, action="run_cancelled", schedule_id=schedule.id,
+                                run_id=run.id, before={"status": run.status.value},
+                                after={"status": RunStatus.CANCELLED.value, "by": "schedules disable --cancel-queued"},
+                                reason=reason)
+        logs.event(log, logging.INFO, "run_cancelled", run=run.id, key=run.idempotency_key, schedule=schedule.name)
 
 
 def history(rt: Runtime, name: str) -> list[AuditEvent]:
