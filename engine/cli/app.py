@@ -212,12 +212,16 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
 
 @schedules_app.command("apply")
 def schedules_apply(ctx: typer.Context,
-                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False) -> None:
-    """Sync [[schedules]] from the config into the database. Example: reportflow schedules apply"""
+                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False,
+                    overwrite: Annotated[bool, typer.Option(
+                        "--overwrite", help="Let the file win over edits made in the database (audited).")] = False,
+                    dry_run: Annotated[bool, typer.Option(
+                        "--dry-run", help="Print the plan (diffs and drift included); write nothing.")] = False) -> None:
+    """Sync [[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
     from engine.cli import render
     from engine.scheduling import definitions as schedules
 
-    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes)
+    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
     render.apply_report(report)
 
 

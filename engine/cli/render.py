@@ -46,6 +46,20 @@ def _compact_secs(value: float | None) -> str:
 def apply_report(report: Any) -> None:
     for warning in report.warnings:
         warn(warning)
+    plan = report.plan
+    if report.dry_run and plan is not None:
+        say("plan (dry run, nothing written):")
+        for label in ("created", "archived", "unchanged"):
+            say(f"  {label}: {', '.join(getattr(plan, label)) or '-'}")
+        for label, groups in (("updated", plan.updated), ("drifted", plan.drifted)):
+            say(f"  {label}: {', '.join(groups) or '-'}")
+            for name, changes in groups.items():
+                for change in changes:
+                    say(f"    {name} {change.describe()}")
+        return
+    if plan is not None:
+        for name, changes in plan.drifted.items():
+            warn(f"drift overwritten on {name}: {', '.join(c.describe() for c in changes)}")
     for label in ("created", "updated", "archived", "unchanged"):
         names = getattr(report, label)
         if names:

@@ -165,6 +165,7 @@ class Schedule:
     disabled_at: datetime | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    applied_definition: dict[str, Any] | None = None  # the definition of the last apply (None: unknown)
 
     @property
     def name(self) -> str:

@@ -66,6 +66,7 @@ def schedule_from_row(row: RowMapping) -> Schedule:
         enabled=row["enabled"], archived=row["archived"], next_run_at=row["next_run_at"],
         disabled_reason=row["disabled_reason"], disabled_by_cli=row["disabled_by_cli"],
         disabled_at=row["disabled_at"], created_at=row["created_at"], updated_at=row["updated_at"],
+        applied_definition=row.get("applied_definition"),
     )
 
 
