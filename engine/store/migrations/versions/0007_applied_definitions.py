@@ -17,10 +17,9 @@ depends_on = None
 
 def upgrade() -> None:
     # NULL for schedules applied before this revision: their stored definition counts as the applied one.
-    with op.batch_alter_table("schedules") as batch:
-        batch.add_column(sa.Column("applied_definition", sa.JSON))
+    # A plain ADD COLUMN: a batch (copy-and-move) on SQLite would trip the runs' foreign keys.
+    op.add_column("schedules", sa.Column("applied_definition", sa.JSON))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("schedules") as batch:
-        batch.drop_column("applied_definition")
+    op.drop_column("schedules", "applied_definition")  # SQLite 3.35+ drops a column in place
