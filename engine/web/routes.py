@@ -95,7 +95,8 @@ def schedule_page(request: Request) -> Response:
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
                 alerts=notifications.list_notifications(rt, schedule=name, limit=10),
-                audit=audit_groups.group_audit(schedules.history(rt, name)[::-1])[:30])
+                audit=audit_groups.group_audit(schedules.history(rt, name)[::-1])[:30],
+                held=read_runs.held_runs(rt, name))
 
 
 def project_calendar_page(request: Request) -> Response:
@@ -273,10 +274,14 @@ async def enable_action(request: Request) -> Response:
         reason = (_field(form, "reason") or "").strip() or None
         if not enabled and reason is None:
             raise errors.InvalidInput("a reason is required to disable a schedule")
-        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason)
+        cancel_queued = not enabled and _field(form, "cancel_queued") is not None
+        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason,
+                                                  cancel_queued=cancel_queued)
         word = "enabled" if enabled else "disabled"
+        held = "" if enabled else (" (runs not yet started: cancelled)" if cancel_queued else
+                                   " (runs not yet started: held)")
         return {"message": f"schedule {name} {word if changed else 'was already ' + word} "
-                           f"(version {schedule.version})"}
+                           f"(version {schedule.version}){held}"}
     return await _act(request, act, f"/schedules/{name}")
 
 
