@@ -17,6 +17,7 @@ class RunStatus(StrEnum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     RETRY_PENDING = "RETRY_PENDING"
+    WAITING = "WAITING"  # its child runs are working; holds no lease (SPEC §17)
     SUCCESS = "SUCCESS"
     PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
     FAILED = "FAILED"
@@ -26,7 +27,8 @@ class RunStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING,
+                             RunStatus.WAITING})
 TERMINAL_STATUSES = frozenset({
     RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
     RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,
@@ -46,6 +48,7 @@ class AttemptTrigger(StrEnum):
     AUTO = "auto"
     RECOVERY = "recovery"
     HANDBACK = "handback"
+    FAN_IN = "fan_in"  # the parent's last child finished: it resumes at the step after its fan-out
 
 
 class AttemptOutcome(StrEnum):
@@ -121,6 +124,7 @@ PRIORITY = {
     AttemptTrigger.AUTO: 20,
     AttemptTrigger.RECOVERY: 20,
     AttemptTrigger.HANDBACK: 20,
+    AttemptTrigger.FAN_IN: 20,
     AttemptTrigger.BACKFILL: 10,
 }
 
@@ -254,6 +258,7 @@ class Run:
     completed_at: datetime | None
     error_code: str | None
     error_message: str | None
+    parent_id: int | None = None  # the run whose fan-out step made this one (SPEC §17)
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
