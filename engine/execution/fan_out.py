@@ -56,6 +56,12 @@ def release_parent(conn: Connection, parent_id: int) -> bool:
     return families.release_parent(conn, parent_id)
 
 
+def not_succeeded(conn: Connection, parent_id: int) -> str:
+    """The children of ``parent_id`` that did not succeed, as ``key (STATUS CODE)``, comma-separated."""
+    return ", ".join(f"{c.idempotency_key} ({c.status.value}{' ' + c.error_code if c.error_code else ''})"
+                     for c in families.children_of(conn, parent_id) if c.status.value != "SUCCESS")
+
+
 def outcomes(rt: Runtime, parent_id: int) -> tuple[ChildOutcome, ...]:
     """How each child of ``parent_id`` ended, with its steps' committed outputs (the fan-in's input)."""
     with rt.store.read() as conn:

@@ -366,6 +366,12 @@ class Worker:
                  error_code: str | None = None, error_message: str | None = None,
                  not_before: datetime | None = None) -> RunOutcome:
         run = claim.run
+        if status is RunStatus.SUCCESS and fan_out.FAN_OUT_PIN in run.pinned:
+            # A fan-in that went on although some children did not succeed: the family is partial (SPEC §17).
+            missing = fan_out.not_succeeded(conn, run.id)
+            if missing:
+                status, outcome = RunStatus.PARTIAL_SUCCESS, AttemptOutcome.PARTIAL_SUCCESS
+                error_code, error_message = "CHILDREN_FAILED", f"child runs that did not succeed: {missing}"
         trigger = AttemptTrigger.AUTO if status is RunStatus.RETRY_PENDING else None
         claims.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
                              error_message=error_message, next_attempt_trigger=trigger)
