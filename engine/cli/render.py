@@ -227,6 +227,8 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
               f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
     if run.error_code:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
+    if run.parent_id is not None:
+        out.print(f"parent run {run.parent_id} (reportflow runs show {run.parent_id})")
     steps = Table(title="steps")
     for column in ("#", "step", "status", "tries", "started", "finished", "error"):
         steps.add_column(column)
@@ -253,6 +255,13 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
         for a in data["artifacts"]:
             artifacts.add_row(a["kind"], escape(a["location"]), (a["sha256"] or "")[:16])
         out.print(artifacts)
+    if data["children"]:
+        children = Table(title="child runs")
+        for column in ("id", "key", "project", "status"):
+            children.add_column(column)
+        for c in data["children"]:
+            children.add_row(str(c["id"]), escape(c["key"]), escape(c["project"]), _status(c["status"]))
+        out.print(children)
 
 
 def findings(items: Sequence[Any], as_json: bool) -> None:

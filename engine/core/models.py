@@ -262,6 +262,7 @@ class Run:
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
+    children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
 
     @property
     def start_delay(self) -> timedelta | None:

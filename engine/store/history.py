@@ -51,9 +51,13 @@ def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
 
 
 def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] | None, limit: int) -> list[Run]:
-    """Up to ``limit`` runs, newest slot first, strictly after the keyset position ``after``."""
+    """Up to ``limit`` runs, newest slot first, strictly after the keyset position ``after``.
+
+    Child runs are not rows of their own: each comes with its parent (``children_of``).
+    """
     query = (select(runs, schedules.c.name.label("schedule_name"))
              .select_from(runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
+             .where(runs.c.parent_id.is_(None))
              .order_by(runs.c.scheduled_for.desc(), runs.c.id.desc()).limit(limit))
     if filt.statuses:
         query = query.where(runs.c.status.in_(list(filt.statuses)))
@@ -69,6 +73,17 @@ def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] 
         at, run_id = after
         query = query.where(or_(runs.c.scheduled_for < at, and_(runs.c.scheduled_for == at, runs.c.id < run_id)))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
+
+
+def children_of(conn: Connection, parent_ids: Sequence[int]) -> dict[int, list[Run]]:
+    """The child runs of each of ``parent_ids``, in creation order (parents without any are left out)."""
+    found: dict[int, list[Run]] = {}
+    if not parent_ids:
+        return found
+    query = select(runs).where(runs.c.parent_id.in_(list(parent_ids))).order_by(runs.c.id)
+    for row in conn.execute(query).mappings():
+        found.setdefault(int(row["parent_id"]), []).append(rows.run_from_row(row))
+    return found
 
 
 def period_runs(conn: Connection, workflow: str, project: str, first_key: str, last_key: str) -> list[Run]:

@@ -2,7 +2,7 @@
 
 ``fan_parent``: SPLIT starts one ``fan_child`` per item of ``[familyflow] items``
 (it may block on ``gate`` after asking for them, so a test can SIGKILL it
-mid-fan-out), JOIN reads the children's outcomes. ``fan_child``: WORK doubles
+mid-fan-out), JOIN reads the children's outcomes (and may block too). ``fan_child``: WORK doubles
 its input; an item in ``fail`` fails permanently (GIT_REPO_NOT_FOUND) until the
 file ``fixed`` exists; ``block_child`` blocks on ``gate``. Every step appends a
 line to ``log``.
@@ -30,7 +30,18 @@ class FamilySettings(BaseModel):
     items: list[str] = []
     fail: list[str] = []
     block_split: bool = False
+    block_join: bool = False
     block_child: str = ""
+
+
+def site_dir(site: Path) -> Path:
+    """Register these workflows for subprocesses: a ``*.dist-info`` with entry points in ``site``."""
+    info = site / "reportflow_familyflows-0.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reportflow-familyflows\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text("[reportflow.workflows]\nfan_parent = tests.flows.family:FAN_PARENT\n"
+                                           "fan_child = tests.flows.family:FAN_CHILD\n")
+    return site
 
 
 def load(raw: Mapping[str, Any], base_dir: Path) -> FamilySettings:
@@ -65,6 +76,8 @@ def join(ctx: StepContext) -> StepResult:
     settings: FamilySettings = ctx.settings
     children = ctx.children()
     _log(settings, f"join {ctx.run_id} {os.getpid()}")
+    if settings.block_join and ctx.attempt == 2:  # the attempt after the wait: the fan-in
+        _wait_for_gate(settings)
     return StepResult(output={
         "done": {c.name: c.outputs.get("WORK", {}).get("double") for c in children if c.succeeded},
         "missing": {c.name: f"{c.status} {c.error_code}" for c in children if not c.succeeded}})
