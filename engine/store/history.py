@@ -94,7 +94,8 @@ def period_runs(conn: Connection, workflow: str, project: str, first_key: str, l
     prefix = f"{workflow}:{project}:"
     query = (select(runs, schedules.c.name.label("schedule_name"))
              .select_from(runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
-             .where(runs.c.base_key >= prefix + first_key, runs.c.base_key <= prefix + last_key)
+             .where(runs.c.base_key >= prefix + first_key, runs.c.base_key <= prefix + last_key,
+                    runs.c.parent_id.is_(None))  # a child's key extends its parent's: the parent is the period's run
              .order_by(runs.c.base_key, runs.c.revision))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 

@@ -173,3 +173,40 @@ def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_pat
     assert worker.run_one().status is RunStatus.PARTIAL_SUCCESS  # type: ignore[union-attr]
     with pytest.raises(errors.InvalidTransition):
         actions.cancel(rt, child.id)
+
+
+def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(sqlite_url: str,
+                                                                              tmp_path: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    from engine.web.app import create_app
+
+    rt = runtime(sqlite_url, tmp_path, fail=["b"])
+    parent_id = queue_parent(rt)
+    drain(Worker(rt, "w1"))
+    children = sorted(r.id for r in rows_of(rt).values() if r.parent_id == parent_id)
+    web = TestClient(create_app(rt, token=None))
+    listing = web.get("/runs").text
+    assert listing.count('href="/runs/') == 1 + len(children)  # one row, its children inside it
+    assert "<details><summary>3 child runs:" in listing
+    parent_page = web.get(f"/runs/{parent_id}").text
+    assert "Child runs" in parent_page and all(f'href="/runs/{c}"' in parent_page for c in children)
+    child_page = web.get(f"/runs/{children[1]}").text
+    assert f'<a href="/runs/{parent_id}" rel="parent">' in child_page and "GIT_REPO_NOT_FOUND" in child_page
+
+
+def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_path: Path) -> None:
+    from engine.read import metrics
+
+    rt = runtime(store_url, tmp_path)
+    queue_parent(rt)
+    assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
+    with rt.store.read() as conn:
+        snap = metrics.read_snapshot(conn, rt.clock.now())
+    assert snap.runs[("fan", "SCHEDULED", "WAITING")] == 1
+    assert snap.runs[("fan", "SCHEDULED", "QUEUED")] == 3
+    assert not any(n for (schedule, _, _), n in snap.runs.items() if schedule == "")
