@@ -130,6 +130,7 @@ class Worker:
             workflow = self.rt.registry.get(spec.workflow)
             if workflow is not None and workflow.can_serve(self.rt.settings(workflow.name), spec.project):
                 served.append(spec.project)
+                served += workflow.child_projects(self.rt.settings(workflow.name), spec.project)
         return sorted(set(served))
 
     def run_one(self) -> RunOutcome | None:

@@ -303,6 +303,10 @@ def _serves_all(settings: Any, project: str) -> bool:
     return True
 
 
+def _no_child_projects(settings: Any, project: str) -> list[str]:
+    return []
+
+
 def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequence[Any]) -> list[Finding]:
     return []
 
@@ -321,6 +325,8 @@ class WorkflowDef:
       new run (model, prompt version, branches...).
     - ``can_serve(settings, project)`` tells whether this node can run the
       project (e.g. its repository is present here).
+    - ``child_projects(settings, project)`` names the projects of the child runs a
+      run fans out into (SPEC §17), which a worker serving the schedule claims too.
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
@@ -336,6 +342,9 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    # The projects of the child runs a run of ``project`` fans out into: a worker serving the
+    # schedule claims them too (a missing repository must fail its child, not strand the parent).
+    child_projects: Callable[[Any, str], list[str]] = _no_child_projects
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
