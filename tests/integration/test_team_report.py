@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
@@ -20,6 +22,8 @@ from engine.operations import actions
 from engine.plugins.registry import load_registry
 from engine.scheduling import definitions as schedules
 from engine.store import runs as run_rows
+from tests.fakes.fake_notion import FakeNotion
+from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo
 from tests.support import make_runtime
 from workflows import team_report
@@ -29,7 +33,7 @@ NOW = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)
 DAY = datetime(2026, 9, 29, 11, 0, tzinfo=SEOUL)
 
 
-def team_runtime(url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+def team_runtime(url: str, tmp_path: Path, **sections: Any):  # type: ignore[no-untyped-def]
     projects = []
     for name, subjects in {"api": ["add the orders endpoint", "fix the retry header"],
                            "web": ["new checkout page"], "docs": ["document the orders endpoint"]}.items():
@@ -40,7 +44,7 @@ def team_runtime(url: str, tmp_path: Path):  # type: ignore[no-untyped-def]
         projects.append({"key": name, "repo": str(repo.path), "branches": ["main"]})
     extra: dict[str, Any] = {"projects": projects, "teams": [{"key": "core", "projects": "*"}],
                              "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"},
-                             "worker": {"retry_backoff": "1m"}}
+                             "worker": {"retry_backoff": "1m"}, **sections}
     spec = dict(name="core-daily", workflow="team_daily_report", project="core", cron="0 3 * * *",
                 timezone="Asia/Seoul")
     registry = {**load_registry(), "team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
@@ -104,3 +108,24 @@ def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store
     assert saved.parent == path.parent and saved != path
     final = saved.read_text()
     assert "new checkout page" in final and "Not collected" not in final
+
+
+def test_with_ollama_the_summary_is_grounded_on_every_project_and_one_page_is_uploaded(
+        sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RF_TEST_NOTION", "secret_team_token")
+    with FakeOllama() as ollama, FakeNotion(token="secret_team_token") as notion:
+        rt = team_runtime(sqlite_url, tmp_path, llm={"provider": "ollama", "host": ollama.url},
+                          notion={"enabled": True, "token_env": "RF_TEST_NOTION", "database_id": notion.database_id,
+                                  "base_url": notion.url, "timeout": "5s"})
+        result = actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
+        drain(Worker(rt, "w"))
+        [chat] = ollama.requests_to("/api/chat")
+        pages = notion.live_pages("team_daily_report:core:2026-09-29")
+    prompt = chat.body["messages"][-1]["content"]
+    for subject in ("add the orders endpoint", "fix the retry header", "new checkout page",
+                    "document the orders endpoint"):
+        assert subject in prompt  # one generation, from all the children's commits
+    assert "the day after" not in prompt
+    assert len(pages) == 1
+    with rt.store.read() as conn:
+        assert run_rows.get_run(conn, result.run_id).status is RunStatus.SUCCESS
