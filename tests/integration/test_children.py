@@ -210,3 +210,17 @@ def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_
     assert snap.runs[("fan", "SCHEDULED", "WAITING")] == 1
     assert snap.runs[("fan", "SCHEDULED", "QUEUED")] == 3
     assert not any(n for (schedule, _, _), n in snap.runs.items() if schedule == "")
+
+
+def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, tmp_path: Path) -> None:
+    from datetime import date
+
+    from engine.operations import prune as lifecycle
+
+    rt = runtime(store_url, tmp_path)
+    queue_parent(rt)
+    drain(Worker(rt, "w1"))
+    assert len(rows_of(rt)) == 4
+    rt.clock.set(T0 + timedelta(days=30))
+    report = lifecycle.prune(rt, date(2026, 10, 20))
+    assert rows_of(rt) == {} and report.removed >= 1
