@@ -224,3 +224,19 @@ def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, 
     rt.clock.set(T0 + timedelta(days=30))
     report = lifecycle.prune(rt, date(2026, 10, 20))
     assert rows_of(rt) == {} and report.removed >= 1
+
+
+def test_the_reconciler_reports_a_child_whose_parent_vanished(sqlite_url: str, tmp_path: Path) -> None:
+    import sqlite3
+
+    rt = runtime(sqlite_url, tmp_path, items=["a"])
+    parent_id = queue_parent(rt)
+    assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
+    raw = sqlite3.connect(str(tmp_path / "rf.db"))  # by hand, behind the engine's back (foreign keys off)
+    with raw:
+        for table in ("steps", "attempts", "artifacts", "audit_events"):
+            raw.execute(f"DELETE FROM {table} WHERE run_id = ?", (parent_id,))
+        raw.execute("DELETE FROM runs WHERE id = ?", (parent_id,))
+    raw.close()
+    report = reconciler.sweep(rt)
+    assert [(c.parent_id, c.idempotency_key.rpartition("/")[2]) for c in report.orphans] == [(parent_id, "a")]
