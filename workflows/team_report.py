@@ -1,9 +1,9 @@
 """Team reports (SPEC §17): one report across several projects, built on child runs.
 
-``team_daily_report`` / ``team_weekly_report`` run for a team of ``[[teams]]``
-(the schedule's ``project`` names it): ``projects = [...]`` or ``"*"`` (every
-``[[projects]]`` entry, resolved when the run is created) and optional
-``authors``. Steps:
+``team_daily_report`` / ``team_weekly_report`` run for a team: the schedule
+itself carries ``projects = [...]`` or ``"*"`` (every ``[[projects]]`` entry,
+resolved when the run is created) and optional ``authors``, its ``project``
+naming the team; or the schedule names a ``[[teams]]`` entry that does. Steps:
 
 1. ``FAN_OUT``: one ``team_project`` child run per project, which collects
    that project (``COLLECT_GIT``, pinned like a project run) and its statistics.
@@ -50,17 +50,25 @@ class Settings(ReportSettings):
         for team in self.teams:
             if team.key == key:
                 return team
-        raise errors.ConfigInvalid(f"no [[teams]] entry with key '{key}'")
+        raise errors.ConfigInvalid(f"no team '{key}': give the schedule projects = [...] or \"*\", "
+                                   "or add a [[teams]] entry with that key")
 
     def team_projects(self, key: str) -> list[str]:
         team = self.team(key)
         return [p.key for p in self.projects] if team.projects == "*" else list(team.projects)
 
 
-def load(raw: Mapping[str, Any], base_dir: Path) -> Settings:
+def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
+    """The report sections, plus the teams: ``[[teams]]``, and ``workflow``'s schedules that list ``projects``."""
     base = report_settings.load(raw, base_dir)
+    declared = list(raw.get("teams", []))
+    for sched in raw.get("schedules", []):
+        if isinstance(sched, Mapping) and sched.get("workflow") == workflow and sched.get("projects") is not None:
+            declared = [t for t in declared if not (isinstance(t, Mapping) and t.get("key") == sched.get("project"))]
+            declared.append({"key": sched.get("project"), "projects": sched["projects"],
+                             "authors": sched.get("authors") or []})
     try:
-        teams = [TeamSettings.model_validate(t) for t in raw.get("teams", [])]
+        teams = [TeamSettings.model_validate(t) for t in declared]
     except Exception as exc:
         raise errors.ConfigInvalid(f"[[teams]]: {exc}", key="teams") from exc
     settings = Settings(**{name: getattr(base, name) for name in ReportSettings.model_fields}, teams=teams)
@@ -177,7 +185,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
             StepSpec("UPLOAD_NOTION", partial(report.upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
         ),
-        load_settings=load, check_project=check_team, pin=team_pins,
+        load_settings=partial(load, name), check_project=check_team, pin=team_pins,
         child_projects=lambda settings, key: settings.team_projects(key),
     )
 
@@ -186,7 +194,8 @@ CHILD = WorkflowDef(
     name=CHILD_WORKFLOW, period=PeriodKind.DAY, payload_version=PAYLOAD_VERSION, sections=SECTIONS,
     steps=(StepSpec("COLLECT_GIT", child_collect, timeout_s=600, output_model="steps.collect_git:CollectOutput"),
            StepSpec("STATISTICS", child_statistics, timeout_s=60)),
-    load_settings=load, check_project=report_settings.check_project, pin=report_settings.pins,
+    load_settings=partial(load, CHILD_WORKFLOW), check_project=report_settings.check_project,
+    pin=report_settings.pins,
     can_serve=report.can_serve,
 )
 DAILY = team_workflow("team_daily_report", PeriodKind.DAY, "daily")

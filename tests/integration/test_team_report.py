@@ -42,11 +42,11 @@ def team_runtime(url: str, tmp_path: Path, **sections: Any):  # type: ignore[no-
             repo.commit(subject, at=DAY + timedelta(hours=index), files={f"{name}/{index}.txt": subject})
         repo.commit("the day after", at=DAY + timedelta(days=1))
         projects.append({"key": name, "repo": str(repo.path), "branches": ["main"]})
-    extra: dict[str, Any] = {"projects": projects, "teams": [{"key": "core", "projects": "*"}],
+    extra: dict[str, Any] = {"projects": projects,
                              "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"},
                              "worker": {"retry_backoff": "1m"}, **sections}
     spec = dict(name="core-daily", workflow="team_daily_report", project="core", cron="0 3 * * *",
-                timezone="Asia/Seoul")
+                timezone="Asia/Seoul", projects="*")
     registry = {**load_registry(), "team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), registry=registry,
                       extra=extra)
@@ -129,3 +129,23 @@ def test_with_ollama_the_summary_is_grounded_on_every_project_and_one_page_is_up
     assert len(pages) == 1
     with rt.store.read() as conn:
         assert run_rows.get_run(conn, result.run_id).status is RunStatus.SUCCESS
+
+
+def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: str, tmp_path: Path) -> None:
+    from tests.fakes.gitrepo import GitRepo
+
+    rt = team_runtime(sqlite_url, tmp_path)
+    GitRepo(tmp_path / "api").commit("bob's change", at=DAY + timedelta(hours=5), author=("Bob Lee", "bob@example.com"))
+    extra = {"teams": [{"key": "alice", "projects": ["api", "docs"], "authors": ["Alice Kim"]}]}
+    spec = dict(name="alice-daily", workflow="team_daily_report", project="alice", cron="0 3 * * *",
+                timezone="Asia/Seoul")
+    rt2 = make_runtime(sqlite_url, schedules=[spec], clock=rt.clock, registry=rt.registry,
+                       extra={**dict(rt.config.raw), **extra, "schedules": [spec]})
+    schedules.apply(rt2)
+    result = actions.trigger(rt2, "alice-daily", day=date(2026, 9, 29))
+    drain(Worker(rt2, "w"))
+    with rt2.store.read() as conn:
+        run = run_rows.get_run(conn, result.run_id)
+    assert run.status is RunStatus.SUCCESS and run.pinned["projects"] == ["api", "docs"]
+    text = (tmp_path / "reports" / "_team" / "2026-09-29-alice-daily-daily-summary.md").read_text()
+    assert "add the orders endpoint" in text and "bob's change" not in text and "### web" not in text
