@@ -92,6 +92,10 @@ def _no_pace(name: str, interval: timedelta) -> None:
     return None
 
 
+def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
+    raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
+
+
 @dataclass(frozen=True)
 class StepContext:
     run_id: int
@@ -116,6 +120,9 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
+    # ``engine_facts(start, end)``: the engine's own record of the runs whose slot is in
+    # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
+    engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
     # The inputs a parent's fan-out step gave this child run (empty for a run that is no child).
@@ -312,6 +319,27 @@ def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequ
 
 
 @dataclass(frozen=True)
+class DraftRequest:
+    """A sentence to turn into a ``[[schedules]]`` entry (SPEC §16.2), with the operator's hints."""
+
+    text: str
+    project: str | None
+    workflow: str | None
+    #: The installed workflows a draft may name, and their periods.
+    workflows: Mapping[str, PeriodKind]
+
+
+@dataclass(frozen=True)
+class DraftAnswer:
+    """A drafted ``[[schedules]]`` entry as the config file would hold it, and why."""
+
+    entry: Mapping[str, Any]
+    rationale: str
+    #: Who drafted it: ``builtin grammar``, ``ollama llama3.1:8b``...
+    drafter: str
+
+
+@dataclass(frozen=True)
 class WorkflowDef:
     """A workflow as the engine sees it.
 
@@ -330,6 +358,10 @@ class WorkflowDef:
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
+    - ``draft_schedule(settings, request)`` turns a sentence into a schedule
+      entry (``DraftAnswer``); raises ``InvalidInput`` for one it cannot read.
+      The engine validates the answer like any schedule in the file; how the
+      workflow reads words (a grammar, a model) is its own business.
     """
 
     name: str
@@ -345,6 +377,9 @@ class WorkflowDef:
     # The projects of the child runs a run of ``project`` fans out into: a worker serving the
     # schedule claims them too (a missing repository must fail its child, not strand the parent).
     child_projects: Callable[[Any, str], list[str]] = _no_child_projects
+    draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
+    #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
+    projectless: bool = False
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
