@@ -53,6 +53,7 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "error_message": run.error_message,
         "stalled": policies.run_is_stalled(run, now),
         "parent": run.parent_id,
+        "held": run.held,
     }
 
 

@@ -1,7 +1,7 @@
 """Child runs (SPEC §17): ``runs.parent_id`` and the ``WAITING`` status.
 
 Revision ID: 0009
-Revises: 0005
+Revises: 0007
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0009"
-down_revision = "0005"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
