@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.core import errors
@@ -162,6 +163,11 @@ def can_serve(settings: ReportSettings, project_key: str) -> bool:
     return (repo / ".git").exists() or (repo / "HEAD").is_file()
 
 
+def reports_root(settings: ReportSettings | None) -> Path | None:
+    """Where the report files lie (the page shows a file only from inside it)."""
+    return None if settings is None else Path(settings.reports.dir)
+
+
 def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
     return WorkflowDef(
         name=name,
@@ -181,4 +187,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         pin=report_settings.pins,
         can_serve=can_serve,
         diagnose=diagnose.diagnose,
+        files_root=reports_root,
     )

@@ -141,16 +141,15 @@ def main_options(
 
 
 def _parse_date(text: str, option: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise errors.InvalidInput(f"{option} '{text}' is not a date (YYYY-MM-DD)") from None
+    from engine.core import inputs
+
+    return inputs.day(text, option)
 
 
 def _parse_run_id(text: str) -> int:
-    if not text.isdigit() or len(text) > 18:
-        raise errors.InvalidInput(f"'{text}' is not a run id (a positive number, see `reportflow runs list`)")
-    return int(text)
+    from engine.core import inputs
+
+    return inputs.run_id(text)
 
 
 # --- setup -------------------------------------------------------------------

@@ -122,6 +122,9 @@ class UiConfig(Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=8321, ge=0, le=65535)
     token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
+    allowed_hosts: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-\[\]:]+$", max_length=255)], ...] = ()
+    session_ttl: Duration = timedelta(hours=12)
+    secure_cookies: StrictBool = False
 
 
 class ScheduleConfig(Strict):
@@ -235,6 +238,8 @@ def read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise errors.ConfigInvalid(f"not valid TOML: {exc}", file=str(path)) from exc
+    except RecursionError:
+        raise errors.ConfigInvalid("not valid TOML: nested too deeply", file=str(path)) from None
 
 
 def _check_timing(spec: ScheduleSpec, period: Any) -> None:

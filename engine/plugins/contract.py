@@ -246,6 +246,10 @@ def _serves_all(settings: Any, project: str) -> bool:
     return True
 
 
+def _no_files(settings: Any) -> Path | None:
+    return None
+
+
 def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequence[Any]) -> list[Finding]:
     return []
 
@@ -267,6 +271,8 @@ class WorkflowDef:
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
+    - ``files_root(settings)`` is the folder the workflow's file artifacts lie in (None:
+      it writes none); the page shows a saved file only from inside it.
     """
 
     name: str
@@ -279,6 +285,7 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    files_root: Callable[[Any], Path | None] = _no_files  # the folder its file artifacts must lie in
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
