@@ -13,10 +13,10 @@ from datetime import UTC, date, datetime
 
 from engine.core import errors
 
-MAX_RUN_ID = 2**63 - 1  # BIGINT
+MAX_RUN_ID = 10**18 - 1  # 18 digits: well inside BIGINT
 MIN_DAY = date(1900, 1, 1)
 MAX_DAY = date(9000, 12, 31)
-_ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
+_ASCII_DIGITS = re.compile(r"[0-9]{1,18}")
 _SHOWN = 40
 
 
@@ -27,7 +27,7 @@ def _shown(text: str) -> str:
 
 
 def run_id(text: str) -> int:
-    """A run id from ``text``: ASCII digits, 1..2**63-1; anything else is ``InvalidInput``."""
+    """A run id from ``text``: 1 to 18 ASCII digits, not zero; anything else is ``InvalidInput``."""
     if _ASCII_DIGITS.fullmatch(text) is None or not 0 < int(text) <= MAX_RUN_ID:
         raise errors.InvalidInput(f"'{_shown(text)}' is not a run id (a positive number, see `reportflow runs list`)")
     return int(text)
