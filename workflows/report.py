@@ -67,7 +67,9 @@ def generate(ctx: StepContext) -> StepResult:
         timezone=ctx.timezone, commits=collected.commits, prompt_version=str(ctx.pinned["prompt_version"]),
         on_empty=str(ctx.pinned.get("on_empty", "skip")),
         # Runs pinned before the language existed were English, and stay so.
-        language=str(ctx.pinned.get("language", "en")))
+        language=str(ctx.pinned.get("language", "en")),
+        # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
+        text_rules=int(ctx.pinned.get("text_rules", 0)))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()
