@@ -11,16 +11,18 @@ import re
 import unicodedata
 
 # scheme://userinfo@ where userinfo holds a password (user:pass) or is a bare token (token@).
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^\s:/@?#]*)(?::[^\s@/?#]*)?@")
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^\s:/@?#]*)(?P<password>:[^\s/?#]*)?@")
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _mask(match: re.Match[str]) -> str:
+    if match["password"] is None:  # https://TOKEN@host: the user part is the secret
+        return f"{match['scheme']}***@"
     return f"{match['scheme']}{match['user']}:***@"
 
 
 def mask_urls(text: str) -> str:
-    """``text`` with the password (or bare token) of every URL in it replaced by ``***``."""
+    """``text`` with every URL's password masked as ``user:***@`` (a bare ``token@`` as ``***@``)."""
     if "@" not in text:
         return text
     return _USERINFO.sub(_mask, text)
