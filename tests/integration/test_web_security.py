@@ -172,3 +172,18 @@ def test_a_bug_answers_500_with_the_security_headers(site: Site, monkeypatch: py
     answer = client(site.rt).get(f"/runs/{site.ok_id}")
     assert answer.status_code == 500 and "content-security-policy" in answer.headers
     assert "a bug" not in answer.text
+
+
+def test_a_password_stored_before_masking_is_masked_on_the_page_and_the_api(site: Site) -> None:
+    from sqlalchemy import update
+
+    from engine.store.tables import runs
+
+    old = "cannot reach Ollama at http://rf:OLDROWCANARY@127.0.0.1:1 (connection refused)"
+    with site.rt.store.write() as conn:
+        conn.execute(update(runs).where(runs.c.id == site.failed_id).values(error_message=old))
+    c = client(site.rt)
+    for path in (f"/runs/{site.failed_id}", f"/api/runs/{site.failed_id}", "/api/runs", "/runs"):
+        answer = c.get(path)
+        assert answer.status_code == 200 and "OLDROWCANARY" not in answer.text, path
+    assert "rf:***@127.0.0.1" in c.get(f"/api/runs/{site.failed_id}").text
