@@ -244,6 +244,8 @@ ARG_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                       "--workflow", "monthly_report"), ("monthly_report",)),
     "set a grace in words": (("schedules", "set", "platform-daily", "--grace", "forever", "--expect-version", "1"),
                              ("--grace", "forever")),
+    "set a grace of a billion days": (("schedules", "set", "platform-daily", "--grace", "999999999999d",
+                                       "--expect-version", "1"), ("--grace", "longer than 100 years")),
     "set an unknown timezone": (("schedules", "set", "platform-daily", "--timezone", "Mars/Base",
                                  "--expect-version", "1"), ("Mars/Base",)),
     "set a four-field cron": (("schedules", "set", "platform-daily", "--cron", "0 9 * *", "--expect-version", "1"),

@@ -4,13 +4,14 @@ as the CLI and the web share them. Whatever the text, each returns a usable valu
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.config import settings as config_mod
 from engine.core import clock, errors, inputs
 
 NEAR_DATES = st.from_regex(r"\A[0-9١²]{1,5}-[0-9]{1,2}-[0-9]{1,2}\Z") | st.dates().map(lambda d: d.isoformat())
@@ -19,6 +20,7 @@ NEAR_INSTANTS = (st.datetimes(timezones=st.timezones()).map(lambda d: d.isoforma
 ANY_TEXT = st.text(max_size=40)
 
 
+@settings(deadline=None)  # a loaded machine; the property is what counts
 @given(ANY_TEXT | st.from_regex(r"\A[0-9]{1,25}\Z") | st.sampled_from(["²", "١", "٣٤", "𝟙", "0", "-1", " 1"]))
 def test_a_run_id_is_ascii_digits_or_invalid_input(text: str) -> None:
     try:
@@ -29,6 +31,7 @@ def test_a_run_id_is_ascii_digits_or_invalid_input(text: str) -> None:
     assert text.isascii() and str(value) == text.lstrip("0") and 0 < value < 10**18
 
 
+@settings(deadline=None)  # a loaded machine; the property is what counts
 @given(ANY_TEXT | NEAR_DATES)
 def test_a_date_is_usable_in_period_arithmetic_or_invalid_input(text: str) -> None:
     try:
@@ -39,6 +42,7 @@ def test_a_date_is_usable_in_period_arithmetic_or_invalid_input(text: str) -> No
     assert day - timedelta(days=400) < day + timedelta(days=400)  # a period of any kind around it fits
 
 
+@settings(deadline=None)  # a loaded machine; the property is what counts
 @given(ANY_TEXT | NEAR_INSTANTS, st.sampled_from(["Pacific/Kiritimati", "Pacific/Pago_Pago", "UTC"]))
 def test_an_instant_and_the_now_option_are_usable_or_invalid_input(text: str, zone: str) -> None:
     try:
@@ -55,3 +59,14 @@ def test_an_instant_and_the_now_option_are_usable_or_invalid_input(text: str, zo
 def test_the_edges_of_the_calendar_are_refused(text: str) -> None:
     with pytest.raises(errors.InvalidInput, match="out of range"):
         inputs.instant(text) if "T" in text else inputs.day(text, "--date")
+
+
+@settings(deadline=None)  # a loaded machine; the property is what counts
+@given(ANY_TEXT | st.from_regex(r"\A[0-9١]{1,30}(\.[0-9]{1,12})?\s?(ms|s|m|h|d|w)\Z")
+       | st.integers(min_value=-10**30, max_value=10**400) | st.floats(allow_nan=True))
+def test_a_duration_is_usable_or_a_value_error_the_cli_turns_into_invalid_input(value: object) -> None:
+    try:
+        span = config_mod.parse_duration(value)
+    except ValueError:
+        return
+    assert datetime(9000, 12, 31, tzinfo=UTC) + span > datetime(1900, 1, 1, tzinfo=UTC) - span
