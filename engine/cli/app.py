@@ -352,6 +352,42 @@ def schedules_set(
     output.say(f"schedule {name} is now version {schedule.version}")
 
 
+@schedules_app.command("draft")
+def schedules_draft(
+    ctx: typer.Context, text: str,
+    project: Annotated[Optional[str], typer.Option("--project", help="The project it is for.")] = None,
+    workflow: Annotated[Optional[str], typer.Option("--workflow", help="The workflow it runs.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Append the block to the config file.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Write without asking.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """A schedule from a sentence, validated and previewed; never touches the database.
+
+    Example: reportflow schedules draft "every weekday at 18:30 Seoul time, daily report for web"
+    """
+    from engine.cli import render
+    from engine.operations import drafts
+    from engine.plugins import registry as registry_mod
+
+    cli = _cli(ctx)
+    config, registry = registry_mod.load_with_config(cli.config_path, db_override=cli.db_url)
+    report = drafts.draft(config, registry, text, now=cli.clock().now(), project=project,
+                          workflow=workflow)
+    render.draft(report, as_json)
+    if not report.valid:
+        raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
+    if not write:
+        return
+    if report.exists:
+        raise errors.Conflict(f"a schedule named '{report.draft.get('name')}' is already in "
+                              f"{cli.config_path}; edit it there or draft another name")
+    if not yes and not typer.confirm(f"append this schedule to {cli.config_path}?", err=True):
+        raise typer.Exit(1)
+    drafts.append(cli.config_path, report)
+    output.say(f"appended schedule {report.draft.get('name')} to {cli.config_path}; "
+               "run `reportflow schedules apply` to schedule it")
+
+
 # --- the loops ---------------------------------------------------------------
 
 @app.command()

@@ -120,6 +120,26 @@ def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
     out.print(table)
 
 
+def draft(report: Any, as_json: bool) -> None:
+    """A drafted schedule (SPEC §16.2): the entry, the verdict, the next fires, the TOML block."""
+    data = report.as_json()
+    if as_json:
+        _json(data)
+        return
+    out.print(f"[bold]draft[/] by {escape(data['drafter'])}: {escape(data['rationale'])}")
+    if not data["valid"]:
+        for problem in data["errors"]:
+            out.print(f"[red]invalid:[/] {escape(problem)}")
+    else:
+        out.print(f"[green]valid[/]: {data['runs_per_day']} runs/day")
+        fires(str(data["draft"].get("timezone", "UTC")), report.preview, False)
+    if data["risk"]:
+        warn(data["risk"])
+    if data["exists"]:
+        warn(f"a schedule named '{data['draft'].get('name')}' is already in the config file")
+    out.print(data["toml"], highlight=False, markup=False)
+
+
 def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
     data = {
         "cron": expr, "timezone": timezone, "valid": result.ok, "runs_per_day": round(result.runs_per_day, 2),
@@ -227,6 +247,12 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
               f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
     if run.error_code:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
+        if data["runbook"]:
+            out.print(f"what to do: {escape(data['runbook'])}")
+    if data["grounding"]:
+        grounding = data["grounding"]
+        out.print(f"grounding [bold]{escape(str(grounding['verdict']))}[/]"
+                  + "".join(f"\n  - {escape(str(v))}" for v in grounding.get("violations", [])))
     steps = Table(title="steps")
     for column in ("#", "step", "status", "tries", "started", "finished", "error"):
         steps.add_column(column)

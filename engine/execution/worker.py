@@ -31,7 +31,7 @@ from engine.execution import pacing
 from engine.execution.group_commit import GroupCommitError, GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims
+from engine.store import claims, ops_facts
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
 
@@ -253,6 +253,7 @@ class Worker:
             timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
             outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
             exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            engine_facts=partial(_engine_facts, self.rt),
             output_models=workflow.output_models(),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
@@ -480,3 +481,9 @@ class Worker:
         self._executor.shutdown(wait=False)
         if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
             self._writer.close()
+
+
+def _engine_facts(rt: Runtime, start: datetime, end: datetime) -> dict[str, Any]:
+    """``StepContext.engine_facts``: one read transaction, as of the runtime's clock."""
+    with rt.store.read() as conn:
+        return ops_facts.read(conn, start, end, rt.clock.now())

@@ -55,6 +55,10 @@ def _no_pace(name: str, interval: timedelta) -> None:
     return None
 
 
+def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
+    raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
+
+
 @dataclass(frozen=True)
 class StepContext:
     run_id: int
@@ -79,6 +83,9 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
+    # ``engine_facts(start, end)``: the engine's own record of the runs whose slot is in
+    # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
+    engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
 
@@ -255,6 +262,27 @@ def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequ
 
 
 @dataclass(frozen=True)
+class DraftRequest:
+    """A sentence to turn into a ``[[schedules]]`` entry (SPEC §16.2), with the operator's hints."""
+
+    text: str
+    project: str | None
+    workflow: str | None
+    #: The installed workflows a draft may name, and their periods.
+    workflows: Mapping[str, PeriodKind]
+
+
+@dataclass(frozen=True)
+class DraftAnswer:
+    """A drafted ``[[schedules]]`` entry as the config file would hold it, and why."""
+
+    entry: Mapping[str, Any]
+    rationale: str
+    #: Who drafted it: ``builtin grammar``, ``ollama llama3.1:8b``...
+    drafter: str
+
+
+@dataclass(frozen=True)
 class WorkflowDef:
     """A workflow as the engine sees it.
 
@@ -273,6 +301,10 @@ class WorkflowDef:
       its external artifacts (``ArtifactRecord`` of successful runs).
     - ``files_root(settings)`` is the folder the workflow's file artifacts lie in (None:
       it writes none); the page shows a saved file only from inside it.
+    - ``draft_schedule(settings, request)`` turns a sentence into a schedule
+      entry (``DraftAnswer``); raises ``InvalidInput`` for one it cannot read.
+      The engine validates the answer like any schedule in the file; how the
+      workflow reads words (a grammar, a model) is its own business.
     """
 
     name: str
@@ -286,6 +318,9 @@ class WorkflowDef:
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
     files_root: Callable[[Any], Path | None] = _no_files  # the folder its file artifacts must lie in
+    draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
+    #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
+    projectless: bool = False
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:

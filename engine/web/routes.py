@@ -20,6 +20,7 @@ from starlette.routing import Route
 from engine.core import cron, cron_words, errors, inputs, logs
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions as operations
+from engine.operations import drafts
 from engine.read import calendar, views
 from engine.read import runs as read_runs
 from engine.read import schedules as read_schedules
@@ -64,7 +65,19 @@ def schedules_page(request: Request) -> Response:
         fires = cron.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
         items.append({"view": views.schedule_view(overview.schedule, overview.last_run),
                       "words": cron_words.describe(spec.cron), "fires": fires})
-    return page(request, "schedules.html", title="Schedules", items=items)
+    text = (request.query_params.get("draft") or "").strip()
+    draft, draft_error = None, None
+    if text:  # SPEC §16.2: the same validation and preview as the CLI; writing stays on the CLI
+        try:
+            draft = drafts.draft(rt.config, rt.registry, text, now=now,
+                                 project=request.query_params.get("project") or None,
+                                 workflow=request.query_params.get("workflow") or None)
+        except errors.ReportflowError as exc:
+            draft_error = exc.message
+    return page(request, "schedules.html", title="Schedules", items=items, draft=draft,
+                draft_text=text, draft_error=draft_error,
+                draft_project=request.query_params.get("project") or "",
+                draft_workflow=request.query_params.get("workflow") or "")
 
 
 def schedule_page(request: Request) -> Response:
@@ -147,6 +160,10 @@ def run_page(request: Request) -> Response:
         if "prompt_sha256" in output or "model" in output:
             generation = {k: output.get(k) for k in ("provider", "model", "model_digest", "prompt_version",
                                                    "prompt_sha256", "trimmed")}
+    grounding = views.grounding_of(run)
+    if grounding is not None:  # SPEC §16.1: the verdict, and what the model got wrong
+        generation["grounding"] = "; ".join([str(grounding["verdict"]),
+                                             *map(str, grounding.get("violations", []))])
     try:
         step_names = list(rt.workflow(run.workflow).step_names())
     except errors.ReportflowError:
