@@ -211,12 +211,16 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
 
 @schedules_app.command("apply")
 def schedules_apply(ctx: typer.Context,
-                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False) -> None:
-    """Sync [[schedules]] from the config into the database. Example: reportflow schedules apply"""
+                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False,
+                    overwrite: Annotated[bool, typer.Option(
+                        "--overwrite", help="Let the file win over edits made in the database (audited).")] = False,
+                    dry_run: Annotated[bool, typer.Option(
+                        "--dry-run", help="Print the plan (diffs and drift included); write nothing.")] = False) -> None:
+    """Sync [[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
     from engine.cli import render
     from engine.scheduling import definitions as schedules
 
-    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes)
+    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
     render.apply_report(report)
 
 
@@ -304,13 +308,27 @@ def schedules_enable(ctx: typer.Context, name: str,
 
 
 @schedules_app.command("disable")
-def schedules_disable(ctx: typer.Context, name: str,
-                      reason: Annotated[str, typer.Option(help="Why (audited, required).")]) -> None:
-    """Audited kill switch. Example: reportflow schedules disable platform-daily --reason "repo migration" """
+def schedules_disable(ctx: typer.Context, name: Annotated[Optional[str], typer.Argument()] = None,
+                      reason: Annotated[str, typer.Option(help="Why (audited, required).")] = "",
+                      all_: Annotated[bool, typer.Option("--all", help="Every live schedule (the global switch).")]
+                      = False,
+                      cancel_queued: Annotated[bool, typer.Option(
+                          "--cancel-queued", help="Cancel the runs not yet started instead of holding them.")]
+                      = False) -> None:
+    """Audited kill switch: runs not yet started are held. Example: reportflow schedules disable platform-daily --reason "repo migration" """
     from engine.scheduling import definitions as schedules
 
-    schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=False, reason=reason)
-    output.say(f"schedule {name} {'disabled' if changed else 'was already disabled'} (version {schedule.version})")
+    if not reason.strip():
+        raise errors.InvalidInput("--reason is required to disable a schedule")
+    if all_ == (name is not None):
+        raise errors.InvalidInput("name one schedule or give --all")
+    rt = _cli(ctx).runtime()
+    if name is None:
+        changed = schedules.disable_all(rt, reason=reason, cancel_queued=cancel_queued)
+        output.say(f"disabled {len(changed)} schedule(s)" + (f": {', '.join(s.name for s in changed)}" if changed else ""))
+        return
+    schedule, did = schedules.set_enabled(rt, name, enabled=False, reason=reason, cancel_queued=cancel_queued)
+    output.say(f"schedule {name} {'disabled' if did else 'was already disabled'} (version {schedule.version})")
 
 
 @schedules_app.command("set")

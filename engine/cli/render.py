@@ -46,6 +46,20 @@ def _compact_secs(value: float | None) -> str:
 def apply_report(report: Any) -> None:
     for warning in report.warnings:
         warn(warning)
+    plan = report.plan
+    if report.dry_run and plan is not None:
+        say("plan (dry run, nothing written):")
+        for label in ("created", "archived", "unchanged"):
+            say(f"  {label}: {', '.join(getattr(plan, label)) or '-'}")
+        for label, groups in (("updated", plan.updated), ("drifted", plan.drifted)):
+            say(f"  {label}: {', '.join(groups) or '-'}")
+            for name, changes in groups.items():
+                for change in changes:
+                    say(f"    {name} {change.describe()}")
+        return
+    if plan is not None:
+        for name, changes in plan.drifted.items():
+            warn(f"drift overwritten on {name}: {', '.join(c.describe() for c in changes)}")
     for label in ("created", "updated", "archived", "unchanged"):
         names = getattr(report, label)
         if names:
@@ -229,7 +243,7 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
             str(run.id), run.schedule_name or "", run.idempotency_key, run.trigger.value,
             format_instant(run.scheduled_for) or "",
             _status(run.status.value) + (" [red](stalled)[/]" if stalled else "") +
-            (f" [dim]{run.reason}[/]" if run.reason else ""),
+            (f" [dim]{run.reason}[/]" if run.reason else "") + (f" [yellow](held: {run.held})[/]" if run.held else ""),
             f"{run.attempt_count}/{run.max_attempts}", _compact_secs(views._seconds(run.start_delay)),
             _compact_secs(views._seconds(run.duration)), escape(failure))
     out.print(table)
@@ -245,6 +259,8 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
               f"trigger {run.trigger.value}  attempts {run.attempt_count}/{run.max_attempts}")
     out.print(f"slot {format_instant(run.scheduled_for)} ({run.scheduled_for.astimezone(zone).isoformat()}), "
               f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
+    if run.held:
+        out.print(f"[yellow]held: {run.held}[/] (no worker claims it until the schedule is enabled)")
     if run.error_code:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
         if data["runbook"]:

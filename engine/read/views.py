@@ -52,6 +52,7 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "error_code": run.error_code,
         "error_message": run.error_message,
         "stalled": policies.run_is_stalled(run, now),
+        "held": run.held,
     }
 
 

@@ -95,7 +95,7 @@ def schedule_page(request: Request) -> Response:
                 words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"),
-                audit=schedules.history(rt, name)[-30:][::-1])
+                audit=schedules.history(rt, name)[-30:][::-1], held=read_runs.held_runs(rt, name))
 
 
 def project_calendar_page(request: Request) -> Response:
@@ -309,10 +309,14 @@ async def enable_action(request: Request) -> Response:
         reason = (_field(form, "reason") or "").strip() or None
         if not enabled and reason is None:
             raise errors.InvalidInput("a reason is required to disable a schedule")
-        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason)
+        cancel_queued = not enabled and _field(form, "cancel_queued") is not None
+        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason,
+                                                  cancel_queued=cancel_queued)
         word = "enabled" if enabled else "disabled"
+        held = "" if enabled else (" (runs not yet started: cancelled)" if cancel_queued else
+                                   " (runs not yet started: held)")
         return {"message": f"schedule {name} {word if changed else 'was already ' + word} "
-                           f"(version {schedule.version})"}
+                           f"(version {schedule.version}){held}"}
     return await _act(request, act, f"/schedules/{name}")
 
 
