@@ -333,7 +333,7 @@ def release_run(conn: Connection, run_id: int, fence: int | None, target: RunSta
 
 _BUSY = select(func.count()).where(
     runs.c.schedule_id == P("b_schedule"), runs.c.trigger_type == RunTrigger.SCHEDULED.value,
-    runs.c.status.in_([RunStatus.QUEUED.value, RUNNING, RunStatus.RETRY_PENDING.value]))
+    runs.c.status.in_([RunStatus.QUEUED.value, RUNNING, RunStatus.RETRY_PENDING.value, RunStatus.WAITING.value]))
 _OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule"),
                                            runs.c.status == RunStatus.PENDING.value)
                    .order_by(runs.c.scheduled_for, runs.c.id).limit(1))
