@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
-from engine.core import alerts
+from engine.core import alerts, redact
 from engine.core.clock import format_instant
 from engine.core.models import Run, RunStatus, Schedule
 from engine.store import schedules as schedule_rows
@@ -44,6 +44,10 @@ def record_event(conn: Connection, *, event: str, dedupe_key: str, at: datetime,
                  details: Mapping[str, Any] | None = None) -> bool:
     """Insert one event unless its ``dedupe_key`` is recorded already; returns whether it was new."""
     status = alerts.EventStatus.PENDING if decision.notify else alerts.EventStatus.QUIET
+    # An error message may quote a URL with credentials: masked before it is stored or sent (SPEC §14).
+    summary = redact.mask_urls(summary)
+    if details:
+        details = {k: redact.mask_urls(v) if isinstance(v, str) else v for k, v in details.items()}
     stmt = dialect_insert(conn)(events).values(
         dedupe_key=dedupe_key, event=event, severity=decision.severity.value, at=at, summary=summary,
         schedule=schedule, run_id=run_id, key=key, business_key=business_key,

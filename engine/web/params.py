@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from engine.core import errors
+from engine.core import errors, inputs
 from engine.core.models import RunStatus, RunTrigger
 from engine.read import runs as read_runs
 from engine.runtime import Runtime
@@ -16,10 +16,7 @@ from engine.store import history as history_rows
 def parse_date(text: str | None, name: str) -> date | None:
     if not text:
         return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise errors.InvalidInput(f"{name} '{text}' is not a date (YYYY-MM-DD)") from None
+    return inputs.day(text, name)
 
 
 def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[str, str]]:
