@@ -87,14 +87,18 @@ def pg_url(pg_template: str) -> Iterator[str]:
 
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
+    """A migrated SQLite database of this test's own (a copy of the per-process template)."""
+    from tests import support
+
+    support.copy_migrated_sqlite(tmp_path / "rf.db")
     return f"sqlite:///{tmp_path / 'rf.db'}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Both backends: every test using it runs once on SQLite and once on PostgreSQL."""
+    """Both backends, migrated: every test using it runs once on SQLite and once on PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rf.db'}"
+        return str(request.getfixturevalue("sqlite_url"))
     return str(request.getfixturevalue("pg_url"))
 
 
