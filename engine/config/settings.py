@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -124,10 +124,15 @@ class UiConfig(Strict):
     token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
 
 
+#: The project of a projectless workflow's runs (``{workflow}:ops:{business_key}``).
+PROJECTLESS = "ops"
+
+
 class ScheduleConfig(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
     workflow: str
-    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
+    # Required, except for a workflow whose schedules name no project (``projectless``).
+    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
     cron: str
     timezone: str
     # The defaults are ScheduleSpec's (engine.core.models): one source.
@@ -142,6 +147,10 @@ class ScheduleConfig(Strict):
     dst_fold: DstFold = ScheduleSpec.dst_fold
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
+    # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
+    # team workflows from the config, pinned into each run, not part of the schedule's definition.
+    projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None
+    authors: list[str] | None = None
 
     def to_spec(self) -> ScheduleSpec:
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
@@ -301,13 +310,21 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             known = ", ".join(sorted(registry)) or "none installed"
             raise errors.ConfigInvalid(f"unknown workflow '{sched.workflow}' (known: {known})",
                                        file=file, key=f"{where}.workflow")
+        workflow = registry[sched.workflow]
+        if sched.project is None:
+            if not getattr(workflow, "projectless", False):
+                raise errors.ConfigInvalid("project is required", file=file, key=f"{where}.project")
+            sched = sched.model_copy(update={"project": PROJECTLESS})
+        elif getattr(workflow, "projectless", False):
+            raise errors.ConfigInvalid(f"{sched.workflow} reports on the engine itself: leave out project",
+                                       file=file, key=f"{where}.project")
+        assert sched.project is not None
         pair = (sched.workflow, sched.project)
         if pair in live_pairs:
             raise errors.ConfigInvalid(
                 f"schedule '{live_pairs[pair]}' already runs {sched.workflow} for project '{sched.project}'",
                 file=file, key=f"{where}.project")
         live_pairs[pair] = sched.name
-        workflow = registry[sched.workflow]
         try:
             workflow.check_project(settings[sched.workflow], sched.project)
         except errors.ConfigInvalid as exc:

@@ -17,6 +17,7 @@ class RunStatus(StrEnum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     RETRY_PENDING = "RETRY_PENDING"
+    WAITING = "WAITING"  # its child runs are working; holds no lease (SPEC §17)
     SUCCESS = "SUCCESS"
     PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
     FAILED = "FAILED"
@@ -26,7 +27,11 @@ class RunStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING,
+                             RunStatus.WAITING})
+# Runs that have not started: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
+HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
+HELD_BY_DISABLED = "schedule disabled"
 TERMINAL_STATUSES = frozenset({
     RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
     RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,
@@ -46,6 +51,7 @@ class AttemptTrigger(StrEnum):
     AUTO = "auto"
     RECOVERY = "recovery"
     HANDBACK = "handback"
+    FAN_IN = "fan_in"  # the parent's last child finished: it resumes at the step after its fan-out
 
 
 class AttemptOutcome(StrEnum):
@@ -121,6 +127,7 @@ PRIORITY = {
     AttemptTrigger.AUTO: 20,
     AttemptTrigger.RECOVERY: 20,
     AttemptTrigger.HANDBACK: 20,
+    AttemptTrigger.FAN_IN: 20,
     AttemptTrigger.BACKFILL: 10,
 }
 
@@ -162,6 +169,7 @@ class Schedule:
     disabled_at: datetime | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    applied_definition: dict[str, Any] | None = None  # the definition of the last apply (None: unknown)
 
     @property
     def name(self) -> str:
@@ -254,9 +262,19 @@ class Run:
     completed_at: datetime | None
     error_code: str | None
     error_message: str | None
+    parent_id: int | None = None  # the run whose fan-out step made this one (SPEC §17)
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
+    children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
+    schedule_enabled: bool | None = None  # None when the row was read without its schedule
+
+    @property
+    def held(self) -> str | None:
+        """Why no worker claims this run although it waits (``claims`` repeats the rule in SQL), or None."""
+        if self.schedule_enabled is False and self.status in HOLDABLE_STATUSES:
+            return HELD_BY_DISABLED
+        return None
 
     @property
     def start_delay(self) -> timedelta | None:

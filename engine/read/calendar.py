@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import cron, errors, policies
+from engine.core import cron, errors, policies, revisions
 from engine.core.clock import parse_instant
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
@@ -30,8 +30,9 @@ AWAITING_TICK = "AWAITING_TICK"
 NO_ROW = "NO_ROW"
 NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, NO_ROW)
 SLOT_CELL_LIMIT = 400
-# Row statuses that `backfill` re-queues: with the row-less past periods, what a backfill range offers to fix.
-BACKFILL_REQUEUES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+# Row states `backfill` re-queues (the §12 decider's): with the row-less past periods, what a range offers to fix.
+_BACKFILL_REQUEUES = frozenset(s.value for s in RunStatus if revisions.decide_action(
+    revisions.Command.BACKFILL, s) is revisions.PeriodAction.REQUEUE)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Cell:
     def backfillable(self) -> bool:
         """A past period that `backfill` would create or re-queue."""
         return self.state in (TOO_OLD, DISABLED, BEFORE_SCHEDULE, AWAITING_TICK, NO_ROW) or \
-            self.state in {s.value for s in BACKFILL_REQUEUES}
+            self.state in _BACKFILL_REQUEUES
 
 
 @dataclass(frozen=True)

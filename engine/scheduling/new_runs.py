@@ -12,14 +12,17 @@ from typing import Any
 
 from engine.core import policies
 from engine.core.clock import format_instant
-from engine.core.models import PRIORITY, AttemptTrigger, Period, RunStatus, RunTrigger, Schedule, SlotReason
-from engine.plugins.contract import WorkflowDef
+from engine.core.models import PRIORITY, AttemptTrigger, Period, Run, RunStatus, RunTrigger, Schedule, SlotReason
+from engine.plugins.contract import ChildRun, WorkflowDef
 
 
 def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
-                  workflow_pins: dict[str, Any]) -> dict[str, Any]:
+                  workflow_pins: dict[str, Any], slot_at: datetime | None = None) -> dict[str, Any]:
+    """The inputs a run keeps for life: period, window (to the slot for ``current``), versions, workflow pins."""
     spec = schedule.spec
-    local_start, local_end = period.window_local()
+    window, rule = (period, policies.WINDOW_WHOLE_PERIOD) if slot_at is None else \
+        policies.collect_window(period, slot_at, spec.report_on)
+    local_start, local_end = window.window_local()
     return {
         "payload_version": workflow.payload_version,
         "workflow": workflow.name,
@@ -31,9 +34,10 @@ def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
         "report_on": spec.report_on.value,
         "business_key": period.key,
         "window_start": format_instant(period.start_at),
-        "window_end": format_instant(period.end_at),
+        "window_end": format_instant(window.end_at),
         "window_start_local": local_start,
         "window_end_local": local_end,
+        "window_rule": rule,
         **workflow_pins,
     }
 
@@ -52,7 +56,39 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
         idempotency_key=policies.idempotency_key(workflow.name, spec.project, period.key, revision),
         revision=revision, status=status.value, reason=reason.value if reason else None,
         priority=PRIORITY[attempt_trigger], not_before=not_before,
-        pinned=pinned_inputs(schedule, workflow, period, workflow_pins), attempt_count=0,
+        pinned=pinned_inputs(schedule, workflow, period, workflow_pins, slot_at), attempt_count=0,
         max_attempts=max_attempts, max_runtime_s=int(spec.max_runtime.total_seconds()), created_at=now,
         fence=0, cancel_requested=False,
     )
+
+
+def child_key(parent_key: str, name: str) -> str:
+    """A child run's idempotency key: ``{parent key}/{child name}`` (SPEC §17)."""
+    return f"{parent_key}/{name}"
+
+
+def child_run(parent: Run, child: ChildRun, workflow: WorkflowDef, *, now: datetime, max_attempts: int,
+              workflow_pins: dict[str, Any]) -> dict[str, Any]:
+    """Column values of a child run: the parent's period, trigger and priority, its own workflow and inputs.
+
+    No schedule: a child is the parent's part of the period, never a slot of its own (overlap,
+    misfire and the calendar see the parent).
+    """
+    key = child_key(parent.idempotency_key, child.name)
+    project = child.project or parent.project
+    inherited = {k: v for k, v in parent.pinned.items() if k in _PERIOD_PINS}
+    pinned = {**inherited, "payload_version": workflow.payload_version, "workflow": workflow.name,
+              "project": project, "parent_key": parent.idempotency_key, "child": child.name,
+              "inputs": dict(child.inputs), **workflow_pins}
+    return dict(
+        schedule_id=None, workflow=workflow.name, project=project, trigger_type=parent.trigger.value,
+        scheduled_for=parent.scheduled_for, business_key=parent.business_key, base_key=key, idempotency_key=key,
+        revision=1, status=RunStatus.QUEUED.value, reason=None, priority=parent.priority, not_before=None,
+        pinned=pinned, attempt_count=0, max_attempts=max_attempts, max_runtime_s=parent.max_runtime_s,
+        created_at=now, fence=0, cancel_requested=False, parent_id=parent.id,
+    )
+
+
+# What a child takes over from its parent's pins: the business period, never the parent's own inputs.
+_PERIOD_PINS = frozenset({"schedule", "schedule_version", "timezone", "report_on", "business_key", "window_start",
+                          "window_end", "window_start_local", "window_end_local"})

@@ -18,7 +18,16 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, transitions
-from engine.core.models import ACTIVE_STATUSES, PRIORITY, AttemptTrigger, Run, RunStatus, RunTrigger, StepStatus
+from engine.core.models import (
+    ACTIVE_STATUSES,
+    HOLDABLE_STATUSES,
+    PRIORITY,
+    AttemptTrigger,
+    Run,
+    RunStatus,
+    RunTrigger,
+    StepStatus,
+)
 from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 
@@ -99,7 +108,8 @@ def _guarded_status(conn: Connection, run_id: int, target: RunStatus, **values: 
 # --- reading ---------------------------------------------------------------
 
 def _run_query() -> Any:
-    return select(runs, schedules.c.name.label("schedule_name")).select_from(
+    return select(runs, schedules.c.name.label("schedule_name"),
+                  schedules.c.enabled.label("schedule_enabled")).select_from(
         runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
 
 
@@ -135,8 +145,11 @@ def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
 
 
 def list_runs(conn: Connection, *, statuses: Iterable[str] = (), schedule_id: int | None = None,
-              limit: int | None = 200) -> list[Run]:
+              limit: int | None = 200, parent_id: int | None = None) -> list[Run]:
+    """Runs newest slot first; ``parent_id``: only that run's children (SPEC §17)."""
     query = _run_query().order_by(runs.c.scheduled_for.desc(), runs.c.id.desc())
+    if parent_id is not None:
+        query = query.where(runs.c.parent_id == parent_id)
     status_list = list(statuses)
     if status_list:
         query = query.where(runs.c.status.in_(status_list))
@@ -171,6 +184,14 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
                      .values(status=StepStatus.PENDING.value))
 
 
+def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
+    """The schedule's runs that have not started (what disabling it holds), in claim order."""
+    query = (_run_query().where(runs.c.schedule_id == schedule_id,
+                                runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
+             .order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id))
+    return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
+
+
 def set_status(conn: Connection, run_id: int, target: RunStatus, **values: Any) -> None:
     _guarded_status(conn, run_id, target, **values)
 
@@ -200,7 +221,7 @@ def orphaned_pending(conn: Connection) -> list[int]:
         ~exists().where(busy.c.schedule_id == runs.c.schedule_id,
                         busy.c.trigger_type == RunTrigger.SCHEDULED.value,
                         busy.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value,
-                                           RunStatus.RETRY_PENDING.value]))))
+                                           RunStatus.RETRY_PENDING.value, RunStatus.WAITING.value]))))
     return [int(s) for s in conn.execute(query).scalars() if s is not None]
 
 

@@ -58,6 +58,7 @@ schedules = Table(
     Column("project", String(64), nullable=False),
     Column("definition", JSON, nullable=False),
     Column("definition_hash", String(64), nullable=False),
+    Column("applied_definition", JSON),  # as of the last ``schedules apply`` (drift, SPEC §3)
     Column("version", Integer, nullable=False),
     Column("enabled", Boolean, nullable=False),
     Column("archived", Boolean, nullable=False, server_default=text("false")),
@@ -103,6 +104,7 @@ runs = Table(
     Column("completed_at", UTCDateTime),
     Column("error_code", String(64)),
     Column("error_message", Text),
+    Column("parent_id", Id, ForeignKey("runs.id")),  # the run that fanned out into this one (SPEC §17)
     CheckConstraint(_in("status", [s.value for s in RunStatus]), name="status"),
     CheckConstraint(_in("trigger_type", [t.value for t in RunTrigger]), name="trigger_type"),
     CheckConstraint("revision >= 1", name="revision"),
@@ -111,6 +113,7 @@ runs = Table(
     Index("ix_runs_base_key_status", "base_key", "status"),
     Index("ix_runs_scheduled_for_id", "scheduled_for", "id"),
     Index("ix_runs_schedule_slot", "schedule_id", "scheduled_for"),
+    Index("ix_runs_parent_id", "parent_id"),
     Index("uq_runs_slot", "schedule_id", "scheduled_for", "trigger_type", unique=True,
           sqlite_where=text("revision = 1")),
 )

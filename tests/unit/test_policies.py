@@ -245,3 +245,17 @@ def test_is_stalled_needs_running_past_max_runtime_with_a_live_lease(
     claimed = None if claimed_min_ago is None else now - timedelta(minutes=claimed_min_ago)
     assert policies.is_stalled(status, claimed, now + timedelta(seconds=lease_left_s), timedelta(minutes=30),
                                now) is expected
+
+
+def test_a_current_window_ends_at_the_slot_and_a_previous_one_covers_the_whole_period() -> None:
+    from datetime import UTC, datetime
+
+    from engine.core import policies
+    from engine.core.models import PeriodKind, ReportOn
+
+    slot = datetime(2026, 9, 29, 10, 30, tzinfo=UTC)  # 19:30 in Seoul
+    today = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.CURRENT)
+    window, rule = policies.collect_window(today, slot, ReportOn.CURRENT)
+    assert (window.start_at, window.end_at, rule) == (today.start_at, slot, policies.WINDOW_UNTIL_SLOT)
+    yesterday = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.PREVIOUS)
+    assert policies.collect_window(yesterday, slot, ReportOn.PREVIOUS) == (yesterday, policies.WINDOW_WHOLE_PERIOD)
