@@ -1,7 +1,7 @@
 """Child runs (SPEC §17): ``runs.parent_id`` and the ``WAITING`` status.
 
-Revision ID: 0009
-Revises: 0007
+Revision ID: 0007
+Revises: 0006
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0007"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

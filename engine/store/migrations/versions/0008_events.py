@@ -1,7 +1,7 @@
 """The alert outbox (SPEC §15.1): one row per event, written with the change that causes it.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0008
+Revises: 0007
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from alembic import op
 
 from engine.store.types import UTCDateTime
 
-revision = "0010"
-down_revision = "0009"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -1,6 +1,6 @@
 """The definition each schedule had at its last ``schedules apply``: what drift is measured against (SPEC §3).
 
-Revision ID: 0007
+Revision ID: 0006
 Revises: 0005
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007"
+revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
