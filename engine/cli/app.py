@@ -72,6 +72,14 @@ class Cli:
 
         return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]
 
+    def store_url(self) -> str:
+        """The store URL as every command resolves it; with ``--db``/REPORTFLOW_DB the config is not read."""
+        if self.db_url:
+            from engine.config import defaults
+
+            return defaults.store_url(self.db_url, None, self.config_path.parent.resolve())
+        return self.config().store_url
+
     def registry(self) -> "registry_mod.Registry":
         """Installed workflows plus the config's ``[[workflows]]``; installed only when no config file exists."""
         from engine.plugins import registry as registry_mod
@@ -179,7 +187,7 @@ def db_upgrade(ctx: typer.Context) -> None:
     from engine.store import database
 
     cli = _cli(ctx)
-    url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
+    url = cli.store_url()
     engine = database.create_db_engine(url)
     try:
         before = database.current_revision(engine)
@@ -200,11 +208,14 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
     from engine.store import backup, database
 
     cli = _cli(ctx)
-    url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
+    url = cli.store_url()
     engine = database.create_db_engine(url)
-    if engine.dialect.name == "sqlite":
-        database.ensure_schema(engine, auto_migrate=False)
-    pages = backup.backup_sqlite(engine, path)
+    try:
+        if engine.dialect.name == "sqlite":
+            database.ensure_schema(engine, auto_migrate=False)
+        pages = backup.backup_sqlite(engine, path)
+    finally:
+        engine.dispose()
     output.say(f"backed up {database.safe_url(url)} to {path} ({pages} pages)")
 
 

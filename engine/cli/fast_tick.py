@@ -32,7 +32,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.config.defaults import DEFAULT_CONFIG, DEFAULT_DB_URL, resolve_store_url
+from engine.config import defaults
+from engine.config.defaults import DEFAULT_CONFIG
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -161,15 +162,14 @@ def quiet_tick(request: Request) -> QuietTick | None:
 
 def _store_url(config_bytes: bytes, request: Request) -> str:
     """The store URL as ``engine.config.build_config`` resolves it: ``--db``/REPORTFLOW_DB, ``[store] url``, default."""
-    url = request.db_override
-    if url is None:
+    configured = None
+    if request.db_override is None:
         import tomllib
 
-        store = tomllib.loads(config_bytes.decode("utf-8")).get("store", {})
-        url = store.get("url", DEFAULT_DB_URL)
-        if not isinstance(url, str):
+        configured = tomllib.loads(config_bytes.decode("utf-8")).get("store", {}).get("url")
+        if configured is not None and not isinstance(configured, str):
             raise TypeError("store.url is not text")  # invalid: the full path says so
-    return resolve_store_url(url, request.config_path.parent.resolve())
+    return defaults.store_url(request.db_override, configured, request.config_path.parent.resolve())
 
 
 def _reader(url: str) -> Engine | None:

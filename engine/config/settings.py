@@ -11,7 +11,6 @@ anything is written.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ from pydantic import (
 
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
+from engine.config import defaults
 from engine.config.defaults import resolve_store_url as resolve_store_url
 from engine.core import errors
 from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
@@ -319,9 +319,8 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
         specs.append(spec)
 
-    url = db_override or os.environ.get("REPORTFLOW_DB") or sections.store.url
     return AppConfig(
-        path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
+        path=path, base_dir=base_dir, store_url=defaults.store_url(db_override, sections.store.url, base_dir),
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
         workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
     )

@@ -22,6 +22,9 @@ class Clock(Protocol):
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
         """Wait ``seconds``; return True early if ``stop`` was set."""
 
+    def wait(self, seconds: float, stop: threading.Event) -> bool:
+        """A background loop's pause: until ``stop`` is set or ``seconds`` pass by themselves; True if stopped."""
+
     def monotonic(self) -> float:
         """Seconds from an arbitrary origin, for measuring durations."""
 
@@ -39,6 +42,9 @@ class SystemClock:
         if stop is None:
             time.sleep(max(0.0, seconds))
             return False
+        return stop.wait(max(0.0, seconds))
+
+    def wait(self, seconds: float, stop: threading.Event) -> bool:
         return stop.wait(max(0.0, seconds))
 
     def monotonic(self) -> float:
@@ -66,11 +72,14 @@ class ManualClock:
             self._now = to_utc(instant)
 
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
-        """Without ``stop``: advance instantly. With one: manual time does not pass by
-        itself, so a background loop (a heartbeat) just waits until it is stopped."""
-        if stop is None:
-            self.advance(timedelta(seconds=max(0.0, seconds)))
-            return False
+        """Advance by ``seconds`` at once, unless ``stop`` is set already (then True)."""
+        if stop is not None and stop.is_set():
+            return True
+        self.advance(timedelta(seconds=max(0.0, seconds)))
+        return False
+
+    def wait(self, seconds: float, stop: threading.Event) -> bool:
+        """Manual time does not pass by itself: a background loop (a heartbeat, an idle poll) waits for ``stop``."""
         stop.wait()
         return True
 

@@ -27,6 +27,10 @@ class RunStatus(StrEnum):
 
 
 ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+# Waiting for a worker (once ``not_before`` has passed); the order is the SQL's (a partial index repeats it).
+CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
+# A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
+BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING)
 TERMINAL_STATUSES = frozenset({
     RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
     RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,

@@ -22,13 +22,11 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from engine.core import errors, logs, policies
 from engine.core.clock import parse_instant
 from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
-from engine.execution import pacing
-from engine.execution.group_commit import GroupCommitError, GroupCommitter, PinnedWriter, Writer
+from engine.execution import loop, pacing
+from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
 from engine.store import claims
@@ -91,8 +89,11 @@ class _Lease:
                 logs.event(log, logging.WARNING, "lease_lost", run=self.run_id, token=self.fence)
             self.lost.set()
             return False
-        except Exception:  # a transient database error: the next beat tries again
+        except loop.DATABASE_ERRORS:  # a transient database error: the next beat tries again
             logs.event(log, logging.ERROR, "heartbeat_failed", exc_info=True, run=self.run_id)
+        except Exception:  # a bug, not an outage: said once; the lease runs out and the reconciler takes the run
+            logs.event(log, logging.ERROR, "heartbeat_crashed", exc_info=True, run=self.run_id)
+            return False
         return True
 
 
@@ -204,7 +205,7 @@ class Worker:
         every quarter of it while its run is held (the first beat may come sooner).
         """
         finished: _Lease | None = None
-        while not self.rt.clock.sleep(self.lease.total_seconds() / 4, self._closed):
+        while not self.rt.clock.wait(self.lease.total_seconds() / 4, self._closed):
             lease = self._held
             if lease is not None and lease is not finished and not lease.beat():
                 finished = lease
@@ -396,10 +397,10 @@ class Worker:
         """Record a failure: of the step at ``position``, or of the run as a whole (None)."""
         run = claim.run
         now = self.rt.clock.now()
-        budget = self.rt.config.worker.max_attempts
-        used = claim.attempt - max(0, run.max_attempts - budget)
+        used, allowed = policies.retry_budget(attempt=claim.attempt, run_max_attempts=run.max_attempts,
+                                              configured=self.rt.config.worker.max_attempts)
         retry_after = timedelta(seconds=error.retry_after_s) if error.retry_after_s else None
-        decision = policies.decide_retry(attempts_used=used, max_attempts=min(budget, run.max_attempts),
+        decision = policies.decide_retry(attempts_used=used, max_attempts=allowed,
                                          backoff=self.rt.config.worker.retry_backoff, now=now,
                                          retryable=error.retryable, retry_after=retry_after)
         step = workflow.steps[position] if position is not None else None
@@ -431,34 +432,13 @@ class Worker:
         """
         from engine.execution import reconciler
 
-        stop = stop or self.stop
-        reconciler.reclaim_own(self.rt, self.worker_id)
-        done: list[RunOutcome] = []
-        failures = 0
-        poll = self.rt.config.worker.poll_interval
-        while not stop.is_set() and (max_runs is None or len(done) < max_runs):
-            try:
-                if failures:  # a database error may have cut a run short: take it back now, not after its lease
-                    reconciler.reclaim_own(self.rt, self.worker_id)
-                    failures = 0
-                self.beat()
-                outcome = self.run_one()
-            except (SQLAlchemyError, GroupCommitError) as exc:
-                if until_idle:  # a one-shot pass reports the failure (exit 1)
-                    raise
-                # A long-running worker outlives a dropped connection or a database restart, as serve does.
-                failures += 1
-                delay = policies.decide_retry_delay(failures, poll)
-                logs.event(log, logging.WARNING, "work_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
-                self.rt.clock.sleep(delay, stop)
-                continue
-            if outcome is not None:
-                done.append(outcome)
-                continue
-            if until_idle:
-                break
-            self.rt.clock.sleep(poll.total_seconds(), stop)
-        return done
+        def reclaim() -> list[int]:
+            return reconciler.reclaim_own(self.rt, self.worker_id)
+
+        reclaim()
+        runs = loop.RunLoop(self.rt.clock, self.rt.config.worker.poll_interval, stops=[stop or self.stop],
+                            claim_and_execute=self.run_one, reclaim=reclaim, beat=self.beat)
+        return runs.run(until_idle=until_idle, budget=loop.Budget(max_runs))
 
     def beat(self, *, every_s: float = 10.0,
              write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:

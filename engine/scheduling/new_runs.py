@@ -44,7 +44,7 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
     """Column values of a new run for ``slot_at`` (the caller inserts with ON CONFLICT DO NOTHING)."""
     spec = schedule.spec
     period = policies.business_period(workflow.period, slot_at, spec.timezone, spec.report_on)
-    base_key = policies.idempotency_key(workflow.name, spec.project, period.key)
+    base_key = policies.base_key(workflow.name, spec.project, period.key)
     attempt_trigger = AttemptTrigger(trigger.value.lower())
     return dict(
         schedule_id=schedule.id, workflow=workflow.name, project=spec.project, trigger_type=trigger.value,

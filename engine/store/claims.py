@@ -36,6 +36,7 @@ from sqlalchemy.engine import Connection
 from engine.core import errors, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
+    BUSY_STATUSES,
     PRIORITY,
     AttemptOutcome,
     AttemptTrigger,
@@ -46,7 +47,7 @@ from engine.core.models import (
     StepStatus,
 )
 from engine.plugins.contract import ArtifactRef
-from engine.store import rows
+from engine.store import rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
@@ -66,7 +67,7 @@ def _now(name: str = "b_now") -> Any:
 def _one_of(column: Any, values: tuple[str, ...]) -> Any:
     """``column IN ('a', 'b')`` with the values as SQL string constants (at least one)."""
     assert values, "a worker with no workflow or no project claims nothing and sends no query"
-    return column.in_([literal_column("'" + v.replace("'", "''") + "'") for v in values])
+    return column.in_([literal_column(tables.sql_string(v)) for v in values])
 
 
 @lru_cache(maxsize=16)
@@ -321,7 +322,7 @@ def release_run(conn: Connection, run_id: int, fence: int | None, target: RunSta
 
 _BUSY = select(func.count()).where(
     runs.c.schedule_id == P("b_schedule"), runs.c.trigger_type == RunTrigger.SCHEDULED.value,
-    runs.c.status.in_([RunStatus.QUEUED.value, RUNNING, RunStatus.RETRY_PENDING.value]))
+    runs.c.status.in_([s.value for s in BUSY_STATUSES]))
 _OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule"),
                                            runs.c.status == RunStatus.PENDING.value)
                    .order_by(runs.c.scheduled_for, runs.c.id).limit(1))

@@ -18,7 +18,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, transitions
-from engine.core.models import ACTIVE_STATUSES, PRIORITY, AttemptTrigger, Run, RunStatus, RunTrigger, StepStatus
+from engine.core import policies
+from engine.core.models import ACTIVE_STATUSES, BUSY_STATUSES, CLAIMABLE_STATUSES, PRIORITY, AttemptTrigger, Run, RunStatus, RunTrigger, StepStatus
 from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 
@@ -121,8 +122,7 @@ def get_run(conn: Connection, run_id: int, *, detail: bool = True) -> Run:
 
 def find_period_runs(conn: Connection, workflow: str, project: str, business_key: str) -> list[Run]:
     """Every revision of a business period, revision 1 first."""
-    base = f"{workflow}:{project}:{business_key}"
-    query = _run_query().where(runs.c.base_key == base).order_by(runs.c.revision)
+    query = _run_query().where(runs.c.base_key == policies.base_key(workflow, project, business_key)).order_by(runs.c.revision)
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
@@ -199,15 +199,14 @@ def orphaned_pending(conn: Connection) -> list[int]:
         runs.c.status == RunStatus.PENDING.value,
         ~exists().where(busy.c.schedule_id == runs.c.schedule_id,
                         busy.c.trigger_type == RunTrigger.SCHEDULED.value,
-                        busy.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value,
-                                           RunStatus.RETRY_PENDING.value]))))
+                        busy.c.status.in_([s.value for s in BUSY_STATUSES]))))
     return [int(s) for s in conn.execute(query).scalars() if s is not None]
 
 
 def next_due_at(conn: Connection, *, after: datetime | None = None) -> datetime | None:
     """The earliest ``not_before`` among waiting runs (later than ``after``): the serve loop's wake-up."""
     query = select(func.min(runs.c.not_before)).where(
-        runs.c.status.in_([RunStatus.RETRY_PENDING.value, RunStatus.QUEUED.value]))
+        runs.c.status.in_([s.value for s in CLAIMABLE_STATUSES]))
     if after is not None:
         query = query.where(runs.c.not_before > after)
     return conn.execute(query).scalar()
