@@ -99,19 +99,44 @@ def error(message: str, code: str | None = None) -> None:
     console(stderr=True).print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line
 
 
-def tick_report(report: Any, as_json: bool) -> None:
-    data = {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
+def tick_data(report: Any) -> dict[str, Any]:
+    """A ``reports.TickReport`` as ``tick --json`` prints it."""
+    return {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
             "lost_races": report.lost_races, "created": dict(report.created), "runs_created": report.runs_created,
             "already_present": report.already_present, "too_old_slots": report.too_old_slots,
             "next_due_at": format_instant(report.next_due_at)}
+
+
+def tick_report(report: Any, as_json: bool) -> None:
+    """Print a ``reports.TickReport``: one line, or JSON."""
+    data = tick_data(report)
     if as_json:
         json_out(data)
         return
-    created = ", ".join(f"{n} {s}" for s, n in sorted(report.created.items())) or "no runs"
-    say(f"tick at {data['now']}: {report.due} schedule(s) due, {created}; next due {data['next_due_at'] or 'never'}")
+    created = ", ".join(f"{n} {s}" for s, n in sorted(data["created"].items())) or "no runs"
+    say(f"tick at {data['now']}: {data['due_schedules']} schedule(s) due, {created}; "
+        f"next due {data['next_due_at'] or 'never'}")
+
+
+def cycle_data(report: Any) -> dict[str, Any]:
+    """A ``reports.CycleReport`` as ``cycle --json`` prints it."""
+    return {"tick": tick_data(report.tick), "reconcile": sweep_data(report.sweep),
+            "runs": [{"run_id": o.run_id, "key": o.key, "status": o.status.value, "error_code": o.error_code}
+                     for o in report.outcomes]}
+
+
+def cycle_report(report: Any, as_json: bool) -> None:
+    """Print a ``reports.CycleReport``: its tick, its sweep and its runs, or all three as one JSON object."""
+    if as_json:
+        json_out(cycle_data(report))
+        return
+    tick_report(report.tick, False)
+    sweep_report(report.sweep, False)
+    outcomes(report.outcomes)
 
 
 def outcomes(items: Sequence[Any]) -> None:
+    """One line per run executed (``RunOutcome``), or "nothing to do"."""
     if not items:
         say("nothing to do")
         return
@@ -124,10 +149,16 @@ def outcomes(items: Sequence[Any]) -> None:
                             f"{' ' + item.error_code if item.error_code else ''}")
 
 
-def sweep_report(report: Any, as_json: bool) -> None:
-    data = {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
+def sweep_data(report: Any) -> dict[str, Any]:
+    """A ``reports.SweepReport`` as ``reconcile --json`` prints it."""
+    return {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
             "stalled": [r.id for r in report.stalled],
             "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent]}
+
+
+def sweep_report(report: Any, as_json: bool) -> None:
+    """Print a ``reports.SweepReport``: a summary line and a warning per stalled run or silent schedule."""
+    data = sweep_data(report)
     if as_json:
         json_out(data)
         return

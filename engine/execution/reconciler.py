@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, logs, policies
+from engine.core import errors, logs, policies, reports
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
 from engine.runtime import Runtime
@@ -27,15 +25,7 @@ from engine.store import schedules as schedule_rows
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class SweepReport:
-    recovered: list[int] = field(default_factory=list)
-    failed: list[int] = field(default_factory=list)
-    promoted: list[int] = field(default_factory=list)
-    stalled: list[Run] = field(default_factory=list)
-    silent: list[tuple[str, datetime]] = field(default_factory=list)
-    # (event, fields) to POST once the transaction that decided them has committed.
-    notifications: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+SweepReport = reports.SweepReport
 
 
 def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,

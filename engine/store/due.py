@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, column, func, select, table, text
+from sqlalchemy import ColumnElement, Integer, Select, String, column, func, or_, select, table, text
 
 from engine.store.types import UTCDateTime
 
@@ -29,3 +29,27 @@ def next_wake_query(next_run_at: ColumnElement[Any] = NEXT_RUN_AT) -> Select[Any
     """The earliest ``next_run_at`` of a live schedule: the next tick with work, and, compared with
     ``now``, whether one is due (a schedule is due when live with ``next_run_at <= now``)."""
     return select(func.min(next_run_at)).where(text(LIVE_SCHEDULE))
+
+
+_SCHEDULES = table("schedules", column("next_run_at", UTCDateTime()), column("enabled"))
+_RUNS = table("runs", column("status", String()), column("not_before", UTCDateTime()),
+              column("lease_until", UTCDateTime()), column("claimed_at", UTCDateTime()),
+              column("max_runtime_s", Integer()))
+
+
+def next_enabled_query() -> Select[Any]:
+    """The earliest ``next_run_at`` of an enabled schedule: due, or silent past its grace, once it is <= now."""
+    return select(func.min(_SCHEDULES.c.next_run_at)).where(_SCHEDULES.c.enabled.is_(True))
+
+
+def work_query(now: datetime) -> Select[Any]:
+    """(status, lease_until, claimed_at, max_runtime_s) of the runs an idle ``cycle`` must not skip:
+    claimable now, PENDING, or RUNNING (the caller tells a live lease from one to reconcile)."""
+    from engine.core.models import CLAIMABLE_STATUSES, RunStatus  # here: a nothing-due tick does not need it
+
+    runs = _RUNS.c
+    claimable = runs.status.in_([s.value for s in CLAIMABLE_STATUSES]) & or_(
+        runs.not_before.is_(None), runs.not_before <= now)
+    return (select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s)
+            .where(or_(claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value])))
+            .limit(100))
