@@ -231,9 +231,9 @@ def read_inputs(config_path: Path, db_override: str | None) -> Inputs:
     changes it). The source files validation loads are checked apart
     (``watched_files``), since which they are is known only after loading them.
     """
-    from engine.core.clock import SystemClock
+    from engine.core import clock
 
-    read_at = SystemClock().now()
+    read_at = clock.REAL.now()
     data = config_path.read_bytes()
     digest = hashlib.sha256()
     parts = (RECIPE, sys.version, sys.executable, os.path.abspath(config_path), str(config_path.parent.resolve()),

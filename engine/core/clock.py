@@ -87,6 +87,10 @@ class ManualClock:
         return self.now().timestamp()
 
 
+# Real time whatever the runtime simulates: group commit windows, a server's start-up, file stamps.
+REAL = SystemClock()
+
+
 def to_utc(instant: datetime) -> datetime:
     """Normalise an aware datetime to UTC; naive values are refused."""
     if instant.tzinfo is None:

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import Connection, Engine, RootTransaction
 
-from engine.core.clock import SystemClock
+from engine.core import clock
 from engine.store import database, fastsql
 
 _SAVEPOINT = "SAVEPOINT rf_boundary"
@@ -69,7 +69,7 @@ class PinnedWriter:
     def __init__(self, engine: Engine, *, idle_recheck_s: float = IDLE_RECHECK_S) -> None:
         self._engine = engine
         self._conn: Connection | None = None
-        self._clock = SystemClock()  # idleness is real time, whatever clock the runtime simulates
+        self._clock = clock.REAL  # idleness is real time, whatever clock the runtime simulates
         self._used_at = float("-inf")
         self._idle_recheck_s = idle_recheck_s
 
@@ -117,7 +117,7 @@ class GroupCommitter:
         self._cond = threading.Condition()
         self._batch: _Batch | None = None
         self._busy = 0
-        self._clock = SystemClock()  # the window is real time, whatever clock the runtime simulates
+        self._clock = clock.REAL  # the window is real time, whatever clock the runtime simulates
         self.window_s = window.total_seconds()
         self.sizes: Counter[int] = Counter()  # committed batches by their number of members (benchmarks, tests)
 

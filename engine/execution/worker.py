@@ -226,6 +226,11 @@ class Worker:
                 logs.event(log, logging.WARNING, "lease_lost", run=run.id, key=run.idempotency_key, step=step.name,
                            effect="writing nothing")
                 return RunOutcome(run.id, run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
+            except errors.Interrupted:  # SIGTERM during a wait: the step starts again at the next claim
+                now = self.rt.clock.now()
+                with self._transaction() as conn:
+                    claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
+                    return self._hand_back(conn, claim, position, now)
             except errors.StepError as exc:
                 exc.retryable = step.is_retryable(exc)
                 return self._fail(claim, workflow, lease, position, exc)
@@ -254,8 +259,24 @@ class Worker:
             timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
             outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
             exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            sleep=partial(self._step_sleep, lease),
             output_models=workflow.output_models(),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
+
+    def _step_sleep(self, lease: _Lease, seconds: float) -> None:
+        """``ctx.sleep``: wait on the engine's clock; SIGTERM ends it at once (``Interrupted``), a lost
+        lease within a quarter of the lease (``LeaseLost``), so neither waits out a retry budget."""
+        left = max(0.0, seconds)
+        while True:
+            if lease.lost.is_set():
+                raise errors.LeaseLost(lease.run_id, lease.fence)
+            if self.stop.is_set():
+                raise errors.Interrupted(f"run {lease.run_id}: stopping while a step waited")
+            if left <= 0:
+                return
+            part = min(left, self.lease.total_seconds() / 4)
+            self.rt.clock.sleep(part, self.stop)
+            left -= part
 
     def _call(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
         timeout_s = step.timeout_s
@@ -306,7 +327,7 @@ class Worker:
 
         def sleep(seconds: float) -> None:
             logs.event(log, logging.INFO, "step_retrying", run=ctx.run_id, step=step.name, in_s=round(seconds, 2))
-            self.rt.clock.sleep(seconds)  # a lost lease is caught by the next attempt's fence check
+            ctx.sleep(seconds)
 
         retrying = Retrying(retry=should_retry, wait=wait, stop=stop, sleep=sleep, reraise=True)
         result: StepResult = retrying(step.run, ctx)

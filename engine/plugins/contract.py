@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engine.core import errors
+from engine.core import clock, errors
 from engine.core.models import PeriodKind, StepStatus
 
 M = TypeVar("M", bound=BaseModel)
@@ -53,6 +53,11 @@ def _no_mutex(name: str) -> Iterator[None]:
 
 def _no_pace(name: str, interval: timedelta) -> None:
     return None
+
+
+def _real_sleep(seconds: float) -> None:
+    """``ctx.sleep`` of a step called outside a worker (a test, a script): real time."""
+    clock.REAL.sleep(seconds)
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,10 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
+    # ``sleep(seconds)`` on the engine's clock: a step's waits between retries (tenacity's ``sleep=``).
+    # It ends early at SIGTERM (``errors.Interrupted``: the run is handed back to resume at this
+    # step) or a lost lease (``errors.LeaseLost``: nothing is written).
+    sleep: Callable[[float], None] = _real_sleep
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
 
