@@ -83,7 +83,7 @@ class _Lease:
             return False
         try:
             with self.write() as conn:
-                claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+                claims.hold_run(conn, self.run_id, self.fence, lease_until=clock.now() + self.lease)
         except errors.LeaseLost:
             if not self.stop.is_set():  # not merely the run ending between the check and the write
                 logs.event(log, logging.WARNING, "lease_lost", run=self.run_id, token=self.fence)

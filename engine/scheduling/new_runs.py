@@ -18,9 +18,12 @@ from engine.plugins.contract import WorkflowDef
 
 def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
                   workflow_pins: dict[str, Any]) -> dict[str, Any]:
+    """A new run's pins: the workflow's own (``WorkflowDef.pin``), under the engine's, which a workflow
+    pin of the same name (``payload_version``, ``window_start``...) cannot replace."""
     spec = schedule.spec
     local_start, local_end = period.window_local()
     return {
+        **workflow_pins,
         "payload_version": workflow.payload_version,
         "workflow": workflow.name,
         "project": spec.project,
@@ -34,7 +37,6 @@ def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
         "window_end": format_instant(period.end_at),
         "window_start_local": local_start,
         "window_end_local": local_end,
-        **workflow_pins,
     }
 
 

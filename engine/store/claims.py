@@ -245,10 +245,6 @@ def hold_run(conn: Connection, run_id: int, fence: int, *, lease_until: datetime
     return bool(found[0][0])
 
 
-def extend_lease(conn: Connection, run_id: int, fence: int, lease_until: datetime) -> None:
-    hold_run(conn, run_id, fence, lease_until=lease_until)
-
-
 def record_step_end(conn: Connection, run_id: int, position: int, *, status: StepStatus, now: datetime,
                     output: Mapping[str, Any] | None = None, error_code: str | None = None,
                     error_message: str | None = None) -> None:
@@ -259,10 +255,6 @@ def record_step_end(conn: Connection, run_id: int, position: int, *, status: Ste
         fast(conn, _STEP_FAILED, params)
     else:
         fast(conn, _STEP_END, {**params, "b_output": dict(output)})
-
-
-def start_step(conn: Connection, run_id: int, position: int, now: datetime) -> None:
-    fast(conn, _START_STEP, {"b_run": run_id, "b_pos": position, "b_now": now})
 
 
 _IS_DONE = steps.c.position == P("b_pos")
