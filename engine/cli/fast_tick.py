@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 
     from engine.runtime import Runtime
 
-# The commands this path answers, after global options (each at most once) and before an optional --json.
-COMMANDS = ("tick", "cycle")
+# The command lines this path answers, after global options (each at most once).
+COMMAND_LINES = (["tick"], ["tick", "--json"], ["cycle"], ["cycle", "--json"], ["work", "--until-idle"])
+COMMANDS = tuple(sorted({line[0] for line in COMMAND_LINES}))
 RECIPE = "reportflow fast tick 1"  # change it when the fingerprint comes to cover something else
 KEEP = 20  # fingerprints kept in the store: a few configs or code versions in turn all stay fast
 # A file modified this close to (or after) the moment its config was read may have been
@@ -96,14 +97,16 @@ def run(argv: Sequence[str]) -> bool:
         # Rendered into data here, so that a report the printer cannot read falls back too.
         if isinstance(report, reports.CycleReport):
             output.cycle_data(report)
-        else:
+        elif isinstance(report, reports.TickReport):
             output.tick_data(report)
     except Exception:  # noqa: BLE001 - whatever it is, the full path meets it again and reports it properly
         return False
     if isinstance(report, reports.CycleReport):
         output.cycle_report(report, request.as_json)
-    else:
+    elif isinstance(report, reports.TickReport):
         output.tick_report(report, request.as_json)
+    else:
+        output.outcomes(report)
     return True
 
 
@@ -122,7 +125,7 @@ def parse_argv(argv: Sequence[str], environ: Mapping[str, str]) -> Request | Non
         if not value or value.startswith("-"):
             return None
         given[name] = value
-    if not rest or rest not in ([rest[0]], [rest[0], "--json"]):
+    if rest not in COMMAND_LINES:
         return None
     if given.get(options.LOG_FORMAT, "text") not in options.LOG_FORMATS:
         return None
@@ -136,8 +139,9 @@ def parse_argv(argv: Sequence[str], environ: Mapping[str, str]) -> Request | Non
                    db_override=option(options.DB), as_json=rest[1:] == ["--json"], command=rest[0])
 
 
-def quiet(request: Request) -> reports.TickReport | reports.CycleReport | None:
-    """The report of a nothing-due tick or an idle cycle, or None when this path cannot vouch for one."""
+def quiet(request: Request) -> reports.TickReport | reports.CycleReport | list[object] | None:
+    """The report of a nothing-due tick, an idle cycle or a ``work --until-idle`` with nothing to claim
+    (no outcome), or None when this path cannot vouch for one."""
     from engine.core.clock import clock_from_spec
     from engine.store import database, due, fingerprints
 
@@ -147,6 +151,7 @@ def quiet(request: Request) -> reports.TickReport | reports.CycleReport | None:
     if engine is None:
         return None
     cycle = request.command == "cycle"
+    work = request.command == "work"
     try:
         now = clock.now()
         with engine.connect() as conn:
@@ -156,6 +161,9 @@ def quiet(request: Request) -> reports.TickReport | reports.CycleReport | None:
             if files is None or not unchanged(files):
                 return None
             next_due_at: datetime | None = conn.execute(due.next_wake_query()).scalar()
+            if work:
+                # A new process's worker id (host:pid) holds no run: nothing to take back, only to claim.
+                claimable = conn.execute(due.work_query(now, claimable_only=True)).first()
             if cycle:
                 first_enabled = conn.execute(due.next_enabled_query()).scalar()
                 runs = [tuple(row) for row in conn.execute(due.work_query(now))]
@@ -163,6 +171,8 @@ def quiet(request: Request) -> reports.TickReport | reports.CycleReport | None:
                 # more condition belongs here: no event is waiting to be sent.
     finally:
         engine.dispose()
+    if work:
+        return None if claimable is not None else []
     if next_due_at is not None and next_due_at <= now:
         return None  # something is due: the full path creates its runs
     tick = reports.TickReport(now=now, next_due_at=next_due_at)

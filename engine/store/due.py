@@ -42,14 +42,15 @@ def next_enabled_query() -> Select[Any]:
     return select(func.min(_SCHEDULES.c.next_run_at)).where(_SCHEDULES.c.enabled.is_(True))
 
 
-def work_query(now: datetime) -> Select[Any]:
+def work_query(now: datetime, *, claimable_only: bool = False) -> Select[Any]:
     """(status, lease_until, claimed_at, max_runtime_s) of the runs an idle ``cycle`` must not skip:
-    claimable now, PENDING, or RUNNING (the caller tells a live lease from one to reconcile)."""
+    claimable now, PENDING, or RUNNING (the caller tells a live lease from one to reconcile);
+    ``claimable_only``: those a ``work --until-idle`` would claim."""
     from engine.core.models import CLAIMABLE_STATUSES, RunStatus  # here: a nothing-due tick does not need it
 
     runs = _RUNS.c
     claimable = runs.status.in_([s.value for s in CLAIMABLE_STATUSES]) & or_(
         runs.not_before.is_(None), runs.not_before <= now)
-    return (select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s)
-            .where(or_(claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value])))
-            .limit(100))
+    wanted = claimable if claimable_only else or_(
+        claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value]))
+    return select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s).where(wanted).limit(100)

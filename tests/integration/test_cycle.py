@@ -51,3 +51,17 @@ def test_a_queued_run_is_worked_even_when_nothing_is_due(tmp_path: Path) -> None
 
     assert worked["tick"]["due_schedules"] == 0
     assert [run["status"] for run in worked["runs"]] == ["SUCCESS"]
+
+
+def test_work_until_idle_still_works_a_queued_run_once_the_config_is_known(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    assert run_cli("schedules", "apply", config=config, now=APPLIED_AT).returncode == 0
+    assert run_cli("tick", config=config, now=APPLIED_AT).returncode == 0  # records the fingerprint
+    assert run_cli("trigger", "echo-hourly", config=config, now=APPLIED_AT).returncode == 0
+
+    worked = run_cli("work", "--until-idle", config=config, now=APPLIED_AT)
+
+    assert worked.returncode == 0, worked.stderr
+    assert "SUCCESS" in worked.stdout
+    idle = run_cli("work", "--until-idle", config=config, now=APPLIED_AT)
+    assert idle.stdout == "nothing to do\n"

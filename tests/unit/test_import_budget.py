@@ -132,3 +132,15 @@ def test_an_idle_cycle_takes_the_fast_path_with_the_full_paths_report(tmp_path: 
                   "workflows", "steps", *CLIENTS_AND_SERVERS) == []
     _, as_json = modules_of("--now", NOW, "cycle", "--json", cwd=tmp_path, env=applied)
     assert '"runs": []' in as_json and '"due_schedules": 0' in as_json
+
+
+def test_work_until_idle_with_nothing_to_claim_takes_the_fast_path(tmp_path: Path, applied: dict[str, str]) -> None:
+    _, full = modules_of("--now", NOW, "work", "--until-idle", cwd=tmp_path, env=applied)
+    modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)  # validates and records the config
+
+    modules, stdout = modules_of("--now", NOW, "work", "--until-idle", cwd=tmp_path, env=applied)
+
+    assert stdout == full == "nothing to do\n"
+    assert "engine.cli.fast_tick" in modules
+    assert loaded(modules, "typer", "pydantic", "engine.cli.app", "engine.execution", "engine.store.tables",
+                  "workflows", "steps") == []
