@@ -1,8 +1,10 @@
 """Cron fire times in an IANA zone, with the DST choices of SPEC §2, and schedule checks (§3).
 
 Pure: no I/O and no clock; every instant comes in as a parameter. Expressions are
-5-field crons (or an @alias); croniter is the authority on their syntax and on day
-matching, this module owns the mapping of local wall times to UTC instants:
+5-field crons (or an @alias), read as POSIX cron reads them (``cron_fields``: N-N, list
+stars, ``?``); croniter judges the rest of the syntax and finds the days of L, W and #,
+and this module owns day matching (the OR of restricted day fields) and the mapping of
+local wall times to UTC instants:
 
 * a wall time that does not exist (DST gap) fires at the first instant after the gap
   (``dst_gap=shift``) or not at all (``skip``); wall times of one gap that land on the
@@ -17,7 +19,7 @@ UTC with a constant offset on the days without a transition, which is nearly all
 from __future__ import annotations
 
 import functools
-import re
+import heapq
 import threading
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from engine.core import errors
+from engine.core import cron_fields, errors
 from engine.core.clock import to_utc
 from engine.core.models import DstFold, DstGap, PeriodKind, ScheduleSpec
 
@@ -38,10 +40,8 @@ _LOOKBEHIND = timedelta(days=2)  # a fold's second pass or a gap across midnight
 _MAX_IDLE_DAYS = 8 * 366 + 31  # Feb 29 skips 2100: a cron may wait 8 years, never longer, between days
 _HORIZON = timedelta(days=_MAX_IDLE_DAYS + 3)  # how far "the next fire" is looked for
 _REFERENCE = datetime(2026, 1, 1, tzinfo=UTC)  # check_schedule's "now": validity never depends on the clock
-_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day-of-month", 1, 31), ("month", 1, 12), ("day-of-week", 0, 7))
 _ALIASES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
             "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
-_TOKEN = re.compile(r"^(?P<base>\*|\?|[0-9A-Za-z]+(?:-[0-9A-Za-z]+)?)(?:/(?P<step>\d+))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,9 @@ class _Parsed:
     months: frozenset[int] | None  # None: every value
     doms: frozenset[int] | None
     dows: frozenset[int] | None  # 0 = Sunday
-    special: croniter | None  # L, W or # in the day fields: croniter iterates the days itself
+    # L, W or # in the day fields: croniter iterates the days, one iterator per restricted day field
+    # (POSIX's OR of two restricted day fields; croniter alone would ignore the day-of-month beside a #)
+    special: tuple[croniter, ...]
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False)
 
 
@@ -100,7 +102,7 @@ def check_expression(expr: str) -> None:
 @functools.lru_cache(maxsize=4096)
 def _parse(expr: str) -> _Parsed:
     # Building croniter objects costs ~0.3 ms (SPEC §11): parse once per expression.
-    quoted, text = f"'{expr}'", expr.strip()
+    quoted, text = repr(expr), expr.strip()  # repr: a newline or NUL in the input stays on one line
     if not text:
         raise errors.InvalidInput("cron expression is empty (e.g. '30 19 * * *')")
     if text.startswith("@"):
@@ -112,17 +114,21 @@ def _parse(expr: str) -> _Parsed:
         extra = "; seconds and years are not supported" if len(fields) in (6, 7) else ""
         raise errors.InvalidInput(
             f"{quoted}: expected 5 fields (minute hour day-of-month month day-of-week), got {len(fields)}{extra}")
-    for (name, low, high), value in zip(_FIELDS, fields, strict=True):
-        _precheck(quoted, name, low, high, value)
+    reading = cron_fields.read(quoted, fields)
     try:
-        expanded, nth = croniter.expand(" ".join(fields))
+        if reading.as_written != reading.fields:  # a list star hides items croniter must still accept
+            croniter.expand(" ".join(reading.as_written))
+        expanded, nth = croniter.expand(" ".join(reading.fields))
+        minutes, hours, doms, months, dows = (None if values == ["*"] else values for values in expanded)
+        dom, month, dow = reading.fields[2:]
+        special: tuple[croniter, ...] = ()
+        if nth or (doms is not None and not all(isinstance(v, int) for v in doms)) or "w" in dom.lower():
+            sides = [f"{dom} {month} *", f"* {month} {dow}"] if "*" not in (dom, dow) else [f"{dom} {month} {dow}"]
+            special = tuple(croniter(f"0 0 {side}", datetime(2000, 1, 1), max_years_between_matches=9)
+                            for side in sides)
     except CroniterError as exc:
         detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise errors.InvalidInput(f"{quoted}: not a valid cron expression ({detail})") from exc
-    minutes, hours, doms, months, dows = (None if values == ["*"] else values for values in expanded)
-    special = None
-    if nth or (doms is not None and not all(isinstance(v, int) for v in doms)) or "w" in fields[2].lower():
-        special = croniter(" ".join(["0", "0", *fields[2:]]), datetime(2000, 1, 1), max_years_between_matches=9)
+        raise errors.InvalidInput(f"{quoted}: not a valid cron expression: {_culprit(reading)} ({detail})") from exc
     parsed = _Parsed(
         times=tuple(sorted(timedelta(hours=int(h), minutes=int(m))
                            for h in (hours or range(24)) for m in (minutes or range(60)))),
@@ -135,35 +141,24 @@ def _parse(expr: str) -> _Parsed:
     return parsed
 
 
-def _precheck(quoted: str, name: str, low: int, high: int, value: str) -> None:
-    """Catch the common mistakes with a precise message; croniter judges everything else."""
-    for part in value.split(","):
-        if not part:
-            raise errors.InvalidInput(f"{quoted}: {name} has an empty list item")
-        if part[0] in "HhRr" and (len(part) == 1 or part[1] in "(/"):
-            # Hashed and random values depend on an id or on chance: slots must be reproducible.
-            raise errors.InvalidInput(f"{quoted}: {name}: hashed and random values (H, R) are not supported")
-        match = _TOKEN.match(part)
-        if match is None:
-            continue
-        if match["step"] is not None and int(match["step"]) == 0:
-            raise errors.InvalidInput(f"{quoted}: {name} step must be at least 1")
-        if any(num.isdigit() and not low <= int(num) <= high for num in match["base"].split("-")):
-            raise errors.InvalidInput(f"{quoted}: {name} must be {low}-{high}")
+def _culprit(reading: cron_fields.Reading) -> str:
+    """The first field croniter refuses on its own (every other field ``*``), as "name 'value'"."""
+    for index, ((name, _, _), value) in enumerate(zip(cron_fields.FIELDS, reading.as_written, strict=True)):
+        alone = ["*"] * 5
+        alone[index] = value
+        try:
+            croniter.expand(" ".join(alone))
+        except CroniterError:
+            return f"{name} '{value}'"
+    return "the day fields together"  # each field reads, their combination does not
 
 
 def _matching_days(parsed: _Parsed, first: date) -> Iterator[date]:
     """Local dates on or after ``first`` whose day fields match, ascending (ends after 8 idle years)."""
-    if parsed.special is not None:
-        cursor = datetime.combine(first, time()) - timedelta(minutes=1)
-        while True:
-            with parsed.lock:  # one shared croniter per expression; its cursor is state
-                parsed.special.set_current(cursor, force=True)
-                try:
-                    cursor = parsed.special.get_next(datetime)
-                except CroniterBadDateError:
-                    return
-            yield cursor.date()
+    if parsed.special:
+        days = heapq.merge(*(_special_days(parsed.lock, side, first) for side in parsed.special))
+        yield from (day for day, _ in groupby(days))
+        return
     day, idle = first, 0
     months, doms, dows = parsed.months, parsed.doms, parsed.dows
     while idle <= _MAX_IDLE_DAYS:
@@ -176,6 +171,19 @@ def _matching_days(parsed: _Parsed, first: date) -> Iterator[date]:
                 idle = -1
         idle += 1
         day += _DAY
+
+
+def _special_days(lock: threading.Lock, side: croniter, first: date) -> Iterator[date]:
+    """The days on or after ``first`` that croniter matches for one side of an L, W or # expression."""
+    cursor = datetime.combine(first, time()) - timedelta(minutes=1)
+    while True:
+        with lock:  # one shared croniter per side; its cursor is state
+            side.set_current(cursor, force=True)
+            try:
+                cursor = side.get_next(datetime)
+            except CroniterBadDateError:
+                return
+        yield cursor.date()
 
 
 def _offset(local: datetime) -> timedelta:
@@ -320,9 +328,10 @@ def next_fire_after(expr: str, tz: str, after: datetime, *,
 
 def latest_fire_at_or_before(expr: str, tz: str, instant: datetime, *, dst_gap: DstGap = DstGap.SHIFT,
                              dst_fold: DstFold = DstFold.FIRST) -> Fire | None:
-    """The last fire with ``at <= instant`` within 400 days before it, else None."""
-    # Growing windows keep a minute cron cheap (one hour) and still reach a yearly one.
-    for hours in (1, 24, 8 * 24, 32 * 24, 400 * 24):
+    """The last fire with ``at <= instant``, else None (a cron waits at most ~8 years between days)."""
+    # Growing windows keep a minute cron cheap (one hour) and still reach a yearly one, and the last
+    # reaches a 29 February cron across 2100; only crons firing under once in 400 days get that far.
+    for hours in (1, 24, 8 * 24, 32 * 24, 400 * 24, int(_HORIZON / timedelta(hours=1))):
         window = list(fires_between(expr, tz, instant - timedelta(hours=hours), instant,
                                     dst_gap=dst_gap, dst_fold=dst_fold))
         if window:

@@ -215,7 +215,8 @@ def test_latest_fire_searches_back_a_bounded_distance() -> None:
     mid_year = datetime(2026, 7, 1, tzinfo=UTC)
     latest = cron.latest_fire_at_or_before("0 9 1 1 *", "Asia/Seoul", mid_year)
     assert latest is not None and latest.at == datetime(2026, 1, 1, 0, tzinfo=UTC)
-    assert cron.latest_fire_at_or_before("0 0 29 2 *", "UTC", mid_year) is None  # 2024-02-29 is > 400 days back
+    leap = cron.latest_fire_at_or_before("0 0 29 2 *", "UTC", mid_year)  # 2024-02-29 is > 400 days back
+    assert leap is not None and leap.at == datetime(2024, 2, 29, tzinfo=UTC)
     assert cron.next_fire_after("0 0 29 2 *", "UTC", mid_year).at == datetime(2028, 2, 29, tzinfo=UTC)
 
 
