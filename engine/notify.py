@@ -45,6 +45,7 @@ class Notifier:
 
     @property
     def url(self) -> str | None:
+        """The webhook URL from the environment, if configured (a secret: never logged)."""
         return os.environ.get(self.webhook_env) if self.webhook_env else None
 
     def send(self, event: str, **fields: Any) -> bool:

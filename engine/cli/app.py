@@ -64,11 +64,13 @@ class Cli:
     _runtime: "Runtime | None" = field(default=None)
 
     def clock(self) -> "clock_mod.Clock":
+        """The clock of this command: real time, or ``--now``'s."""
         from engine.core import clock as clock_mod
 
         return clock_mod.clock_from_spec(self.now_spec)
 
     def config(self) -> "config_mod.AppConfig":
+        """The validated config (with ``--db`` applied); raises ConfigInvalid."""
         from engine.plugins import registry as registry_mod
 
         return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]

@@ -54,16 +54,19 @@ def _plain(stream: IO[str]) -> bool:
 
 
 def escape(text: str) -> str:
+    """``text`` with rich markup characters escaped, to print as it is."""
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
 
 
 def json_out(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
     sys.stdout.write(json.dumps(value, indent=2, default=json_default) + "\n")
 
 
 def json_default(value: Any) -> Any:
+    """JSON for what ``json`` cannot encode: instants as ISO 8601, durations as seconds, dataclasses as dicts."""
     if isinstance(value, datetime):
         return format_instant(value)
     if isinstance(value, timedelta):
@@ -74,10 +77,12 @@ def json_default(value: Any) -> Any:
 
 
 def status(value: str) -> str:
+    """A run or step status in its colour (rich markup)."""
     return f"[{STATUS_STYLE.get(value, 'white')}]{value}[/]"
 
 
 def say(message: str) -> None:
+    """Print one line on stdout (plainly to a pipe)."""
     if _plain(sys.stdout):
         sys.stdout.write(message + "\n")
         return
@@ -85,6 +90,7 @@ def say(message: str) -> None:
 
 
 def warn(message: str) -> None:
+    """Print a warning line on stderr."""
     if _plain(sys.stderr):
         sys.stderr.write(f"warning: {message}\n")
         return
@@ -92,6 +98,7 @@ def warn(message: str) -> None:
 
 
 def error(message: str, code: str | None = None) -> None:
+    """Print an error line on stderr, with its code when there is one."""
     prefix = f"error [{code}]" if code else "error"
     if _plain(sys.stderr):
         sys.stderr.write(f"{prefix}: {message}\n")
@@ -170,6 +177,7 @@ def sweep_report(report: Any, as_json: bool) -> None:
 
 
 def action(result: Any, as_json: bool) -> None:
+    """Print what an operator action did (``ActionResult``), or JSON."""
     if as_json:
         json_out(asdict(result))
         return

@@ -144,6 +144,7 @@ class ScheduleConfig(Strict):
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
 
     def to_spec(self) -> ScheduleSpec:
+        """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
 
 
@@ -194,6 +195,7 @@ class AppConfig:
     ui: UiConfig = field(default_factory=UiConfig)
 
     def schedule(self, name: str) -> ScheduleSpec:
+        """The schedule of the config named ``name``; raises NotFound."""
         for spec in self.schedules:
             if spec.name == name:
                 return spec
@@ -223,6 +225,7 @@ def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequ
 
 
 def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file; an unreadable or malformed one raises ConfigInvalid."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -36,18 +36,22 @@ class SystemClock:
         self._offset = offset
 
     def now(self) -> datetime:
+        """The current instant, shifted by the offset."""
         return datetime.now(UTC) + self._offset
 
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        """Wait ``seconds`` of real time, or until ``stop`` is set (then True)."""
         if stop is None:
             time.sleep(max(0.0, seconds))
             return False
         return stop.wait(max(0.0, seconds))
 
     def wait(self, seconds: float, stop: threading.Event) -> bool:
+        """Wait until ``stop`` is set (True) or ``seconds`` of real time pass (False)."""
         return stop.wait(max(0.0, seconds))
 
     def monotonic(self) -> float:
+        """Seconds on the system's monotonic clock."""
         return time.monotonic()
 
 
@@ -59,15 +63,18 @@ class ManualClock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
+        """The instant this clock was set or advanced to."""
         with self._lock:
             return self._now
 
     def advance(self, delta: timedelta) -> datetime:
+        """Move the clock forward by ``delta``; returns the new instant."""
         with self._lock:
             self._now += delta
             return self._now
 
     def set(self, instant: datetime) -> None:
+        """Set the clock to ``instant`` (aware, any zone)."""
         with self._lock:
             self._now = to_utc(instant)
 
@@ -84,6 +91,7 @@ class ManualClock:
         return True
 
     def monotonic(self) -> float:
+        """The manual instant as seconds (moves only when the clock does)."""
         return self.now().timestamp()
 
 

@@ -169,6 +169,7 @@ class Schedule:
 
     @property
     def name(self) -> str:
+        """The schedule's name (its spec's)."""
         return self.spec.name
 
 
@@ -182,6 +183,7 @@ class Period:
     timezone: str
 
     def window_local(self) -> tuple[str, str]:
+        """The period's start and end as local ISO 8601 times in its timezone."""
         from zoneinfo import ZoneInfo
 
         zone = ZoneInfo(self.timezone)
@@ -264,10 +266,12 @@ class Run:
 
     @property
     def start_delay(self) -> timedelta | None:
+        """How long after its slot the run started (None before it did)."""
         return None if self.started_at is None else self.started_at - self.scheduled_for
 
     @property
     def duration(self) -> timedelta | None:
+        """From the run's start to its completion (None until both happened)."""
         if self.started_at is None or self.completed_at is None:
             return None
         return self.completed_at - self.started_at

@@ -247,6 +247,7 @@ def decide_recovery(*, attempts_used: int, max_attempts: int, lease_owner: str |
 
 
 def lease_expired(lease_until: datetime | None, now: datetime) -> bool:
+    """Whether a lease is gone at ``now`` (none, or ended before ``now``)."""
     return lease_until is None or lease_until < now
 
 

@@ -26,6 +26,7 @@ ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
 
 
 def is_allowed(current: S, target: S) -> bool:
+    """Whether the transition table allows ``current`` -> ``target``."""
     return target in ALLOWED_TRANSITIONS[current]
 
 

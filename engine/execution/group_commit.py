@@ -75,6 +75,7 @@ class PinnedWriter:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        """A write transaction on this thread's own connection (checked first after a long idle)."""
         self._conn = _usable(self._conn, self._engine, self._clock.monotonic() - self._used_at,
                              self._idle_recheck_s)
         try:
@@ -84,6 +85,7 @@ class PinnedWriter:
             self._used_at = self._clock.monotonic()
 
     def close(self) -> None:
+        """Give the connection back."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -122,16 +124,19 @@ class GroupCommitter:
         self.sizes: Counter[int] = Counter()  # committed batches by their number of members (benchmarks, tests)
 
     def busy(self) -> None:
+        """A member thread is working: a batch may wait for its write."""
         with self._cond:
             self._busy += 1
 
     def idle(self) -> None:
+        """A member thread waits for work: no batch waits for it."""
         with self._cond:
             self._busy -= 1
             self._cond.notify_all()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        """A write transaction that joins the open batch (one commit for every member), or opens one."""
         with self._cond:
             batch = self._batch
             leader = batch is None
@@ -189,5 +194,6 @@ class GroupCommitter:
             batch.done.set()
 
     def close(self) -> None:
+        """Give the shared connection back."""
         with self._cond:
             self._conn.close()

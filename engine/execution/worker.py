@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 
 def default_worker_id() -> str:
+    """This process's worker id: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -477,6 +478,7 @@ class Worker:
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
+        """Stop the heartbeat thread and the step thread, and let go of the connection."""
         self._closed.set()
         self._executor.shutdown(wait=False)
         if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close

@@ -223,6 +223,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
 # --- single-run actions -----------------------------------------------------
 
 def approve(rt: Runtime, run_id: int) -> ActionResult:
+    """Queue a MANUAL_REQUIRED run (``runs approve``); other statuses raise InvalidTransition."""
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)

@@ -213,6 +213,7 @@ class StepSpec:
         return self.output_model.__name__ if self.output_model is not None else None
 
     def is_retryable(self, error: errors.StepError) -> bool:
+        """Whether ``error`` is retried: it says so, or its code is in ``retry_on``."""
         return error.retryable or error.code in self.retry_on
 
     def commit_output(self, result: StepResult) -> dict[str, Any]:
@@ -291,9 +292,11 @@ class WorkflowDef:
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
+        """The names of the workflow's steps, in order."""
         return tuple(step.name for step in self.steps)
 
     def step(self, name: str) -> StepSpec:
+        """The step named ``name``; raises KeyError."""
         for step in self.steps:
             if step.name == name:
                 return step

@@ -18,6 +18,7 @@ from engine.store.history import RunFilter
 
 def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None = None,
               limit: int | None = 200) -> list[Run]:
+    """Runs, newest slot first, by status and schedule (``runs list``)."""
     with rt.store.read() as conn:
         schedule_id = schedule_rows.get_schedule(conn, schedule).id if schedule else None
         summaries = run_rows.list_runs(conn, statuses=statuses, schedule_id=schedule_id, limit=limit or None)
@@ -26,6 +27,7 @@ def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None
 
 
 def get_run(rt: Runtime, run_id: int) -> Run:
+    """One run with its steps, attempts and artifacts; raises NotFound."""
     with rt.store.read() as conn:
         return run_rows.get_run(conn, run_id)
 
@@ -37,6 +39,7 @@ class RunPage:
 
 
 def encode_cursor(run: Run) -> str:
+    """The page cursor that resumes a listing after ``run``."""
     return f"{format_instant(run.scheduled_for)}_{run.id}"
 
 
@@ -62,6 +65,7 @@ def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: 
 
 
 def schedule_id(rt: Runtime, name: str) -> int:
+    """The id of the schedule named ``name``; raises NotFound."""
     with rt.store.read() as conn:
         return schedule_rows.get_schedule(conn, name).id
 
@@ -73,6 +77,7 @@ def schedule_names(rt: Runtime) -> list[str]:
 
 
 def run_audit(rt: Runtime, run_id: int) -> list[AuditEvent]:
+    """The audit events of one run, oldest first."""
     with rt.store.read() as conn:
         return history_rows.run_audit(conn, run_id)
 

@@ -17,6 +17,7 @@ def _seconds(delta: timedelta | None) -> float | None:
 
 
 def failed_step(run: Run) -> str | None:
+    """The name of the run's failed step, if one failed."""
     for step in run.steps:
         if step.status is StepStatus.FAILED:
             return step.name
@@ -56,6 +57,7 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
 
 
 def run_detail(run: Run, now: datetime) -> dict[str, Any]:
+    """A run as ``runs show --json`` and ``/api/runs/ID`` give it."""
     return {
         **run_summary(run, now),
         "pinned": run.pinned,
@@ -77,6 +79,7 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
 
 
 def schedule_view(schedule: Schedule, last: Run | None = None) -> dict[str, Any]:
+    """A schedule (and its last run) as JSON: spec, state, next slots."""
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
     return {

@@ -276,6 +276,7 @@ def advance_step(conn: Connection, run_id: int, position: int, *, status: StepSt
 
 def finish_attempt(conn: Connection, run_id: int, number: int, outcome: AttemptOutcome, now: datetime,
                    error_code: str | None = None, error_message: str | None = None) -> None:
+    """End an attempt with its outcome and error."""
     fast(conn, _FINISH_ATTEMPT, {"b_run": run_id, "b_number": number, "b_outcome": outcome.value, "b_now": now,
                                    "b_code": error_code, "b_message": error_message})
 
@@ -355,6 +356,7 @@ def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) ->
 
 
 def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[ArtifactRef], now: datetime) -> None:
+    """Record a step's artifacts (one row per kind and location)."""
     for ref in refs:
         stmt = dialect_insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, step=step, location=ref.location,
                                                sha256=ref.sha256, external_id=ref.external_id, created_at=now)
@@ -364,9 +366,11 @@ def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[Ar
 
 
 def skip_steps_from(conn: Connection, run_id: int, position: int, reason: str, now: datetime) -> None:
+    """Mark the steps from ``position`` on SKIPPED with ``reason``."""
     conn.execute(update(steps).where(steps.c.run_id == run_id, steps.c.position >= position).values(
         status=StepStatus.SKIPPED.value, finished_at=now, error_code=None, error_message=reason))
 
 
 def add_attempt_budget(conn: Connection, run_id: int, extra: int) -> None:
+    """Raise a run's ``max_attempts`` by ``extra`` (an attempt given back does not count)."""
     conn.execute(update(runs).where(runs.c.id == run_id).values(max_attempts=runs.c.max_attempts + extra))

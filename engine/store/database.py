@@ -38,6 +38,7 @@ _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE
 
 
 def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for another database or ``:memory:``)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
@@ -188,6 +189,7 @@ def file_lock(path: Path | None, *, wait: bool = True) -> Iterator[None]:
 
 
 def migration_lock_path(engine: Engine) -> Path | None:
+    """The lock file beside a SQLite database that serialises its migrations (None for PostgreSQL)."""
     path = sqlite_path(str(engine.url))
     return None if path is None else path.with_name(path.name + ".migrate.lock")
 

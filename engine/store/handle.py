@@ -79,4 +79,5 @@ class Store:
             return rate_limits.reserve_rate_slot(conn, name, interval, now)
 
     def dispose(self) -> None:
+        """Close every pooled connection."""
         self.engine.dispose()

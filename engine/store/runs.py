@@ -105,6 +105,7 @@ def _run_query() -> Any:
 
 
 def get_run(conn: Connection, run_id: int, *, detail: bool = True) -> Run:
+    """One run (with its steps, attempts and artifacts unless ``detail`` is False); raises NotFound."""
     row = conn.execute(_run_query().where(runs.c.id == run_id)).mappings().first()
     if row is None:
         raise errors.NotFound(f"no run {run_id} (see `reportflow runs list`)")
@@ -127,6 +128,7 @@ def find_period_runs(conn: Connection, workflow: str, project: str, business_key
 
 
 def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
+    """Which of ``base_keys`` have a run (in batches, for a backfill)."""
     found: set[str] = set()
     for start in range(0, len(base_keys), 500):
         chunk = base_keys[start:start + 500]
@@ -136,6 +138,7 @@ def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
 
 def list_runs(conn: Connection, *, statuses: Iterable[str] = (), schedule_id: int | None = None,
               limit: int | None = 200) -> list[Run]:
+    """Runs, newest slot first, by status and schedule."""
     query = _run_query().order_by(runs.c.scheduled_for.desc(), runs.c.id.desc())
     status_list = list(statuses)
     if status_list:
@@ -172,20 +175,24 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
 
 
 def set_status(conn: Connection, run_id: int, target: RunStatus, **values: Any) -> None:
+    """Move a run to ``target`` under the transition table's guard; raises InvalidTransition."""
     _guarded_status(conn, run_id, target, **values)
 
 
 def request_cancel(conn: Connection, run_id: int) -> None:
+    """Ask the worker of a RUNNING run to cancel it at its next step boundary."""
     conn.execute(update(runs).where(runs.c.id == run_id, runs.c.status == RunStatus.RUNNING.value)
                  .values(cancel_requested=True))
 
 
 def expired_leases(conn: Connection, now: datetime) -> list[Run]:
+    """RUNNING runs whose lease ended before ``now`` (the reconciler's to recover)."""
     query = _run_query().where(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_until < now)
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
 def running_runs(conn: Connection, *, owner: str | None = None) -> list[Run]:
+    """RUNNING runs, of one lease owner if given."""
     query = _run_query().where(runs.c.status == RunStatus.RUNNING.value)
     if owner is not None:
         query = query.where(runs.c.lease_owner == owner)

@@ -33,6 +33,7 @@ def read_token(env_name: str) -> str | None:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``): only this machine can reach it."""
     if host == "localhost":
         return True
     try:
@@ -49,6 +50,7 @@ def check_bind(host: str, token: str | None, token_env: str) -> None:
 
 
 def fingerprint(token: str) -> str:
+    """What the session stores of the token: a digest, never the token."""
     return hashlib.sha256(b"reportflow-ui:" + token.encode()).hexdigest()[:32]
 
 
@@ -58,6 +60,7 @@ def session_secret(token: str | None) -> str:
 
 
 def token_matches(candidate: str, token: str | None) -> bool:
+    """Whether ``candidate`` is the token (constant time)."""
     return token is not None and hmac.compare_digest(candidate.encode(), token.encode())
 
 
@@ -71,11 +74,13 @@ def csrf_token(session: MutableMapping[str, Any]) -> str:
 
 
 def csrf_ok(session: MutableMapping[str, Any], submitted: str | None) -> bool:
+    """Whether a submitted form carries this session's CSRF value."""
     expected = session.get("csrf")
     return isinstance(expected, str) and submitted is not None and hmac.compare_digest(expected, submitted)
 
 
 def logged_in(session: MutableMapping[str, Any], token: str | None) -> bool:
+    """Whether this session logged in with the current token."""
     return token is not None and session.get("auth") == fingerprint(token)
 
 
@@ -86,10 +91,12 @@ def actor(session: MutableMapping[str, Any]) -> str:
 
 
 def log_in(session: MutableMapping[str, Any], token: str, login: str) -> None:
+    """Mark the session logged in (token fingerprint and login name)."""
     session["auth"] = fingerprint(token)
     session["login"] = _LOGIN_NAME.sub("", login)[:64]
     session["csrf"] = secrets.token_urlsafe(32)  # a fresh CSRF token per login
 
 
 def log_out(session: MutableMapping[str, Any]) -> None:
+    """Forget the session."""
     session.clear()

@@ -18,6 +18,7 @@ _RENDERER = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("
 
 
 def to_html(source: str) -> Markup:
+    """A report's Markdown (front matter dropped) as safe HTML."""
     return Markup(_RENDERER.render(without_front_matter(source)))
 
 
