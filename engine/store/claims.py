@@ -1,8 +1,8 @@
 """The worker's hot path: claiming a run and recording step boundaries.
 
-Every statement here is built once, with bind parameters, so SQLAlchemy's
-compiled-statement cache applies and a step boundary costs little more than
-its commit (SPEC §11). Every write is guarded by the claim's fencing token and
+Every statement here is built once, with bind parameters, and run through
+``engine.store.fastsql`` (compiled once per dialect, below SQLAlchemy's per-call
+pipeline), so a step boundary costs little more than its commit (SPEC §11). Every write is guarded by the claim's fencing token and
 the RUNNING status; a guard that matches no row raises ``LeaseLost`` so the
 caller's transaction rolls back and nothing is written.
 """

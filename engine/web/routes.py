@@ -32,10 +32,10 @@ LEGEND = (
     ("RETRY_PENDING", "retry pending"), ("RUNNING", "running / queued"), ("MISSED", "missed"),
     ("SKIPPED", "skipped"), ("MANUAL_REQUIRED", "manual required"), ("CANCELLED", "cancelled"),
     ("TOO_OLD", "too old (audit)"), ("DISABLED", "disabled"), ("BEFORE_SCHEDULE", "before schedule"),
-    ("NOT_YET_DUE", "not yet due"), ("AWAITING_TICK", "awaiting tick"),
+    ("NOT_YET_DUE", "not yet due"), ("AWAITING_TICK", "awaiting tick"), ("PRUNED", "pruned"),
 )
 # Cell colours: QUEUED and PENDING share the RUNNING colour (all "in flight").
-CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK"}
+CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK", "PRUNED": "SKIPPED"}
 
 
 def _run_id(request: Request) -> int:
