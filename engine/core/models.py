@@ -31,6 +31,8 @@ ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNN
 CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
 # A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
 BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING)
+# A backfill re-queues a period's run in one of these (with the row-less periods, what it offers to fix).
+BACKFILL_REQUEUES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
 TERMINAL_STATUSES = frozenset({
     RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
     RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,

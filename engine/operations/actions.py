@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from engine.core import cron, errors, logs, policies, retention
 from engine.core.models import (
     ACTIVE_STATUSES,
+    BACKFILL_REQUEUES,
     AttemptOutcome,
     AttemptTrigger,
     PeriodKind,
@@ -35,11 +36,12 @@ from engine.store import schedules as schedule_rows
 
 log = logging.getLogger(__name__)
 
-REQUEUE_ON_BACKFILL = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+REQUEUE_ON_BACKFILL = BACKFILL_REQUEUES
 REQUEUE_ON_TRIGGER = REQUEUE_ON_BACKFILL | {RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS}
 RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING,
                        RunStatus.CANCELLED, RunStatus.MISSED, RunStatus.SKIPPED})
 CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING, RunStatus.MANUAL_REQUIRED})
+BACKFILL_BATCH = 200  # backfill periods per transaction: a long range commits as it goes, never in one lock
 
 
 @dataclass(frozen=True)
@@ -188,8 +190,8 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     spec = schedule.spec
     pins = workflow.pin(rt.settings(workflow.name), spec.project)
     slots = list(_backfill_slots(schedule, workflow.period, first, last, report.no_slot))
-    for index in range(0, len(slots), 200):
-        batch = slots[index:index + 200]
+    for index in range(0, len(slots), BACKFILL_BATCH):
+        batch = slots[index:index + BACKFILL_BATCH]
         with (rt.store.read() if dry_run else rt.store.write()) as conn:
             for slot in batch:
                 period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)

@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 
 from engine.core import cron, errors, policies, retention
 from engine.core.clock import parse_instant
-from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
+from engine.core import models
+from engine.core.models import AuditEvent, PeriodKind, Run, Schedule
 from engine.runtime import Runtime
 from engine.store import history as history_rows
 from engine.store import pruning as pruning_rows
@@ -32,8 +33,7 @@ PRUNED = "PRUNED"  # removed by a prune: settled history that backfill leaves al
 NO_ROW = "NO_ROW"
 NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, PRUNED, NO_ROW)
 SLOT_CELL_LIMIT = 400
-# Row statuses that `backfill` re-queues: with the row-less past periods, what a backfill range offers to fix.
-BACKFILL_REQUEUES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+BACKFILL_REQUEUES = models.BACKFILL_REQUEUES  # what `backfill` re-queues, with the row-less past periods
 
 
 @dataclass(frozen=True)

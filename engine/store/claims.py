@@ -47,14 +47,14 @@ from engine.core.models import (
     StepStatus,
 )
 from engine.plugins.contract import ArtifactRef
-from engine.store import rows, tables
+from engine.store import locks, rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
 from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
 
-CLAIM_LOCK_KEY = 7312002
+CLAIM_LOCK_KEY = locks.CLAIM
 BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
 RUNNING = RunStatus.RUNNING.value
 P = bindparam
@@ -321,7 +321,7 @@ _OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule")
                    .order_by(runs.c.scheduled_for, runs.c.id).limit(1))
 _PROMOTE = update(runs).where(runs.c.id == P("b_id"), runs.c.status == RunStatus.PENDING.value).values(
     status=RunStatus.QUEUED.value)
-SCHEDULE_LOCK_SPACE = 7312003
+SCHEDULE_LOCK_SPACE = locks.SCHEDULE_SPACE
 _LOCK_SCHEDULE = text("SELECT pg_advisory_xact_lock(:space, :schedule)")
 
 

@@ -28,7 +28,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from engine.core import errors
-from engine.store import fastsql
+from engine.store import fastsql, locks
 
 HEAD_REVISION = "0005"
 KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005"})
@@ -141,7 +141,7 @@ def revision_of(conn: Connection) -> str | None:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-MIGRATION_LOCK_KEY = 7312001
+MIGRATION_LOCK_KEY = locks.MIGRATION
 _BUSY = "another `reportflow db upgrade` is migrating this database; let it finish, then run it again"
 
 

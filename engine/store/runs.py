@@ -24,6 +24,7 @@ from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
+IN_LIST_BATCH = 500  # values per expanding IN list: far below SQLite's and psycopg's parameter limits
 
 
 def dialect_insert(conn: Connection) -> Any:
@@ -77,8 +78,8 @@ def overlap_counts_of(conn: Connection, schedule_ids: Sequence[int]) -> dict[int
     with no active run is left out."""
     active: dict[int, int] = {}
     pending: dict[int, int] = {}
-    for start in range(0, len(schedule_ids), 500):
-        chunk = list(schedule_ids[start:start + 500])
+    for start in range(0, len(schedule_ids), IN_LIST_BATCH):
+        chunk = list(schedule_ids[start:start + IN_LIST_BATCH])
         for schedule_id, status, count in conn.execute(_OVERLAP_COUNTS_OF, {"b_schedules": chunk}):
             active[schedule_id] = active.get(schedule_id, 0) + count
             if status == RunStatus.PENDING.value:
@@ -130,8 +131,8 @@ def find_period_runs(conn: Connection, workflow: str, project: str, business_key
 def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
     """Which of ``base_keys`` have a run (in batches, for a backfill)."""
     found: set[str] = set()
-    for start in range(0, len(base_keys), 500):
-        chunk = base_keys[start:start + 500]
+    for start in range(0, len(base_keys), IN_LIST_BATCH):
+        chunk = base_keys[start:start + IN_LIST_BATCH]
         found.update(conn.execute(_KEYS_PRESENT, {"b_keys": list(chunk)}).scalars())
     return found
 
