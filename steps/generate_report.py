@@ -33,6 +33,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engine.core import errors
+from steps import grounding
 from steps.git_log import CommitInfo
 from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (
@@ -55,6 +56,7 @@ from steps.report_model import (
     ReportStats,
     Writer,
     WriterResult,
+    area_of,
     churn,
     compute_stats,
     counted,
@@ -91,6 +93,8 @@ class PromptTemplate:
     system: string.Template
     user: string.Template
     sha256: str
+    #: The repair request (``<!-- repair -->`` part, v3 on): its presence turns grounding on.
+    repair: string.Template | None = None
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,16 @@ def load_template(workflow: str, version: str) -> PromptTemplate:
             "CONFIG_INVALID", f"prompt version {version!r} of {workflow} does not exist "
             f"(no {path.name}; available: {', '.join(known) or 'none'})") from exc
     text = raw.decode("utf-8")
-    match = re.fullmatch(r"\s*<!-- system -->\n(.*?)\n<!-- user -->\n(.*)", text, re.DOTALL)
+    match = re.fullmatch(r"\s*<!-- system -->\n(.*?)\n<!-- user -->\n(.*?)"
+                         r"(?:\n<!-- repair -->\n(.*))?", text, re.DOTALL)
     if match is None:
         raise errors.step_error("CONFIG_INVALID",
                                 f"prompt template {path.name} lacks its system/user markers")
+    repair = match.group(3)
     return PromptTemplate(workflow, version, string.Template(match.group(1).strip()),
                           string.Template(match.group(2).strip() + "\n"),
-                          hashlib.sha256(raw).hexdigest())
+                          hashlib.sha256(raw).hexdigest(),
+                          string.Template(repair.strip() + "\n") if repair is not None else None)
 
 
 def stats_text(stats: ReportStats) -> str:
@@ -253,6 +260,47 @@ def render_prompt(inp: ReportInput, stats: ReportStats | Mapping[str, Any], *,
     return prompt, listing.trimmed
 
 
+def repair_prompt(template: PromptTemplate, language: str,
+                  violations: Sequence[grounding.Violation]) -> str:
+    """The repair request of ``template`` listing ``violations``, one bullet each."""
+    assert template.repair is not None
+    listed = "\n".join(f"- {v.line()}" for v in violations)
+    try:
+        return template.repair.substitute(violations=listed, **_language_fields(language))
+    except (KeyError, ValueError) as exc:
+        raise errors.step_error("CONFIG_INVALID", f"prompt template {template.workflow}."
+                                f"{template.version}.md has a bad placeholder: {exc}") from exc
+
+
+def facts_of(inp: ReportInput) -> grounding.Facts:
+    """What the narrative of ``inp`` may cite and must contain (SPEC §16.1)."""
+    t = texts(inp.language)
+    verbatim = [inp.project]
+    for commit in inp.commits:
+        verbatim += [commit.subject, commit.author_name, *(f.path for f in commit.files)]
+        verbatim += [area_of(f.path) for f in commit.files]
+    return grounding.Facts(commits=tuple(c.sha for c in inp.commits),
+                           headings=(t.summary, t.areas, t.notable), language=inp.language,
+                           verbatim=tuple(dict.fromkeys(inline(v) for v in verbatim)))
+
+
+def _grounded(inp: ReportInput, stats: ReportStats, template: PromptTemplate, writer: Writer,
+              first: str, *, prompt: str, system: str,
+              options: Mapping[str, Any]) -> grounding.Grounded:
+    """The narrative after the check, one repair, and the builtin fallback (SPEC §16.1)."""
+    material = ReportMaterial(input=inp, stats=stats)
+    if not writer.reads_prompt:  # the builtin writer's text holds by construction
+        return grounding.Grounded(first, "ok")
+
+    def repair(violations: tuple[grounding.Violation, ...]) -> str:
+        again = writer.write(repair_prompt(template, inp.language, violations), system=system,
+                             options=options, material=material, earlier=((prompt, first),))
+        return again.text.replace("\r\n", "\n").strip()
+
+    builtin = BuiltinWriter().write(prompt, system=system, options=options, material=material)
+    return grounding.ground(first, facts_of(inp), repair=repair, builtin=builtin.text)
+
+
 def prompt_digest(system: str, prompt: str) -> str:
     """sha256 of exactly what the model is sent: system text, a blank line, the prompt."""
     return hashlib.sha256(f"{system}\n\n{prompt}".encode()).hexdigest()
@@ -284,6 +332,15 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     if not narrative:
         raise errors.step_error("MODEL_UNAVAILABLE",
                                 f"{writer.provider} model {result.model!r} returned an empty report")
+    checked: dict[str, Any] | None = None
+    fallback_note = ""
+    if template.repair is not None:  # prompts before v3 saved the answer as it was, and still do
+        result_text = _grounded(inp, stats, template, writer, narrative, prompt=prompt,
+                                system=system, options=opts)
+        narrative = result_text.text
+        checked = dict(grounding.record(result_text))
+        if result_text.replaced:
+            fallback_note = t.grounding_note(result_text.replaced)
     # A writer that reads the commits itself (builtin) never sees the trimmed listing.
     trimmed = listing.trimmed and writer.reads_prompt
     by = f"{writer.provider} `{result.model}`"
@@ -292,10 +349,11 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     by += f", {t.prompt_word} {inp.workflow} {inp.prompt_version}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
-    text = assemble([header(inp, stats, writer_line=by), note, narrative,
+    text = assemble([header(inp, stats, writer_line=by), note, fallback_note, narrative,
                      statistics_section(stats, inp.language)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,
                         prompt_sha256=prompt_digest(system, prompt),
                         template_sha256=template.sha256, options=opts, provider=writer.provider,
-                        trimmed=trimmed, stats=stats.model_dump(), language=inp.language)
+                        trimmed=trimmed, stats=stats.model_dump(), language=inp.language,
+                        grounding=checked)

@@ -23,7 +23,7 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -107,9 +107,15 @@ class OllamaWriter:
         self._sleep = sleep
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
-              material: ReportMaterial) -> WriterResult:
-        """The narrative for ``prompt``; raises ``StepError`` (see the module contract)."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+              material: ReportMaterial,
+              earlier: Sequence[tuple[str, str]] = ()) -> WriterResult:
+        """The narrative for ``prompt`` after the ``earlier`` exchanges; raises ``StepError``
+        (see the module contract)."""
+        messages = [{"role": "system", "content": system}]
+        for asked, answered in earlier:
+            messages += [{"role": "user", "content": asked},
+                         {"role": "assistant", "content": answered}]
+        messages.append({"role": "user", "content": prompt})
         budget = _Budget(self.retry.budget_s)
         # Clients live for one call, so no connection outlives the step.
         with ollama.Client(host=self.host, timeout=min(self.timeout_s, LOOKUP_TIMEOUT_S)) as lookup:

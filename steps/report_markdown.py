@@ -151,7 +151,8 @@ class BuiltinWriter:
     reads_prompt = False
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
-              material: ReportMaterial) -> WriterResult:
+              material: ReportMaterial,
+              earlier: Sequence[tuple[str, str]] = ()) -> WriterResult:
         """Summary, Changes by area, Notable commits, from ``material`` (prompt unused),
         in the input's language."""
         inp, stats = material.input, material.stats

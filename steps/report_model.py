@@ -53,6 +53,8 @@ class ReportOutput(BaseModel):
     trimmed: bool
     stats: dict[str, Any]
     language: str = "en"
+    #: SPEC §16.1: ``{"verdict", "violations", "replaced"}``; None for prompts before v3.
+    grounding: dict[str, Any] | None = None
 
 
 class AuthorStats(BaseModel):
@@ -116,7 +118,8 @@ class Writer(Protocol):
     """Writes the narrative sections (Summary, Changes by area, Notable commits).
 
     ``write`` raises ``StepError`` (``MODEL_UNAVAILABLE`` and the like) when it
-    cannot. ``reads_prompt`` is false for a writer that works from
+    cannot. ``earlier`` is the conversation before ``prompt`` as (prompt,
+    answer) pairs (a repair request follows the first answer). ``reads_prompt`` is false for a writer that works from
     ``material`` alone (then a trimmed listing does not concern its report).
     """
 
@@ -124,7 +127,8 @@ class Writer(Protocol):
     reads_prompt: bool
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
-              material: ReportMaterial) -> WriterResult: ...
+              material: ReportMaterial,
+              earlier: Sequence[tuple[str, str]] = ()) -> WriterResult: ...
 
 
 def area_of(path: str) -> str:

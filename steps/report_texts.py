@@ -93,6 +93,11 @@ class Texts:
     def files_count(self, n: int) -> str:
         return self.count(n, "file")
 
+    def grounding_note(self, replaced: Sequence[str]) -> str:
+        """The one line a report carries when sections of the model's text were replaced."""
+        return (f"> **Note:** the model's text for {', '.join(replaced)} failed the checks twice "
+                "and was replaced by the built-in writer's.\n")
+
 
 class KoreanTexts(Texts):
     """Korean (한국어), in the plain written style of an engineering team's report (합니다체)."""
@@ -167,6 +172,10 @@ class KoreanTexts(Texts):
 
     def more_commits(self, n: int) -> str:
         return f"… 외 커밋 {n}개"
+
+    def grounding_note(self, replaced: Sequence[str]) -> str:
+        return (f"> **참고:** {', '.join(replaced)} 섹션은 모델의 글이 두 번 검사를 통과하지 못해 "
+                "기본 작성기의 글로 바꾸었습니다.\n")
 
 
 _CATALOGUE: dict[str, Texts] = {t.language: t for t in (Texts(), KoreanTexts())}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine.core import errors
 from engine.core.models import PeriodKind, StepStatus
 from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import diagnose, report_settings
+from workflows import diagnose, drafting, report_settings
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
@@ -101,6 +101,8 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "model_digest": report.model_digest,
         "prompt_version": report.prompt_version,
         "prompt_sha256": report.prompt_sha256,
+        # SPEC §16.1; absent for prompts before v3, so their re-runs write the same bytes.
+        **({"grounding": report.grounding["verdict"]} if report.grounding else {}),
     }
 
 
@@ -118,8 +120,15 @@ def save(kind: str, ctx: StepContext) -> StepResult:
 
 
 def upload(kind: str, ctx: StepContext) -> StepResult:
-    from steps import upload_notion
     from steps.report_model import ReportOutput
+
+    report = ctx.output(ReportOutput)
+    return upload_markdown(ctx, f"{ctx.project} {kind} report {ctx.business_key}", report.text)
+
+
+def upload_markdown(ctx: StepContext, title: str, markdown: str) -> StepResult:
+    """UPLOAD_NOTION of ``markdown`` as the page ``title``, keyed by the run's report key."""
+    from steps import upload_notion
     from steps.upload_notion import UploadOutput
 
     notion = _settings(ctx).notion
@@ -130,14 +139,13 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
         raise errors.step_error("NOTION_UNAUTHORIZED",
                                 f"the environment variable {notion.token_env} (notion.token_env) is not set")
     client = upload_notion.make_client(token, notion.base_url, notion.timeout.total_seconds())
-    report = ctx.output(ReportOutput)
     previous = ctx.previous(UploadOutput)
     try:
         out = upload_notion.upload(
             client, upload_notion.NotionTarget(database_id=notion.database_id,
                                                data_source_id=notion.data_source_id),
-            report_key=ctx.idempotency_key, title=f"{ctx.project} {kind} report {ctx.business_key}",
-            markdown=report.text, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
+            report_key=ctx.idempotency_key, title=title,
+            markdown=markdown, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
             # Requests wait for slots shared by every worker; retry waits are the engine's (ctx.sleep).
             pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token), ctx.sleep),
             retry_wait_max_s=notion.retry_budget.total_seconds())
@@ -180,4 +188,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         pin=report_settings.pins,
         can_serve=can_serve,
         diagnose=diagnose.diagnose,
+        draft_schedule=drafting.draft,
     )

@@ -31,7 +31,7 @@ language = "en"               # or "ko": the report's headings and sentences, an
 provider = "builtin"          # or "ollama" (then: ollama pull llama3.1:8b)
 model = "llama3.1:8b"
 host = "http://127.0.0.1:11434"
-prompt_version = "v2"
+prompt_version = "v3"           # v3: the answer is checked, repaired once, else replaced (SPEC §16.1)
 
 [notion]
 enabled = false

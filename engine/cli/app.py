@@ -227,12 +227,16 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
 
 @schedules_app.command("apply")
 def schedules_apply(ctx: typer.Context,
-                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False) -> None:
-    """Sync [[schedules]] from the config into the database. Example: reportflow schedules apply"""
+                    yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False,
+                    overwrite: Annotated[bool, typer.Option(
+                        "--overwrite", help="Let the file win over edits made in the database (audited).")] = False,
+                    dry_run: Annotated[bool, typer.Option(
+                        "--dry-run", help="Print the plan (diffs and drift included); write nothing.")] = False) -> None:
+    """Sync [[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
     from engine.cli import render
     from engine.scheduling import definitions as schedules
 
-    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes)
+    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
     render.apply_report(report)
 
 
@@ -320,13 +324,27 @@ def schedules_enable(ctx: typer.Context, name: str,
 
 
 @schedules_app.command("disable")
-def schedules_disable(ctx: typer.Context, name: str,
-                      reason: Annotated[str, typer.Option(help="Why (audited, required).")]) -> None:
-    """Audited kill switch. Example: reportflow schedules disable platform-daily --reason "repo migration" """
+def schedules_disable(ctx: typer.Context, name: Annotated[Optional[str], typer.Argument()] = None,
+                      reason: Annotated[str, typer.Option(help="Why (audited, required).")] = "",
+                      all_: Annotated[bool, typer.Option("--all", help="Every live schedule (the global switch).")]
+                      = False,
+                      cancel_queued: Annotated[bool, typer.Option(
+                          "--cancel-queued", help="Cancel the runs not yet started instead of holding them.")]
+                      = False) -> None:
+    """Audited kill switch: runs not yet started are held. Example: reportflow schedules disable platform-daily --reason "repo migration" """
     from engine.scheduling import definitions as schedules
 
-    schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=False, reason=reason)
-    output.say(f"schedule {name} {'disabled' if changed else 'was already disabled'} (version {schedule.version})")
+    if not reason.strip():
+        raise errors.InvalidInput("--reason is required to disable a schedule")
+    if all_ == (name is not None):
+        raise errors.InvalidInput("name one schedule or give --all")
+    rt = _cli(ctx).runtime()
+    if name is None:
+        changed = schedules.disable_all(rt, reason=reason, cancel_queued=cancel_queued)
+        output.say(f"disabled {len(changed)} schedule(s)" + (f": {', '.join(s.name for s in changed)}" if changed else ""))
+        return
+    schedule, did = schedules.set_enabled(rt, name, enabled=False, reason=reason, cancel_queued=cancel_queued)
+    output.say(f"schedule {name} {'disabled' if did else 'was already disabled'} (version {schedule.version})")
 
 
 @schedules_app.command("set")
@@ -366,6 +384,42 @@ def schedules_set(
     if warning:
         output.warn(warning)
     output.say(f"schedule {name} is now version {schedule.version}")
+
+
+@schedules_app.command("draft")
+def schedules_draft(
+    ctx: typer.Context, text: str,
+    project: Annotated[Optional[str], typer.Option("--project", help="The project it is for.")] = None,
+    workflow: Annotated[Optional[str], typer.Option("--workflow", help="The workflow it runs.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Append the block to the config file.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Write without asking.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """A schedule from a sentence, validated and previewed; never touches the database.
+
+    Example: reportflow schedules draft "every weekday at 18:30 Seoul time, daily report for web"
+    """
+    from engine.cli import render
+    from engine.operations import drafts
+    from engine.plugins import registry as registry_mod
+
+    cli = _cli(ctx)
+    config, registry = registry_mod.load_with_config(cli.config_path, db_override=cli.db_url)
+    report = drafts.draft(config, registry, text, now=cli.clock().now(), project=project,
+                          workflow=workflow)
+    render.draft(report, as_json)
+    if not report.valid:
+        raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
+    if not write:
+        return
+    if report.exists:
+        raise errors.Conflict(f"a schedule named '{report.draft.get('name')}' is already in "
+                              f"{cli.config_path}; edit it there or draft another name")
+    if not yes and not typer.confirm(f"append this schedule to {cli.config_path}?", err=True):
+        raise typer.Exit(1)
+    drafts.append(cli.config_path, report)
+    output.say(f"appended schedule {report.draft.get('name')} to {cli.config_path}; "
+               "run `reportflow schedules apply` to schedule it")
 
 
 # --- the loops ---------------------------------------------------------------

@@ -47,6 +47,20 @@ def apply_report(report: Any) -> None:
     """Print a ``schedules apply`` plan or result: warnings, then each change."""
     for warning in report.warnings:
         warn(warning)
+    plan = report.plan
+    if report.dry_run and plan is not None:
+        say("plan (dry run, nothing written):")
+        for label in ("created", "archived", "unchanged"):
+            say(f"  {label}: {', '.join(getattr(plan, label)) or '-'}")
+        for label, groups in (("updated", plan.updated), ("drifted", plan.drifted)):
+            say(f"  {label}: {', '.join(groups) or '-'}")
+            for name, changes in groups.items():
+                for change in changes:
+                    say(f"    {name} {change.describe()}")
+        return
+    if plan is not None:
+        for name, changes in plan.drifted.items():
+            warn(f"drift overwritten on {name}: {', '.join(c.describe() for c in changes)}")
     for label in ("created", "updated", "archived", "unchanged"):
         names = getattr(report, label)
         if names:
@@ -123,6 +137,26 @@ def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
         table.add_row(item["local"], item["utc"] or "", f"[yellow]{escape(item['note'] or 'moved')}[/]"
                       if item["moved"] else "")
     out.print(table)
+
+
+def draft(report: Any, as_json: bool) -> None:
+    """A drafted schedule (SPEC §16.2): the entry, the verdict, the next fires, the TOML block."""
+    data = report.as_json()
+    if as_json:
+        _json(data)
+        return
+    out.print(f"[bold]draft[/] by {escape(data['drafter'])}: {escape(data['rationale'])}")
+    if not data["valid"]:
+        for problem in data["errors"]:
+            out.print(f"[red]invalid:[/] {escape(problem)}")
+    else:
+        out.print(f"[green]valid[/]: {data['runs_per_day']} runs/day")
+        fires(str(data["draft"].get("timezone", "UTC")), report.preview, False)
+    if data["risk"]:
+        warn(data["risk"])
+    if data["exists"]:
+        warn(f"a schedule named '{data['draft'].get('name')}' is already in the config file")
+    out.print(data["toml"], highlight=False, markup=False)
 
 
 def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
@@ -219,7 +253,7 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
             str(run.id), run.schedule_name or "", run.idempotency_key, run.trigger.value,
             format_instant(run.scheduled_for) or "",
             _status(run.status.value) + (" [red](stalled)[/]" if stalled else "") +
-            (f" [dim]{run.reason}[/]" if run.reason else ""),
+            (f" [dim]{run.reason}[/]" if run.reason else "") + (f" [yellow](held: {run.held})[/]" if run.held else ""),
             f"{run.attempt_count}/{run.max_attempts}", _compact_secs(views._seconds(run.start_delay)),
             _compact_secs(views._seconds(run.duration)), escape(failure))
     out.print(table)
@@ -236,8 +270,16 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
               f"trigger {run.trigger.value}  attempts {run.attempt_count}/{run.max_attempts}")
     out.print(f"slot {format_instant(run.scheduled_for)} ({run.scheduled_for.astimezone(zone).isoformat()}), "
               f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
+    if run.held:
+        out.print(f"[yellow]held: {run.held}[/] (no worker claims it until the schedule is enabled)")
     if run.error_code:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
+        if data["runbook"]:
+            out.print(f"what to do: {escape(data['runbook'])}")
+    if data["grounding"]:
+        grounding = data["grounding"]
+        out.print(f"grounding [bold]{escape(str(grounding['verdict']))}[/]"
+                  + "".join(f"\n  - {escape(str(v))}" for v in grounding.get("violations", [])))
     steps = Table(title="steps")
     for column in ("#", "step", "status", "tries", "started", "finished", "error"):
         steps.add_column(column)

@@ -124,10 +124,15 @@ class UiConfig(Strict):
     token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
 
 
+#: The project of a projectless workflow's runs (``{workflow}:ops:{business_key}``).
+PROJECTLESS = "ops"
+
+
 class ScheduleConfig(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
     workflow: str
-    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
+    # Required, except for a workflow whose schedules name no project (``projectless``).
+    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
     cron: str
     timezone: str
     # The defaults are ScheduleSpec's (engine.core.models): one source.
@@ -304,13 +309,21 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             known = ", ".join(sorted(registry)) or "none installed"
             raise errors.ConfigInvalid(f"unknown workflow '{sched.workflow}' (known: {known})",
                                        file=file, key=f"{where}.workflow")
+        workflow = registry[sched.workflow]
+        if sched.project is None:
+            if not getattr(workflow, "projectless", False):
+                raise errors.ConfigInvalid("project is required", file=file, key=f"{where}.project")
+            sched = sched.model_copy(update={"project": PROJECTLESS})
+        elif getattr(workflow, "projectless", False):
+            raise errors.ConfigInvalid(f"{sched.workflow} reports on the engine itself: leave out project",
+                                       file=file, key=f"{where}.project")
+        assert sched.project is not None
         pair = (sched.workflow, sched.project)
         if pair in live_pairs:
             raise errors.ConfigInvalid(
                 f"schedule '{live_pairs[pair]}' already runs {sched.workflow} for project '{sched.project}'",
                 file=file, key=f"{where}.project")
         live_pairs[pair] = sched.name
-        workflow = registry[sched.workflow]
         try:
             workflow.check_project(settings[sched.workflow], sched.project)
         except errors.ConfigInvalid as exc:

@@ -31,8 +31,9 @@ ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNN
 CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
 # A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
 BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING)
-# A backfill re-queues a period's run in one of these (with the row-less periods, what it offers to fix).
-BACKFILL_REQUEUES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+# Runs that have not started: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
+HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
+HELD_BY_DISABLED = "schedule disabled"
 TERMINAL_STATUSES = frozenset({
     RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
     RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,
@@ -168,6 +169,7 @@ class Schedule:
     disabled_at: datetime | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    applied_definition: dict[str, Any] | None = None  # the definition of the last apply (None: unknown)
 
     @property
     def name(self) -> str:
@@ -265,6 +267,14 @@ class Run:
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
+    schedule_enabled: bool | None = None  # None when the row was read without its schedule
+
+    @property
+    def held(self) -> str | None:
+        """Why no worker claims this run although it waits (``claims`` repeats the rule in SQL), or None."""
+        if self.schedule_enabled is False and self.status in HOLDABLE_STATUSES:
+            return HELD_BY_DISABLED
+        return None
 
     @property
     def start_delay(self) -> timedelta | None:

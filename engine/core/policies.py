@@ -53,6 +53,22 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
     return period_of_date(kind, local_day, tz)
 
 
+# Pinned as ``window_rule``: runs created before it existed have none, and keep the window they pinned.
+WINDOW_UNTIL_SLOT = "until_slot"
+WINDOW_WHOLE_PERIOD = "whole_period"
+
+
+def collect_window(period: Period, slot_at: datetime, report_on: ReportOn) -> tuple[Period, str]:
+    """The window a run collects, and its rule: a ``current`` run's window ends at its slot (SPEC §2).
+
+    Its end is the slot, never the moment the run executes, so a run that starts
+    late or is retried a day later reports exactly the same commits.
+    """
+    if report_on is ReportOn.CURRENT and period.start_at < slot_at < period.end_at:
+        return replace(period, end_at=slot_at.astimezone(UTC)), WINDOW_UNTIL_SLOT
+    return period, WINDOW_WHOLE_PERIOD
+
+
 def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn) -> tuple[date, date]:
     """Local dates [first, last] on which the slot reporting on ``day``'s period fires."""
     if kind is PeriodKind.DAY:

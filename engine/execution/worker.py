@@ -29,7 +29,7 @@ from engine.execution import loop, pacing
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims
+from engine.store import claims, ops_facts
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
 
@@ -261,6 +261,7 @@ class Worker:
             outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
             exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
             sleep=partial(self._step_sleep, lease),
+            engine_facts=partial(_engine_facts, self.rt),
             output_models=workflow.output_models(),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
@@ -483,3 +484,9 @@ class Worker:
         self._executor.shutdown(wait=False)
         if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
             self._writer.close()
+
+
+def _engine_facts(rt: Runtime, start: datetime, end: datetime) -> dict[str, Any]:
+    """``StepContext.engine_facts``: one read transaction, as of the runtime's clock."""
+    with rt.store.read() as conn:
+        return ops_facts.read(conn, start, end, rt.clock.now())

@@ -15,10 +15,8 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine.core import cron, errors, logs, policies, retention
+from engine.core import cron, errors, logs, policies, retention, revisions
 from engine.core.models import (
-    ACTIVE_STATUSES,
-    BACKFILL_REQUEUES,
     AttemptOutcome,
     AttemptTrigger,
     PeriodKind,
@@ -36,8 +34,6 @@ from engine.store import schedules as schedule_rows
 
 log = logging.getLogger(__name__)
 
-REQUEUE_ON_BACKFILL = BACKFILL_REQUEUES
-REQUEUE_ON_TRIGGER = REQUEUE_ON_BACKFILL | {RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS}
 RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING,
                        RunStatus.CANCELLED, RunStatus.MISSED, RunStatus.SKIPPED})
 CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING, RunStatus.MANUAL_REQUIRED})
@@ -51,6 +47,14 @@ class ActionResult:
     status: str
     business_key: str
     message: str
+
+
+def refuse_disabled(schedule: Schedule, command: str) -> None:
+    """``trigger``, ``backfill`` and ``runs retry`` on a disabled schedule exit 3 naming it (SPEC §15.3)."""
+    if not schedule.enabled:
+        why = f" ({schedule.disabled_reason})" if schedule.disabled_reason else ""
+        raise errors.Conflict(f"schedule '{schedule.spec.name}' is disabled{why}: {command} refused; "
+                              f"`reportflow schedules enable {schedule.spec.name}` first")
 
 
 def _slot_for_date(schedule: Schedule, kind: PeriodKind, day: date) -> datetime:
@@ -68,6 +72,7 @@ def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_n
     now = rt.clock.now()
     with rt.store.write() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
+        refuse_disabled(schedule, "trigger")
         workflow = rt.workflow(schedule.spec.workflow)
         spec = schedule.spec
         if day is None:
@@ -84,16 +89,17 @@ def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_n
         period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
         existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
         pins = workflow.pin(rt.settings(workflow.name), spec.project)
-        if force_new and existing:
-            revision = max(r.revision for r in existing) + 1
-            return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins, revision=revision,
-                           action="revision")
-        if not existing:
+        decision = revisions.decide_period(revisions.Command.TRIGGER, existing, force_new=force_new)
+        run = decision.run
+        if decision.action is revisions.PeriodAction.CREATE:
             return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins)
-        run = existing[-1]
-        if run.status in REQUEUE_ON_TRIGGER:
+        assert run is not None
+        if decision.action is revisions.PeriodAction.REVISION:
+            return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins, revision=run.revision + 1,
+                           action="revision")
+        if decision.action is revisions.PeriodAction.REQUEUE:
             return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "requeued")
-        if run.status is RunStatus.MANUAL_REQUIRED:
+        if decision.action is revisions.PeriodAction.APPROVE:
             return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "approved")
         hint = " (use --force-new for a new revision)" if run.status is RunStatus.SUCCESS else ""
         return ActionResult("unchanged", run.id, run.status.value, run.business_key,
@@ -185,6 +191,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     report = BackfillReport()
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
+        refuse_disabled(schedule, "backfill")
         pruned_ranges = [] if include_pruned else pruning.pruned_ranges(conn, schedule.id)
     workflow = rt.workflow(schedule.spec.workflow)
     spec = schedule.spec
@@ -203,20 +210,21 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
                         pruned_ranges, *retention.period_dates(period.key, spec.timezone)):
                     report.pruned.append(period.key)
                     continue
-                if not existing:
+                decision = revisions.decide_period(revisions.Command.BACKFILL, existing)
+                if decision.action is revisions.PeriodAction.CREATE:
                     if not dry_run:
                         _create(conn, rt, schedule, slot, RunTrigger.BACKFILL, now, pins)
                     report.created.append(period.key)
-                    continue
-                run = existing[0]
-                if run.status in REQUEUE_ON_BACKFILL:
+                elif decision.action is revisions.PeriodAction.REQUEUE:
+                    assert decision.run is not None
                     if not dry_run:
-                        _requeue(conn, rt, run, AttemptTrigger.BACKFILL, now, "requeued")
+                        _requeue(conn, rt, decision.run, AttemptTrigger.BACKFILL, now, "requeued")
                     report.requeued.append(period.key)
-                elif run.status in ACTIVE_STATUSES or run.status is RunStatus.SUCCESS:
+                elif decision.action is revisions.PeriodAction.PRESENT:
                     report.present.append(period.key)
                 else:
-                    report.left.append((period.key, run.status.value))
+                    assert decision.run is not None
+                    report.left.append((period.key, decision.run.status.value))
         if progress is not None:
             progress(min(index + len(batch), len(slots)), len(slots))
     return report
@@ -262,6 +270,8 @@ def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionRe
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)
+        if run.schedule_id is not None:
+            refuse_disabled(schedule_rows.get_schedule_by_id(conn, run.schedule_id), f"retry of run {run_id}")
         workflow = rt.workflow(run.workflow)
         if from_step is not None and from_step not in workflow.step_names():
             raise errors.InvalidInput(f"unknown step '{from_step}' for {run.workflow} "

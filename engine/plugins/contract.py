@@ -58,6 +58,8 @@ def _no_pace(name: str, interval: timedelta) -> None:
 def _real_sleep(seconds: float) -> None:
     """``ctx.sleep`` of a step called outside a worker (a test, a script): real time."""
     clock.REAL.sleep(seconds)
+def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
+    raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,9 @@ class StepContext:
     # It ends early at SIGTERM (``errors.Interrupted``: the run is handed back to resume at this
     # step) or a lost lease (``errors.LeaseLost``: nothing is written).
     sleep: Callable[[float], None] = _real_sleep
+    # ``engine_facts(start, end)``: the engine's own record of the runs whose slot is in
+    # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
+    engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
 
@@ -261,6 +266,27 @@ def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequ
 
 
 @dataclass(frozen=True)
+class DraftRequest:
+    """A sentence to turn into a ``[[schedules]]`` entry (SPEC §16.2), with the operator's hints."""
+
+    text: str
+    project: str | None
+    workflow: str | None
+    #: The installed workflows a draft may name, and their periods.
+    workflows: Mapping[str, PeriodKind]
+
+
+@dataclass(frozen=True)
+class DraftAnswer:
+    """A drafted ``[[schedules]]`` entry as the config file would hold it, and why."""
+
+    entry: Mapping[str, Any]
+    rationale: str
+    #: Who drafted it: ``builtin grammar``, ``ollama llama3.1:8b``...
+    drafter: str
+
+
+@dataclass(frozen=True)
 class WorkflowDef:
     """A workflow as the engine sees it.
 
@@ -277,6 +303,10 @@ class WorkflowDef:
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
+    - ``draft_schedule(settings, request)`` turns a sentence into a schedule
+      entry (``DraftAnswer``); raises ``InvalidInput`` for one it cannot read.
+      The engine validates the answer like any schedule in the file; how the
+      workflow reads words (a grammar, a model) is its own business.
     """
 
     name: str
@@ -289,6 +319,9 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
+    #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
+    projectless: bool = False
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:

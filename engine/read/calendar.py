@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import cron, errors, policies, retention
+from engine.core import cron, errors, policies, retention, revisions
 from engine.core.clock import parse_instant
-from engine.core import models
-from engine.core.models import AuditEvent, PeriodKind, Run, Schedule
+from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
 from engine.store import history as history_rows
 from engine.store import pruning as pruning_rows
@@ -33,7 +32,9 @@ PRUNED = "PRUNED"  # removed by a prune: settled history that backfill leaves al
 NO_ROW = "NO_ROW"
 NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, PRUNED, NO_ROW)
 SLOT_CELL_LIMIT = 400
-BACKFILL_REQUEUES = models.BACKFILL_REQUEUES  # what `backfill` re-queues, with the row-less past periods
+# Row states `backfill` re-queues (the §12 decider's): with the row-less past periods, what a range offers to fix.
+_BACKFILL_REQUEUES = frozenset(s.value for s in RunStatus if revisions.decide_action(
+    revisions.Command.BACKFILL, s) is revisions.PeriodAction.REQUEUE)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Cell:
     def backfillable(self) -> bool:
         """A past period that `backfill` would create or re-queue."""
         return self.state in (TOO_OLD, DISABLED, BEFORE_SCHEDULE, AWAITING_TICK, NO_ROW) or \
-            self.state in {s.value for s in BACKFILL_REQUEUES}
+            self.state in _BACKFILL_REQUEUES
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine.config import settings as config_mod
-from engine.core import errors, logs
+from engine.core import error_codes, errors, logs
 from engine.core.clock import Clock, format_instant
 from engine.core.models import ArtifactRecord, RunStatus
 from engine.execution import reconciler
@@ -145,7 +145,25 @@ def check_runs(rt: Runtime) -> list[Finding]:
                       problem=True) for name, at in silent]
     if not found:
         found.append(Finding("runs", "no stalled run; every enabled schedule is being ticked"))
-    return found
+    return found + check_failures(rt)
+
+
+#: How far back ``doctor`` looks for failed runs.
+FAILURE_WINDOW = timedelta(days=7)
+
+
+def check_failures(rt: Runtime) -> list[Finding]:
+    """Runs FAILED in the last week, one line per error code with its runbook line."""
+    since = rt.clock.now() - FAILURE_WINDOW
+    query = (select(runs.c.error_code, func.count(), func.max(runs.c.id))
+             .where(runs.c.status == RunStatus.FAILED.value, runs.c.completed_at >= since)
+             .group_by(runs.c.error_code).order_by(runs.c.error_code))
+    with rt.store.read() as conn:
+        rows = conn.execute(query).all()
+    return [Finding("failures", f"{count} run(s) FAILED with {code or 'no code'} in the last 7 days "
+                                f"(latest: run {latest}): "
+                                f"{error_codes.runbook(code) or 'see `reportflow runs show ' + str(latest) + '`'}",
+                    problem=True) for code, count, latest in rows]
 
 
 def check_clock(store: Store, clock: Clock) -> list[Finding]:

@@ -88,3 +88,10 @@ def chart_runs(rt: Runtime, schedule_name: str, *, limit: int = 200) -> list[Run
         schedule = schedule_rows.get_schedule(conn, schedule_name)
         found = run_rows.list_runs(conn, schedule_id=schedule.id, limit=limit)
     return [r for r in reversed(found) if r.started_at is not None]
+
+
+def held_runs(rt: Runtime, schedule_name: str) -> list[Run]:
+    """The runs a disabled schedule holds (none while it is enabled), in the order enabling releases them."""
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+        return [] if schedule.enabled else run_rows.unstarted_runs(conn, schedule.id)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.core import policies
+from engine.core import error_codes, policies
 from engine.core.clock import format_instant
 from engine.core.models import Run, Schedule, StepStatus
 from engine.plugins.contract import WorkflowDef
@@ -53,7 +53,17 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "error_code": run.error_code,
         "error_message": run.error_message,
         "stalled": policies.run_is_stalled(run, now),
+        "held": run.held,
     }
+
+
+def grounding_of(run: Run) -> dict[str, Any] | None:
+    """The verdict a step recorded on what a model wrote (SPEC §16.1), or None."""
+    for step in run.steps:
+        found = (step.output or {}).get("grounding") if isinstance(step.output, dict) else None
+        if isinstance(found, dict) and "verdict" in found:
+            return found
+    return None
 
 
 def run_detail(run: Run, now: datetime) -> dict[str, Any]:
@@ -61,6 +71,8 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
     return {
         **run_summary(run, now),
         "pinned": run.pinned,
+        "grounding": grounding_of(run),
+        "runbook": error_codes.runbook(run.error_code),
         "steps": [{
             "position": s.position, "name": s.name, "status": s.status.value, "attempts": s.attempts,
             "started_at": format_instant(s.started_at), "finished_at": format_instant(s.finished_at),

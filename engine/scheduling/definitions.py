@@ -17,10 +17,12 @@ from sqlalchemy.engine import Connection
 
 from engine.core import cron, errors, logs
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Schedule, ScheduleSpec
+from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
 from engine.runtime import Runtime
+from engine.scheduling import drift
 from engine.store import audit as audit_rows
-from engine.store import rows
+from engine.store import claims, recovery, rows
+from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,8 @@ class ApplyReport:
     unchanged: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    plan: drift.ApplyPlan | None = None  # the decision, field diffs and drift included
+    dry_run: bool = False
 
 
 def runs_per_day(spec: ScheduleSpec, now: datetime) -> float:
@@ -78,23 +82,40 @@ def _disabled_range(conn: Connection, schedule: Schedule, now: datetime, actor: 
         version=schedule.version)
 
 
-def apply(rt: Runtime, *, confirmed: bool = False) -> ApplyReport:
+def apply(rt: Runtime, *, confirmed: bool = False, overwrite: bool = False, dry_run: bool = False) -> ApplyReport:
     """Sync ``[[schedules]]`` into the database in one transaction (idempotent from any node).
 
     An unchanged definition changes nothing (no version bump), and a schedule
-    disabled from the command line stays disabled.
+    disabled from the command line stays disabled. Drift (a field edited in the
+    database since the last apply that the file would change) is refused with
+    Conflict, nothing written for any schedule, unless ``overwrite``: then the
+    file wins and the drift is audited. ``dry_run`` plans and writes nothing.
     """
     now = rt.clock.now()
-    report = ApplyReport()
     wanted = {spec.name: spec for spec in rt.config.schedules}
-    with rt.store.write() as conn:
+    with (rt.store.read() if dry_run else rt.store.write()) as conn:
         existing = {s.name: s for s in schedule_rows.list_schedules(conn, include_archived=True)}
-        for name, current in existing.items():
-            if name not in wanted and not current.archived:
-                schedule_rows.update_schedule(conn, current, now=now, archived=True)
-                _audit(conn, rt.actor, "archive", current, now, reason="removed from the config",
-                       before=rows.definition_of(current.spec))
-                report.archived.append(name)
+        plan = drift.plan_apply(existing, wanted)
+        report = ApplyReport(plan=plan, dry_run=dry_run)
+        if dry_run:
+            report.created, report.archived, report.unchanged = plan.created, plan.archived, plan.unchanged
+            report.updated = list(plan.updated)
+            for name in plan.updated:
+                warning = check_risk(existing[name].spec, wanted[name], now, True)
+                if warning:
+                    report.warnings.append(warning)
+            return report
+        if plan.drifted and not overwrite:
+            raise errors.Conflict("drift: schedules edited in the database since the last apply; nothing applied. "
+                                  + "; ".join(f"{name} ({', '.join(c.describe() for c in changes)})"
+                                              for name, changes in plan.drifted.items())
+                                  + ". Put the values in the file, or `schedules apply --overwrite` to let the file win")
+        for name in plan.archived:
+            current = existing[name]
+            schedule_rows.update_schedule(conn, current, now=now, archived=True)
+            _audit(conn, rt.actor, "archive", current, now, reason="removed from the config",
+                   before=rows.definition_of(current.spec))
+            report.archived.append(name)
         for name, spec in wanted.items():
             known = existing.get(name)
             if known is None:
@@ -104,15 +125,22 @@ def apply(rt: Runtime, *, confirmed: bool = False) -> ApplyReport:
                 _audit(conn, rt.actor, "create", created, now, after=rows.definition_of(spec), version=1)
                 report.created.append(name)
                 continue
+            drifted = plan.drifted.get(name, [])
+            if drifted:
+                _audit(conn, rt.actor, "drift_overwritten", known, now, reason="schedules apply --overwrite",
+                       before={c.field: c.database for c in drifted}, after={c.field: c.file for c in drifted})
             _apply_one(conn, rt, known, spec, now, confirmed, report)
     return report
 
 
 def _apply_one(conn: Connection, rt: Runtime, current: Schedule, spec: ScheduleSpec, now: datetime,
                confirmed: bool, report: ApplyReport) -> None:
-    enabled = spec.enabled and not current.disabled_by_cli
-    same = rows.definition_of(spec) == rows.definition_of(current.spec)
+    enabled = drift.enabled_after_apply(current, spec)
+    definition = rows.definition_of(spec)
+    same = definition == rows.definition_of(current.spec)
     if same and enabled == current.enabled and not current.archived:
+        if current.applied_definition != definition:  # the file caught up with a database edit: no new version
+            schedule_rows.record_applied(conn, current.id, definition)
         report.unchanged.append(spec.name)
         return
     warning = check_risk(current.spec, spec, now, confirmed)
@@ -128,7 +156,8 @@ def _apply_one(conn: Connection, rt: Runtime, current: Schedule, spec: ScheduleS
         state.update(disabled_at=now, disabled_reason="disabled in the config")
     if becomes_live:
         state.update(disabled_at=None, disabled_reason=None)
-    updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(spec, enabled=enabled), **state)
+    updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(spec, enabled=enabled),
+                                            applied_definition=definition, **state)
     _audit(conn, rt.actor, "update", updated, now, before=_state_of(current), after=_state_of(updated))
     report.updated.append(spec.name)
 
@@ -155,26 +184,67 @@ def set_schedule(rt: Runtime, name: str, *, expect_version: int, changes: dict[s
     return updated, warning
 
 
-def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None) -> tuple[Schedule, bool]:
-    """The audited kill switch. Returns (schedule, changed); no change means no version bump."""
+def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None,
+                cancel_queued: bool = False) -> tuple[Schedule, bool]:
+    """The audited kill switch (SPEC §15.3). Returns (schedule, changed); no change means no version bump.
+
+    Disabling holds the schedule's runs that have not started (no worker claims
+    them) or, with ``cancel_queued``, cancels them, each audited with the reason;
+    a RUNNING run goes on. Enabling releases held runs in their old order.
+    """
     now = rt.clock.now()
     with rt.store.write() as conn:
+        claims.serialise_with_claims(conn)
         current = schedule_rows.get_schedule(conn, name)
         if current.archived:
             raise errors.Conflict(f"schedule '{name}' is archived (it is no longer in the config)")
-        if current.enabled == enabled:
-            return current, False
-        if enabled:
-            _disabled_range(conn, current, now, rt.actor)
-            state: dict[str, Any] = dict(enabled=True, disabled_by_cli=False, disabled_reason=None,
-                                         disabled_at=None, next_run_at=first_slot_after(current.spec, now))
-        else:
-            state = dict(enabled=False, disabled_by_cli=True, disabled_reason=reason, disabled_at=now)
-        updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(current.spec, enabled=enabled),
-                                                **state)
-        _audit(conn, rt.actor, "enable" if enabled else "disable", updated, now,
-               before=_state_of(current), after=_state_of(updated), reason=reason)
+        return _switch(conn, rt, current, enabled=enabled, reason=reason, cancel_queued=cancel_queued, now=now)
+
+
+def disable_all(rt: Runtime, *, reason: str, cancel_queued: bool = False) -> list[Schedule]:
+    """The global switch: disable every live schedule in one transaction; returns those it disabled."""
+    now = rt.clock.now()
+    changed: list[Schedule] = []
+    with rt.store.write() as conn:
+        claims.serialise_with_claims(conn)
+        for current in schedule_rows.list_schedules(conn):
+            schedule, did = _switch(conn, rt, current, enabled=False, reason=reason, cancel_queued=cancel_queued,
+                                    now=now)
+            if did:
+                changed.append(schedule)
+    return changed
+
+
+def _switch(conn: Connection, rt: Runtime, current: Schedule, *, enabled: bool, reason: str | None,
+            cancel_queued: bool, now: datetime) -> tuple[Schedule, bool]:
+    if not enabled and cancel_queued:
+        _cancel_unstarted(conn, rt.actor, current, now, reason)
+    if current.enabled == enabled:
+        return current, False
+    if enabled:
+        _disabled_range(conn, current, now, rt.actor)
+        state: dict[str, Any] = dict(enabled=True, disabled_by_cli=False, disabled_reason=None,
+                                     disabled_at=None, next_run_at=first_slot_after(current.spec, now))
+    else:
+        state = dict(enabled=False, disabled_by_cli=True, disabled_reason=reason, disabled_at=now)
+    updated = schedule_rows.update_schedule(conn, current, now=now, spec=replace(current.spec, enabled=enabled),
+                                            **state)
+    _audit(conn, rt.actor, "enable" if enabled else "disable", updated, now,
+           before=_state_of(current), after=_state_of(updated), reason=reason)
     return updated, True
+
+
+def _cancel_unstarted(conn: Connection, actor: str, schedule: Schedule, now: datetime, reason: str | None) -> None:
+    """``disable --cancel-queued``: the runs a disable would hold are cancelled instead, each audited."""
+    for run in run_rows.unstarted_runs(conn, schedule.id):
+        run_rows.set_status(conn, run.id, RunStatus.CANCELLED, completed_at=now, reason="schedule disabled")
+        recovery.close_pending_attempt(conn, run.id, AttemptOutcome.CANCELLED, now,
+                                       "cancelled with its schedule's disable before any worker took it")
+        audit_rows.record_audit(conn, at=now, actor=actor, action="run_cancelled", schedule_id=schedule.id,
+                                run_id=run.id, before={"status": run.status.value},
+                                after={"status": RunStatus.CANCELLED.value, "by": "schedules disable --cancel-queued"},
+                                reason=reason)
+        logs.event(log, logging.INFO, "run_cancelled", run=run.id, key=run.idempotency_key, schedule=schedule.name)
 
 
 def history(rt: Runtime, name: str) -> list[AuditEvent]:

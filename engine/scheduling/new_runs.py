@@ -17,11 +17,13 @@ from engine.plugins.contract import WorkflowDef
 
 
 def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
-                  workflow_pins: dict[str, Any]) -> dict[str, Any]:
-    """A new run's pins: the workflow's own (``WorkflowDef.pin``), under the engine's, which a workflow
-    pin of the same name (``payload_version``, ``window_start``...) cannot replace."""
+                  workflow_pins: dict[str, Any], slot_at: datetime | None = None) -> dict[str, Any]:
+    """The inputs a run keeps for life: period, window (to the slot for ``current``), versions, and the
+    workflow's own pins (``WorkflowDef.pin``), which cannot replace the engine's (``payload_version``...)."""
     spec = schedule.spec
-    local_start, local_end = period.window_local()
+    window, rule = (period, policies.WINDOW_WHOLE_PERIOD) if slot_at is None else \
+        policies.collect_window(period, slot_at, spec.report_on)
+    local_start, local_end = window.window_local()
     return {
         **workflow_pins,
         "payload_version": workflow.payload_version,
@@ -34,9 +36,10 @@ def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
         "report_on": spec.report_on.value,
         "business_key": period.key,
         "window_start": format_instant(period.start_at),
-        "window_end": format_instant(period.end_at),
+        "window_end": format_instant(window.end_at),
         "window_start_local": local_start,
         "window_end_local": local_end,
+        "window_rule": rule,
     }
 
 
@@ -54,7 +57,7 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
         idempotency_key=policies.idempotency_key(workflow.name, spec.project, period.key, revision),
         revision=revision, status=status.value, reason=reason.value if reason else None,
         priority=PRIORITY[attempt_trigger], not_before=not_before,
-        pinned=pinned_inputs(schedule, workflow, period, workflow_pins), attempt_count=0,
+        pinned=pinned_inputs(schedule, workflow, period, workflow_pins, slot_at), attempt_count=0,
         max_attempts=max_attempts, max_runtime_s=int(spec.max_runtime.total_seconds()), created_at=now,
         fence=0, cancel_requested=False,
     )

@@ -51,7 +51,7 @@ from engine.store import locks, rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
-from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
+from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, schedules, steps
 from engine.store.types import UTCDateTime
 
 CLAIM_LOCK_KEY = locks.CLAIM
@@ -90,6 +90,8 @@ def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ..
         _one_of(runs.c.workflow, workflows),
         ~exists().where(other.c.base_key == runs.c.base_key, other.c.status == RUNNING),
         or_(runs.c.priority != BACKFILL_PRIORITY, running_backfills < P("b_limit")),
+        # A disabled schedule holds its runs (SPEC §15.3; ``Run.held`` states the same rule).
+        ~exists().where(schedules.c.id == runs.c.schedule_id, schedules.c.enabled.is_(False)),
     ).order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
     if projects is not None:
         query = query.where(_one_of(runs.c.project, projects))
@@ -159,6 +161,16 @@ _STEP_FAILED = update(steps).where(*_STEP_WHERE).values(
     status=P("b_status"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"))
 _FINISH_ATTEMPT = update(attempts).where(attempts.c.run_id == P("b_run"), attempts.c.number == P("b_number")).values(
     outcome=P("b_outcome"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"))
+
+
+def serialise_with_claims(conn: Connection) -> None:
+    """Make this transaction wait for claims in flight, and claims wait for it (PostgreSQL's claim lock).
+
+    A kill switch takes it so that no claim which read the schedule as enabled commits after it.
+    SQLite's write transactions are serialised already.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
 
 
 @dataclass(frozen=True)

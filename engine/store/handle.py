@@ -50,13 +50,17 @@ class Store:
     def exclusive(self, name: str) -> Iterator[None]:
         """A mutex across every process sharing this store (e.g. one generation per Ollama host).
 
-        PostgreSQL: a session advisory lock (all nodes). SQLite: a file lock
-        beside the database (SQLite serves one host).
+        PostgreSQL: a session advisory lock (all nodes), committed at once so no
+        transaction stays open while the caller works: an open one would hold VACUUM
+        back and, under ``idle_in_transaction_session_timeout``, get the session killed
+        and the lock silently dropped. SQLite: a file lock beside the database (SQLite
+        serves one host).
         """
         key = locks.named(name)
         if self.dialect == "postgresql":
             with self.engine.connect() as conn:
                 conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+                conn.commit()  # a session lock outlives the transaction that took it
                 try:
                     yield
                 finally:

@@ -69,6 +69,7 @@ def schedule_from_row(row: RowMapping) -> Schedule:
         enabled=row["enabled"], archived=row["archived"], next_run_at=row["next_run_at"],
         disabled_reason=row["disabled_reason"], disabled_by_cli=row["disabled_by_cli"],
         disabled_at=row["disabled_at"], created_at=row["created_at"], updated_at=row["updated_at"],
+        applied_definition=row.get("applied_definition"),
     )
 
 
@@ -114,5 +115,5 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
         created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],
         completed_at=row["completed_at"], error_code=row["error_code"], error_message=row["error_message"],
-        steps=steps, attempts=attempts, artifacts=artifacts,
+        steps=steps, attempts=attempts, artifacts=artifacts, schedule_enabled=row.get("schedule_enabled"),
     )

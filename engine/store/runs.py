@@ -19,7 +19,18 @@ from sqlalchemy.engine import Connection
 
 from engine.core import errors, transitions
 from engine.core import policies
-from engine.core.models import ACTIVE_STATUSES, BUSY_STATUSES, CLAIMABLE_STATUSES, PRIORITY, AttemptTrigger, Run, RunStatus, RunTrigger, StepStatus
+from engine.core.models import (
+    ACTIVE_STATUSES,
+    BUSY_STATUSES,
+    CLAIMABLE_STATUSES,
+    HOLDABLE_STATUSES,
+    PRIORITY,
+    AttemptTrigger,
+    Run,
+    RunStatus,
+    RunTrigger,
+    StepStatus,
+)
 from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 
@@ -101,7 +112,8 @@ def _guarded_status(conn: Connection, run_id: int, target: RunStatus, **values: 
 # --- reading ---------------------------------------------------------------
 
 def _run_query() -> Any:
-    return select(runs, schedules.c.name.label("schedule_name")).select_from(
+    return select(runs, schedules.c.name.label("schedule_name"),
+                  schedules.c.enabled.label("schedule_enabled")).select_from(
         runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
 
 
@@ -173,6 +185,14 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
     elif from_step is None:
         conn.execute(update(steps).where(steps.c.run_id == run.id, steps.c.status == StepStatus.FAILED.value)
                      .values(status=StepStatus.PENDING.value))
+
+
+def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
+    """The schedule's runs that have not started (what disabling it holds), in claim order."""
+    query = (_run_query().where(runs.c.schedule_id == schedule_id,
+                                runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
+             .order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id))
+    return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
 def set_status(conn: Connection, run_id: int, target: RunStatus, **values: Any) -> None:

@@ -53,7 +53,8 @@ def insert_schedule(conn: Connection, spec: ScheduleSpec, *, next_run_at: dateti
     definition = rows.definition_of(spec)
     result = conn.execute(insert(schedules).values(
         name=spec.name, workflow=spec.workflow, project=spec.project, definition=definition,
-        definition_hash=rows.definition_hash(definition), version=1, enabled=spec.enabled, archived=False,
+        definition_hash=rows.definition_hash(definition), applied_definition=definition, version=1,
+        enabled=spec.enabled, archived=False,
         disabled_by_cli=False, disabled_at=None if spec.enabled else now, next_run_at=next_run_at,
         created_at=now, updated_at=now,
     ))
@@ -81,6 +82,11 @@ def update_schedule(conn: Connection, schedule: Schedule, *, now: datetime, spec
         raise errors.StaleVersion(
             f"schedule '{schedule.name}' changed since version {schedule.version} was read; reload and retry")
     return get_schedule_by_id(conn, schedule.id)
+
+
+def record_applied(conn: Connection, schedule_id: int, definition: dict[str, Any]) -> None:
+    """Note ``definition`` as the last applied one without a new version (the file caught up with the database)."""
+    conn.execute(update(schedules).where(schedules.c.id == schedule_id).values(applied_definition=definition))
 
 
 _ADVANCE = (update(schedules)

@@ -66,6 +66,7 @@ schedules = Table(
     Column("project", String(64), nullable=False),
     Column("definition", JSON, nullable=False),
     Column("definition_hash", String(64), nullable=False),
+    Column("applied_definition", JSON),  # as of the last ``schedules apply`` (drift, SPEC §3)
     Column("version", Integer, nullable=False),
     Column("enabled", Boolean, nullable=False),
     Column("archived", Boolean, nullable=False, server_default=text("false")),

@@ -18,6 +18,7 @@ from starlette.routing import Route
 from engine.core import cron, cron_words, errors
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions as operations
+from engine.operations import drafts
 from engine.read import calendar, views
 from engine.read import runs as read_runs
 from engine.read import schedules as read_schedules
@@ -63,7 +64,19 @@ def schedules_page(request: Request) -> Response:
         fires = cron.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
         items.append({"view": views.schedule_view(overview.schedule, overview.last_run),
                       "words": cron_words.describe(spec.cron), "fires": fires})
-    return page(request, "schedules.html", title="Schedules", items=items)
+    text = (request.query_params.get("draft") or "").strip()
+    draft, draft_error = None, None
+    if text:  # SPEC §16.2: the same validation and preview as the CLI; writing stays on the CLI
+        try:
+            draft = drafts.draft(rt.config, rt.registry, text, now=now,
+                                 project=request.query_params.get("project") or None,
+                                 workflow=request.query_params.get("workflow") or None)
+        except errors.ReportflowError as exc:
+            draft_error = exc.message
+    return page(request, "schedules.html", title="Schedules", items=items, draft=draft,
+                draft_text=text, draft_error=draft_error,
+                draft_project=request.query_params.get("project") or "",
+                draft_workflow=request.query_params.get("workflow") or "")
 
 
 def schedule_page(request: Request) -> Response:
@@ -82,7 +95,7 @@ def schedule_page(request: Request) -> Response:
                 words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"),
-                audit=schedules.history(rt, name)[-30:][::-1])
+                audit=schedules.history(rt, name)[-30:][::-1], held=read_runs.held_runs(rt, name))
 
 
 def project_calendar_page(request: Request) -> Response:
@@ -141,6 +154,10 @@ def run_page(request: Request) -> Response:
         if "prompt_sha256" in output or "model" in output:
             generation = {k: output.get(k) for k in ("provider", "model", "model_digest", "prompt_version",
                                                    "prompt_sha256", "trimmed")}
+    grounding = views.grounding_of(run)
+    if grounding is not None:  # SPEC §16.1: the verdict, and what the model got wrong
+        generation["grounding"] = "; ".join([str(grounding["verdict"]),
+                                             *map(str, grounding.get("violations", []))])
     try:
         step_names = list(rt.workflow(run.workflow).step_names())
     except errors.ReportflowError:
@@ -266,10 +283,14 @@ async def enable_action(request: Request) -> Response:
         reason = (_field(form, "reason") or "").strip() or None
         if not enabled and reason is None:
             raise errors.InvalidInput("a reason is required to disable a schedule")
-        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason)
+        cancel_queued = not enabled and _field(form, "cancel_queued") is not None
+        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason,
+                                                  cancel_queued=cancel_queued)
         word = "enabled" if enabled else "disabled"
+        held = "" if enabled else (" (runs not yet started: cancelled)" if cancel_queued else
+                                   " (runs not yet started: held)")
         return {"message": f"schedule {name} {word if changed else 'was already ' + word} "
-                           f"(version {schedule.version})"}
+                           f"(version {schedule.version}){held}"}
     return await _act(request, act, f"/schedules/{name}")
 
 

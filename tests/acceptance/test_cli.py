@@ -200,3 +200,27 @@ def test_json_logs_keep_fields_and_every_printed_instant_is_whole_seconds_z(tmp_
     instants = [v for run in listed for k, v in run.items() if k.endswith("_at") or k in ("scheduled_for",)]
     assert instants and all(v is None or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", v) for v in instants)
     assert any(v is not None and v.startswith("2026-09-29T11:00:") for v in instants)  # created_at, at whole seconds
+
+
+def test_apply_refuses_drift_from_schedules_set_then_dry_run_and_overwrite(tmp_path: Path) -> None:
+    specs = [dict(name="cd", workflow="echo", project="p", cron="30 19 * * *", timezone="UTC")]
+    config = write_config(tmp_path / "reportflow.toml", schedules=specs)
+    assert run_cli("schedules", "apply", config=config).returncode == 0
+    assert run_cli("schedules", "set", "cd", "--cron", "0 20 * * *", "--expect-version", "1",
+                   config=config).returncode == 0
+    db = tmp_path / ".reportflow" / "reportflow.db"
+    before = digest(db)
+    refused = run_cli("schedules", "apply", config=config)
+    assert refused.returncode == 3
+    assert "cron: database '0 20 * * *', file '30 19 * * *'" in refused.stderr
+    assert digest(db) == before
+    planned = run_cli("schedules", "apply", "--dry-run", config=config)
+    assert planned.returncode == 0 and "drifted: cd" in planned.stdout
+    assert "cd cron: database '0 20 * * *', file '30 19 * * *'" in planned.stdout
+    assert digest(db) == before
+    won = run_cli("schedules", "apply", "--overwrite", config=config)
+    assert won.returncode == 0 and "updated: cd" in won.stdout and "drift overwritten on cd" in won.stderr
+    shown = json.loads(run_cli("schedules", "show", "cd", "--json", config=config).stdout)
+    assert shown["cron"] == "30 19 * * *"
+    history = json.loads(run_cli("schedules", "history", "cd", "--json", config=config).stdout)
+    assert [e["action"] for e in history] == ["create", "set", "drift_overwritten", "update"]

@@ -12,6 +12,11 @@ generations (and the most that ran at once, and which process asked when:
         fake.script("/api/chat", [(500, {"error": "boom"}, 0.0)])  # then normal answers
         client = ollama.Client(host=fake.url)
 
+Canned replies, one per generation, in order (then ``reply`` again)::
+
+    fake.replies(["## Summary ...", '{"name": "web-daily", ...}'])
+    fake.formats  # the ``format`` each generation asked for (None, "json" or a JSON schema)
+
 A scripted entry is ``(status, body, delay_s)``: wait ``delay_s``, then answer
 ``status`` with ``body`` (a dict is sent as JSON, a str as text, ``None``
 means the normal answer). Status 0 closes the connection without answering.
@@ -104,6 +109,8 @@ class FakeOllama:
         self._reply = reply
         self._lock = threading.Lock()
         self._scripts: dict[str, deque[ScriptEntry]] = {}
+        self._canned: deque[str] = deque()
+        self.formats: list[Any] = []
         self.requests: list[RecordedRequest] = []
         self.generations = 0
         self.generation_delay_s = 0.0
@@ -151,6 +158,18 @@ class FakeOllama:
         with self._lock:
             self._scripts.setdefault(path, deque()).extend(entries)
 
+    def replies(self, texts: Iterable[str]) -> None:
+        """Queue canned answers: each generation takes the next, then ``reply`` again."""
+        with self._lock:
+            self._canned.extend(texts)
+
+    def _text_for(self, body: dict[str, Any]) -> str:
+        with self._lock:
+            self.formats.append(body.get("format"))
+            if self._canned:
+                return self._canned.popleft()
+        return self._reply(body) if callable(self._reply) else self._reply
+
     def requests_to(self, path: str) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.path == path]
@@ -180,7 +199,7 @@ class FakeOllama:
                 return 404, {"error": f"model '{name}' not found"}, False
             if path == "/api/show":
                 return 200, self._show(name), False
-            text = self._reply(body) if callable(self._reply) else self._reply
+            text = self._text_for(body)
             done = {"model": name, "created_at": _CREATED_AT, "done": True, "done_reason": "stop",
                     "total_duration": 1_000_000, "load_duration": 1000,
                     "prompt_eval_count": 10, "prompt_eval_duration": 1000,

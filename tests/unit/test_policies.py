@@ -254,3 +254,17 @@ def test_retry_budget_does_not_count_attempts_given_back() -> None:
     assert policies.retry_budget(attempt=4, run_max_attempts=5, configured=3) == (2, 3)
     # A run created under a smaller budget keeps it.
     assert policies.retry_budget(attempt=1, run_max_attempts=2, configured=3) == (1, 2)
+
+
+def test_a_current_window_ends_at_the_slot_and_a_previous_one_covers_the_whole_period() -> None:
+    from datetime import UTC, datetime
+
+    from engine.core import policies
+    from engine.core.models import PeriodKind, ReportOn
+
+    slot = datetime(2026, 9, 29, 10, 30, tzinfo=UTC)  # 19:30 in Seoul
+    today = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.CURRENT)
+    window, rule = policies.collect_window(today, slot, ReportOn.CURRENT)
+    assert (window.start_at, window.end_at, rule) == (today.start_at, slot, policies.WINDOW_UNTIL_SLOT)
+    yesterday = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.PREVIOUS)
+    assert policies.collect_window(yesterday, slot, ReportOn.PREVIOUS) == (yesterday, policies.WINDOW_WHOLE_PERIOD)

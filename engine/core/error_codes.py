@@ -1,0 +1,67 @@
+"""The error codes a run can end with: whether they are retried and what an operator does.
+
+One table, read by ``runs show`` (the runbook line of a failed run), ``doctor``
+(recent failures) and the README (``markdown_table`` is its troubleshooting
+table, checked by a test). Retried: ``yes`` (a run-level retry with backoff),
+``no`` (fix, then ``runs retry``) or ``recovery`` (the reconciler resumes it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Retried = Literal["yes", "no", "recovery"]
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One code, whether the engine retries it, and the runbook line."""
+
+    code: str
+    retried: Retried
+    runbook: str
+
+
+CODES: tuple[ErrorCode, ...] = (
+    ErrorCode("MODEL_UNAVAILABLE", "yes",
+              "start Ollama (`ollama serve`), `ollama pull MODEL`, check `[llm] host`"),
+    ErrorCode("NOTION_RATE_LIMITED", "yes",
+              "nothing: Retry-After is honoured; long waits become the run's `not_before`"),
+    ErrorCode("NOTION_UNAVAILABLE", "yes", "Notion 5xx or timeout; the run retries with backoff"),
+    ErrorCode("NOTION_UNAUTHORIZED", "no",
+              "the variable named by `notion.token_env` is unset or wrong, or the database is not "
+              "shared with the integration"),
+    ErrorCode("NOTION_NOT_FOUND", "no",
+              "`notion.database_id` / `data_source_id` is wrong or the database was deleted"),
+    ErrorCode("GIT_REPO_NOT_FOUND", "no",
+              "`projects[].repo` path or branch does not exist on this node"),
+    ErrorCode("GIT_COMMIT_NOT_FOUND", "yes",
+              "a pinned commit is missing here (another node may have it); fetch the repository"),
+    ErrorCode("REPORT_WRITE_FAILED", "no",
+              "`reports.dir` is read-only, full, or a path left the reports directory"),
+    ErrorCode("CONFIG_INVALID", "no", "fix the config (`reportflow doctor`), then `runs retry`"),
+    ErrorCode("PAYLOAD_VERSION_UNSUPPORTED", "no",
+              "the run was made by a newer reportflow; upgrade this worker"),
+    ErrorCode("OUTPUT_INVALID", "no",
+              "a step returned (or a stored output no longer matches) another shape than its "
+              "output model; fix the step, or bump `payload_version` with a shape change"),
+    ErrorCode("STEP_TIMEOUT", "yes",
+              "a step ran past its timeout (its late effects are fenced off); the run retries "
+              "with backoff"),
+    ErrorCode("LEASE_EXPIRED", "recovery", "the worker died or stalled; the reconciler resumed the run"),
+)
+BY_CODE = {entry.code: entry for entry in CODES}
+
+
+def runbook(code: str | None) -> str | None:
+    """What to do about ``code``; None for a code the table does not know."""
+    entry = BY_CODE.get(code or "")
+    return entry.runbook if entry else None
+
+
+def markdown_table() -> str:
+    """The README's troubleshooting table."""
+    rows = ["| code | retried? | what to do |", "| --- | --- | --- |"]
+    rows += [f"| `{e.code}` | {e.retried} | {e.runbook} |" for e in CODES]
+    return "\n".join(rows) + "\n"

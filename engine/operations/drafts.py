@@ -1,0 +1,182 @@
+"""Schedules drafted from words (SPEC §16.2): ask a workflow's drafter, validate, preview, append.
+
+The engine reads no words itself: a workflow's ``draft_schedule`` (found
+through the registry) turns the sentence into an entry. The entry is then
+validated by ``engine.config.settings.build_config``, the function that
+validates the config file, on the file's own contents with the draft added
+(replacing a schedule of the same name, so its 10× risk can be shown). The
+database is never opened. ``append`` writes the TOML block atomically: the
+file is the old bytes or the old bytes plus the block, never anything between.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from engine.config import settings as config_mod
+from engine.core import cron, errors
+from engine.core.clock import format_instant
+from engine.core.models import ScheduleSpec
+from engine.plugins.contract import DraftAnswer, DraftRequest, WorkflowDef
+from engine.scheduling import definitions
+
+PREVIEW = 5
+
+
+@dataclass(frozen=True)
+class DraftReport:
+    """A draft, the validator's verdict and the preview: what the CLI and the web page show."""
+
+    draft: dict[str, Any]
+    rationale: str
+    drafter: str
+    errors: list[str]
+    toml: str
+    preview: list[cron.Fire] = field(default_factory=list)
+    runs_per_day: float | None = None
+    #: The 10× warning against the file's schedule of that name (None: no such risk).
+    risk: str | None = None
+    #: A schedule of this name is already in the file (``--write`` refuses it: exit 3).
+    exists: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    def as_json(self) -> dict[str, Any]:
+        """SPEC §16.2's ``--json`` shape."""
+        return {"draft": self.draft, "valid": self.valid, "errors": self.errors,
+                "preview": [{"local": f.local.isoformat(), "utc": format_instant(f.at),
+                             "dst_moved": f.moved} for f in self.preview],
+                "runs_per_day": None if self.runs_per_day is None else round(self.runs_per_day, 2),
+                "toml": self.toml, "rationale": self.rationale, "drafter": self.drafter,
+                "risk": self.risk, "exists": self.exists}
+
+
+def drafter(registry: Mapping[str, WorkflowDef], workflow: str | None) -> WorkflowDef:
+    """The workflow whose ``draft_schedule`` reads the sentence: ``workflow``'s, else the first
+    installed one that has a drafter."""
+    if workflow is not None:
+        if workflow not in registry:
+            raise errors.InvalidInput(f"unknown workflow '{workflow}' (known: {', '.join(sorted(registry))})")
+        if registry[workflow].draft_schedule is not None:
+            return registry[workflow]
+    for name in sorted(registry):
+        if registry[name].draft_schedule is not None:
+            return registry[name]
+    raise errors.InvalidInput("no installed workflow drafts schedules from words")
+
+
+def ask(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
+        project: str | None = None, workflow: str | None = None) -> DraftAnswer:
+    """The drafter's answer for ``text`` (InvalidInput when it cannot read it)."""
+    if not text.strip():
+        raise errors.InvalidInput("the sentence to draft from is empty")
+    owner = drafter(registry, workflow)
+    assert owner.draft_schedule is not None
+    request = DraftRequest(text=text, project=project, workflow=workflow,
+                           workflows={name: wf.period for name, wf in registry.items()})
+    return owner.draft_schedule(config.workflow_settings.get(owner.name), request)
+
+
+def toml_block(entry: Mapping[str, Any]) -> str:
+    """``[[schedules]]`` and one ``key = value`` line per field (strings, booleans, integers)."""
+    lines = ["[[schedules]]"]
+    for key, value in entry.items():
+        if isinstance(value, bool):
+            shown = "true" if value else "false"
+        elif isinstance(value, int):
+            shown = str(value)
+        else:
+            shown = json.dumps(str(value), ensure_ascii=False)
+        lines.append(f"{key} = {shown}")
+    block = "\n".join(lines) + "\n"
+    assert tomllib.loads(block)["schedules"][0] == {k: v if isinstance(v, (bool, int)) else str(v)
+                                                    for k, v in entry.items()}
+    return block
+
+
+def _clean(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Only TOML-safe scalar fields, keys as the file spells them."""
+    return {str(k): v if isinstance(v, (bool, int)) else str(v) for k, v in entry.items()
+            if v is not None and isinstance(v, (str, bool, int, float))}
+
+
+def evaluate(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef],
+             entry: Mapping[str, Any], *, now: datetime, rationale: str = "",
+             drafter_name: str = "") -> DraftReport:
+    """Validate ``entry`` as if it were in the config file, and preview it."""
+    draft = _clean(entry)
+    block = toml_block(draft)
+    raw = dict(config.raw)
+    existing = [dict(s) for s in raw.get("schedules", []) if isinstance(s, Mapping)]
+    name = draft.get("name")
+    exists = any(s.get("name") == name for s in existing)
+    raw["schedules"] = [s for s in existing if s.get("name") != name] + [draft]
+    try:
+        candidate = config_mod.build_config(raw, path=config.path, registry=registry)
+    except errors.ConfigInvalid as exc:
+        return DraftReport(draft, rationale, drafter_name, [exc.message], block, exists=exists)
+    spec = candidate.schedules[-1]
+    old = _spec_named(config, str(name))
+    risk = definitions.check_risk(old, spec, now, confirmed=True)
+    fires = cron.preview(spec.cron, spec.timezone, now, PREVIEW, dst_gap=spec.dst_gap,
+                         dst_fold=spec.dst_fold)
+    return DraftReport(draft, rationale, drafter_name, [], block, fires,
+                       definitions.runs_per_day(spec, now), risk, exists)
+
+
+def _spec_named(config: config_mod.AppConfig, name: str) -> ScheduleSpec | None:
+    for spec in config.schedules:
+        if spec.name == name:
+            return spec
+    return None
+
+
+def draft(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
+          now: datetime, project: str | None = None, workflow: str | None = None) -> DraftReport:
+    """Ask the drafter, then ``evaluate`` its entry."""
+    answer = ask(config, registry, text, project=project, workflow=workflow)
+    return evaluate(config, registry, answer.entry, now=now, rationale=answer.rationale,
+                    drafter_name=answer.drafter)
+
+
+def append(path: Path, report: DraftReport) -> None:
+    """Append the draft's block to ``path`` atomically (temporary file, fsync, rename).
+
+    Refuses an invalid draft (InvalidInput, exit 2) and a name already in the
+    file as it is now (Conflict, exit 3); nothing is written then.
+    """
+    if not report.valid:
+        raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
+    old = path.read_bytes()
+    names = [s.get("name") for s in tomllib.loads(old.decode("utf-8")).get("schedules", [])]
+    if report.exists or report.draft.get("name") in names:
+        raise errors.Conflict(f"a schedule named '{report.draft.get('name')}' is already in "
+                              f"{path}; edit it there or draft another name")
+    joint = b"" if not old or old.endswith(b"\n\n") else b"\n" if old.endswith(b"\n") else b"\n\n"
+    data = old + joint + report.toml.encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".draft", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

@@ -1,0 +1,121 @@
+"""The engine's own record of a period, for the ops report (SPEC §16.3): read, not decided.
+
+``read(conn, start, end, now)`` returns plain JSON-ready facts about the runs
+whose slot (``scheduled_for``) lies in ``[start, end)``: per schedule, the runs
+by status, success rate and freshness; failed and partial runs grouped by
+error code (count, first and last business key); unrun slots (MISSED, SKIPPED,
+CANCELLED) with their reasons; stalled runs (RUNNING past their ``max_runtime``);
+schedule changes made in the period (who, runs/day before → after, the 10× risk);
+backfills. ``summarise`` is the pure part, tested
+without a database. The ops workflow persists these facts in its first step,
+so a retry reproduces the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from engine.core import cron
+from engine.core.clock import format_instant
+from engine.store.tables import audit_events, runs, schedules
+
+_COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,
+            runs.c.status, runs.c.trigger_type, runs.c.error_code, runs.c.scheduled_for,
+            runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s, runs.c.reason)
+FINISHED = ("SUCCESS", "PARTIAL_SUCCESS", "FAILED")
+UNRUN = ("MISSED", "SKIPPED", "CANCELLED")
+#: A change raising runs/day more than this factor is high risk (as ``schedules set`` says).
+RISK_FACTOR = 10
+
+
+def read(conn: Connection, start: datetime, end: datetime, now: datetime) -> dict[str, Any]:
+    """The facts of ``[start, end)`` as of ``now`` (one query for the runs, one for names)."""
+    rows = conn.execute(select(*_COLUMNS).where(runs.c.scheduled_for >= start,
+                                                runs.c.scheduled_for < end)
+                        .order_by(runs.c.scheduled_for, runs.c.id)).mappings().all()
+    names = dict(conn.execute(select(schedules.c.id, schedules.c.name)).all())
+    audits = conn.execute(select(audit_events.c.at, audit_events.c.actor, audit_events.c.schedule_id,
+                                 audit_events.c.before, audit_events.c.after)
+                          .where(audit_events.c.at >= start, audit_events.c.at < end,
+                                 audit_events.c.action.in_(("update", "set")))
+                          .order_by(audit_events.c.at, audit_events.c.id)).mappings().all()
+    changes = [change(names.get(a["schedule_id"], "?"), a["actor"], a["at"], a["before"] or {},
+                      a["after"] or {}, now) for a in audits]
+    facts = summarise([dict(r) for r in rows], names, start=start, end=end, now=now)
+    facts["changes"] = [c for c in changes if c is not None]
+    return facts
+
+
+def _per_day(definition: Mapping[str, Any], now: datetime) -> float:
+    week = cron.estimate_fire_count(str(definition["cron"]), str(definition["timezone"]), now,
+                                    now + timedelta(days=7))
+    return round(week / 7, 2)
+
+
+def change(name: str, actor: str, at: datetime, before: Mapping[str, Any],
+           after: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
+    """One schedule change with runs/day before → after and its risk; None if timing is unchanged."""
+    keys = ("cron", "timezone")
+    if not all(k in before and k in after for k in keys) or \
+            all(before[k] == after[k] for k in keys):
+        return None
+    old, new = _per_day(before, now), _per_day(after, now)
+    return {"schedule": name, "actor": actor, "at": format_instant(at),
+            "cron": [before["cron"], after["cron"]], "runs_per_day": [old, new],
+            "risk": "high" if new > RISK_FACTOR * max(old, 1 / 7) else "normal"}
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], names: Mapping[int, str], *, start: datetime,
+              end: datetime, now: datetime) -> dict[str, Any]:
+    """The facts from run rows (pure): see the module contract."""
+    per: dict[str, dict[str, Any]] = {}
+    failures: dict[tuple[str, str], dict[str, Any]] = {}
+    stalled: list[dict[str, Any]] = []
+    unrun: dict[tuple[str, str, str], dict[str, Any]] = {}
+    backfills: list[int] = []
+    for row in rows:
+        name = names.get(row["schedule_id"], "(manual)") if row["schedule_id"] else "(manual)"
+        entry = per.setdefault(name, {"schedule": name, "workflow": row["workflow"],
+                                      "project": row["project"], "runs": 0, "by_status": {},
+                                      "last_success": None})
+        entry["runs"] += 1
+        entry["by_status"][row["status"]] = entry["by_status"].get(row["status"], 0) + 1
+        if row["status"] == "SUCCESS" and row["completed_at"] is not None:
+            done = format_instant(row["completed_at"])
+            entry["last_success"] = max(filter(None, [entry["last_success"], done]))
+        if row["status"] in ("FAILED", "PARTIAL_SUCCESS"):
+            code = row["error_code"] or "(none)"
+            group = failures.setdefault((name, code), {"schedule": name, "error_code": code,
+                                                       "count": 0, "first": row["business_key"],
+                                                       "last": row["business_key"], "runs": []})
+            group["count"] += 1
+            group["first"] = min(group["first"], row["business_key"])
+            group["last"] = max(group["last"], row["business_key"])
+            group["runs"].append(row["id"])
+        if row["status"] in UNRUN:
+            reason = row.get("reason") or "(none)"
+            slot = unrun.setdefault((name, row["status"], reason), {
+                "schedule": name, "status": row["status"], "reason": reason, "count": 0, "keys": []})
+            slot["count"] += 1
+            slot["keys"].append(row["business_key"])
+        claimed = row["claimed_at"]
+        if row["status"] == "RUNNING" and claimed is not None and \
+                now - claimed > timedelta(seconds=row["max_runtime_s"]):
+            stalled.append({"run": row["id"], "schedule": name, "since": format_instant(claimed)})
+        if row["trigger_type"] == "BACKFILL":
+            backfills.append(row["id"])
+    for entry in per.values():
+        counts = entry["by_status"]
+        finished = sum(counts.get(s, 0) for s in FINISHED)
+        entry["success_rate"] = round(counts.get("SUCCESS", 0) / finished, 4) if finished else None
+        entry["by_status"] = dict(sorted(counts.items()))
+    return {"start": format_instant(start), "end": format_instant(end), "as_of": format_instant(now),
+            "schedules": [per[k] for k in sorted(per)],
+            "failures": sorted(failures.values(), key=lambda g: (g["schedule"], g["error_code"])),
+            "unrun": [unrun[k] for k in sorted(unrun)], "stalled": stalled, "backfills": backfills,
+            "changes": []}

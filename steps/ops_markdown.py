@@ -1,0 +1,68 @@
+"""The ops report's Markdown (SPEC §16.3), written deterministically from persisted facts.
+
+Same facts, same bytes: per schedule the runs by status, success rate and
+last success; failed and partial runs grouped by error code with the runbook
+line of ``engine.core.error_codes``; slots not run and why; stalled runs;
+schedule changes with runs/day before → after; backfills.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.core import error_codes
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
+           summary: str | None = None, written_by: str = "builtin", note: str = "") -> str:
+    """The whole report body for ``facts`` (``engine.store.ops_facts`` shape); ``summary``
+    is a checked narrative put first (SPEC §16.3), ``note`` the line saying it was replaced."""
+    out = [f"# {'Weekly' if weekly else 'Daily'} operations report: {business_key}", "",
+           f"- **Period (UTC):** {facts['start']} → {facts['end']}",
+           f"- **Facts read at:** {facts['as_of']}", f"- **Written by:** {written_by}", ""]
+    if note:
+        out += [note, ""]
+    if summary:
+        out += ["## Summary", "", summary, ""]
+    out += ["## Schedules", ""]
+    rows = facts["schedules"]
+    if rows:
+        out += ["| schedule | workflow | project | runs | outcomes | success rate | last success |",
+                "| --- | --- | --- | ---: | --- | ---: | --- |"]
+        for row in rows:
+            outcomes = ", ".join(f"{status} {n}" for status, n in row["by_status"].items())
+            out.append(f"| {row['schedule']} | {row['workflow']} | {row['project']} | {row['runs']} | "
+                       f"{outcomes} | {_rate(row['success_rate'])} | {row['last_success'] or '—'} |")
+    else:
+        out.append("No run had a slot in this period.")
+    out += ["", "## Failures by error code", ""]
+    if facts["failures"]:
+        out += ["| schedule | code | count | first | last | runs | what to do |",
+                "| --- | --- | ---: | --- | --- | --- | --- |"]
+        for group in facts["failures"]:
+            runs = ", ".join(str(r) for r in group["runs"])
+            out.append(f"| {group['schedule']} | `{group['error_code']}` | {group['count']} | "
+                       f"{group['first']} | {group['last']} | {runs} | "
+                       f"{error_codes.runbook(group['error_code']) or 'see `reportflow runs show`'} |")
+    else:
+        out.append("No run failed.")
+    out += ["", "## Slots not run", ""]
+    out += [f"- {u['schedule']}: {u['count']} {u['status']} ({u['reason']}): {', '.join(u['keys'])}"
+            for u in facts.get("unrun", [])] or ["None."]
+    out += ["", "## Stalled runs", ""]
+    out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
+            for s in facts["stalled"]] or ["None."]
+    out += ["", "## Schedule changes", ""]
+    out += [f"- {c['at']} {c['actor']} changed {c['schedule']}: `{c['cron'][0]}` → `{c['cron'][1]}`, "
+            f"{c['runs_per_day'][0]:g} → {c['runs_per_day'][1]:g} runs/day"
+            + (" (**high risk**: more than 10×)" if c["risk"] == "high" else "")
+            for c in facts.get("changes", [])] or ["None."]
+    out += ["", "## Backfills", ""]
+    out.append(f"{len(facts['backfills'])} backfill run(s)"
+               + (f": {', '.join(str(r) for r in facts['backfills'])}." if facts["backfills"] else "."))
+    return "\n".join(out) + "\n"

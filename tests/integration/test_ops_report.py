@@ -1,0 +1,175 @@
+"""The engine's own report (SPEC §16.3): its numbers against the runs table, on SQLite and
+PostgreSQL; the facts persisted so a retry writes the same bytes."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from engine.core import error_codes
+from engine.core.clock import ManualClock
+from engine.core.models import RunStatus
+from engine.execution.worker import Worker
+from engine.operations import actions as operations
+from engine.scheduling import definitions as schedules
+from engine.store.tables import runs
+from tests.fakes.gitrepo import GitRepo
+from tests.integration.test_report_workflow import SEOUL, show
+from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
+from tests.support import make_runtime
+
+NOW = datetime(2026, 10, 6, 1, 0, tzinfo=UTC)  # Tuesday 10:00 in Seoul
+
+
+def ops_runtime(url: str, tmp_path: Path, repo: GitRepo) -> Any:
+    extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+             "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}}
+    specs = [dict(name="platform-report", workflow="daily_report", project="platform",
+                  cron="0 3 * * *", timezone="Asia/Seoul"),
+             dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1",
+                  timezone="Asia/Seoul"),
+             dict(name="echo-tick", workflow="echo", project="platform", cron="0 9 * * *",
+                  timezone="UTC")]
+    rt = make_runtime(url, schedules=specs, clock=ManualClock(NOW - timedelta(days=5)), extra=extra)
+    schedules.apply(rt)
+    rt.clock.set(NOW)
+    return rt
+
+
+def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_path: Path,
+                                                         repo: GitRepo) -> None:
+    rt = ops_runtime(store_url, tmp_path, repo)
+    for day in (27, 28):  # two good days
+        operations.trigger(rt, "platform-report", day=date(2026, 9, day))
+        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    repo.git("branch", "-m", "main", "gone")  # then the branch disappears: a permanent failure
+    for day in (29, 30):
+        operations.trigger(rt, "platform-report", day=date(2026, 9, day))
+        assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+    cancelled = operations.trigger(rt, "platform-report", day=date(2026, 10, 2))
+    operations.cancel(rt, cancelled.run_id)  # a slot that will not run
+    rt.clock.set(datetime(2026, 10, 2, 12, 0, tzinfo=UTC))  # an operator makes echo hourly
+    echo = schedules.set_schedule(rt, "echo-tick", expect_version=1, changes={"cron": "0 * * * *"},
+                                  confirmed=True)
+    assert echo[1] is not None and "high risk" in echo[1]
+    rt.clock.set(NOW)
+    ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    run = show(rt, ops.run_id)
+    assert run.idempotency_key == "ops_weekly_report:ops:2026-W40"
+    facts = run.steps[0].output["facts"]
+    start, end = (datetime.fromisoformat(facts[k].replace("Z", "+00:00")) for k in ("start", "end"))
+    assert (start, end) == (datetime(2026, 9, 28, tzinfo=SEOUL), datetime(2026, 10, 5, tzinfo=SEOUL))
+    window = (runs.c.scheduled_for >= start, runs.c.scheduled_for < end, runs.c.workflow == "daily_report")
+    with rt.store.read() as conn:
+        table = dict(conn.execute(select(runs.c.status, func.count()).where(*window)
+                                  .group_by(runs.c.status)).all())
+        failed_keys = sorted(conn.execute(select(runs.c.business_key).where(
+            *window, runs.c.status == "FAILED")).scalars())
+    [platform] = [s for s in facts["schedules"] if s["schedule"] == "platform-report"]
+    assert platform["by_status"] == table == {"SUCCESS": 2, "FAILED": 2, "CANCELLED": 1}
+    assert platform["runs"] == sum(table.values()) and platform["success_rate"] == 0.5
+    [unrun] = facts["unrun"]
+    assert (unrun["schedule"], unrun["status"], unrun["count"], unrun["keys"]) == (
+        "platform-report", "CANCELLED", 1, ["2026-10-02"])
+    [changed] = facts["changes"]
+    # runs/day as `schedules set` estimates it (a week of fires, both ends counted: 169 / 7)
+    assert (changed["schedule"], changed["actor"], changed["runs_per_day"], changed["risk"]) == (
+        "echo-tick", "tester", [1.0, 24.14], "high")
+    [group] = facts["failures"]
+    assert (group["schedule"], group["error_code"], group["count"]) == ("platform-report", "CONFIG_INVALID", 2)
+    assert [group["first"], group["last"]] == failed_keys == ["2026-09-29", "2026-09-30"]
+
+    path = tmp_path / "reports" / "_ops" / "ops" / "2026-W40-ops-weekly-summary.md"
+    text = path.read_text()
+    assert "| platform-report | daily_report | platform | 5 | CANCELLED 1, FAILED 2, SUCCESS 2 | 50% |" in text
+    assert ("tester changed echo-tick: `0 9 * * *` → `0 * * * *`, 1 → 24.14 runs/day (**high risk**"
+            in text)
+    assert f"| platform-report | `CONFIG_INVALID` | 2 | 2026-09-29 | 2026-09-30 |" in text
+    assert error_codes.runbook("CONFIG_INVALID") in text  # type: ignore[operator]
+
+    # A retry re-reads nothing: a new failure after the facts were read is not in the rerun.
+    first = path.read_bytes()
+    operations.trigger(rt, "platform-report", day=date(2026, 10, 1))
+    assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+    operations.retry(rt, ops.run_id, from_step="WRITE_OPS")
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert path.read_bytes() == first
+
+
+def test_an_ops_schedule_names_no_project(sqlite_url: str, tmp_path: Path) -> None:
+    import pytest
+
+    from engine.core import errors
+
+    spec = dict(name="ops", workflow="ops_daily_report", project="platform", cron="0 6 * * *",
+                timezone="UTC")
+    with pytest.raises(errors.ConfigInvalid, match="leave out project"):
+        make_runtime(sqlite_url, schedules=[spec])
+    with pytest.raises(errors.ConfigInvalid, match="project is required"):
+        make_runtime(sqlite_url, schedules=[dict(name="x", workflow="echo", cron="0 6 * * *",
+                                                 timezone="UTC")])
+
+
+def test_the_ops_report_goes_to_notion_when_enabled(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                   monkeypatch: Any) -> None:
+    from tests.fakes.fake_notion import FakeNotion
+    from tests.integration.test_report_workflow import TOKEN
+
+    monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
+    with FakeNotion(token=TOKEN) as notion:
+        extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+                 "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"},
+                 "notion": {"enabled": True, "token_env": "RF_TEST_NOTION",
+                            "database_id": notion.database_id, "base_url": notion.url,
+                            "retry_budget": "0.3s", "timeout": "5s"}}
+        spec = dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1", timezone="UTC")
+        rt = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=5)),
+                          extra=extra)
+        schedules.apply(rt)
+        rt.clock.set(NOW)
+        ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        (page,) = notion.live_pages("ops_weekly_report:ops:2026-W40")
+        assert {a.kind for a in show(rt, ops.run_id).artifacts} == {"markdown", "notion_page"}
+
+
+def test_a_model_summary_may_cite_only_what_the_facts_hold(sqlite_url: str, tmp_path: Path,
+                                                          repo: GitRepo) -> None:
+    import json
+
+    from tests.fakes.fake_ollama import FakeOllama
+
+    with FakeOllama() as model:
+        extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+                 "reports": {"dir": str(tmp_path / "reports")},
+                 "llm": {"provider": "ollama", "host": model.url, "retry_budget": "0.2s"}}
+        specs = [dict(name="platform-report", workflow="daily_report", project="platform",
+                      cron="0 3 * * *", timezone="Asia/Seoul"),
+                 dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1",
+                      timezone="Asia/Seoul")]
+        rt = make_runtime(sqlite_url, schedules=specs, clock=ManualClock(NOW - timedelta(days=5)),
+                          extra=extra)
+        schedules.apply(rt)
+        rt.clock.set(NOW)
+        repo.git("branch", "-m", "main", "gone")
+        failed = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+        assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+        invented = json.dumps({"summary": "Run 999 hit GIT_TIMEOUT_ERROR in `nightly-backup`."})
+        grounded = json.dumps({"summary": f"Run {failed.run_id} of `platform-report` failed "
+                                          "with CONFIG_INVALID."})
+        model.replies([invented, grounded])
+        ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        schema = model.formats[-1]
+        repair = model.requests_to("/api/chat")[-1].body["messages"][-1]["content"]
+    assert schema["required"] == ["summary"] and model.formats[-2] == schema
+    assert "cites run 999" in repair and "GIT_TIMEOUT_ERROR" in repair and "nightly-backup" in repair
+    output = show(rt, ops.run_id).steps[1].output
+    assert output["grounding"]["verdict"] == "repaired"
+    text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
+    assert f"## Summary\n\nRun {failed.run_id} of `platform-report` failed with CONFIG_INVALID." in text
+    assert "999" not in text and 'grounding: "repaired"' in text

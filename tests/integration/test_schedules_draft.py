@@ -1,0 +1,193 @@
+"""`reportflow schedules draft` through the real CLI (SPEC §16.2): the builtin grammar and the
+fake model's structured answers, validated like the file, previewed, appended only when asked."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steps import schedule_model
+from tests.fakes.fake_ollama import FakeOllama
+from tests.support import run_cli
+
+NOW = "2026-03-05T00:00:00Z"  # before the US moves its clocks (2026-03-08)
+BASE = """[store]
+url = "sqlite:///{db}"
+
+[llm]
+provider = "{provider}"
+host = "{host}"
+
+[[projects]]
+key = "web"
+repo = "."
+
+[[projects]]
+key = "api"
+repo = "."
+
+[[schedules]]
+name = "web-daily"
+workflow = "daily_report"
+project = "web"
+cron = "0 19 * * *"
+timezone = "Asia/Seoul"
+
+[[schedules]]
+name = "echo-tick"
+workflow = "echo"
+project = "web"
+cron = "0 9 * * *"
+timezone = "UTC"
+"""
+
+
+@pytest.fixture
+def model() -> Iterator[FakeOllama]:
+    with FakeOllama() as fake:
+        yield fake
+
+
+def config(tmp_path: Path, provider: str = "builtin", host: str = "http://127.0.0.1:9") -> Path:
+    path = tmp_path / "reportflow.toml"
+    path.write_text(BASE.format(db=tmp_path / "state.db", provider=provider, host=host))
+    return path
+
+
+def draft(path: Path, *args: str, stdin: str | None = None) -> Any:
+    if stdin is None:
+        return run_cli("schedules", "draft", *args, config=path, now=NOW)
+    import subprocess
+
+    from tests.support import CLI, REPO_ROOT
+    env = {"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([*CLI, "--config", str(path), "--now", NOW, "schedules", "draft", *args],
+                          input=stdin, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_builtin_draft_previews_and_writes_nothing(tmp_path: Path) -> None:
+    path = config(tmp_path)
+    before = path.read_bytes()
+    shown = draft(path, "every weekday at 18:30 New York time, daily report for api", "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["valid"] and data["errors"] == []
+    assert data["draft"] == {"name": "api-daily", "workflow": "daily_report", "project": "api",
+                             "cron": "30 18 * * 1-5", "timezone": "America/New_York"}
+    assert data["runs_per_day"] == pytest.approx(5 / 7, abs=0.01)
+    assert [p["local"] for p in data["preview"]][:3] == [
+        "2026-03-05T18:30:00-05:00", "2026-03-06T18:30:00-05:00", "2026-03-09T18:30:00-04:00"]
+    assert [p["utc"] for p in data["preview"]][2] == "2026-03-09T22:30:00Z"  # the offset moved
+    assert tomllib.loads(data["toml"])["schedules"] == [data["draft"]]
+    text = draft(path, "every weekday at 18:30 New York time, daily report for api")
+    assert "30 18 * * 1-5" in text.stdout and "[[schedules]]" in text.stdout
+    assert path.read_bytes() == before and not (tmp_path / "state.db").exists()
+
+
+def test_write_appends_once_then_the_name_exists(tmp_path: Path) -> None:
+    path = config(tmp_path)
+    before = path.read_bytes()
+    wrote = draft(path, "매주 월요일 오전 9시 api 주간 보고", "--write", "--yes")
+    assert wrote.returncode == 0, wrote.stderr
+    after = path.read_bytes()
+    assert after.startswith(before)
+    added = tomllib.loads(after.decode())["schedules"][-1]
+    assert added == {"name": "api-weekly", "workflow": "weekly_report", "project": "api",
+                     "cron": "0 9 * * 1", "timezone": "Asia/Seoul"}
+    again = draft(path, "매주 월요일 오전 9시 api 주간 보고", "--write", "--yes")
+    assert again.returncode == 3 and "already in" in again.stderr
+    assert path.read_bytes() == after and not (tmp_path / "state.db").exists()
+
+
+def test_an_unconfirmed_write_and_an_invalid_draft_write_nothing(tmp_path: Path) -> None:
+    path = config(tmp_path)
+    before = path.read_bytes()
+    declined = draft(path, "every day at 07:00 for api", "--write", stdin="n\n")
+    assert declined.returncode == 1 and path.read_bytes() == before
+    # A weekly report on every weekday: five slots a week, refused by the file's validator.
+    invalid = draft(path, "every weekday at 07:00, weekly report for api", "--write", "--yes")
+    assert invalid.returncode == 2
+    assert "schedules[2].cron: fires 5 times" in invalid.stderr and "one slot per ISO week" in invalid.stderr
+    assert path.read_bytes() == before
+    unknown = draft(path, "twice a fortnight for api")
+    assert unknown.returncode == 2 and "needs a model" in unknown.stderr
+
+
+def model_answer(**fields: Any) -> str:
+    entry = {"name": "api-daily", "workflow": "daily_report", "project": "api",
+             "cron": "0 18 * * *", "timezone": "Asia/Seoul", "rationale": "every day at 18:00"}
+    return json.dumps({**entry, **fields})
+
+
+def test_a_model_draft_asks_for_the_schema_and_a_bad_cron_is_refused(tmp_path: Path,
+                                                                     model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    before = path.read_bytes()
+    model.replies([model_answer(cron="61 18 * * *")])
+    shown = draft(path, "daily at six in the evening for api", "--write", "--yes")
+    assert shown.returncode == 2, shown.stdout
+    assert "schedules[2].cron" in shown.stderr and "61" in shown.stderr
+    assert model.formats == [schedule_model.schema()]
+    assert model.formats[0]["required"] == ["name", "workflow", "project", "cron", "timezone",
+                                            "rationale"]
+    assert path.read_bytes() == before
+
+
+def test_a_model_draft_naming_an_unknown_workflow_is_refused(tmp_path: Path,
+                                                            model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    model.replies([model_answer(workflow="monthly_report")])
+    shown = draft(path, "a monthly report for api", "--json")
+    assert shown.returncode == 2
+    data = json.loads(shown.stdout)
+    assert not data["valid"] and "unknown workflow 'monthly_report'" in data["errors"][0]
+    assert data["rationale"] == "every day at 18:00"
+
+
+def test_a_model_draft_with_a_tenfold_rise_shows_the_risk(tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    before = path.read_bytes()
+    rise = model_answer(name="echo-tick", workflow="echo", project="web", cron="0 * * * *",
+                        timezone="UTC", rationale="hourly")
+    model.replies([rise, rise])
+    shown = draft(path, "echo every hour", "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["valid"] and data["exists"] and data["runs_per_day"] == 24
+    assert data["risk"] == ("high risk: schedule 'echo-tick' goes from 1.0 to 24.0 runs/day "
+                            "('0 * * * *'); confirm with --yes")
+    refused = draft(path, "echo every hour", "--write", "--yes")
+    assert refused.returncode == 3 and "high risk" in refused.stderr
+    assert path.read_bytes() == before
+
+
+def test_the_schedules_page_drafts_with_the_same_validation(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from engine.core.clock import ManualClock
+    from engine.plugins import registry as registry_mod
+    from engine.runtime import Runtime
+    from engine.store.handle import Store
+    from engine.web.app import create_app
+
+    path = config(tmp_path)
+    before = path.read_bytes()
+    cfg, registry = registry_mod.load_with_config(path)
+    from datetime import UTC, datetime
+    rt = Runtime(store=Store.open(cfg.store_url, auto_migrate=True), registry=registry, config=cfg,
+                 clock=ManualClock(datetime(2026, 3, 5, tzinfo=UTC)))
+    web = TestClient(create_app(rt, token=None))
+    ok = web.get("/schedules", params={"draft": "every weekday at 18:30 New York time for api"})
+    assert ok.status_code == 200 and 'data-draft="valid"' in ok.text
+    assert "0.71 runs/day" in ok.text and "Mon 2026-03-09 18:30 -0400" in ok.text
+    assert 'cron = &#34;30 18 * * 1-5&#34;' in ok.text
+    bad = web.get("/schedules", params={"draft": "every weekday at 07:00, weekly report for api"})
+    assert 'data-draft="invalid"' in bad.text and "one slot per ISO week" in bad.text
+    unread = web.get("/schedules", params={"draft": "now and then"})
+    assert 'data-draft="error"' in unread.text and "needs a model" in unread.text
+    assert path.read_bytes() == before

@@ -1,0 +1,37 @@
+"""The report workflows' schedule drafter (SPEC §16.2): the builtin grammar or the model.
+
+The engine asks a workflow's ``draft_schedule`` for an entry and validates it
+itself; which reader runs follows ``[llm] provider``, read live from the settings.
+"""
+
+from __future__ import annotations
+
+from engine.core import errors
+from engine.plugins.contract import DraftAnswer, DraftRequest
+from workflows.report_settings import ReportSettings
+
+
+def draft(settings: ReportSettings, request: DraftRequest) -> DraftAnswer:
+    """The entry ``request.text`` describes; InvalidInput when it cannot be read."""
+    projects = [p.key for p in settings.projects]
+    if settings.llm.provider == "ollama":
+        from steps import schedule_model
+
+        hints = {k: v for k, v in (("project", request.project), ("workflow", request.workflow)) if v}
+        answer = schedule_model.ask(
+            settings.llm.host, settings.llm.model, request.text,
+            workflows={name: period.value for name, period in request.workflows.items()},
+            projects=projects, hints=hints, timeout_s=settings.llm.timeout.total_seconds(),
+            options={"temperature": 0, "seed": settings.llm.seed})
+        entry = answer.model_dump(exclude={"rationale"})
+        # The operator's flags win over what the model read.
+        entry.update(hints)
+        return DraftAnswer(entry, answer.rationale, f"ollama {settings.llm.model}")
+    from steps import schedule_grammar
+
+    try:
+        parsed = schedule_grammar.parse(request.text, projects=projects, project=request.project,
+                                        workflow=request.workflow)
+    except schedule_grammar.NotUnderstood as exc:
+        raise errors.InvalidInput(str(exc)) from exc
+    return DraftAnswer(parsed.entry, parsed.rationale, "builtin grammar")

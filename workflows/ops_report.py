@@ -1,0 +1,119 @@
+"""``ops_daily_report`` / ``ops_weekly_report``: the engine's own report (SPEC §16.3).
+
+Schedules of these workflows name no project (runs are keyed
+``{workflow}:ops:{business_key}``). COLLECT_FACTS reads the engine's record of
+the period once (``StepContext.engine_facts``) and persists it, so a retry
+writes the same report; WRITE_OPS is deterministic; SAVE_MARKDOWN writes
+``reports/_ops/ops/{business_key}-ops-{daily|weekly}-summary.md``; UPLOAD_NOTION
+uploads it like a project report when ``[notion]`` is enabled.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from engine.core import errors
+from engine.core.models import PeriodKind
+from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import report_settings
+from workflows.report_settings import ReportSettings
+
+OPS_FOLDER = "_ops"
+
+
+def _settings(ctx: StepContext) -> ReportSettings:
+    if not isinstance(ctx.settings, ReportSettings):
+        raise errors.step_error("CONFIG_INVALID", "the ops report's settings are not loaded")
+    return ctx.settings
+
+
+def collect(ctx: StepContext) -> StepResult:
+    return StepResult(output={"facts": dict(ctx.engine_facts(ctx.period_start_at, ctx.period_end_at))})
+
+
+def write(kind: str, ctx: StepContext) -> StepResult:
+    from steps import grounding, ops_markdown
+
+    facts = ctx.outputs["COLLECT_FACTS"]["facts"]
+    weekly = kind == "weekly"
+    if ctx.pinned.get("provider") != "ollama":
+        text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key)
+        return StepResult(output={"text": text, "provider": "builtin"})
+    from steps import ops_narrative
+
+    model = str(ctx.pinned["model"])
+    checked = ops_narrative.write(facts, partial(_ask, ctx, model))
+    note = ("> **Note:** the model's summary failed the checks twice and was replaced by the "
+            "built-in one." if checked.verdict == "fallback" else "")
+    text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key,
+                               summary=checked.text, written_by=f"ollama `{model}`", note=note)
+    return StepResult(output={"text": text, "provider": "ollama", "model": model,
+                              "grounding": dict(grounding.record(checked))})
+
+
+def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
+    """One structured-output chat with the pinned model (one generation per host at a time)."""
+    import httpx
+    import ollama
+
+    from steps import ops_narrative
+
+    llm = _settings(ctx).llm
+    try:
+        with ollama.Client(host=llm.host, timeout=llm.timeout.total_seconds()) as client, \
+                ctx.exclusive(f"ollama:{llm.host.rstrip('/')}"):
+            response = client.chat(model=model, messages=messages, stream=False,
+                                   format=ops_narrative.ModelSummary.model_json_schema(),
+                                   options=dict(ctx.pinned.get("llm_options", {})))
+    except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+        raise errors.step_error("MODEL_UNAVAILABLE", f"ollama at {llm.host} failed the ops summary "
+                                f"with model '{model}': {exc}") from exc
+    return response.message.content or ""
+
+
+def save(kind: str, ctx: StepContext) -> StepResult:
+    from steps import save_markdown
+
+    settings = _settings(ctx)
+    written = ctx.outputs["WRITE_OPS"]
+    front = {"run_id": ctx.run_id, "report_key": ctx.idempotency_key, "business_key": ctx.business_key,
+             "workflow": ctx.workflow, "revision": ctx.revision, "provider": written.get("provider")}
+    if written.get("grounding"):
+        front["grounding"] = written["grounding"]["verdict"]
+    document = save_markdown.render_document(front, written["text"])
+    out = save_markdown.save(settings.reports.dir / OPS_FOLDER, "ops", ctx.business_key, kind,
+                             ctx.revision, document, on_existing=settings.reports.on_existing,
+                             check_fence=ctx.check_fence)
+    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
+    return StepResult(output=out, artifacts=artifacts)
+
+
+def upload(kind: str, ctx: StepContext) -> StepResult:
+    from workflows import report
+
+    return report.upload_markdown(ctx, f"operations {kind} report {ctx.business_key}",
+                                  ctx.outputs["WRITE_OPS"]["text"])
+
+
+def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
+    llm = settings.llm
+    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
+            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
+
+
+def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
+    """An ops report workflow of ``period``."""
+    return WorkflowDef(
+        name=name, period=period, payload_version=1, sections=report_settings.SECTIONS,
+        steps=(StepSpec("COLLECT_FACTS", collect, timeout_s=120),
+               StepSpec("WRITE_OPS", partial(write, kind), timeout_s=120),
+               StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
+                        output_model="steps.save_markdown:SaveOutput"),
+               StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
+                        output_model="steps.upload_notion:UploadOutput")),
+        load_settings=report_settings.load, pin=_pins, projectless=True)
+
+
+DAILY = ops_workflow("ops_daily_report", PeriodKind.DAY, "daily")
+WEEKLY = ops_workflow("ops_weekly_report", PeriodKind.WEEK, "weekly")
