@@ -85,6 +85,18 @@ def report_path(reports_dir: Path, project: str, business_key: str, kind: str, r
     return path
 
 
+TEAM_FOLDER = "_team"
+
+
+def team_report_path(reports_dir: Path, schedule: str, business_key: str, kind: str, revision: int) -> Path:
+    """A team report's path: ``{reports_dir}/_team/{business_key}-{schedule}-{kind}-summary.md`` (SPEC §17).
+
+    ``schedule`` obeys the project-name rule; the same checks as ``report_path`` apply.
+    """
+    path = report_path(reports_dir, schedule, business_key, kind, revision)
+    return path.parent.parent / TEAM_FOLDER / path.name
+
+
 def _check_inside(root: Path, path: Path) -> None:
     resolved = path.resolve()
     if not resolved.is_relative_to(root):
@@ -204,6 +216,7 @@ def save(
     on_existing: str = "version",
     check_fence: Callable[[], None] = lambda: None,
     hostname: str | None = None,
+    team: bool = False,
 ) -> SaveOutput:
     """Write ``document`` (UTF-8) to the report path for (project, key, kind, revision).
 
@@ -220,7 +233,8 @@ def save(
     """
     if on_existing not in ("version", "overwrite", "skip"):
         raise _refuse(f"unknown on_existing {on_existing!r}: expected version, overwrite or skip")
-    path = report_path(reports_dir, project, business_key, kind, revision)
+    # ``team``: ``project`` is the team schedule's name, the file goes under ``_team/``.
+    path = (team_report_path if team else report_path)(reports_dir, project, business_key, kind, revision)
     data = document.encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
     host = hostname if hostname is not None else socket.gethostname()

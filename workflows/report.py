@@ -52,18 +52,20 @@ def collect(ctx: StepContext) -> StepResult:
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
-def generate(ctx: StepContext) -> StepResult:
+def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResult:
     from steps import generate_report
     from steps.collect_git import CollectOutput
     from steps.ollama_writer import RetryPolicy
 
     settings = _settings(ctx)
-    collected = ctx.output(CollectOutput)
+    # ``commits``: a team report's, from its child runs (workflows.team_report).
+    collected = ctx.output(CollectOutput) if commits is None else None
     options = dict(ctx.pinned.get("llm_options", {}))
     inp = generate_report.ReportInput(
         workflow=ctx.workflow, project=ctx.project, business_key=ctx.business_key,
         window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
-        timezone=ctx.timezone, commits=collected.commits, prompt_version=str(ctx.pinned["prompt_version"]),
+        timezone=ctx.timezone, commits=collected.commits if collected is not None else commits or [],
+        prompt_version=str(ctx.pinned["prompt_version"]),
         on_empty=str(ctx.pinned.get("on_empty", "skip")),
         # Runs pinned before the language existed were English, and stay so.
         language=str(ctx.pinned.get("language", "en")))

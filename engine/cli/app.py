@@ -600,6 +600,7 @@ def runs_list(ctx: typer.Context,
               status: Annotated[Optional[list[str]], typer.Option("--status", help="Filter by status.")] = None,
               schedule: Annotated[Optional[str], typer.Option("--schedule")] = None,
               limit: Annotated[int, typer.Option("--limit", min=0, help="0 for all.")] = 200,
+              parent: Annotated[Optional[str], typer.Option("--parent", help="Only this run's child runs.")] = None,
               as_json: JsonOpt = False) -> None:
     """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
     from engine.cli import render
@@ -610,7 +611,9 @@ def runs_list(ctx: typer.Context,
         if value not in RunStatus.__members__:
             raise errors.InvalidInput(f"unknown status '{value}' (one of {', '.join(RunStatus.__members__)})")
     rt = _cli(ctx).runtime()
-    render.runs(read_runs.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit), rt.clock.now(), as_json)
+    parent_id = _parse_run_id(parent) if parent is not None else None
+    render.runs(read_runs.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit, parent=parent_id),
+                rt.clock.now(), as_json)
 
 
 @runs_app.command("show")

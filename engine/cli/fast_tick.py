@@ -14,7 +14,7 @@ and answers only when the full path would have printed the same and exited 0:
   that validation loaded are as they were then (``watched_files``);
 - the schema is at head, and no live schedule has ``next_run_at <= now``;
 - for ``cycle`` also (``cycle_has_work``): no enabled schedule is due (so none is silent), no run
-  is claimable, PENDING, or RUNNING with an expired lease or past its ``max_runtime``.
+  is claimable, PENDING, WAITING, or RUNNING with an expired lease or past its ``max_runtime``.
 
 Both build the full path's own report (``engine.core.reports``), print it with the same
 ``engine.cli.output`` functions, and parse the global options ``engine.cli.options`` names.

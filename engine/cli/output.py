@@ -30,7 +30,7 @@ PIPE_WIDTH = 200
 STATUS_STYLE = {
     "SUCCESS": "green", "PARTIAL_SUCCESS": "yellow", "FAILED": "bold red", "RUNNING": "cyan",
     "QUEUED": "blue", "PENDING": "blue", "RETRY_PENDING": "magenta", "MISSED": "red",
-    "SKIPPED": "dim", "MANUAL_REQUIRED": "bold yellow", "CANCELLED": "dim",
+    "SKIPPED": "dim", "MANUAL_REQUIRED": "bold yellow", "CANCELLED": "dim", "WAITING": "cyan",
 }
 
 

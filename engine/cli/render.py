@@ -276,6 +276,8 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
         out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
         if data["runbook"]:
             out.print(f"what to do: {escape(data['runbook'])}")
+    if run.parent_id is not None:
+        out.print(f"parent run {run.parent_id} (reportflow runs show {run.parent_id})")
     if data["grounding"]:
         grounding = data["grounding"]
         out.print(f"grounding [bold]{escape(str(grounding['verdict']))}[/]"
@@ -306,6 +308,13 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
         for a in data["artifacts"]:
             artifacts.add_row(a["kind"], escape(a["location"]), (a["sha256"] or "")[:16])
         out.print(artifacts)
+    if data["children"]:
+        children = Table(title="child runs")
+        for column in ("id", "key", "project", "status"):
+            children.add_column(column)
+        for c in data["children"]:
+            children.add_row(str(c["id"]), escape(c["key"]), escape(c["project"]), _status(c["status"]))
+        out.print(children)
 
 
 def findings(items: Sequence[Any], as_json: bool) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -147,6 +147,10 @@ class ScheduleConfig(Strict):
     dst_fold: DstFold = ScheduleSpec.dst_fold
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
+    # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
+    # team workflows from the config, pinned into each run, not part of the schedule's definition.
+    projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None
+    authors: list[str] | None = None
 
     def to_spec(self) -> ScheduleSpec:
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""

@@ -17,6 +17,7 @@ class RunStatus(StrEnum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"
     RETRY_PENDING = "RETRY_PENDING"
+    WAITING = "WAITING"  # its child runs are working; holds no lease (SPEC §17)
     SUCCESS = "SUCCESS"
     PARTIAL_SUCCESS = "PARTIAL_SUCCESS"
     FAILED = "FAILED"
@@ -26,11 +27,12 @@ class RunStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING,
+                             RunStatus.WAITING})
 # Waiting for a worker (once ``not_before`` has passed); the order is the SQL's (a partial index repeats it).
 CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
 # A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
-BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING)
+BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING, RunStatus.WAITING)
 # Runs that have not started: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
 HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
 HELD_BY_DISABLED = "schedule disabled"
@@ -53,6 +55,7 @@ class AttemptTrigger(StrEnum):
     AUTO = "auto"
     RECOVERY = "recovery"
     HANDBACK = "handback"
+    FAN_IN = "fan_in"  # the parent's last child finished: it resumes at the step after its fan-out
 
 
 class AttemptOutcome(StrEnum):
@@ -128,6 +131,7 @@ PRIORITY = {
     AttemptTrigger.AUTO: 20,
     AttemptTrigger.RECOVERY: 20,
     AttemptTrigger.HANDBACK: 20,
+    AttemptTrigger.FAN_IN: 20,
     AttemptTrigger.BACKFILL: 10,
 }
 
@@ -264,9 +268,11 @@ class Run:
     completed_at: datetime | None
     error_code: str | None
     error_message: str | None
+    parent_id: int | None = None  # the run whose fan-out step made this one (SPEC §17)
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
+    children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
 
     @property

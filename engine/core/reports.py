@@ -42,6 +42,8 @@ class SweepReport:
     recovered: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     promoted: list[int] = field(default_factory=list)
+    released: list[int] = field(default_factory=list)  # WAITING parents whose children had all finished
+    orphans: list[Run] = field(default_factory=list)  # children whose parent row is gone
     stalled: list[Run] = field(default_factory=list)
     silent: list[tuple[str, datetime]] = field(default_factory=list)
     # (event, fields) to POST once the transaction that decided them has committed.

@@ -15,14 +15,18 @@ ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     S.PENDING: frozenset({S.QUEUED, S.CANCELLED}),
     S.QUEUED: frozenset({S.RUNNING, S.CANCELLED}),
     # RUNNING -> QUEUED: a worker shutting down (SIGTERM) hands the run back at a step boundary.
-    S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED, S.QUEUED}),
+    # RUNNING -> WAITING: a fan-out step started child runs; WAITING -> QUEUED when the last one finishes.
+    S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED, S.QUEUED,
+                          S.WAITING}),
+    S.WAITING: frozenset({S.QUEUED, S.CANCELLED}),
     S.RETRY_PENDING: frozenset({S.RUNNING, S.QUEUED, S.FAILED, S.CANCELLED}),
     S.SUCCESS: frozenset({S.QUEUED}),  # only by an operator's retry --from-step
-    S.PARTIAL_SUCCESS: frozenset({S.QUEUED}),
-    S.FAILED: frozenset({S.QUEUED}),
+    # -> WAITING: ``runs retry PARENT`` re-queues the children that did not succeed, then the fan-in.
+    S.PARTIAL_SUCCESS: frozenset({S.QUEUED, S.WAITING}),
+    S.FAILED: frozenset({S.QUEUED, S.WAITING}),
     S.MISSED: frozenset({S.QUEUED}),
     S.SKIPPED: frozenset({S.QUEUED}),
-    S.CANCELLED: frozenset({S.QUEUED}),
+    S.CANCELLED: frozenset({S.QUEUED, S.WAITING}),
     S.MANUAL_REQUIRED: frozenset({S.QUEUED, S.CANCELLED}),
 }
 

@@ -18,7 +18,7 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
 from engine.runtime import Runtime
 from engine.store import audit as audit_rows
-from engine.store import claims, recovery
+from engine.store import claims, families, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
 
@@ -116,6 +116,7 @@ def sweep(rt: Runtime) -> SweepReport:
                                            before={"status": "PENDING"}, after={"status": "QUEUED"})
     for promoted in report.promoted:
         logs.event(log, logging.INFO, "run_promoted", run=promoted, reason="blocker_gone")
+    _families(rt, report, now)
     report.stalled, report.silent = find_problems(rt, now)
     for run in report.stalled:
         logs.event(log, logging.WARNING, "run_stalled", run=run.id, key=run.idempotency_key,
@@ -125,6 +126,24 @@ def sweep(rt: Runtime) -> SweepReport:
     _mark_problems(rt, report, now)
     _deliver(rt, report)
     return report
+
+
+def _families(rt: Runtime, report: SweepReport, now: datetime) -> None:
+    """Release WAITING parents whose children all finished (a safety net: the last child's finish does it)
+    and report children whose parent vanished (SPEC §17)."""
+    with rt.store.write() as conn:
+        for parent_id in families.waiting_ready(conn):
+            if families.release_parent(conn, parent_id):
+                report.released.append(parent_id)
+                audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_released",
+                                        run_id=parent_id, reason="every child run has finished",
+                                        before={"status": "WAITING"}, after={"status": "QUEUED"})
+        report.orphans = families.orphans(conn)
+    for parent_id in report.released:
+        logs.event(log, logging.INFO, "parent_released", run=parent_id, reason="children_finished")
+    for child in report.orphans:
+        logs.event(log, logging.WARNING, "child_orphaned", run=child.id, key=child.idempotency_key,
+                   parent=child.parent_id, status=child.status.value)
 
 
 def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:

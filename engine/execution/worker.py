@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from engine.core import errors, logs, policies
 from engine.core.clock import parse_instant
 from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
-from engine.execution import loop, pacing
+from engine.execution import fan_out, loop, pacing
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
@@ -132,6 +132,7 @@ class Worker:
             workflow = self.rt.registry.get(spec.workflow)
             if workflow is not None and workflow.can_serve(self.rt.settings(workflow.name), spec.project):
                 served.append(spec.project)
+                served += workflow.child_projects(self.rt.settings(workflow.name), spec.project)
         return sorted(set(served))
 
     def run_one(self) -> RunOutcome | None:
@@ -223,6 +224,7 @@ class Worker:
             try:
                 result = self._call(step, ctx, lease)
                 output = step.commit_output(result)  # validated before anything is committed
+                children = fan_out.child_rows(self.rt, run, step.name, ctx.started)  # outside the transaction
             except errors.LeaseLost:
                 logs.event(log, logging.WARNING, "lease_lost", run=run.id, key=run.idempotency_key, step=step.name,
                            effect="writing nothing")
@@ -239,10 +241,12 @@ class Worker:
                 logs.event(log, logging.ERROR, "step_crashed", exc_info=True, run=run.id, step=step.name)
                 error = errors.StepError("STEP_CRASHED", f"{type(exc).__name__}: {exc}", retryable=True)
                 return self._fail(claim, workflow, lease, position, error)
-            new_pins = {k: v for k, v in result.pins.items() if k not in pinned}
+            pins = {**result.pins, **({fan_out.FAN_OUT_PIN: step.name} if children else {})}
+            new_pins = {k: v for k, v in pins.items() if k not in pinned}
             pinned.update(new_pins)
             outputs[step.name] = output
-            outcome = self._checkpoint(claim, workflow, position, result, output, pinned if new_pins else None)
+            outcome = self._checkpoint(claim, workflow, position, result, output, pinned if new_pins else None,
+                                       children)
             if outcome is not None:
                 return outcome
             position += 1
@@ -262,7 +266,8 @@ class Worker:
             exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
             sleep=partial(self._step_sleep, lease),
             engine_facts=partial(_engine_facts, self.rt),
-            output_models=workflow.output_models(),
+            output_models=workflow.output_models(), inputs=dict(pinned.get("inputs") or {}),
+            children=partial(fan_out.outcomes, self.rt, run.id),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
     def _step_sleep(self, lease: _Lease, seconds: float) -> None:
@@ -336,8 +341,9 @@ class Worker:
         return result
 
     def _checkpoint(self, claim: Claim, workflow: WorkflowDef, position: int, result: StepResult,
-                    output: dict[str, Any], pinned: dict[str, Any] | None) -> RunOutcome | None:
-        """Commit a step boundary; returns the run's outcome when the run ends here."""
+                    output: dict[str, Any], pinned: dict[str, Any] | None,
+                    children: list[dict[str, Any]] | None = None) -> RunOutcome | None:
+        """Commit a step boundary; returns the run's outcome when the run ends (or waits) here."""
         run = claim.run
         now = self.rt.clock.now()
         last = position == len(workflow.steps) - 1
@@ -346,6 +352,9 @@ class Worker:
             claims.record_artifacts(conn, run.id, workflow.steps[position].name, result.artifacts, now)
             self._later(logging.INFO, "step_finished", run=run.id, key=run.idempotency_key,
                         step=workflow.steps[position].name, status=result.status.value)
+            if children and not cancel and fan_out.start_children(conn, run, children):
+                claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output)
+                return self._wait(conn, claim, len(children), now)
             if not (last or result.skip_remaining or cancel or self.stop.is_set()):
                 # The common boundary: this step's end and the next one's start, in one statement.
                 claims.advance_step(conn, run.id, position, status=result.status, output=output, now=now)
@@ -382,6 +391,12 @@ class Worker:
                  error_code: str | None = None, error_message: str | None = None,
                  not_before: datetime | None = None) -> RunOutcome:
         run = claim.run
+        if status is RunStatus.SUCCESS and fan_out.FAN_OUT_PIN in run.pinned:
+            # A fan-in that went on although some children did not succeed: the family is partial (SPEC §17).
+            missing = fan_out.not_succeeded(conn, run.id)
+            if missing:
+                status, outcome = RunStatus.PARTIAL_SUCCESS, AttemptOutcome.PARTIAL_SUCCESS
+                error_code, error_message = "CHILDREN_FAILED", f"child runs that did not succeed: {missing}"
         trigger = AttemptTrigger.AUTO if status is RunStatus.RETRY_PENDING else None
         claims.release_run(conn, run.id, claim.fence, status, now, not_before=not_before, error_code=error_code,
                              error_message=error_message, next_attempt_trigger=trigger)
@@ -390,11 +405,25 @@ class Worker:
             promoted = claims.promote_pending(conn, run.schedule_id, now)
             if promoted is not None:
                 self._later(logging.INFO, "run_promoted", run=promoted, after=run.id)
+            if run.parent_id is not None and fan_out.release_parent(conn, run.parent_id):
+                self._later(logging.INFO, "parent_released", run=run.parent_id, last_child=run.id)
         self._later(logging.INFO, "run_finished", run=run.id, key=run.idempotency_key, status=status.value,
                     attempt=claim.attempt, **({"error": error_code} if error_code else {}))
         if status is RunStatus.FAILED:
             self._failed.append((run.id, run.idempotency_key, error_code, error_message))
         return RunOutcome(run.id, run.idempotency_key, status, error_code)
+
+    def _wait(self, conn: Any, claim: Claim, children: int, now: datetime) -> RunOutcome:
+        """The fan-out's boundary: the run waits for its children, holding no lease (SPEC §17).
+
+        Its last child's finish queues it again; the wait consumes no retry budget.
+        """
+        run = claim.run
+        claims.release_run(conn, run.id, claim.fence, RunStatus.WAITING, now)
+        claims.add_attempt_budget(conn, run.id, 1)
+        claims.finish_attempt(conn, run.id, claim.attempt, AttemptOutcome.RELEASED, now)
+        self._later(logging.INFO, "run_waiting", run=run.id, key=run.idempotency_key, children=children)
+        return RunOutcome(run.id, run.idempotency_key, RunStatus.WAITING)
 
     def _hand_back(self, conn: Any, claim: Claim, next_position: int, now: datetime) -> RunOutcome:
         """Shutdown at a step boundary: the run is QUEUED again and resumes at the next step.

@@ -28,6 +28,7 @@ from engine.core.models import (
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit as audit_rows
+from engine.operations import families
 from engine.store import claims, pruning, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
@@ -244,11 +245,16 @@ def approve(rt: Runtime, run_id: int) -> ActionResult:
 
 
 def cancel(rt: Runtime, run_id: int) -> ActionResult:
-    """Cancel a run that has not finished; a RUNNING one stops at its next step boundary."""
+    """Cancel a run that has not finished; a RUNNING one stops at its next step boundary; children go too."""
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)
-        if run.status is RunStatus.RUNNING:
+        if run.status is RunStatus.WAITING:  # its children first, then the parent (SPEC §17)
+            families.cancel_children(conn, rt, run, now)
+            run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
+            claims.promote_pending(conn, run.schedule_id, now)
+            action, status = "cancelled", RunStatus.CANCELLED.value
+        elif run.status is RunStatus.RUNNING:
             run_rows.request_cancel(conn, run_id)
             action, status = "cancel_requested", run.status.value
         elif run.status in CANCELLABLE:
@@ -256,6 +262,7 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
             recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
                                            "cancelled by an operator before any worker took it")
             claims.promote_pending(conn, run.schedule_id, now)
+            families.release_parent_of(conn, run)
             action, status = "cancelled", RunStatus.CANCELLED.value
         else:
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "CANCELLED", "it has already finished")
@@ -281,4 +288,8 @@ def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionRe
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "QUEUED",
                                            "retry takes FAILED, PARTIAL_SUCCESS, RETRY_PENDING, CANCELLED, MISSED, "
                                            "SKIPPED (and SUCCESS with --from-step)")
+        if from_step is None and families.retry_children(conn, rt, run, now):
+            return ActionResult("retried", run.id, RunStatus.WAITING.value, run.business_key,
+                                f"run {run.id} ({run.idempotency_key}) retried: its children that did not "
+                                "succeed are queued, then its fan-in")
         return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "retried", from_step=from_step)

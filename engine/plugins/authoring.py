@@ -26,6 +26,21 @@ worker validates the returned value against it before the step boundary
 commits. A step may also return a ``StepResult`` (pins, artifacts,
 ``skip_remaining``) whose ``output`` is such a model.
 
+Fan-out (SPEC §17): ``@wf.fan_out(child="fetch_one")`` declares a step that
+returns ``{name: inputs}`` (each inputs a pydantic model); each becomes a child
+run of ``fetch_one`` keyed ``{parent key}/{name}``, created exactly once at the
+step's boundary. The child workflow declares ``inputs=Model`` and its steps
+take a parameter annotated with that model. A later step of the parent takes
+``list[ChildResult[Out]]``: every child's status, error and its last step's
+output parsed as ``Out``, read after the last child finished::
+
+    @wf.fan_out(child="fetch_one")
+    def split(ctx: StepContext, settings: Settings) -> dict[str, FetchIn]:
+        return {repo.name: FetchIn(url=repo.url) for repo in settings.repos}
+
+    @wf.step
+    def join(ctx: StepContext, results: list[ChildResult[Fetched]]) -> Summary: ...
+
 The registry accepts a ``Workflow`` wherever it accepts a ``WorkflowDef``
 (entry points, ``[[workflows]]`` files and modules); ``definition()`` builds
 the ``WorkflowDef`` once, after the module has finished importing.
@@ -37,7 +52,7 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -45,11 +60,30 @@ from engine.config import settings as config_mod
 from engine.core import errors
 from engine.core.errors import StepError
 from engine.core.models import PeriodKind, StepStatus
+from engine.plugins import contract
 from engine.plugins.contract import ArtifactRef, StepContext, StepFn, StepResult, StepSpec, WorkflowDef
 
-__all__ = ["ArtifactRef", "StepContext", "StepError", "StepResult", "StepStatus", "Workflow"]
+__all__ = ["ArtifactRef", "ChildResult", "StepContext", "StepError", "StepResult", "StepStatus", "Workflow"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+O = TypeVar("O", bound=BaseModel)
+
+
+class ChildResult(BaseModel, Generic[O]):
+    """One child run as a fan-in step sees it: how it ended, and its last step's output parsed (None unless SUCCESS)."""
+
+    name: str
+    run_id: int
+    key: str
+    project: str
+    status: str
+    error_code: str | None = None
+    error_message: str | None = None
+    output: O | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "SUCCESS"
 PinFn = Callable[[Any, str], Mapping[str, Any]]
 
 
@@ -57,8 +91,10 @@ class _Declared:
     """A step as written, before its signature is resolved (names used in annotations may come later)."""
 
     def __init__(self, fn: Callable[..., Any], name: str, timeout_s: float, optional: bool,
-                 retry_on: frozenset[str], retry_budget_s: float, output: type[BaseModel] | None) -> None:
+                 retry_on: frozenset[str], retry_budget_s: float, output: type[BaseModel] | None,
+                 child: str | None = None) -> None:
         self.fn = fn
+        self.child = child  # a fan-out step: the workflow of the child runs it starts
         self.name = name
         self.timeout_s = timeout_s
         self.optional = optional
@@ -94,7 +130,8 @@ class Workflow:
     """A workflow being declared: its period, payload version, settings, pins and ordered steps."""
 
     def __init__(self, name: str, *, period: str | PeriodKind, payload_version: int = 1,
-                 settings: type[BaseModel] | None = None, section: str | None = None) -> None:
+                 settings: type[BaseModel] | None = None, section: str | None = None,
+                 inputs: type[BaseModel] | None = None) -> None:
         try:
             self.period = PeriodKind(period)
         except ValueError:
@@ -105,6 +142,7 @@ class Workflow:
         self.name = name
         self.payload_version = payload_version
         self.settings_model = settings
+        self.inputs_model: type[BaseModel] | None = inputs  # a child workflow: the inputs its parent's fan-out gives each run
         self.section = section or name
         self._steps: list[_Declared] = []
         self._pin: PinFn | None = None
@@ -143,6 +181,20 @@ class Workflow:
 
         return register(fn) if fn is not None else register
 
+    def fan_out(self, *, child: str, name: str | None = None, timeout: str | float = "10m") -> Callable[[F], F]:
+        """Declare the next step as a fan-out: it returns ``{name: inputs model}``, one child run of ``child`` each.
+
+        The children are created at the step's boundary (exactly once, even if the
+        step runs again after a crash); the run then waits, holding no lease, until
+        every child has finished, and goes on with the next step (SPEC §17).
+        """
+        def register(func: F) -> F:
+            self.step(name=name, timeout=timeout)(func)
+            self._steps[-1].child = child
+            return func
+
+        return register
+
     def pin(self, fn: PinFn) -> PinFn:
         """Declare the inputs pinned into each new run: ``fn(settings, project) -> dict`` (JSON values)."""
         self._pin = fn
@@ -174,14 +226,24 @@ class Workflow:
         injected: dict[str, Callable[[StepContext], Any]] = {}
         for param in params[1:]:
             annotation = hints.get(param.name)
+            child_output = _child_result_model(annotation)
+            inputs_model = self.inputs_model
             if self.settings_model is not None and annotation is self.settings_model:
                 injected[param.name] = _settings_of
+            elif inputs_model is not None and annotation == inputs_model:
+                injected[param.name] = _inputs_of(inputs_model)
+            elif child_output is not None:
+                injected[param.name] = _children_of(annotation, child_output)
             elif isinstance(annotation, type) and issubclass(annotation, BaseModel) and annotation in earlier:
                 injected[param.name] = _output_of(annotation, earlier[annotation])
             else:
                 raise errors.InvalidInput(
-                    f"{where}: parameter '{param.name}' must be annotated with the settings model or with the "
-                    f"output model of an earlier step (got {getattr(annotation, '__name__', annotation)})")
+                    f"{where}: parameter '{param.name}' must be annotated with the settings model, the inputs "
+                    f"model, list[ChildResult[Model]] or the output model of an earlier step "
+                    f"(got {getattr(annotation, '__name__', annotation)})")
+        if declared.child is not None:
+            return StepSpec(name=declared.name, run=_fan_out(declared.fn, injected, declared.child),
+                            timeout_s=declared.timeout_s)
         returned = hints.get("return")
         model = declared.output or (returned if _is_model(returned) else None)
         if model is not None and model in earlier:
@@ -219,6 +281,59 @@ def _output_of(model: type[BaseModel], step: str) -> Callable[[StepContext], Bas
         return ctx.output(model, step)
 
     return read
+
+
+def _inputs_of(model: type[BaseModel]) -> Callable[[StepContext], BaseModel]:
+    def read(ctx: StepContext) -> BaseModel:
+        return contract.parse_output(model, dict(ctx.inputs), "this run's inputs")
+
+    return read
+
+
+def _child_result_model(annotation: Any) -> type[BaseModel] | None:
+    """``Out`` for an annotation ``list[ChildResult[Out]]``, else None."""
+    if typing.get_origin(annotation) is not list or len(typing.get_args(annotation)) != 1:
+        return None
+    item = typing.get_args(annotation)[0]
+    metadata = getattr(item, "__pydantic_generic_metadata__", None)
+    if not metadata or metadata.get("origin") is not ChildResult or not metadata.get("args"):
+        return None
+    model = metadata["args"][0]
+    return model if _is_model(model) else None
+
+
+def _children_of(annotation: Any, model: type[BaseModel]) -> Callable[[StepContext], list[Any]]:
+    result_type = typing.get_args(annotation)[0]
+
+    def read(ctx: StepContext) -> list[Any]:
+        found = []
+        for child in ctx.children():
+            output = None
+            if child.succeeded and child.outputs:
+                last = list(child.outputs.values())[-1]
+                output = contract.parse_output(model, dict(last), f"the output of child run {child.key}")
+            found.append(result_type(name=child.name, run_id=child.run_id, key=child.key, project=child.project,
+                                     status=child.status, error_code=child.error_code,
+                                     error_message=child.error_message, output=output))
+        return found
+
+    return read
+
+
+def _fan_out(fn: Callable[..., Any], injected: Mapping[str, Callable[[StepContext], Any]], child: str) -> StepFn:
+    """A fan-out step: each ``name -> inputs`` the function returns becomes a child run of ``child``."""
+    def run(ctx: StepContext) -> StepResult:
+        wanted = fn(ctx, **{name: read(ctx) for name, read in injected.items()})
+        if not isinstance(wanted, Mapping):
+            raise errors.StepError("OUTPUT_INVALID", f"a fan-out step returned a {type(wanted).__name__}; return "
+                                   "{child name: inputs model}", retryable=False)
+        for name, inputs in wanted.items():
+            data = inputs.model_dump(mode="json") if isinstance(inputs, BaseModel) else dict(inputs)
+            ctx.start_child(str(name), child, data)
+        return StepResult(output={"children": [str(name) for name in wanted], "workflow": child})
+
+    run.__name__ = getattr(fn, "__name__", "fan_out")
+    return run
 
 
 def _adapt(fn: Callable[..., Any], injected: Mapping[str, Callable[[StepContext], Any]]) -> StepFn:

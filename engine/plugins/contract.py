@@ -46,6 +46,43 @@ class ArtifactRef:
     external_id: str | None = None
 
 
+@dataclass(frozen=True)
+class ChildRun:
+    """A child run a fan-out step asks for: an ordinary run of ``workflow`` keyed ``{parent key}/{name}``.
+
+    ``inputs`` (JSON) are pinned into the child and read there as ``ctx.inputs``;
+    ``project`` defaults to the parent's.
+    """
+
+    name: str
+    workflow: str
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    project: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """How one child run ended, as its parent's fan-in step reads it (``ctx.children()``)."""
+
+    name: str
+    run_id: int
+    key: str
+    workflow: str
+    project: str
+    status: str
+    error_code: str | None
+    error_message: str | None
+    outputs: Mapping[str, Mapping[str, Any]]  # step name -> committed output
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "SUCCESS"
+
+
+def _no_children() -> tuple[ChildOutcome, ...]:
+    return ()
+
+
 @contextmanager
 def _no_mutex(name: str) -> Iterator[None]:
     yield
@@ -95,6 +132,26 @@ class StepContext:
     engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
+    # The inputs a parent's fan-out step gave this child run (empty for a run that is no child).
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    # The outcomes of the child runs this run's fan-out step started, read from the store when called.
+    children: Callable[[], tuple[ChildOutcome, ...]] = _no_children
+    # Children asked for by ``start_child`` during this step, created at its boundary.
+    started: list[ChildRun] = field(default_factory=list)
+
+    def start_child(self, name: str, workflow: str, inputs: Mapping[str, Any] | None = None, *,
+                    project: str | None = None) -> None:
+        """Ask for a child run; created exactly once, in this step's boundary transaction (SPEC §17).
+
+        After that boundary the run waits (``WAITING``, no lease) until every child
+        has finished; its next step reads them with ``ctx.children()``. Asking
+        again for the same name replaces the request (a step retried in-process).
+        """
+        if not name or "/" in name:
+            raise errors.StepError("CHILD_INVALID", f"a child's name must be non-empty without '/': {name!r}",
+                                   retryable=False)
+        self.started[:] = [c for c in self.started if c.name != name]
+        self.started.append(ChildRun(name, workflow, dict(inputs or {}), project))
 
     def output(self, model: type[M], step: str | None = None) -> M:
         """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.
@@ -261,6 +318,10 @@ def _serves_all(settings: Any, project: str) -> bool:
     return True
 
 
+def _no_child_projects(settings: Any, project: str) -> list[str]:
+    return []
+
+
 def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequence[Any]) -> list[Finding]:
     return []
 
@@ -300,6 +361,8 @@ class WorkflowDef:
       new run (model, prompt version, branches...).
     - ``can_serve(settings, project)`` tells whether this node can run the
       project (e.g. its repository is present here).
+    - ``child_projects(settings, project)`` names the projects of the child runs a
+      run fans out into (SPEC §17), which a worker serving the schedule claims too.
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
@@ -319,6 +382,9 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    # The projects of the child runs a run of ``project`` fans out into: a worker serving the
+    # schedule claims them too (a missing repository must fail its child, not strand the parent).
+    child_projects: Callable[[Any, str], list[str]] = _no_child_projects
     draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
     #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
     projectless: bool = False

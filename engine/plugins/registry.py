@@ -141,7 +141,7 @@ def _workflows_in(module: ModuleType, attr: str | None) -> list[WorkflowDef]:
             raise errors.InvalidInput(f"{name} is not a workflow")
         return [workflow]
     found: dict[str, WorkflowDef] = {}
-    for value in vars(module).values():
+    for value in list(vars(module).values()):  # building a definition may add to the module (pydantic generics)
         workflow = _as_def(value) if not isinstance(value, ModuleType) else None
         if workflow is not None:
             found.setdefault(workflow.name, workflow)

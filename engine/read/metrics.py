@@ -124,9 +124,15 @@ def read_snapshot(conn: Connection, now: datetime) -> Snapshot:
     )
 
 
+_parent = runs.alias("parent")
+# A child run has no schedule of its own: it counts under its parent's (SPEC §17).
+_SCHEDULE_OF_RUN = func.coalesce(runs.c.schedule_id, _parent.c.schedule_id)
+_WITH_PARENT = runs.outerjoin(_parent, runs.c.parent_id == _parent.c.id)
+
+
 def _run_counts(conn: Connection, names: dict[int | None, str], live: Sequence[str]) -> dict[tuple[str, str, str], int]:
-    query = (select(runs.c.schedule_id, runs.c.trigger_type, runs.c.status, func.count())
-             .group_by(runs.c.schedule_id, runs.c.trigger_type, runs.c.status))
+    query = (select(_SCHEDULE_OF_RUN, runs.c.trigger_type, runs.c.status, func.count()).select_from(_WITH_PARENT)
+             .group_by(_SCHEDULE_OF_RUN, runs.c.trigger_type, runs.c.status))
     counts = {(names.get(sid, ""), trigger, status): int(n) for sid, trigger, status, n in conn.execute(query)}
     # Every status of a known (schedule, trigger) pair is exported, zeros included: a series that
     # vanishes when its count drops to 0 leaves alerts such as `status="FAILED" > 0` stuck on stale data.
@@ -170,10 +176,10 @@ def _last_success(conn: Connection, names: dict[int | None, str]) -> dict[str, d
 
 def _attempt_counts(conn: Connection, names: dict[int | None, str]) -> dict[tuple[str, str, str], int]:
     # An attempt still running has no outcome yet; counting it would make the counter go down.
-    query = (select(runs.c.schedule_id, attempts.c.trigger, attempts.c.outcome, func.count())
-             .select_from(attempts.join(runs, attempts.c.run_id == runs.c.id))
+    query = (select(_SCHEDULE_OF_RUN, attempts.c.trigger, attempts.c.outcome, func.count())
+             .select_from(attempts.join(_WITH_PARENT, attempts.c.run_id == runs.c.id))
              .where(attempts.c.outcome.not_in([AttemptOutcome.RUNNING.value, AttemptOutcome.PENDING.value]))
-             .group_by(runs.c.schedule_id, attempts.c.trigger, attempts.c.outcome))
+             .group_by(_SCHEDULE_OF_RUN, attempts.c.trigger, attempts.c.outcome))
     totals: dict[tuple[str, str, str], int] = {}
     for sid, trigger, outcome, n in conn.execute(query):
         key = (names.get(sid, ""), trigger, outcome)

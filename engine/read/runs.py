@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,6 +11,7 @@ from engine.core import errors
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import AuditEvent, Run
 from engine.runtime import Runtime
+from engine.store import families
 from engine.store import history as history_rows
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
@@ -17,19 +19,23 @@ from engine.store.history import RunFilter
 
 
 def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None = None,
-              limit: int | None = 200) -> list[Run]:
-    """Runs, newest slot first, by status and schedule (``runs list``)."""
+              limit: int | None = 200, parent: int | None = None) -> list[Run]:
+    """``runs list``: newest first, filtered by status, schedule, or parent run (its children)."""
     with rt.store.read() as conn:
         schedule_id = schedule_rows.get_schedule(conn, schedule).id if schedule else None
-        summaries = run_rows.list_runs(conn, statuses=statuses, schedule_id=schedule_id, limit=limit or None)
+        if parent is not None:
+            run_rows.get_run(conn, parent, detail=False)  # NotFound for a run that does not exist
+        summaries = run_rows.list_runs(conn, statuses=statuses, schedule_id=schedule_id, limit=limit or None,
+                                       parent_id=parent)
         # Steps are needed for the "failed step" column; fetch detail only for the failed ones.
         return [run_rows.get_run(conn, r.id) if r.error_code else r for r in summaries]
 
 
 def get_run(rt: Runtime, run_id: int) -> Run:
-    """One run with its steps, attempts and artifacts; raises NotFound."""
+    """One run in detail: steps, attempts, artifacts, and its child runs (SPEC §17)."""
     with rt.store.read() as conn:
-        return run_rows.get_run(conn, run_id)
+        run = run_rows.get_run(conn, run_id)
+        return dataclasses.replace(run, children=tuple(families.children_of(conn, run_id)))
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,9 @@ def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: 
     position = decode_cursor(after) if after else None
     with rt.store.read() as conn:
         found = history_rows.page_runs(conn, filt, after=position, limit=limit + 1)
+        children = history_rows.children_of(conn, [r.id for r in found[:limit]])
     more = len(found) > limit
-    page = found[:limit]
+    page = [dataclasses.replace(r, children=tuple(children.get(r.id, ()))) for r in found[:limit]]
     return RunPage(page, encode_cursor(page[-1]) if more and page else None)
 
 

@@ -53,6 +53,7 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "error_code": run.error_code,
         "error_message": run.error_message,
         "stalled": policies.run_is_stalled(run, now),
+        "parent": run.parent_id,
         "held": run.held,
     }
 
@@ -87,6 +88,8 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
         "artifacts": [{"kind": a.kind, "step": a.step, "location": a.location, "sha256": a.sha256,
                        "external_id": a.external_id}
                       for a in run.artifacts],
+        "children": [{"id": c.id, "key": c.idempotency_key, "project": c.project, "status": c.status.value}
+                     for c in run.children],
     }
 
 

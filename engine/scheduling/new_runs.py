@@ -12,8 +12,8 @@ from typing import Any
 
 from engine.core import policies
 from engine.core.clock import format_instant
-from engine.core.models import PRIORITY, AttemptTrigger, Period, RunStatus, RunTrigger, Schedule, SlotReason
-from engine.plugins.contract import WorkflowDef
+from engine.core.models import PRIORITY, AttemptTrigger, Period, Run, RunStatus, RunTrigger, Schedule, SlotReason
+from engine.plugins.contract import ChildRun, WorkflowDef
 
 
 def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
@@ -61,3 +61,35 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
         max_attempts=max_attempts, max_runtime_s=int(spec.max_runtime.total_seconds()), created_at=now,
         fence=0, cancel_requested=False,
     )
+
+
+def child_key(parent_key: str, name: str) -> str:
+    """A child run's idempotency key: ``{parent key}/{child name}`` (SPEC §17)."""
+    return f"{parent_key}/{name}"
+
+
+def child_run(parent: Run, child: ChildRun, workflow: WorkflowDef, *, now: datetime, max_attempts: int,
+              workflow_pins: dict[str, Any]) -> dict[str, Any]:
+    """Column values of a child run: the parent's period, trigger and priority, its own workflow and inputs.
+
+    No schedule: a child is the parent's part of the period, never a slot of its own (overlap,
+    misfire and the calendar see the parent).
+    """
+    key = child_key(parent.idempotency_key, child.name)
+    project = child.project or parent.project
+    inherited = {k: v for k, v in parent.pinned.items() if k in _PERIOD_PINS}
+    pinned = {**inherited, "payload_version": workflow.payload_version, "workflow": workflow.name,
+              "project": project, "parent_key": parent.idempotency_key, "child": child.name,
+              "inputs": dict(child.inputs), **workflow_pins}
+    return dict(
+        schedule_id=None, workflow=workflow.name, project=project, trigger_type=parent.trigger.value,
+        scheduled_for=parent.scheduled_for, business_key=parent.business_key, base_key=key, idempotency_key=key,
+        revision=1, status=RunStatus.QUEUED.value, reason=None, priority=parent.priority, not_before=None,
+        pinned=pinned, attempt_count=0, max_attempts=max_attempts, max_runtime_s=parent.max_runtime_s,
+        created_at=now, fence=0, cancel_requested=False, parent_id=parent.id,
+    )
+
+
+# What a child takes over from its parent's pins: the business period, never the parent's own inputs.
+_PERIOD_PINS = frozenset({"schedule", "schedule_version", "timezone", "report_on", "business_key", "window_start",
+                          "window_end", "window_start_local", "window_end_local"})

@@ -30,8 +30,8 @@ from sqlalchemy.pool import NullPool
 from engine.core import errors
 from engine.store import fastsql, locks
 
-HEAD_REVISION = "0007"
-KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005", "0007"})
+HEAD_REVISION = "0009"
+KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005", "0007", "0009"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE")}

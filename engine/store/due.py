@@ -44,7 +44,8 @@ def next_enabled_query() -> Select[Any]:
 
 def work_query(now: datetime, *, claimable_only: bool = False) -> Select[Any]:
     """(status, lease_until, claimed_at, max_runtime_s) of the runs an idle ``cycle`` must not skip:
-    claimable now, PENDING, or RUNNING (the caller tells a live lease from one to reconcile);
+    claimable now, PENDING, WAITING (the reconciler releases a parent whose children are done), or
+    RUNNING (the caller tells a live lease from one to reconcile);
     ``claimable_only``: those a ``work --until-idle`` would claim."""
     from engine.core.models import CLAIMABLE_STATUSES, RunStatus  # here: a nothing-due tick does not need it
 
@@ -52,5 +53,5 @@ def work_query(now: datetime, *, claimable_only: bool = False) -> Select[Any]:
     claimable = runs.status.in_([s.value for s in CLAIMABLE_STATUSES]) & or_(
         runs.not_before.is_(None), runs.not_before <= now)
     wanted = claimable if claimable_only else or_(
-        claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value]))
+        claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value, RunStatus.WAITING.value]))
     return select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s).where(wanted).limit(100)

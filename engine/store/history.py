@@ -51,9 +51,13 @@ def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
 
 
 def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] | None, limit: int) -> list[Run]:
-    """Up to ``limit`` runs, newest slot first, strictly after the keyset position ``after``."""
+    """Up to ``limit`` runs, newest slot first, strictly after the keyset position ``after``.
+
+    Child runs are not rows of their own: each comes with its parent (``children_of``).
+    """
     query = (select(runs, schedules.c.name.label("schedule_name"))
              .select_from(runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
+             .where(runs.c.parent_id.is_(None))
              .order_by(runs.c.scheduled_for.desc(), runs.c.id.desc()).limit(limit))
     if filt.statuses:
         query = query.where(runs.c.status.in_(list(filt.statuses)))
@@ -71,6 +75,17 @@ def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] 
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
+def children_of(conn: Connection, parent_ids: Sequence[int]) -> dict[int, list[Run]]:
+    """The child runs of each of ``parent_ids``, in creation order (parents without any are left out)."""
+    found: dict[int, list[Run]] = {}
+    if not parent_ids:
+        return found
+    query = select(runs).where(runs.c.parent_id.in_(list(parent_ids))).order_by(runs.c.id)
+    for row in conn.execute(query).mappings():
+        found.setdefault(int(row["parent_id"]), []).append(rows.run_from_row(row))
+    return found
+
+
 def period_runs(conn: Connection, workflow: str, project: str, first_key: str, last_key: str) -> list[Run]:
     """Every run of (workflow, project) whose business key lies in [first_key, last_key], by key and revision.
 
@@ -79,7 +94,8 @@ def period_runs(conn: Connection, workflow: str, project: str, first_key: str, l
     prefix = f"{workflow}:{project}:"
     query = (select(runs, schedules.c.name.label("schedule_name"))
              .select_from(runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
-             .where(runs.c.base_key >= prefix + first_key, runs.c.base_key <= prefix + last_key)
+             .where(runs.c.base_key >= prefix + first_key, runs.c.base_key <= prefix + last_key,
+                    runs.c.parent_id.is_(None))  # a child's key extends its parent's: the parent is the period's run
              .order_by(runs.c.base_key, runs.c.revision))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.engine import Connection
 
 from engine.core import retention
@@ -47,19 +47,30 @@ def schedule_clock(conn: Connection) -> tuple[dict[int, str], dict[int, datetime
 def delete_runs(conn: Connection, run_ids: Sequence[int]) -> dict[int, str]:
     """Delete these runs (steps, attempts, artifact rows and their own audit events too) if still finished.
 
+    A family goes together (SPEC §17): a parent takes its children along, only when
+    every one of them is finished too; a child is never removed without its parent.
     Returns {id: status} of the runs removed; the others are untouched.
     """
     if not run_ids:
         return {}
-    guard = select(runs.c.id, runs.c.status).where(runs.c.id.in_(list(run_ids)), runs.c.status.in_(_TERMINAL))
+    chosen = set(run_ids)
+    query = select(runs.c.id, runs.c.status, runs.c.parent_id).where(
+        or_(runs.c.id.in_(list(chosen)), runs.c.parent_id.in_(list(chosen))))
     if conn.dialect.name == "postgresql":
-        guard = guard.with_for_update()
-    removed = {int(r.id): str(r.status) for r in conn.execute(guard)}
+        query = query.with_for_update()
+    found = conn.execute(query).all()
+    family = {int(r.id): (str(r.status), r.parent_id) for r in found
+              if r.parent_id is None or r.parent_id in chosen}  # a child goes only with its parent
+    unfinished = {parent if parent is not None else run_id for run_id, (status, parent) in family.items()
+                  if status not in _TERMINAL}
+    removed = {run_id: status for run_id, (status, parent) in family.items()
+               if run_id not in unfinished and parent not in unfinished}
     if not removed:
         return {}
     ids = list(removed)
     for table in (audit_events, artifacts, attempts, steps):
         conn.execute(delete(table).where(table.c.run_id.in_(ids)))
+    conn.execute(delete(runs).where(runs.c.id.in_(ids), runs.c.parent_id.is_not(None)))  # children first
     conn.execute(delete(runs).where(runs.c.id.in_(ids)))
     return removed
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core.models import AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
 from engine.core.policies import RecoveryDecision
-from engine.store import claims
+from engine.store import claims, families
 from engine.store.tables import attempts, runs, steps
 
 _DONE = [StepStatus.SUCCESS.value, StepStatus.SKIPPED.value]
@@ -57,6 +57,8 @@ def record_recovery(conn: Connection, run: Run, decision: RecoveryDecision, now:
             from_step=resume_step(conn, run.id), outcome=AttemptOutcome.PENDING.value))
     else:
         claims.promote_pending(conn, run.schedule_id, now)
+        if run.parent_id is not None:  # a child that ends here may be its parent's last (SPEC §17)
+            families.release_parent(conn, run.parent_id)
 
 
 def close_pending_attempt(conn: Connection, run_id: int, outcome: AttemptOutcome, now: datetime,

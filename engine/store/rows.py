@@ -115,5 +115,6 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
         created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],
         completed_at=row["completed_at"], error_code=row["error_code"], error_message=row["error_message"],
-        steps=steps, attempts=attempts, artifacts=artifacts, schedule_enabled=row.get("schedule_enabled"),
+        parent_id=row.get("parent_id"), steps=steps, attempts=attempts, artifacts=artifacts,
+        schedule_enabled=row.get("schedule_enabled"),
     )

@@ -150,9 +150,11 @@ def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
 
 
 def list_runs(conn: Connection, *, statuses: Iterable[str] = (), schedule_id: int | None = None,
-              limit: int | None = 200) -> list[Run]:
-    """Runs, newest slot first, by status and schedule."""
+              limit: int | None = 200, parent_id: int | None = None) -> list[Run]:
+    """Runs newest slot first; ``parent_id``: only that run's children (SPEC §17)."""
     query = _run_query().order_by(runs.c.scheduled_for.desc(), runs.c.id.desc())
+    if parent_id is not None:
+        query = query.where(runs.c.parent_id == parent_id)
     status_list = list(statuses)
     if status_list:
         query = query.where(runs.c.status.in_(status_list))

@@ -112,6 +112,7 @@ runs = Table(
     Column("completed_at", UTCDateTime),
     Column("error_code", String(64)),
     Column("error_message", Text),
+    Column("parent_id", Id, ForeignKey("runs.id")),  # the run that fanned out into this one (SPEC §17)
     CheckConstraint(sql_in("status", [s.value for s in RunStatus]), name="status"),
     CheckConstraint(sql_in("trigger_type", [t.value for t in RunTrigger]), name="trigger_type"),
     CheckConstraint("revision >= 1", name="revision"),
@@ -120,6 +121,7 @@ runs = Table(
     Index("ix_runs_base_key_status", "base_key", "status"),
     Index("ix_runs_scheduled_for_id", "scheduled_for", "id"),
     Index("ix_runs_schedule_slot", "schedule_id", "scheduled_for"),
+    Index("ix_runs_parent_id", "parent_id"),
     Index("uq_runs_slot", "schedule_id", "scheduled_for", "trigger_type", unique=True,
           sqlite_where=text("revision = 1")),
 )

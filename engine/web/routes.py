@@ -171,7 +171,7 @@ def run_page(request: Request) -> Response:
                 can_retry=run.status in operations.RETRYABLE, can_retry_from=run.status in
                 operations.RETRYABLE | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
-                can_cancel=run.status in operations.CANCELLABLE | {RunStatus.RUNNING},
+                can_cancel=run.status in operations.CANCELLABLE | {RunStatus.RUNNING, RunStatus.WAITING},
                 active=run.status in ACTIVE_STATUSES,
                 default_step=views.failed_step(run) or (step_names[0] if step_names else ""))
 

@@ -120,3 +120,47 @@ def test_the_tutorial_pipeline_survives_a_sigkill_and_a_retry_from_a_step(tmp_pa
     assert {r.headers["idempotency-key"] for r in hook.received} == {"release_notes:reportflow:2026-W02"}
     assert {r.body["markdown"] for r in hook.received} == {notes.read_text()}
     assert [a["outcome"] for a in final["attempts"]] == ["lost", "success", "success"]
+
+
+ANNOUNCE = REPO_ROOT / "examples" / "announce"
+
+
+def test_the_fan_out_tutorial_survives_a_sigkill_mid_fan_out(tmp_path: Path) -> None:
+    folder = tmp_path / "announce"
+    folder.mkdir()
+    shutil.copy(ANNOUNCE / "flow.py", folder / "flow.py")
+    shutil.copy(ANNOUNCE / "reportflow.toml", folder / "reportflow.toml")
+    config = folder / "reportflow.toml"
+    clock = procs.Shared(T0)
+    with webhook.serve() as hook:
+        env = {"ANNOUNCE_WEBHOOK_URL": hook.url}
+        ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at()))
+        ok(procs.run(tmp_path, config, "trigger", "announce", "--date", "2026-01-05", now=clock.at()))
+
+        # The worker is killed while the first channel's POST hangs.
+        hook.hold_next()
+        worker = procs.spawn(tmp_path, config, "work", "--until-idle", now=clock.at(), env=env)
+        assert hook.arrived.wait(120), procs.finish(worker, timeout=5)
+        procs.kill9(worker)
+        hook.release()
+        parent = run_json(tmp_path, config, clock.at())
+        assert parent["status"] == "WAITING" and parent["lease_owner"] is None
+        listed = json.loads(ok(procs.run(tmp_path, config, "runs", "list", "--parent", "1", "--json",
+                                         now=clock.at())))
+        assert sorted((r["idempotency_key"], r["status"]) for r in listed) == [
+            ("announce:team:2026-01-05/design", "QUEUED"), ("announce:team:2026-01-05/ops", "RUNNING"),
+            ("announce:team:2026-01-05/platform", "QUEUED")]
+
+        # Past the lease, the reconciler hands the child back; the family completes.
+        ok(procs.run(tmp_path, config, "reconcile", now=clock.at(120)))
+        ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(121), env=env))
+        final = run_json(tmp_path, config, clock.at(121))
+    assert final["status"] == "SUCCESS"
+    assert [(c["key"].rpartition("/")[2], c["status"]) for c in final["children"]] == [
+        ("ops", "SUCCESS"), ("platform", "SUCCESS"), ("design", "SUCCESS")]
+    assert [(s["name"], s["attempts"]) for s in final["steps"]] == [("SPLIT", 1), ("SUMMARY", 1)]
+    assert (folder / "announcements" / "2026-01-05.md").read_text() == (
+        "# Announcements 2026-01-05\n\n- ops: posted\n- platform: posted\n- design: posted\n")
+    posts = [(r.body["channel"], r.headers["idempotency-key"]) for r in hook.received]
+    assert sorted(posts) == sorted([("ops", "announce:team:2026-01-05/ops")] * 2 + [
+        ("platform", "announce:team:2026-01-05/platform"), ("design", "announce:team:2026-01-05/design")])

@@ -1,0 +1,88 @@
+"""Operator actions on a family of runs (SPEC §17): cancel propagates, retry re-queues only what failed.
+
+Rows are locked children first, then the parent, in every transaction that
+touches both (a finishing child does the same), so two of them never wait for
+each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import datetime
+
+from sqlalchemy.engine import Connection
+
+from engine.core import logs
+from engine.core.models import PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
+from engine.runtime import Runtime
+from engine.store import audit as audit_rows
+from engine.store import families, recovery
+from engine.store import runs as run_rows
+
+log = logging.getLogger(__name__)
+
+FAN_OUT_PIN = "fan_out_step"  # engine.execution.fan_out.FAN_OUT_PIN
+WAITING_CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING,
+                                 RunStatus.MANUAL_REQUIRED})
+RETRIED_CHILDREN = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.CANCELLED})
+
+
+def cancel_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -> list[int]:
+    """Cancel every unfinished child of ``parent``: a RUNNING one stops at its next step boundary."""
+    touched = []
+    for child in families.children_of(conn, parent.id):
+        if child.status is RunStatus.RUNNING:
+            run_rows.request_cancel(conn, child.id)
+        elif child.status in WAITING_CANCELLABLE:
+            run_rows.set_status(conn, child.id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
+            recovery.close_pending_attempt(conn, child.id, AttemptOutcome.CANCELLED, now,
+                                           f"its parent run {parent.id} was cancelled")
+        elif child.status is RunStatus.WAITING:  # a grandchild family: cancelled the same way
+            touched += cancel_children(conn, rt, child, now)
+            run_rows.set_status(conn, child.id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
+        else:
+            continue
+        touched.append(child.id)
+        audit_rows.record_audit(conn, at=now, actor=rt.actor, action="run_cancelled", run_id=child.id,
+                                before={"status": child.status.value}, after={"status": "CANCELLED"},
+                                reason=f"parent run {parent.id} cancelled")
+    return touched
+
+
+def release_parent_of(conn: Connection, child: Run) -> bool:
+    """A child cancelled by an operator may have been its parent's last unfinished one."""
+    return child.parent_id is not None and families.release_parent(conn, child.parent_id)
+
+
+def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -> list[int] | None:
+    """``runs retry PARENT``: re-queue the children that did not succeed, then wait for them and run the fan-in.
+
+    None when the run has no finished child to retry (the caller retries it as any other run).
+    """
+    step = parent.pinned.get(FAN_OUT_PIN)
+    names = rt.workflow(parent.workflow).step_names()
+    if step not in names or parent.status not in RETRIED_CHILDREN:
+        return None
+    again = [c for c in families.children_of(conn, parent.id) if c.status in RETRIED_CHILDREN]
+    if not again:
+        return None
+    budget = rt.config.worker.max_attempts
+    for child in again:
+        if recovery.close_pending_attempt(conn, child.id, AttemptOutcome.SUPERSEDED, now, "retried with its parent"):
+            child = dataclasses.replace(child, attempt_count=child.attempt_count + 1)
+        run_rows.requeue(conn, child, trigger=AttemptTrigger.MANUAL, now=now, fresh_budget=budget)
+        audit_rows.record_audit(conn, at=now, actor=rt.actor, action="run_retried", run_id=child.id,
+                                before={"status": child.status.value}, after={"status": "QUEUED"},
+                                reason=f"retry of parent run {parent.id}")
+    families.reset_steps_from(conn, parent.id, names.index(str(step)) + 1)
+    run_rows.set_status(conn, parent.id, RunStatus.WAITING, completed_at=None, reason=None, error_code=None,
+                        error_message=None, cancel_requested=False, not_before=None,
+                        priority=PRIORITY[AttemptTrigger.MANUAL], next_attempt_trigger=AttemptTrigger.MANUAL.value,
+                        max_attempts=parent.attempt_count + budget)
+    audit_rows.record_audit(conn, at=now, actor=rt.actor, action="run_retried", run_id=parent.id,
+                            schedule_id=parent.schedule_id, before={"status": parent.status.value},
+                            after={"status": "WAITING", "children": [c.id for c in again]})
+    logs.event(log, logging.INFO, "run_retried", run=parent.id, key=parent.idempotency_key,
+               children=[c.id for c in again])
+    return [c.id for c in again]

@@ -1,0 +1,202 @@
+"""Team reports (SPEC §17): one report across several projects, built on child runs.
+
+``team_daily_report`` / ``team_weekly_report`` run for a team: the schedule
+itself carries ``projects = [...]`` or ``"*"`` (every ``[[projects]]`` entry,
+resolved when the run is created) and optional ``authors``, its ``project``
+naming the team; or the schedule names a ``[[teams]]`` entry that does. Steps:
+
+1. ``FAN_OUT``: one ``team_project`` child run per project, which collects
+   that project (``COLLECT_GIT``, pinned like a project run) and its statistics.
+2. ``GENERATE_REPORT``: an overall summary written from every child's commits
+   (the builtin writer or Ollama), then a section per project; a project whose
+   child did not succeed is named with its error. The run then ends
+   ``PARTIAL_SUCCESS`` (the engine's rule for a fan-in that goes on).
+3. ``SAVE_MARKDOWN``: ``reports/_team/{business_key}-{schedule}-{daily|weekly}-summary.md``.
+4. ``UPLOAD_NOTION``: one page (optional, as for a project report).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from engine.config.settings import KEY_PATTERN, Strict
+from engine.core import errors
+from engine.core.models import PeriodKind
+from engine.plugins.contract import ArtifactRef, ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import report, report_settings
+from workflows.report_settings import ReportSettings
+
+PAYLOAD_VERSION = 1
+CHILD_WORKFLOW = "team_project"
+SECTIONS = (*report_settings.SECTIONS, "teams")
+
+
+class TeamSettings(Strict):
+    key: str = Field(pattern=KEY_PATTERN, max_length=64)
+    projects: list[str] | Literal["*"] = "*"
+    authors: list[str] = []
+
+
+class Settings(ReportSettings):
+    teams: list[TeamSettings] = []
+
+    def team(self, key: str) -> TeamSettings:
+        for team in self.teams:
+            if team.key == key:
+                return team
+        raise errors.ConfigInvalid(f"no team '{key}': give the schedule projects = [...] or \"*\", "
+                                   "or add a [[teams]] entry with that key")
+
+    def team_projects(self, key: str) -> list[str]:
+        team = self.team(key)
+        return [p.key for p in self.projects] if team.projects == "*" else list(team.projects)
+
+
+def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
+    """The report sections, plus the teams: ``[[teams]]``, and ``workflow``'s schedules that list ``projects``."""
+    base = report_settings.load(raw, base_dir)
+    declared = list(raw.get("teams", []))
+    for sched in raw.get("schedules", []):
+        if isinstance(sched, Mapping) and sched.get("workflow") == workflow and sched.get("projects") is not None:
+            declared = [t for t in declared if not (isinstance(t, Mapping) and t.get("key") == sched.get("project"))]
+            declared.append({"key": sched.get("project"), "projects": sched["projects"],
+                             "authors": sched.get("authors") or []})
+    try:
+        teams = [TeamSettings.model_validate(t) for t in declared]
+    except Exception as exc:
+        raise errors.ConfigInvalid(f"[[teams]]: {exc}", key="teams") from exc
+    settings = Settings(**{name: getattr(base, name) for name in ReportSettings.model_fields}, teams=teams)
+    known = {p.key for p in settings.projects}
+    for index, team in enumerate(teams):
+        unknown = [p for p in settings.team_projects(team.key) if p not in known]
+        if unknown:
+            raise errors.ConfigInvalid(f"team '{team.key}' names projects without a [[projects]] entry: "
+                                       f"{', '.join(unknown)}", key=f"teams[{index}].projects")
+    return settings
+
+
+def _settings(ctx: StepContext) -> Settings:
+    settings = ctx.settings
+    if not isinstance(settings, Settings):
+        raise errors.step_error("CONFIG_INVALID", "the team report's settings are not loaded")
+    return settings
+
+
+def check_team(settings: Settings, key: str) -> None:
+    settings.team(key)
+
+
+def team_pins(settings: Settings, key: str) -> dict[str, Any]:
+    """The team's projects and authors, and the writer's inputs, fixed when the run is created."""
+    llm = settings.llm
+    team = settings.team(key)
+    return {"projects": settings.team_projects(key), "authors": list(team.authors), "provider": llm.provider,
+            "model": llm.model if llm.provider == "ollama" else "builtin", "prompt_version": llm.prompt_version,
+            "language": settings.reports.language,
+            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
+
+
+def fan_out(ctx: StepContext) -> StepResult:
+    projects = list(ctx.pinned["projects"])
+    for project in projects:
+        ctx.start_child(project, CHILD_WORKFLOW, {"authors": list(ctx.pinned.get("authors", []))}, project=project)
+    return StepResult(output={"projects": projects})
+
+
+def _section(child: ChildOutcome, commits: list[Any]) -> list[str]:
+    lines = [f"### {child.project}", ""]
+    if not child.succeeded:
+        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {child.error_message or ''}", ""]
+    if not commits:
+        return [*lines, "No commits in this period.", ""]
+    authors = sorted({c.author_name for c in commits})
+    lines.append(f"{len(commits)} commits by {', '.join(authors)}.")
+    lines.append("")
+    lines += [f"- `{c.sha[:8]}` {c.subject}" for c in commits]
+    return [*lines, ""]
+
+
+def generate(kind: str, ctx: StepContext) -> StepResult:
+    from steps import generate_report
+    from steps.collect_git import CollectOutput
+
+    children = ctx.children()
+    collected = {c.name: CollectOutput.model_validate(c.outputs["COLLECT_GIT"]).commits
+                 for c in children if c.succeeded and "COLLECT_GIT" in c.outputs}
+    every = sorted((commit for commits in collected.values() for commit in commits), key=lambda c: c.authored_at)
+    # The overall summary is written from every child's commits, as a project report is from its own.
+    inner = dataclasses.replace(ctx, workflow="daily_report" if kind == "daily" else "weekly_report",
+                                pinned={**ctx.pinned, "on_empty": "report"})
+    result = report.generate(inner, commits=every)
+    out = result.output
+    assert isinstance(out, generate_report.ReportOutput)
+    missing = [c for c in children if not c.succeeded]
+    lines = [out.text.rstrip(), "", "## Projects", ""]
+    if missing:
+        lines += [f"Not collected: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
+    for child in children:
+        lines += _section(child, collected.get(child.name, []))
+    return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}))
+
+
+def save(kind: str, ctx: StepContext) -> StepResult:
+    from steps import save_markdown
+    from steps.report_model import ReportOutput
+
+    settings = _settings(ctx)
+    out_report = ctx.output(ReportOutput)
+    document = save_markdown.render_document(report.front_matter(ctx, out_report), out_report.text)
+    out = save_markdown.save(settings.reports.dir, str(ctx.pinned["schedule"]), ctx.business_key, kind,
+                             ctx.revision, document, on_existing=settings.reports.on_existing,
+                             check_fence=ctx.check_fence, team=True)
+    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
+    return StepResult(output=out, artifacts=artifacts)
+
+
+def child_collect(ctx: StepContext) -> StepResult:
+    """A project of the team, collected like a project run; the team's authors, if any, filter it."""
+    authors = list(ctx.inputs.get("authors") or ctx.pinned.get("authors", []))
+    result = report.collect(dataclasses.replace(ctx, pinned={**ctx.pinned, "authors": authors, "on_empty": "report"}))
+    return dataclasses.replace(result, skip_remaining=None)
+
+
+def child_statistics(ctx: StepContext) -> StepResult:
+    from steps import report_model
+    from steps.collect_git import CollectOutput
+
+    return StepResult(output={"stats": report_model.compute_stats(ctx.output(CollectOutput).commits)})
+
+
+def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
+    return WorkflowDef(
+        name=name, period=period, payload_version=PAYLOAD_VERSION, sections=SECTIONS,
+        steps=(
+            StepSpec("FAN_OUT", fan_out, timeout_s=60, inline=True),
+            StepSpec("GENERATE_REPORT", partial(generate, kind), timeout_s=1800,
+                     output_model="steps.report_model:ReportOutput"),
+            StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
+                     output_model="steps.save_markdown:SaveOutput"),
+            StepSpec("UPLOAD_NOTION", partial(report.upload, kind), timeout_s=600, optional=True,
+                     output_model="steps.upload_notion:UploadOutput"),
+        ),
+        load_settings=partial(load, name), check_project=check_team, pin=team_pins,
+        child_projects=lambda settings, key: settings.team_projects(key),
+    )
+
+
+CHILD = WorkflowDef(
+    name=CHILD_WORKFLOW, period=PeriodKind.DAY, payload_version=PAYLOAD_VERSION, sections=SECTIONS,
+    steps=(StepSpec("COLLECT_GIT", child_collect, timeout_s=600, output_model="steps.collect_git:CollectOutput"),
+           StepSpec("STATISTICS", child_statistics, timeout_s=60)),
+    load_settings=partial(load, CHILD_WORKFLOW), check_project=report_settings.check_project,
+    pin=report_settings.pins,
+    can_serve=report.can_serve,
+)
+DAILY = team_workflow("team_daily_report", PeriodKind.DAY, "daily")
+WEEKLY = team_workflow("team_weekly_report", PeriodKind.WEEK, "weekly")
