@@ -76,6 +76,7 @@ class ChildOutcome:
 
     @property
     def succeeded(self) -> bool:
+        """True when the child run ended SUCCESS."""
         return self.status == "SUCCESS"
 
 
