@@ -1,7 +1,57 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite. PostgreSQL tests run against 127.0.0.1:5432
+# Set up and run the tests. PostgreSQL tests run against 127.0.0.1:5432
 # (REPORTFLOW_TEST_PG overrides); with CI=true they fail rather than skip if it is down.
+#
+#   scripts/test.sh           everything CI runs, in three steps: mypy --strict on engine/; unit,
+#                             integration and acceptance tests in parallel (pytest-xdist); then
+#                             tests/reliability one test at a time (its kill timing needs the cores)
+#   scripts/test.sh --long    the same, the reliability suite with its long counts
+#   scripts/test.sh --fast    the loop for daily work: unit tests and the integration tests not
+#                             marked slow, in parallel (about a minute on two quiet cores)
+#   scripts/test.sh ARGS...   pytest ARGS, as given (a file, -k EXPR, -x ...)
+#
+# REPORTFLOW_TEST_WORKERS sets the xdist worker count (default: one per core). Every step runs,
+# even after a failure; the exit status is the first failing step's, pytest's 5 (nothing
+# collected) included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
-exec .venv/bin/python -m pytest "$@"
+py=.venv/bin/python
+workers="${REPORTFLOW_TEST_WORKERS:-auto}"
+parallel=(-n "$workers" --dist worksteal)
+
+mode=all
+case "${1:-}" in
+  --fast) mode=fast; shift ;;
+  --long) mode=long; shift ;;
+  "") ;;
+  *) exec "$py" -m pytest "$@" ;;
+esac
+[ "$#" -eq 0 ] || { echo "test: --$mode takes no further arguments (got: $*)" >&2; exit 2; }
+
+status=0
+step() {  # step NAME COMMAND...: run it, keep the first failure's exit status
+  echo "test: $1" >&2
+  shift
+  local rc=0
+  "$@" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "test: failed with exit status $rc" >&2
+    [ "$status" -ne 0 ] || status=$rc
+  fi
+}
+
+if [ "$mode" = fast ]; then
+  step "unit and fast integration tests" \
+    "$py" -m pytest "${parallel[@]}" -m "not slow" tests/unit tests/integration
+  exit "$status"
+fi
+
+long=()
+[ "$mode" = long ] && long=(--long)
+step "mypy --strict engine" "$py" -m mypy --strict engine
+# Everything but tests/reliability in parallel: a new test folder joins this step by itself.
+step "unit, integration and acceptance tests (xdist, -n $workers)" \
+  "$py" -m pytest "${parallel[@]}" "${long[@]}" tests --ignore=tests/reliability
+step "reliability tests (serial)" "$py" -m pytest "${long[@]}" tests/reliability
+exit "$status"

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.core import errors
-from steps import grounding
+from engine.core import errors, redact
+from steps import grounding, untrusted
 from steps.git_log import CommitInfo
 from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (
@@ -148,28 +148,28 @@ def load_template(workflow: str, version: str) -> PromptTemplate:
                           string.Template(repair.strip() + "\n") if repair is not None else None)
 
 
-def stats_text(stats: ReportStats) -> str:
+def stats_text(stats: ReportStats, rules: int = 0) -> str:
     """The statistics as the prompt states them (bounded lists)."""
     lines = [f"- {stats.commits} commits by {stats.author_count} authors; {stats.files_changed} "
              f"files changed; +{stats.insertions} / -{stats.deletions} lines"]
     if stats.authors:
         lines.append("- Authors: " + "; ".join(
-            f"{inline(a.name)} ({a.commits} commits, +{a.insertions}/-{a.deletions})"
+            f"{untrusted.plain(a.name, rules)} ({a.commits} commits, +{a.insertions}/-{a.deletions})"
             for a in stats.authors[:10]))
     if stats.areas:
         lines.append("- Areas: " + "; ".join(
-            f"{inline(a.area)} ({a.commits} commits, {a.files} files, +{a.insertions}/-{a.deletions})"
+            f"{untrusted.plain(a.area, rules)} ({a.commits} commits, {a.files} files, +{a.insertions}/-{a.deletions})"
             for a in stats.areas[:12]))
     if stats.busiest_files:
         lines.append("- Busiest files: " + "; ".join(
-            f"{inline(f.path)} ({f.commits} commits)" for f in stats.busiest_files))
+            f"{untrusted.plain(f.path, rules)} ({f.commits} commits)" for f in stats.busiest_files))
     return "\n".join(lines)
 
 
-def _entry(commit: CommitInfo, tz: ZoneInfo, *, full: bool) -> str:
+def _entry(commit: CommitInfo, tz: ZoneInfo, *, full: bool, rules: int = 0) -> str:
     paths = [f.path for f in counted(commit)]
     limit = FULL_FILES if full else SHORT_FILES
-    shown = ", ".join(inline(p) for p in paths[:limit])
+    shown = ", ".join(untrusted.plain(p, rules) for p in paths[:limit])
     if len(paths) > limit:
         shown += f", +{len(paths) - limit} more"
     left_out = len(commit.files) - len(paths)
@@ -177,21 +177,23 @@ def _entry(commit: CommitInfo, tz: ZoneInfo, *, full: bool) -> str:
         shown += f"{', ' if shown else ''}+{left_out} generated/vendored/excluded"
     insertions, deletions = lines(commit)
     line = (f"- `{short(commit.sha)}` {local_time(commit.authored_at, tz)} · "
-            f"{inline(commit.author_name)} · {inline(commit.subject)} "
+            f"{untrusted.plain(commit.author_name, rules)} · {untrusted.plain(commit.subject, rules)} "
             f"(+{insertions}/-{deletions})" + (f" [{shown}]" if shown else ""))
     if full and commit.body:
         body = "\n".join(commit.body.splitlines()[:BODY_LINES])[:BODY_CHARS]
+        if rules >= 1:
+            body = redact.neutralise(body, keep_newlines=True)
         line += "\n" + "\n".join(f"    {row}".rstrip() for row in body.splitlines())
     return line
 
 
-def build_listing(commits: Sequence[CommitInfo], tz: ZoneInfo, budget_chars: int) -> Listing:
+def build_listing(commits: Sequence[CommitInfo], tz: ZoneInfo, budget_chars: int, rules: int = 0) -> Listing:
     """The listing within ``budget_chars``: full entries, else shortened, else the largest."""
     total = len(commits)
-    full = [_entry(c, tz, full=True) for c in commits]
+    full = [_entry(c, tz, full=True, rules=rules) for c in commits]
     if sum(len(e) + 1 for e in full) <= budget_chars:
         return Listing("\n".join(full), total, total, compacted=False)
-    brief = [_entry(c, tz, full=False) for c in commits]
+    brief = [_entry(c, tz, full=False, rules=rules) for c in commits]
     if sum(len(e) + 1 for e in brief) <= budget_chars:
         return Listing("\n".join(brief), total, total, compacted=True)
     order = sorted(range(total), key=lambda i: (-churn(commits[i]), commits[i].authored_at,
@@ -235,14 +237,14 @@ def _system(template: PromptTemplate, language: str) -> str:
 
 def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
             budget_chars: int) -> tuple[str, Listing]:
-    listing = build_listing(inp.commits, zone(inp.timezone), budget_chars)
+    listing = build_listing(inp.commits, zone(inp.timezone), budget_chars, inp.text_rules)
     summary = (f"all {listing.total}" if listing.listed == listing.total
                else f"{listing.listed} of {listing.total} listed")
     try:
         prompt = template.user.substitute(
             project=inp.project, business_key=inp.business_key, window_local=local_span(inp),
             window_start=inp.window_start, window_end=inp.window_end, timezone=inp.timezone,
-            commit_count=listing.total, listing_summary=summary, stats=stats_text(stats),
+            commit_count=listing.total, listing_summary=summary, stats=stats_text(stats, inp.text_rules),
             commits=listing.text or "(none listed)", trim_note=_prompt_note(listing),
             **_language_fields(inp.language))
     except (KeyError, ValueError) as exc:
@@ -350,7 +352,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, fallback_note, narrative,
-                     statistics_section(stats, inp.language)])
+                     statistics_section(stats, inp.language, inp.text_rules)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,
                         prompt_sha256=prompt_digest(system, prompt),

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+import urllib.parse
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 Block = dict[str, Any]
@@ -52,11 +53,25 @@ _TASK = re.compile(r"^\[([ xX])\]\s+(.*)$")
 _NUMBERED = re.compile(r"^\s*\d{1,9}[.)]\s+(.*)$")
 _QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
 _INLINE = re.compile(
-    r"\*\*(?P<bold>.+?)\*\*"
-    r"|`(?P<code>[^`]+)`"
+    r"\\(?P<escaped>[!-/:-@\[-`{-~])"
+    r"|\*\*(?P<bold>.+?)\*\*"
+    r"|(?P<fence>`+)(?P<code>.+?)(?<!`)(?P=fence)(?!`)"
     r"|\[(?P<label>[^\]]+)\]\((?P<url>https?://[^\s)]+)\)"
     r"|(?<![\w*])\*(?P<italic>[^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"
 )
+
+
+def link_target_ok(url: str) -> bool:
+    """Whether ``url`` may go to Notion as a link: http(s), a host, no credentials, nothing odd in it."""
+    if utf16_len(url) > MAX_TEXT_LENGTH or not url.isascii() or not url.isprintable():
+        return False
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and "@" not in parts.netloc \
+        and "\\" not in url
 
 
 def utf16_len(text: str) -> int:
@@ -116,15 +131,18 @@ def inline_rich_text(text: str) -> list[RichText]:
     for match in _INLINE.finditer(text):
         if match.start() > position:
             add(text[position:match.start()])
-        if match.group("bold") is not None:
+        if match.group("escaped") is not None:
+            add(match.group("escaped"))
+        elif match.group("bold") is not None:
             add(match.group("bold"), bold=True)
         elif match.group("code") is not None:
-            add(match.group("code"), code=True)
+            code = match.group("code")
+            add(code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " else code, code=True)
         elif match.group("italic") is not None:
             add(match.group("italic"), italic=True)
         else:
             url = match.group("url")
-            add(match.group("label"), url=url if utf16_len(url) <= MAX_TEXT_LENGTH else None)
+            add(match.group("label"), url=url if link_target_ok(url) else None)
         position = match.end()
     if position < len(text):
         add(text[position:])

@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.core import errors
+from steps import untrusted
 from steps.git_log import CommitInfo
 from steps.report_model import (
     ROOT_AREA,
@@ -81,7 +82,7 @@ def header(inp: ReportInput, stats: ReportStats, *, writer_line: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def statistics_section(stats: ReportStats, language: str = "en") -> str:
+def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0) -> str:
     """``## Statistics``: computed tables, never written by a model."""
     t = texts(language)
     out = [f"## {t.statistics}", "", t.totals_header,
@@ -90,17 +91,17 @@ def statistics_section(stats: ReportStats, language: str = "en") -> str:
            f"+{stats.insertions} | −{stats.deletions} |", "",
            f"### {t.authors_table}", "", t.authors_header,
            "| --- | ---: | ---: | ---: |"]
-    out += [f"| {inline(a.name)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
+    out += [f"| {untrusted.text(a.name, rules)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
             for a in stats.authors]
     if stats.areas:
         out += ["", f"### {t.areas_table}", "", t.areas_header,
                 "| --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {inline(a.area)} | {a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |"
+        out += [f"| {untrusted.text(a.area, rules)} | {a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |"
                 for a in stats.areas]
     if stats.busiest_files:
         out += ["", f"### {t.busiest_table}", "", t.files_header,
                 "| --- | ---: | ---: | ---: |"]
-        out += [f"| `{inline(f.path)}` | {f.commits} | +{f.insertions} | −{f.deletions} |"
+        out += [f"| {untrusted.code(f.path, rules)} | {f.commits} | +{f.insertions} | −{f.deletions} |"
                 for f in stats.busiest_files]
     return "\n".join(out) + "\n"
 
@@ -158,24 +159,26 @@ class BuiltinWriter:
         inp, stats = material.input, material.stats
         commits = inp.commits
         t = texts(inp.language)
-        sections = [self._summary(inp, stats, t), self._areas(stats, commits, t),
-                    self._notable(commits, t)]
+        rules = inp.text_rules
+        sections = [self._summary(inp, stats, t), self._areas(stats, commits, t, rules),
+                    self._notable(commits, t, rules)]
         return WriterResult(text=assemble(sections), model=self.model, digest=None)
 
     def _summary(self, inp: ReportInput, stats: ReportStats, t: Texts) -> str:
+        rules = inp.text_rules
         parts = [t.summary_totals(inp.project, is_weekly(inp), stats.commits, stats.author_count,
                                   stats.files_changed, stats.insertions, stats.deletions)]
         if stats.areas:
-            parts.append(t.summary_areas([(f"`{inline(a.area)}`", a.commits) for a in stats.areas[:2]]))
+            parts.append(t.summary_areas([(untrusted.code(a.area, rules), a.commits) for a in stats.areas[:2]]))
         if stats.authors:
             lead = stats.authors[0]
-            parts.append(t.summary_author(inline(lead.name), lead.commits))
+            parts.append(t.summary_author(untrusted.text(lead.name, rules), lead.commits))
         if inp.commits:
             big = notable(inp.commits, 1)[0]
-            parts.append(t.summary_largest(f"`{short(big.sha)}`", inline(big.subject), *lines(big)))
+            parts.append(t.summary_largest(f"`{short(big.sha)}`", untrusted.text(big.subject, rules), *lines(big)))
         return f"## {t.summary}\n\n{' '.join(parts)}\n"
 
-    def _areas(self, stats: ReportStats, commits: Sequence[CommitInfo], t: Texts) -> str:
+    def _areas(self, stats: ReportStats, commits: Sequence[CommitInfo], t: Texts, rules: int) -> str:
         groups = by_area(commits)
         order = [a.area for a in stats.areas] + [NO_FILES_AREA, EXCLUDED_AREA]
         titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
@@ -184,17 +187,17 @@ class BuiltinWriter:
             members = groups.get(name, [])
             if not members:
                 continue
-            out += [f"### {inline(titles.get(name, name))}", ""]
-            out += [f"- `{short(c.sha)}` {inline(c.subject)} ({inline(c.author_name)}, "
+            out += [f"### {untrusted.text(titles[name], 0) if name in titles else untrusted.text(name, rules)}", ""]
+            out += [f"- `{short(c.sha)}` {untrusted.text(c.subject, rules)} ({untrusted.text(c.author_name, rules)}, "
                     f"+{lines(c)[0]} / −{lines(c)[1]})" for c in members[:PER_AREA]]
             if len(members) > PER_AREA:
                 out.append(f"- {t.more_commits(len(members) - PER_AREA)}")
             out.append("")
         return "\n".join(out)
 
-    def _notable(self, commits: Sequence[CommitInfo], t: Texts) -> str:
+    def _notable(self, commits: Sequence[CommitInfo], t: Texts, rules: int) -> str:
         out = [f"## {t.notable}", ""]
         for c in notable(commits):
-            out.append(f"- `{short(c.sha)}` {inline(c.subject)} — {inline(c.author_name)}, "
+            out.append(f"- `{short(c.sha)}` {untrusted.text(c.subject, rules)} — {untrusted.text(c.author_name, rules)}, "
                        f"{t.files_count(len(counted(c)))}, +{lines(c)[0]} / −{lines(c)[1]}")
         return "\n".join(out) + "\n"

@@ -37,6 +37,8 @@ class ReportInput(BaseModel):
     on_empty: Literal["skip", "report"] = "skip"
     #: BCP 47 tag of the report's language (pinned; runs pinned before it existed are English).
     language: str = "en"
+    #: How commit text is neutralised (``steps.untrusted``; pinned; runs pinned before it render with 0).
+    text_rules: int = 0
 
 
 class ReportOutput(BaseModel):

@@ -24,8 +24,8 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import socket
-import tempfile
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from pathlib import Path
@@ -179,13 +179,14 @@ def _write_atomic(path: Path, data: bytes, check_fence: Callable[[], None]) -> N
 
     Whatever goes wrong (including the fence raising), the temp file is removed.
     """
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_name = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
+    # 0o666 less the umask, as the database gets: `umask 077` keeps reports private.
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
         check_fence()
         os.replace(tmp_name, path)
     except BaseException:

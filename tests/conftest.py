@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import queue
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -39,9 +41,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="reliability suite (tests/reliability): many more iterations")
 
 
+class _Dropper:
+    """Drops test databases on a thread of its own, off the tests' path.
+
+    A ``DROP DATABASE`` waits 0.5-2 s for the server's file removal and fsyncs;
+    no test needs to wait for the previous test's database to go.
+    """
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self.names: queue.Queue[str | None] = queue.Queue()
+        self.failures: list[str] = []
+        self.thread = threading.Thread(target=self._drain, name="pg-dropper", daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        import sqlalchemy as sa
+
+        admin = sa.create_engine(self.admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+        while (name := self.names.get()) is not None:
+            try:
+                with admin.connect() as conn:
+                    conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            except Exception as exc:  # noqa: BLE001 - reported at the end of the session
+                self.failures.append(f"{name}: {exc.__class__.__name__}: {exc}")
+        admin.dispose()
+
+    def close(self) -> None:
+        """Drop what is queued, then stop; raises if a database could not be dropped."""
+        self.names.put(None)
+        self.thread.join(timeout=300)
+        if self.failures:
+            raise RuntimeError("test databases left behind: " + "; ".join(self.failures[:3]))
+
+
 @pytest.fixture(scope="session")
-def pg_template() -> Iterator[str]:
-    """A migrated template database, or a skip (a failure in CI) when PostgreSQL is unreachable."""
+def _pg_session() -> Iterator[tuple[str, _Dropper]]:
+    """A migrated template database and the dropper, or a skip (a failure in CI) when PostgreSQL is unreachable.
+
+    Names carry the process id: xdist workers and parallel runs never collide.
+    """
     import sqlalchemy as sa
 
     try:
@@ -61,40 +100,55 @@ def pg_template() -> Iterator[str]:
     engine = database.create_db_engine(_with_db(PG_ADMIN_URL, name))
     database.upgrade(engine)
     engine.dispose()
+    dropper = _Dropper(PG_ADMIN_URL)
     try:
-        yield name
+        yield name, dropper
     finally:
+        dropper.close()
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_template(_pg_session: tuple[str, _Dropper]) -> str:
+    """The name of a migrated template database (made once per session and per xdist worker)."""
+    return _pg_session[0]
 
 
 @pytest.fixture
-def pg_url(pg_template: str) -> Iterator[str]:
+def pg_url(_pg_session: tuple[str, _Dropper]) -> Iterator[str]:
+    """A migrated PostgreSQL database of this test's own (``CREATE DATABASE ... TEMPLATE``), dropped after it."""
     import sqlalchemy as sa
 
+    template, dropper = _pg_session
     name = f"rf_t_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:6]}"
     admin = _pg_admin()
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"'))
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    finally:
+        admin.dispose()
     try:
         yield _with_db(PG_ADMIN_URL, name)
     finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        dropper.names.put(name)
 
 
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
+    """A migrated SQLite database of this test's own (a copy of the per-process template)."""
+    from tests import support
+
+    support.copy_migrated_sqlite(tmp_path / "rf.db")
     return f"sqlite:///{tmp_path / 'rf.db'}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Both backends: every test using it runs once on SQLite and once on PostgreSQL."""
+    """Both backends, migrated: every test using it runs once on SQLite and once on PostgreSQL."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rf.db'}"
+        return str(request.getfixturevalue("sqlite_url"))
     return str(request.getfixturevalue("pg_url"))
 
 

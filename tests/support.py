@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,10 +16,33 @@ from engine.config import settings as config_mod
 from engine.core.clock import Clock, ManualClock
 from engine.plugins.registry import Registry, load_registry
 from engine.runtime import Runtime
+from engine.store import database
 from engine.store.handle import Store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "engine.cli"]
+
+
+_template: list[Path] = []
+
+
+def sqlite_template() -> Path:
+    """A SQLite database migrated to head, made once per process (per xdist worker) and removed at exit."""
+    if not _template:
+        folder = Path(tempfile.mkdtemp(prefix="rf-template-"))
+        atexit.register(shutil.rmtree, folder, True)
+        path = folder / "template.db"
+        Store.open(f"sqlite:///{path}", auto_migrate=True).engine.dispose()
+        # The last connection closed checkpoints the WAL: the main file alone is the whole database.
+        assert not path.with_name(path.name + "-wal").exists(), "the template's WAL was not checkpointed"
+        _template.append(path)
+    return _template[0]
+
+
+def copy_migrated_sqlite(path: Path) -> None:
+    """Put a migrated database at ``path`` (a copy of the template: Alembic runs once per process, not per test)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sqlite_template(), path)
 
 
 def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock: Clock | None = None,
@@ -26,6 +52,9 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
     reg = registry if registry is not None else load_registry()
     cfg = config_mod.build_config(raw, path=(base_dir / "reportflow.toml") if base_dir else None, registry=reg,
                                   db_override=url)
+    path = database.sqlite_path(cfg.store_url)
+    if path is not None and not path.exists():
+        copy_migrated_sqlite(path)
     store = Store.open(cfg.store_url, auto_migrate=True)
     return Runtime(store=store, registry=reg, config=cfg, clock=clock or ManualClock(config_mod_now()),
                    actor="tester")

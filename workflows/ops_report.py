@@ -11,6 +11,7 @@ uploads it like a project report when ``[notion]`` is enabled.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from engine.core import errors
@@ -102,6 +103,11 @@ def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
             "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
 
 
+def _files_root(settings: ReportSettings | None) -> Path | None:
+    """Where the ops reports lie (under the reports folder); the page shows a file only from inside it."""
+    return None if settings is None else Path(settings.reports.dir)
+
+
 def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
     """An ops report workflow of ``period``."""
     return WorkflowDef(
@@ -112,7 +118,7 @@ def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                         output_model="steps.save_markdown:SaveOutput"),
                StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
                         output_model="steps.upload_notion:UploadOutput")),
-        load_settings=report_settings.load, pin=_pins, projectless=True)
+        load_settings=report_settings.load, pin=_pins, projectless=True, files_root=_files_root)
 
 
 DAILY = ops_workflow("ops_daily_report", PeriodKind.DAY, "daily")

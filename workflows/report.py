@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.core import errors
@@ -68,7 +69,9 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResul
         prompt_version=str(ctx.pinned["prompt_version"]),
         on_empty=str(ctx.pinned.get("on_empty", "skip")),
         # Runs pinned before the language existed were English, and stay so.
-        language=str(ctx.pinned.get("language", "en")))
+        language=str(ctx.pinned.get("language", "en")),
+        # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
+        text_rules=int(ctx.pinned.get("text_rules", 0)))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()
@@ -171,6 +174,11 @@ def can_serve(settings: ReportSettings, project_key: str) -> bool:
     return (repo / ".git").exists() or (repo / "HEAD").is_file()
 
 
+def reports_root(settings: ReportSettings | None) -> Path | None:
+    """Where the report files lie (the page shows a file only from inside it)."""
+    return None if settings is None else Path(settings.reports.dir)
+
+
 def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
     return WorkflowDef(
         name=name,
@@ -190,5 +198,6 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         pin=report_settings.pins,
         can_serve=can_serve,
         diagnose=diagnose.diagnose,
+        files_root=reports_root,
         draft_schedule=drafting.draft,
     )

@@ -118,6 +118,10 @@ def check_project(settings: ReportSettings, key: str) -> None:
     settings.project(key)
 
 
+#: The rules of ``steps.untrusted`` a new run is pinned to (the step module stays unimported here).
+TEXT_RULES = 1
+
+
 def pins(settings: ReportSettings, key: str) -> dict[str, Any]:
     """Everything that shapes a report's content, fixed when the run is created."""
     project = settings.project(key)
@@ -133,4 +137,5 @@ def pins(settings: ReportSettings, key: str) -> dict[str, Any]:
         "on_empty": project.on_empty,
         "include_merges": project.include_merges,
         "exclude": list(project.exclude),
+        "text_rules": TEXT_RULES,
     }

@@ -98,7 +98,7 @@ def team_pins(settings: Settings, key: str) -> dict[str, Any]:
     team = settings.team(key)
     return {"projects": settings.team_projects(key), "authors": list(team.authors), "provider": llm.provider,
             "model": llm.model if llm.provider == "ollama" else "builtin", "prompt_version": llm.prompt_version,
-            "language": settings.reports.language,
+            "language": settings.reports.language, "text_rules": report_settings.TEXT_RULES,
             "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
 
 
@@ -109,13 +109,20 @@ def fan_out(ctx: StepContext) -> StepResult:
     return StepResult(output={"projects": projects})
 
 
-def _section(child: ChildOutcome, commits: list[Any]) -> list[str]:
+def _section(child: ChildOutcome, commits: list[Any], rules: int) -> list[str]:
+    from steps import untrusted
+
     lines = [f"### {child.project}", ""]
     if not child.succeeded:
         return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {child.error_message or ''}", ""]
     if not commits:
         return [*lines, "No commits in this period.", ""]
     authors = sorted({c.author_name for c in commits})
+    if rules >= 1:  # commit text is the author's: neutralised as in a project report (steps.untrusted)
+        lines.append(f"{len(commits)} commits by {', '.join(untrusted.text(a, rules) for a in authors)}.")
+        lines.append("")
+        lines += [f"- `{c.sha[:8]}` {untrusted.text(c.subject, rules)}" for c in commits]
+        return [*lines, ""]
     lines.append(f"{len(commits)} commits by {', '.join(authors)}.")
     lines.append("")
     lines += [f"- `{c.sha[:8]}` {c.subject}" for c in commits]
@@ -141,7 +148,7 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     if missing:
         lines += [f"Not collected: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
     for child in children:
-        lines += _section(child, collected.get(child.name, []))
+        lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)))
     return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}))
 
 
@@ -187,6 +194,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         ),
         load_settings=partial(load, name), check_project=check_team, pin=team_pins,
         child_projects=lambda settings, key: settings.team_projects(key),
+        files_root=report.reports_root,
     )
 
 

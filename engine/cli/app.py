@@ -153,16 +153,15 @@ def main_options(
 
 
 def _parse_date(text: str, option: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise errors.InvalidInput(f"{option} '{text}' is not a date (YYYY-MM-DD)") from None
+    from engine.core import inputs
+
+    return inputs.day(text, option)
 
 
 def _parse_run_id(text: str) -> int:
-    if not text.isdigit() or len(text) > 18:
-        raise errors.InvalidInput(f"'{text}' is not a run id (a positive number, see `reportflow runs list`)")
-    return int(text)
+    from engine.core import inputs
+
+    return inputs.run_id(text)
 
 
 # --- setup -------------------------------------------------------------------
@@ -583,16 +582,31 @@ def backfill(ctx: typer.Context, schedule: str,
 def prune(ctx: typer.Context,
           before: Annotated[str, typer.Option("--before", help="Business date: periods that ended before it.")],
           dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, change nothing.")] = False,
+          yes: Annotated[bool, typer.Option("--yes", help="Do not ask (for scripts).")] = False,
           as_json: JsonOpt = False) -> None:
     """Remove finished runs whose business period ended before a date (files and pages stay).
 
-    Example: reportflow prune --before 2025-01-01 --dry-run
+    Shows the count and asks first, unless --yes. Example: reportflow prune --before 2025-01-01 --dry-run
     """
     from engine.cli import render
     from engine.operations import prune as lifecycle
 
     day = _parse_date(before, "--before")
-    render.prune_report(lifecycle.prune(_cli(ctx).runtime(), day, dry_run=dry_run), as_json)
+    rt = _cli(ctx).runtime()
+    if not dry_run and not yes:
+        count = lifecycle.prune(rt, day, dry_run=True)
+        if count.removed == 0:
+            render.prune_report(count, as_json)
+            return
+        question = (f"remove {count.removed} finished runs whose period ended before {day.isoformat()}? "
+                    "(their files and Notion pages stay)")
+        try:
+            confirmed = typer.confirm(question, default=False, err=True)
+        except typer.Abort:
+            confirmed = False
+        if not confirmed:
+            raise errors.InvalidInput("nothing removed: prune not confirmed (answer y, or pass --yes in scripts)")
+    render.prune_report(lifecycle.prune(rt, day, dry_run=dry_run), as_json)
 
 
 @runs_app.command("list")

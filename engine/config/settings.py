@@ -42,7 +42,8 @@ from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, Sche
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)\s*$")
+_DURATION = re.compile(r"^\s*([0-9]{1,15}(?:\.[0-9]{1,9})?)\s*(ms|s|m|h|d|w)\s*$")
+MAX_DURATION = timedelta(days=36_525)  # 100 years: any longer one is a typo, and overflows dates
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -52,14 +53,19 @@ def parse_duration(value: Any) -> timedelta:
         return value
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a duration")
+    seconds: float | None = None
     if isinstance(value, int | float):
-        if value < 0:
+        if not value >= 0:  # NaN too
             raise ValueError(f"{value!r}: a duration cannot be negative")
-        return timedelta(seconds=value)
-    if isinstance(value, str):
+        seconds = float(min(value, MAX_DURATION.total_seconds() + 1))
+    elif isinstance(value, str):
         match = _DURATION.match(value)
         if match:
-            return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+            seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds is not None:
+        if seconds > MAX_DURATION.total_seconds():
+            raise ValueError(f"{value!r} is longer than 100 years")
+        return timedelta(seconds=seconds)
     raise ValueError(f"{value!r} is not a duration (use e.g. '30s', '10m', '1h', '7d')")
 
 
@@ -122,6 +128,9 @@ class UiConfig(Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=8321, ge=0, le=65535)
     token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
+    allowed_hosts: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-\[\]:]+$", max_length=255)], ...] = ()
+    session_ttl: Duration = timedelta(hours=12)
+    secure_cookies: StrictBool = False
 
 
 #: The project of a projectless workflow's runs (``{workflow}:ops:{business_key}``).
@@ -247,6 +256,8 @@ def read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise errors.ConfigInvalid(f"not valid TOML: {exc}", file=str(path)) from exc
+    except RecursionError:
+        raise errors.ConfigInvalid("not valid TOML: nested too deeply", file=str(path)) from None
 
 
 def _check_timing(spec: ScheduleSpec, period: Any) -> None:

@@ -6,12 +6,17 @@ Exit codes (SPEC §8): 1 failed at run time, 2 invalid input (nothing written),
 
 from __future__ import annotations
 
+from engine.core import redact
+
 
 class ReportflowError(Exception):
+    """The root of every engine error; its message never carries a URL's password (``redact``)."""
+
     code: str = "ERROR"
     exit_code: int = 1
 
     def __init__(self, message: str) -> None:
+        message = redact.mask_urls(message)
         super().__init__(message)
         self.message = message
 
@@ -89,7 +94,8 @@ class StepError(ReportflowError):
 
     def __init__(self, code: str, message: str, *, retryable: bool | None = None,
                  retry_after_s: float | None = None) -> None:
-        super().__init__(message)
+        # Stored as the run's error_message and sent in alerts: one inert line, whatever a server said.
+        super().__init__(redact.neutralise(message))
         self.code = code
         if retryable is not None:
             self.retryable = retryable
@@ -116,4 +122,4 @@ class NeedsConfirmation(InvalidInput):
 def first_line(exc: BaseException) -> str:
     """The driver's first line of a database error (no SQL, no parameters, no traceback)."""
     text = str(getattr(exc, "orig", None) or exc).strip()
-    return (text.splitlines() or [type(exc).__name__])[0]
+    return redact.mask_urls((text.splitlines() or [type(exc).__name__])[0])

@@ -16,6 +16,7 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from engine.core import redact
 from engine.core.clock import format_instant
 
 EVENT_ATTR = "rf_event"
@@ -48,7 +49,10 @@ def _text_value(plain: Any) -> str:
     if isinstance(plain, list | dict):
         return json.dumps(plain, ensure_ascii=False)
     text = str(plain)
-    return json.dumps(text, ensure_ascii=False) if not text or any(c in text for c in ' "=\n\t') else text
+    if not text or not text.isprintable() or any(c in text for c in ' "='):
+        # JSON escapes newlines and ESC; what it leaves raw (bidi overrides, C1 controls) goes.
+        return redact.neutralise(json.dumps(text, ensure_ascii=False))
+    return text
 
 
 def render(name: str, fields: dict[str, Any]) -> str:
@@ -87,7 +91,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
         }
-        message = record.getMessage()
+        message = redact.neutralise(redact.mask_urls(record.getMessage()))
         fields = getattr(record, FIELDS_ATTR, None)
         # A line from a library (or a plain log call) has no event: its first word stands in for one.
         payload["event"] = getattr(record, EVENT_ATTR, None) or message.partition(" ")[0]
@@ -96,13 +100,21 @@ class JsonFormatter(logging.Formatter):
         payload["message"] = message
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=False)
+        return redact.mask_urls(json.dumps(payload, ensure_ascii=False))
 
 
 class TextFormatter(logging.Formatter):
     """``2026-09-29T10:30:00Z INFO run_claimed run=3 key=...`` (UTC, second precision)."""
 
     _last: tuple[int, str] = (-1, "")  # (second, its text), replaced as one tuple: threads share it
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The line, with URL passwords masked and a library's raw text (a server's answer) made one inert line."""
+        message = record.getMessage()
+        if not message.isprintable() or "@" in message:
+            record = logging.makeLogRecord(record.__dict__)
+            record.msg, record.args = redact.neutralise(redact.mask_urls(message)), None
+        return redact.mask_urls(super().format(record))
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
         """The record's time as ISO 8601 UTC at second precision (each second formatted once)."""

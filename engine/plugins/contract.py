@@ -319,6 +319,10 @@ def _serves_all(settings: Any, project: str) -> bool:
     return True
 
 
+def _no_files(settings: Any) -> Path | None:
+    return None
+
+
 def _no_child_projects(settings: Any, project: str) -> list[str]:
     return []
 
@@ -367,6 +371,8 @@ class WorkflowDef:
     - ``diagnose(settings, projects, artifacts)`` returns doctor findings for the
       workflow's own dependencies (repositories, model server, destinations) and
       its external artifacts (``ArtifactRecord`` of successful runs).
+    - ``files_root(settings)`` is the folder the workflow's file artifacts lie in (None:
+      it writes none); the page shows a saved file only from inside it.
     - ``draft_schedule(settings, request)`` turns a sentence into a schedule
       entry (``DraftAnswer``); raises ``InvalidInput`` for one it cannot read.
       The engine validates the answer like any schedule in the file; how the
@@ -383,6 +389,7 @@ class WorkflowDef:
     pin: Callable[[Any, str], dict[str, Any]] = _no_pins
     can_serve: Callable[[Any, str], bool] = _serves_all
     diagnose: Callable[[Any, Sequence[str], Sequence[Any]], list[Finding]] = _nothing_to_diagnose
+    files_root: Callable[[Any], Path | None] = _no_files  # the folder its file artifacts must lie in
     # The projects of the child runs a run of ``project`` fans out into: a worker serving the
     # schedule claims them too (a missing repository must fail its child, not strand the parent).
     child_projects: Callable[[Any, str], list[str]] = _no_child_projects

@@ -14,6 +14,7 @@ repairs nothing; each problem line names the command that repairs it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import socket
@@ -27,7 +28,7 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine.config import settings as config_mod
-from engine.core import error_codes, errors, logs
+from engine.core import error_codes, errors, logs, redact
 from engine.core.clock import Clock, format_instant
 from engine.core.models import ArtifactRecord, RunStatus
 from engine.execution import reconciler
@@ -75,7 +76,9 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
         finally:
             store.dispose()
     findings += diagnose_workflows(registry, cfg, artifacts_by_workflow)
-    return list(dict.fromkeys(findings))  # two workflows sharing a dependency report it once
+    # A workflow's check may name its server (``[llm] host``): no password leaves doctor.
+    masked = [dataclasses.replace(f, message=redact.neutralise(redact.mask_urls(f.message))) for f in findings]
+    return list(dict.fromkeys(masked))  # two workflows sharing a dependency report it once
 
 
 # --- database ------------------------------------------------------------------------------------

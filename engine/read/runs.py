@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.core import errors
+from engine.core import errors, inputs
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import AuditEvent, Run
 from engine.runtime import Runtime
@@ -53,11 +53,9 @@ def decode_cursor(text: str) -> tuple[datetime, int]:
     """``2026-09-29T10:30:00Z_42`` -> (instant, id); InvalidInput for anything else."""
     at, _, run_id = text.partition("_")
     try:
-        if not run_id.isdigit():
-            raise ValueError(text)
-        return parse_instant(at), int(run_id)
+        return parse_instant(at), inputs.run_id(run_id)
     except (ValueError, errors.ReportflowError):
-        raise errors.InvalidInput(f"'{text}' is not a page cursor") from None
+        raise errors.InvalidInput(f"'{text[:60]}' is not a page cursor") from None
 
 
 def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: int = 50) -> RunPage:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import sqlite3
 import threading
 import weakref
@@ -27,7 +26,7 @@ from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from engine.core import errors
+from engine.core import errors, redact
 from engine.store import fastsql, locks
 
 HEAD_REVISION = "0009"
@@ -93,11 +92,8 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def safe_url(url: str) -> str:
-    """``url`` fit to print: the password masked (also in a URL SQLAlchemy cannot parse)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """``url`` fit to print: the password masked (``engine.core.redact``, the one masking function)."""
+    return redact.mask_urls(url)
 
 
 def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:

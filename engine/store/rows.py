@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.engine import RowMapping
 
+from engine.core import redact
 from engine.core.models import (
     ArtifactRecord,
     AttemptOutcome,
@@ -31,6 +32,11 @@ from engine.core.models import (
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold}
 
+
+
+def _shown(message: str | None) -> str | None:
+    """A stored error message as it may be shown: rows written before masking are masked on the way out."""
+    return None if message is None else redact.mask_urls(message)
 
 def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
     """A schedule's definition as JSON (durations in seconds); ``enabled`` is state, not definition."""
@@ -78,7 +84,7 @@ def step_from_row(row: RowMapping) -> StepRecord:
     return StepRecord(
         run_id=row["run_id"], position=row["position"], name=row["name"], status=StepStatus(row["status"]),
         attempts=row["attempts"], output=row["output"], started_at=row["started_at"],
-        finished_at=row["finished_at"], error_code=row["error_code"], error_message=row["error_message"],
+        finished_at=row["finished_at"], error_code=row["error_code"], error_message=_shown(row["error_message"]),
     )
 
 
@@ -88,7 +94,7 @@ def attempt_from_row(row: RowMapping) -> AttemptRecord:
         run_id=row["run_id"], number=row["number"], trigger=AttemptTrigger(row["trigger"]),
         from_step=row["from_step"], outcome=AttemptOutcome(row["outcome"]), worker_id=row["worker_id"],
         started_at=row["started_at"], finished_at=row["finished_at"], error_code=row["error_code"],
-        error_message=row["error_message"],
+        error_message=_shown(row["error_message"]),
     )
 
 
@@ -114,7 +120,7 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         reason=row["reason"], lease_owner=row["lease_owner"], lease_until=row["lease_until"],
         fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
         created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],
-        completed_at=row["completed_at"], error_code=row["error_code"], error_message=row["error_message"],
+        completed_at=row["completed_at"], error_code=row["error_code"], error_message=_shown(row["error_message"]),
         parent_id=row.get("parent_id"), steps=steps, attempts=attempts, artifacts=artifacts,
         schedule_enabled=row.get("schedule_enabled"),
     )

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.core import errors
+from engine.core import errors, inputs
 from engine.read import runs as read_runs
 from engine.read import schedules as read_schedules
 from engine.read import views
@@ -25,8 +25,8 @@ def api_runs(request: Request) -> Response:
     rt = state_of(request).rt
     filt, echo = run_filter(rt, request.query_params)
     limit_text = request.query_params.get("limit", "200")
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
-        raise errors.InvalidInput(f"limit '{limit_text}' must be a number from 1 to 1000")
+    if not (limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4) or not 1 <= int(limit_text) <= 1000:
+        raise errors.InvalidInput(f"limit '{limit_text[:20]}' must be a number from 1 to 1000")
     result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
     headers = {}
     if result.next_cursor:
@@ -39,11 +39,12 @@ def api_runs(request: Request) -> Response:
 
 def api_run(request: Request) -> Response:
     """``GET /api/runs/ID``: one run in detail."""
-    text = str(request.path_params["run_id"])
-    if not text.isdigit() or len(text) > 18:
-        raise errors.NotFound(f"'{text}' is not a run id")
+    try:
+        run_id = inputs.run_id(str(request.path_params["run_id"]))
+    except errors.InvalidInput as exc:
+        raise errors.NotFound(exc.message) from None
     rt = state_of(request).rt
-    return JSONResponse(views.run_detail(read_runs.get_run(rt, int(text)), rt.clock.now()))
+    return JSONResponse(views.run_detail(read_runs.get_run(rt, run_id), rt.clock.now()))
 
 
 def api_schedules(request: Request) -> Response:

@@ -6,6 +6,8 @@ Conflict (exit 3) is 409, a missing run or schedule on a page is 404.
 
 from __future__ import annotations
 
+import logging
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -16,10 +18,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.core import errors
+from engine.core import errors, logs, redact
 from engine.runtime import Runtime
-from engine.web import api, auth, pages, routes
+from engine.web import api, auth, pages, routes, sessions
 from engine.web.pages import page
+
+
+log = logging.getLogger(__name__)
 
 
 def _status_for(exc: errors.ReportflowError, request: Request) -> int:
@@ -54,37 +59,78 @@ SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
 ]
+_PLAIN = [(b"content-type", b"text/plain; charset=utf-8"), (b"cache-control", b"no-store")]
 
 
-class SecurityHeaders:
-    """Defence in depth behind the escaping: no inline script runs, no MIME sniffing, no framing."""
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without its port (``[::1]:8321`` -> ``[::1]``), lower-cased."""
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[:value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+
+def allowed_hosts(bound: str, extra: tuple[str, ...]) -> frozenset[str]:
+    """The ``Host`` names served: the bound address, the loopback names and ``[ui] allowed_hosts``."""
+    names = {"localhost", "127.0.0.1", "[::1]", bound.lower(), *(h.lower() for h in extra)}
+    return frozenset(f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names)
+
+
+class Guard:
+    """Outermost: the Host check (DNS rebinding gets 400), the security headers on every answer
+    (error pages included), ``Secure`` on the cookie over HTTPS, and a plain 500 for any bug."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], secure_cookies: bool) -> None:
+        self.app, self.hosts, self.secure_cookies = app, hosts, secure_cookies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = False
+        secure = self.secure_cookies or scope.get("scheme") == "https"
 
         async def with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                started = True
+                headers = [(k, v + b"; secure" if secure and k == b"set-cookie" and b"secure" not in v.lower() else v)
+                           for k, v in message.get("headers", [])]
+                message["headers"] = [*headers, *SECURITY_HEADERS]
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+        if host_name(host) not in self.hosts:
+            await self._plain(with_headers, 400, "400 this page is not served under that host name ([ui] allowed_hosts)")
+            return
+        try:
+            await self.app(scope, receive, with_headers)
+        except Exception:
+            logs.event(log, logging.ERROR, "ui_failed", path=redact.neutralise(str(scope.get("path", ""))[:200]),
+                       exc_info=True)
+            if started:
+                raise
+            await self._plain(with_headers, 500, "500 the page failed; the ui log has the details")
+
+    @staticmethod
+    async def _plain(send: Send, status: int, text: str) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": list(_PLAIN)})
+        await send({"type": "http.response.body", "body": text.encode() + b"\n"})
 
 
-def create_app(rt: Runtime, *, token: str | None) -> Starlette:
-    """The ASGI app over ``rt``; ``token`` None makes it read-only."""
+def create_app(rt: Runtime, *, token: str | None, host: str = "127.0.0.1") -> Starlette:
+    """The ASGI app over ``rt`` bound at ``host``; ``token`` None makes it read-only."""
+    ui = rt.config.ui
     app = Starlette(
         routes=[*routes.ROUTES, *api.ROUTES, Mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static"),
                 Route("/favicon.ico", lambda request: Response(status_code=204))],
-        middleware=[Middleware(SecurityHeaders), Middleware(SessionMiddleware, secret_key=auth.session_secret(token),
-                               session_cookie=pages.SESSION_COOKIE, same_site="strict", https_only=False,
-                               max_age=12 * 3600)],
+        middleware=[Middleware(Guard, hosts=allowed_hosts(host, ui.allowed_hosts), secure_cookies=ui.secure_cookies),
+                    Middleware(SessionMiddleware, secret_key=auth.session_secret(),
+                               session_cookie=pages.SESSION_COOKIE, same_site="strict", https_only=ui.secure_cookies,
+                               max_age=int(ui.session_ttl.total_seconds()))],
         exception_handlers={errors.ReportflowError: _engine_error, HTTPException: _http_error},
     )
-    app.state.web = pages.WebState(rt, token)
+    app.router.redirect_slashes = False  # its redirect would echo the request's Host
+    app.state.web = pages.WebState(rt, token, sessions.SessionStore(ui.session_ttl))
     app.state.templates = pages.templates()
     return app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse
 from engine.core.clock import format_instant
 from engine.read import views
 from engine.runtime import Runtime
-from engine.web import auth
+from engine.web import auth, sessions
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "reportflow_session"
@@ -22,10 +22,16 @@ SESSION_COOKIE = "reportflow_session"
 
 @dataclass(frozen=True)
 class WebState:
-    """What every request handler reads: the runtime and the write token (None: read-only)."""
+    """What every request handler reads: the runtime, the write token (None: read-only), the sessions."""
 
     rt: Runtime
     token: str | None
+    session_store: sessions.SessionStore
+    limiter: sessions.LoginLimiter = field(default_factory=sessions.LoginLimiter)
+
+    def session(self, request: Request) -> sessions.Session | None:
+        """The logged-in session of ``request``, or None."""
+        return auth.current(request.session, self.session_store, self.token, self.rt.clock.now())
 
 
 def templates() -> jinja2.Environment:
@@ -58,9 +64,9 @@ def state_of(request: Request) -> WebState:
 def page(request: Request, template: str, /, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Render a template with what every page needs (write mode, login state, CSRF token)."""
     web = state_of(request)
-    session = request.session
+    session = web.session(request)
     env: jinja2.Environment = request.app.state.templates
     body = env.get_template(template).render(
-        request=request, can_write=web.token is not None, logged_in=auth.logged_in(session, web.token),
-        csrf=auth.csrf_token(session), csrf_field=auth.CSRF_FIELD, actor=auth.actor(session), **context)
+        request=request, can_write=web.token is not None, logged_in=session is not None,
+        csrf=auth.csrf_token(request.session), csrf_field=auth.CSRF_FIELD, actor=auth.actor(session), **context)
     return HTMLResponse(body, status_code=status_code)

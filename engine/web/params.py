@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from engine.core import errors
+from engine.core import errors, inputs
 from engine.core.models import RunStatus, RunTrigger
 from engine.read import runs as read_runs
 from engine.runtime import Runtime
@@ -16,10 +16,7 @@ def parse_date(text: str | None, name: str) -> date | None:
     """A query parameter as a date (None when empty); raises InvalidInput for anything else."""
     if not text:
         return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise errors.InvalidInput(f"{name} '{text}' is not a date (YYYY-MM-DD)") from None
+    return inputs.day(text, name)
 
 
 def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[str, str]]:

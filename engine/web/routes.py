@@ -4,6 +4,8 @@ CLI's own functions (``engine.operations.actions``, ``engine.scheduling.definiti
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -15,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import cron, cron_words, errors
+from engine.core import cron, cron_words, errors, inputs, logs
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions as operations
 from engine.operations import drafts
@@ -35,15 +37,16 @@ LEGEND = (
     ("TOO_OLD", "too old (audit)"), ("DISABLED", "disabled"), ("BEFORE_SCHEDULE", "before schedule"),
     ("NOT_YET_DUE", "not yet due"), ("AWAITING_TICK", "awaiting tick"), ("PRUNED", "pruned"),
 )
+log = logging.getLogger(__name__)
 # Cell colours: QUEUED and PENDING share the RUNNING colour (all "in flight").
 CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK", "PRUNED": "SKIPPED"}
 
 
 def _run_id(request: Request) -> int:
-    text = str(request.path_params["run_id"])
-    if not text.isdigit() or len(text) > 18:
-        raise errors.NotFound(f"'{text}' is not a run id")
-    return int(text)
+    try:
+        return inputs.run_id(str(request.path_params["run_id"]))
+    except errors.InvalidInput as exc:
+        raise errors.NotFound(exc.message) from None
 
 
 # --- reads ---------------------------------------------------------------------
@@ -122,18 +125,27 @@ def runs_page(request: Request) -> Response:
                 first_page=not request.query_params.get("after"))
 
 
-def _report_markdown(run: Any) -> tuple[str | None, str | None]:
-    """(Markdown, where it came from): the saved file on this host, else the report text in the database."""
+def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str | None]:
+    """(Markdown, where it came from, why the saved file is not shown): the saved file on this host
+    when it is still what the run wrote, else the report text in the database."""
+    root = None
+    try:
+        workflow = rt.workflow(run.workflow)
+        root = workflow.files_root(rt.settings(workflow.name))
+    except errors.ReportflowError:
+        pass
+    problem = None
     for artifact in run.artifacts:
         if artifact.kind == "markdown":
-            text = markdown.read_local_report(artifact.location)
-            if text is not None:
-                return text, artifact.location
+            found = markdown.read_local_report(artifact.location, root, artifact.sha256)
+            if found.text is not None:
+                return found.text, artifact.location, None
+            problem = problem or found.problem
     for step in run.steps:
         output = step.output or {}
         if isinstance(output.get("text"), str):
-            return output["text"], f"{step.name} output (database)"
-    return None, None
+            return output["text"], f"{step.name} output (database)", problem
+    return None, None, problem
 
 
 def run_page(request: Request) -> Response:
@@ -141,7 +153,7 @@ def run_page(request: Request) -> Response:
     rt = state_of(request).rt
     run = read_runs.get_run(rt, _run_id(request))
     detail = views.run_detail(run, rt.clock.now())
-    text, source = _report_markdown(run)
+    text, source, file_problem = _report_markdown(rt, run)
     commits: list[dict[str, Any]] = []
     generation: dict[str, Any] = {}
     heads: dict[str, Any] = {}
@@ -166,6 +178,7 @@ def run_page(request: Request) -> Response:
     notion = [a for a in run.artifacts if a.kind == "notion_page"]
     return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
                 report_html=markdown.to_html(text) if text is not None else None, report_source=source,
+                file_problem=file_problem,
                 commits=commits, heads=heads, generation=generation, notion=notion,
                 audit=read_runs.run_audit(rt, run.id), step_names=step_names,
                 can_retry=run.status in operations.RETRYABLE, can_retry_from=run.status in
@@ -190,11 +203,29 @@ def backfill_preview(request: Request) -> Response:
 
 # --- login -------------------------------------------------------------------------
 
+def _client_address(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
+
+
+def _throttled(request: Request) -> Response | None:
+    """The 429 answer while this address has failed too often, else None."""
+    web = state_of(request)
+    wait = web.limiter.blocked_for(_client_address(request), web.rt.clock.now())
+    if wait is None:
+        return None
+    seconds = max(1, math.ceil(wait.total_seconds()))
+    answer = page(request, "error.html", status_code=429, title="429 too many failed logins",
+                  message=f"too many failed logins from this address; try again in {seconds} s")
+    answer.headers["Retry-After"] = str(seconds)
+    return answer
+
+
 def login_form(request: Request) -> Response:
     """``GET /login``: the token form (403 when no token is configured)."""
     if state_of(request).token is None:
         raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
-    return page(request, "login.html", title="Log in", failed=False, next_url=_safe_next(request.query_params.get("next")))
+    return _throttled(request) or page(request, "login.html", title="Log in", failed=False,
+                                       next_url=_safe_next(request.query_params.get("next")))
 
 
 def _safe_next(value: str | None) -> str:
@@ -210,12 +241,19 @@ async def login(request: Request) -> Response:
     form = await request.form()
     if web.token is None:
         raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
+    throttled = _throttled(request)
+    if throttled is not None:
+        return throttled
     if not auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
         raise HTTPException(403, "the form expired or did not come from this page (CSRF); reload and try again")
     next_url = _safe_next(_field(form, "next"))
+    now = web.rt.clock.now()
     if not auth.token_matches(_field(form, "token") or "", web.token):
+        address = _client_address(request)
+        web.limiter.record_failure(address, now)
+        logs.event(log, logging.WARNING, "login_failed", client=address)  # never the tried token
         return page(request, "login.html", status_code=403, title="Log in", failed=True, next_url=next_url)
-    auth.log_in(request.session, web.token, _field(form, "login") or "")
+    auth.log_in(request.session, web.session_store, _field(form, "login") or "", now)
     return RedirectResponse(next_url, status_code=303)
 
 
@@ -223,7 +261,7 @@ async def logout(request: Request) -> Response:
     """``POST /logout``: forget the session."""
     form = await request.form()
     if auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
-        auth.log_out(request.session)
+        auth.log_out(request.session, state_of(request).session_store)
     return RedirectResponse("/schedules", status_code=303)
 
 
@@ -240,11 +278,12 @@ async def _authorised_form(request: Request) -> tuple[Runtime, Any]:
     form = await request.form()
     if web.token is None:
         raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
-    if not auth.logged_in(request.session, web.token):
+    session = web.session(request)
+    if session is None:
         raise HTTPException(403, "log in first")
     if not auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
         raise HTTPException(403, "the form expired or did not come from this page (CSRF); reload and try again")
-    return dataclasses.replace(web.rt, actor=auth.actor(request.session)), form
+    return dataclasses.replace(web.rt, actor=auth.actor(session)), form
 
 
 async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: str) -> Response:

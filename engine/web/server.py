@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 def _server(rt: Runtime, host: str, port: int) -> uvicorn.Server:
     token = auth.read_token(rt.config.ui.token_env)
     auth.check_bind(host, token, rt.config.ui.token_env)
-    app = create_app(rt, token=token)
+    app = create_app(rt, token=token, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off")
     return uvicorn.Server(config)
 

@@ -45,6 +45,11 @@ def test_hourly_cron_on_a_daily_workflow_is_invalid() -> None:
     result = run_cli("schedules", "validate", "--cron", "0 * * * *", "--timezone", "UTC", "--workflow",
                      "daily_report")
     assert result.returncode == 2
+    assert "fires 24 times" in result.stderr and "a daily workflow allows one slot per day" in result.stderr
+    assert "invalid" in result.stdout
+    # The workflow is the reason: the same cron is valid for one without a daily period.
+    anything = run_cli("schedules", "validate", "--cron", "0 * * * *", "--timezone", "UTC", "--workflow", "echo")
+    assert anything.returncode == 0, anything.stderr
 
 
 def test_preview_new_york_dst_days(tmp_path: Path) -> None:
@@ -95,11 +100,23 @@ def test_an_unsupported_language_names_the_key_and_the_supported_values(tmp_path
     assert "reports.language" in line and "'fr-FR'" in line and "supported values: en, ko" in line
 
 
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A config whose schedule is applied: one database for the read-only bad-input cases of this module.
+
+    Each case still checks the database's bytes before and after its own command.
+    """
+    folder = tmp_path_factory.mktemp("applied")
+    config = write_config(folder / "reportflow.toml", projects=[PROJECT], schedules=[
+        SCHEDULE, dict(name="e", workflow="echo", project="p", cron="0 9 * * *", timezone="UTC")])
+    result = run_cli("schedules", "apply", config=config)
+    assert result.returncode == 0, result.stderr
+    return config
+
+
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
-def test_malformed_configs_exit_2_and_leave_the_database_alone(tmp_path: Path, case: str) -> None:
-    good = write_config(tmp_path / "reportflow.toml", projects=[PROJECT], schedules=[SCHEDULE])
-    assert run_cli("schedules", "apply", config=good).returncode == 0
-    db = tmp_path / ".reportflow" / "reportflow.db"
+def test_malformed_configs_exit_2_and_leave_the_database_alone(applied: Path, tmp_path: Path, case: str) -> None:
+    db = applied.parent / ".reportflow" / "reportflow.db"
     before = digest(db)
     bad = tmp_path / "bad.toml"
     bad.write_text(BAD_CONFIGS[case])
@@ -107,7 +124,7 @@ def test_malformed_configs_exit_2_and_leave_the_database_alone(tmp_path: Path, c
     assert result.returncode == 2, result.stdout + result.stderr
     assert "bad.toml" in result.stderr
     assert digest(db) == before
-    assert not (tmp_path / "reports").exists()
+    assert not (tmp_path / "reports").exists() and not (applied.parent / "reports").exists()
 
 
 def test_stale_version_exits_3_and_changes_nothing(tmp_path: Path) -> None:
@@ -160,13 +177,10 @@ def test_apply_is_idempotent_and_archives_removed_schedules(tmp_path: Path) -> N
     (["runs", "list", "--status", "DONE"], 2), (["--now", "tomorrow", "tick"], 2),
     (["--log-format", "xml", "tick"], 2),
 ])
-def test_bad_arguments_exit_2(tmp_path: Path, args: list[str], code: int) -> None:
-    config = write_config(tmp_path / "reportflow.toml", schedules=[
-        dict(name="e", workflow="echo", project="p", cron="0 9 * * *", timezone="UTC")])
-    assert run_cli("schedules", "apply", config=config).returncode == 0
-    db = tmp_path / ".reportflow" / "reportflow.db"
+def test_bad_arguments_exit_2(applied: Path, args: list[str], code: int) -> None:
+    db = applied.parent / ".reportflow" / "reportflow.db"
     before = digest(db)
-    result = run_cli(*args, config=config)
+    result = run_cli(*args, config=applied)
     assert result.returncode == code, result.stdout + result.stderr
     assert result.stderr.strip()
     assert digest(db) == before

@@ -8,14 +8,19 @@ is the witness of what executed.
 from __future__ import annotations
 
 import json
+import os
 import signal
+import sqlite3
 import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.engine.url import make_url
 
 from engine.store.tables import attempts, runs, steps
 from tests.acceptance import procs
@@ -181,11 +186,16 @@ def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path,
     else:
         schedules = [four(name=f"f{i:03d}", project=f"p{i:03d}") for i in range(200)]
         apply_at, tick_at = "2026-09-29T08:30:00Z", "2026-09-29T09:01:00Z"
-    config = flow_config(tmp_path, store_url, schedules=schedules)
+    # Every run's ONE waits at the gate: each worker holds a run of its own before any run can finish,
+    # so both take part whatever the timing; the gate opens once both are in.
+    config = flow_config(tmp_path, store_url, schedules=schedules, block_on=["ONE"])
     ok(procs.run(tmp_path, config, "schedules", "apply", now=apply_at))
     ok(procs.run(tmp_path, config, "tick", now=tick_at))
     workers = [procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", f"w{i}",
                            now="2026-09-29T09:02:00Z") for i in range(2)]
+    procs.wait_for(lambda: len({line[3] for line in log_lines(tmp_path) if line[0] == "start"}) == 2,
+                   timeout=120, what="both workers to hold a run at the gate")
+    (tmp_path / "gate").touch()
     for proc in workers:
         _, err = procs.finish(proc, timeout=600)
         assert proc.returncode == 0, err
@@ -198,7 +208,7 @@ def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path,
     for line in lines:
         by_run[line[1]].add(line[3])
     assert all(len(pids) == 1 for pids in by_run.values())  # one process executed each run
-    assert len({pid for pids in by_run.values() for pid in pids}) == 2  # and both processes worked
+    assert len({pid for pids in by_run.values() for pid in pids}) == 2  # and both processes worked (the gate)
     with db(store_url).connect() as conn:
         statuses = Counter(conn.execute(select(runs.c.status)).scalars())
     assert statuses == {"SUCCESS": 200}
@@ -270,16 +280,72 @@ def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqli
 
 
 def test_concurrent_schedule_edits_one_wins_the_other_exits_3(store_url: str, tmp_path: Path) -> None:
+    """Two edits of version 1 at once: one lands, the other is refused (exit 3) and changes nothing.
+
+    PostgreSQL: a share lock on the row is the barrier. Both edits read version 1
+    (reads pass it) and wait at their UPDATE until both are waiting: only the
+    version check in the UPDATE can tell the second it lost. SQLite serialises
+    writers (BEGIN IMMEDIATE): both wait at the write lock the test holds, then
+    go one after the other, and the second reads the first's version.
+    """
     config = write_config(tmp_path / "reportflow.toml", db_url=store_url,
                           schedules=[dict(name="e", workflow="echo", project="p", cron="0 * * * *", timezone="UTC")])
     ok(procs.run(tmp_path, config, "schedules", "apply"))
-    edits = [procs.spawn(tmp_path, config, "schedules", "set", "e", "--cron", cron, "--expect-version", "1")
-             for cron in ("0 */2 * * *", "0 */3 * * *")]
-    codes = sorted(p.wait(timeout=120) for p in edits)
-    assert codes == [0, 3]
+    crons = ("0 */2 * * *", "0 */3 * * *")
+    with barrier(store_url) as wait_for_both:
+        edits = [procs.spawn(tmp_path, config, "schedules", "set", "e", "--cron", cron, "--expect-version", "1")
+                 for cron in crons]
+        wait_for_both(edits)
+    codes = [p.wait(timeout=120) for p in edits]
+    assert sorted(codes) == [0, 3], [procs.finish(p) for p in edits]
+    loser = edits[codes.index(3)]
+    assert "version" in procs.finish(loser)[1]
     shown = procs.run(tmp_path, config, "schedules", "show", "e", "--json")
     ok(shown)
-    import json
-
     data = json.loads(shown.stdout)
-    assert data["version"] == 2 and data["cron"] in ("0 */2 * * *", "0 */3 * * *")
+    assert data["version"] == 2 and data["cron"] == crons[codes.index(0)]
+    history = json.loads(procs.run(tmp_path, config, "schedules", "history", "e", "--json").stdout)
+    assert [e["action"] for e in history] == ["create", "set"]
+
+
+@contextmanager
+def barrier(url: str) -> Iterator[Callable[[list[subprocess.Popen[str]]], None]]:
+    """Hold the schedules back from writers; the callable waits until the given processes are blocked on it."""
+    if url.startswith("sqlite"):
+        path = str(Path(make_url(url).database or "").resolve())
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # readers pass, writers wait (30 s busy timeout)
+        try:
+            yield lambda edits: procs.wait_for(lambda: all(opened(p.pid, path) for p in edits), timeout=60,
+                                               what="both edits to have opened the database")
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        return
+    engine = create_engine(url)
+    watcher = create_engine(url, isolation_level="AUTOCOMMIT")  # a fresh statistics snapshot for every look
+    blocked = text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                   " AND wait_event_type = 'Lock' AND query LIKE 'UPDATE schedules%'")
+
+    def waiting() -> int:
+        with watcher.connect() as look:
+            return int(look.execute(blocked).scalar_one())
+
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT id FROM schedules FOR SHARE"))
+            yield lambda edits: procs.wait_for(lambda: waiting() == len(edits), timeout=120,
+                                               what="both edits to have read version 1 and to wait at their UPDATE")
+            conn.rollback()
+    finally:
+        engine.dispose()
+        watcher.dispose()
+
+
+def opened(pid: int, path: str) -> bool:
+    """Whether process ``pid`` has ``path`` open (read from /proc)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.path.realpath(fd) == path for fd in fds.iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return False

@@ -26,7 +26,7 @@ from tests.support import run_cli, write_config
 
 CHROMIUM = "/usr/bin/chromium"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-TOKEN = "browser-test-token"
+TOKEN = "browser-test-token-16+"
 EVIL = '<script>alert("xss")</script> <img src=x onerror=alert(2)>'
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]

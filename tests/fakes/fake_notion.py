@@ -70,6 +70,7 @@ class _Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     path: str | None = None
+    message: str | None = None  # the error body's message (default: Notion's own for the status)
 
 
 @dataclass
@@ -175,12 +176,14 @@ class FakeNotion:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     # -- fault injection -------------------------------------------------------
-    def fail_next(self, n: int, status: int, headers: dict[str, str] | None = None, *, path: str | None = None) -> None:
-        """The next ``n`` requests (whose path contains ``path``, if given) answer ``status``."""
+    def fail_next(self, n: int, status: int, headers: dict[str, str] | None = None, *, path: str | None = None,
+                  message: str | None = None) -> None:
+        """The next ``n`` requests (whose path contains ``path``, if given) answer ``status`` (with ``message``)."""
         if headers is None:
             headers = {"Retry-After": "1"} if status in (429, 503) else {}
         with self.lock:
-            self._faults.extend(_Fault("status", status=status, headers=headers, path=path) for _ in range(n))
+            self._faults.extend(_Fault("status", status=status, headers=headers, path=path, message=message)
+                                for _ in range(n))
 
     def heal(self) -> None:
         """Drop every pending injected fault: the server has recovered."""
@@ -277,7 +280,7 @@ class FakeNotion:
         try:
             if fault is not None:
                 headers = fault.headers
-                raise _Reject(fault.status)
+                raise _Reject(fault.status, fault.message)
             if handler.headers.get("Authorization") != f"Bearer {self.token}":
                 raise _Reject(401)
             if not handler.headers.get("Notion-Version"):

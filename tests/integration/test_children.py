@@ -189,7 +189,7 @@ def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(s
     parent_id = queue_parent(rt)
     drain(Worker(rt, "w1"))
     children = sorted(r.id for r in rows_of(rt).values() if r.parent_id == parent_id)
-    web = TestClient(create_app(rt, token=None))
+    web = TestClient(create_app(rt, token=None), base_url="http://127.0.0.1")
     listing = web.get("/runs").text
     assert listing.count('href="/runs/') == 1 + len(children)  # one row, its children inside it
     assert "<details><summary>3 child runs:" in listing

@@ -152,7 +152,7 @@ def test_the_verdict_in_runs_show_and_on_the_run_page(sqlite_url: str, tmp_path:
     assert "grounding repaired" in shown.stdout and f"cites commit {INVENTED}" in shown.stdout
     as_json = run_cli("runs", "show", str(run_id), "--json", config=config)
     assert json.loads(as_json.stdout)["grounding"]["verdict"] == "repaired"
-    page = TestClient(create_app(rt, token=None)).get(f"/runs/{run_id}")
+    page = TestClient(create_app(rt, token=None), base_url="http://127.0.0.1").get(f"/runs/{run_id}")
     assert page.status_code == 200
     assert re.search(r"<dt>grounding</dt><dd[^>]*>repaired; section &#34;Notable commits&#34;: "
                      rf"cites commit {INVENTED}", page.text), page.text

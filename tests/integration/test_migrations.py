@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
@@ -31,10 +33,13 @@ def test_head_constant_is_alembic_head() -> None:
     assert {rev.revision for rev in script.walk_revisions()} == set(database.KNOWN_REVISIONS)
 
 
-def test_sqlite_is_migrated_on_first_use_in_wal(sqlite_url: str) -> None:
+def test_sqlite_is_migrated_on_first_use_in_wal(tmp_path: Path) -> None:
     from engine.store.handle import Store
 
-    store = Store.open(sqlite_url)
+    fresh = tmp_path / "fresh.db"  # not the sqlite_url fixture: that one is migrated already
+    assert not fresh.exists()
+    store = Store.open(f"sqlite:///{fresh}")
+    assert database.current_revision(store.engine) == database.HEAD_REVISION
     with store.read() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL

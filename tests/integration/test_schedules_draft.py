@@ -181,7 +181,7 @@ def test_the_schedules_page_drafts_with_the_same_validation(tmp_path: Path) -> N
     from datetime import UTC, datetime
     rt = Runtime(store=Store.open(cfg.store_url, auto_migrate=True), registry=registry, config=cfg,
                  clock=ManualClock(datetime(2026, 3, 5, tzinfo=UTC)))
-    web = TestClient(create_app(rt, token=None))
+    web = TestClient(create_app(rt, token=None), base_url="http://127.0.0.1")
     ok = web.get("/schedules", params={"draft": "every weekday at 18:30 New York time for api"})
     assert ok.status_code == 200 and 'data-draft="valid"' in ok.text
     assert "0.71 runs/day" in ok.text and "Mon 2026-03-09 18:30 -0400" in ok.text

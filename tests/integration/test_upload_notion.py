@@ -303,3 +303,27 @@ def test_rate_limiter_is_a_token_bucket(clock: FakeTime) -> None:
     for _ in range(3):
         limiter.acquire()
     assert len(clock.sleeps) == slept  # a refilled bucket allows a burst of 3
+
+
+FORGED = "bad request\n2026-09-29T10:30:00Z INFO step_finished run=1 FORGED\x1b[2J\x07"
+
+
+def test_server_text_in_the_error_and_the_log_line_is_one_inert_line(fake: FakeNotion, client: notion_client.Client,
+                                                                      clock: FakeTime) -> None:
+    import logging
+
+    from engine.core import logs
+
+    fake.fail_next(1, 400, message=FORGED)
+    with pytest.raises(errors.StepError) as caught:
+        upload(client, fake, clock)
+    stored = caught.value.message  # what becomes the run's error_message and the alert's error
+    assert "FORGED" in stored and "\n" not in stored and "\x1b" not in stored and "\x07" not in stored
+    # The client's own line (a library logger, the server's text inside) and the engine's step line.
+    library = logging.LogRecord("notion_client", logging.WARNING, __file__, 1, "API error: %s", (FORGED,), None)
+    engine_line = logging.LogRecord("engine.execution.worker", logging.WARNING, __file__, 1, "%s",
+                                    (logs.render("step_failed", {"message": FORGED}),), None)
+    for formatter in (logs.TextFormatter("%(asctime)s %(levelname)s %(message)s"), logs.JsonFormatter()):
+        for record in (library, engine_line):
+            line = formatter.format(record)
+            assert "\n" not in line and "\x1b" not in line and "\x07" not in line, line

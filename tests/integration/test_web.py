@@ -38,7 +38,7 @@ with warnings.catch_warnings():
 
 SEOUL = ZoneInfo("Asia/Seoul")
 NOW = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)
-TOKEN = "s3cret-ui-token"
+TOKEN = "s3cret-ui-token-long-enough"
 EVIL = '<script>alert("x")</script> and <img src=x onerror=alert(1)>'
 
 
@@ -78,7 +78,7 @@ def site(sqlite_url: str, tmp_path: Path) -> Site:
 
 
 def client(rt: Runtime, token: str | None = TOKEN) -> TestClient:
-    return TestClient(create_app(rt, token=token), follow_redirects=False)
+    return TestClient(create_app(rt, token=token), base_url="http://127.0.0.1:8321", follow_redirects=False)
 
 
 def csrf_of(html: str) -> str:

@@ -159,6 +159,7 @@ CONFIG_CASES: dict[str, Case] = {
     "schedules as a string": Case(replace_all('schedules = "daily"\n\n[store]\nurl = "sqlite:///rf.db"\n'),
                                   ("schedules", "list")),
     "byte order mark": Case(head("\ufeff"), ("bad.toml", "TOML")),
+    "deeply nested TOML": Case(add("\n[deep]\nx = " + "[" * 5000 + "]" * 5000 + "\n"), ("bad.toml", "nested too deeply")),
     "not UTF-8": Case(lambda text: text.replace("Asia/Seoul", "Asia/S\udce9oul"), ("bad.toml", "cannot read")),
 }
 
@@ -196,6 +197,9 @@ def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...], 
     result = run_cli(*args, config=config, now=NOW)
     shown = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 2, shown
+    assert "Traceback" not in result.stderr, shown
+    if not result.stderr.startswith("Usage:"):  # Click's own usage errors have their box; ours are one line
+        assert result.stderr.strip().count("\n") == 0, shown
     for text in says:
         assert text in result.stderr, f"expected {text!r} in the message\n{shown}"
     assert tree_digest(install, skip=not_config) == before, "the install changed"
@@ -222,6 +226,11 @@ ARG_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "retry from a lower-case step": (("runs", "retry", "1", "--from-step", "save_markdown"), ("unknown step",)),
     "trigger on February 30": (("trigger", "platform-daily", "--date", "2026-02-30"), ("2026-02-30", "not a date")),
     "trigger date with a path": (("trigger", "platform-daily", "--date", "../2026-09-29"), ("not a date",)),
+    "trigger on 9999-12-31": (("trigger", "platform-daily", "--date", "9999-12-31"), ("--date", "out of range")),
+    "trigger on 0001-01-01": (("trigger", "platform-daily", "--date", "0001-01-01"), ("--date", "out of range")),
+    "run id in superscript digits": (("runs", "show", "²"), ("is not a run id",)),
+    "run id in Arabic-Indic digits": (("runs", "show", "١"), ("is not a run id",)),
+    "--now in the year 9999": (("--now", "9999-12-25T00:00:00Z", "tick"), ("9999-12-25", "out of range")),
     "trigger a future date": (("trigger", "platform-daily", "--date", "2099-01-01"), ("in the future",)),
     "trigger a schedule path": (("trigger", "../platform-daily"), ("no schedule named '../platform-daily'",)),
     "backfill with slashes": (("backfill", "platform-daily", "--from", "2026/09/01", "--to", "2026-09-30"),
@@ -235,6 +244,8 @@ ARG_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                       "--workflow", "monthly_report"), ("monthly_report",)),
     "set a grace in words": (("schedules", "set", "platform-daily", "--grace", "forever", "--expect-version", "1"),
                              ("--grace", "forever")),
+    "set a grace of a billion days": (("schedules", "set", "platform-daily", "--grace", "999999999999d",
+                                       "--expect-version", "1"), ("--grace", "longer than 100 years")),
     "set an unknown timezone": (("schedules", "set", "platform-daily", "--timezone", "Mars/Base",
                                  "--expect-version", "1"), ("Mars/Base",)),
     "set a four-field cron": (("schedules", "set", "platform-daily", "--cron", "0 9 * *", "--expect-version", "1"),

@@ -24,7 +24,7 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("args", [("tick",), ("work", "--until-idle"), ("reconcile",), ("runs", "list"),
-                                  ("db", "upgrade"), ("prune", "--before", "2026-01-01"), ("schedules", "apply")])
+                                  ("db", "upgrade"), ("prune", "--before", "2026-01-01", "--yes"), ("schedules", "apply")])
 def test_cli_on_a_database_that_is_down_prints_one_line_and_exits_1(tmp_path: Path, args: tuple[str, ...]) -> None:
     url = f"postgresql+psycopg://reportflow:s3cret-pw@127.0.0.1:{_closed_port()}/reportflow"
     config = write_config(tmp_path / "reportflow.toml", db_url=url)

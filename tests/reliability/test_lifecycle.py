@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import subprocess
 import sqlite3
 from collections import Counter
 from datetime import timedelta
@@ -68,6 +69,30 @@ def _prune_events(url: str) -> list[dict[str, Any]]:
         engine.dispose()
 
 
+def test_prune_shows_the_count_and_asks_and_only_yes_removes(store_url: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=[ECHO_DAILY])
+    now = (APPLIED + timedelta(days=6, hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _cli(tmp_path, config, "schedules", "apply", now="2026-02-28T23:00:00Z")
+    _cli(tmp_path, config, "tick", now=now)
+    _cli(tmp_path, config, "work", "--until-idle", now=now)
+    before = _counts(store_url)
+
+    def prune(answer: str) -> Any:
+        return subprocess.run(procs.command(config, now, "prune", "--before", "2026-03-05"), input=answer,
+                              capture_output=True, text=True, env=procs.env_for(tmp_path, None),
+                              cwd=procs.REPO_ROOT, timeout=180)
+
+    for answer in ("n\n", ""):  # a refusal, and a script that forgot --yes (no answer at all)
+        declined = prune(answer)
+        assert declined.returncode == 2, declined.stderr
+        assert "remove 4 finished runs" in declined.stderr and "nothing removed" in declined.stderr
+        assert _counts(store_url) == before
+    accepted = prune("y\n")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "removed 4 finished runs" in accepted.stdout
+    assert _counts(store_url)["runs"] == before["runs"] - 4
+
+
 def test_prune_removes_finished_old_runs_only_and_backfill_does_not_redo_them(store_url: str, tmp_path: Path) -> None:
     config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=[ECHO_DAILY],
                           sections={"worker": {"poll_interval": "0.2s"}})
@@ -84,13 +109,13 @@ def test_prune_removes_finished_old_runs_only_and_backfill_does_not_redo_them(st
     _cli(tmp_path, config, "runs", "retry", str(listed["2026-03-05"]["id"]), "--from-step", "ECHO", now=clock.at())
     before = _counts(store_url)
 
-    bad = _cli(tmp_path, config, "prune", "--before", "2026-04-01", now=clock.at(), ok=False)
+    bad = _cli(tmp_path, config, "prune", "--before", "2026-04-01", "--yes", now=clock.at(), ok=False)
     assert bad.returncode == 2 and "in the future" in bad.stderr, bad.stderr
     dry = _json(_cli(tmp_path, config, "prune", "--before", "2026-03-15", "--dry-run", "--json", now=clock.at()))
     assert dry["removed"] == 13 and dry["counts"] == {"CANCELLED": 2, "SUCCESS": 11}, dry
     assert _counts(store_url) == before, "a dry run changed the database"
 
-    done = _json(_cli(tmp_path, config, "prune", "--before", "2026-03-15", "--json", now=clock.at()))
+    done = _json(_cli(tmp_path, config, "prune", "--before", "2026-03-15", "--yes", "--json", now=clock.at()))
     assert done["removed"] == 13 and done["counts"] == {"CANCELLED": 2, "SUCCESS": 11}, done
     after = _counts(store_url)
     assert after["runs"] == 21 - 13
@@ -104,7 +129,7 @@ def test_prune_removes_finished_old_runs_only_and_backfill_does_not_redo_them(st
     assert sum(sum(e["counts"].values()) for e in events) == 13
     assert min(e["first"] for e in events) == "2026-03-01" and max(e["last"] for e in events) == "2026-03-14"
 
-    again = _json(_cli(tmp_path, config, "prune", "--before", "2026-03-15", "--json", now=clock.at()))
+    again = _json(_cli(tmp_path, config, "prune", "--before", "2026-03-15", "--yes", "--json", now=clock.at()))
     assert again["removed"] == 0, again
 
     # A backfill over the pruned days makes nothing (no report twice); asked to, it does.

@@ -11,7 +11,8 @@ clock (and a slot falls due in real time, mid-test). Then:
 - ``terminate``: every backend of the database killed with
   ``pg_terminate_backend`` at seeded random instants;
 - ``restart``: the cluster stopped with ``-m immediate`` while steps run, and
-  started again 5 s later (5-30 s with ``--long``), twice (four times);
+  started again once every node has met the outage and failed a retry in it (exits or logged
+  loop failures; 5-30 s with ``--long``), twice (four times);
 - ``catchup``: the same while a tick is inserting a large catch-up (24
   schedules, two days due at once: ~11,700 rows).
 
@@ -49,6 +50,7 @@ pytestmark = pytest.mark.slow
 APPLIED = datetime(2026, 6, 1, 0, 3, tzinfo=UTC)  # first slot 00:05; no DST change in June for these zones
 FINAL = {"SUCCESS", "MISSED", "SKIPPED", "MANUAL_REQUIRED"}
 DB_ERROR = re.compile(r"^error \[DATABASE_ERROR\]: database error: .+|^error.*cannot reach the database at .+")
+LOOP_FAILED = re.compile(r"\b(serve|work)_loop_failed\b")  # a node that met a database failure and carries on
 
 
 @pytest.fixture
@@ -138,6 +140,22 @@ class Fleet:
         return int(self.in_reportflow("SELECT count(*) FROM runs WHERE status IN "
                                       "('QUEUED', 'RUNNING', 'RETRY_PENDING', 'PENDING')"))
 
+    def outage_marks(self) -> dict[str, int]:
+        """How often each node has met a database failure so far: its exits and its logged loop failures."""
+        return {node.name: len(node.exits) + len(LOOP_FAILED.findall(node.logs())) for node in self.nodes}
+
+    def outage(self, before: dict[str, int], hold_s: float | None) -> float:
+        """Keep the server down (it was just stopped): ``hold_s`` seconds (``--long``), or until every node has
+        met the outage twice (exits or logged loop failures: its retry, too, found the server down);
+        returns how long it was down after the stop."""
+        began = time.monotonic()
+        if hold_s is not None:
+            time.sleep(hold_s)
+        else:
+            wait(lambda: all(self.outage_marks()[name] >= count + 2 for name, count in before.items()), 60,
+                 "every node to meet the outage and fail a retry", 0.1)
+        return time.monotonic() - began
+
     def close(self) -> None:
         for node in self.nodes:
             if node.alive():
@@ -174,9 +192,10 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
             wait(lambda: fleet.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = 'reportflow' "
                                       "AND query ILIKE 'INSERT INTO runs%'") > 0, 120, "the catch-up tick", 0.005)
             rows_before = fleet.scalar("SELECT count(*) FROM pg_stat_activity")  # still up: the crash comes next
+            felt = fleet.outage_marks()
             cluster.stop(immediate=True)
-            injected.append(f"stop -m immediate mid-tick ({rows_before} backends)")
-            time.sleep(rng.uniform(5, 30) if long_run else 5)
+            down = fleet.outage(felt, rng.uniform(5, 30) if long_run else None)
+            injected.append(f"stop -m immediate mid-tick ({rows_before} backends), down {down:.1f}s")
             cluster.start()
             wait(lambda: fleet.running() > 0, 180, "steps running again")
         else:
@@ -189,10 +208,10 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
             for _ in range((4 if long_run else 2) if fault == "restart" else (2 if long_run else 0)):
                 time.sleep(rng.uniform(0.5, 3.0))
                 wait(lambda: fleet.running() > 0, 60, "a step in flight")
+                felt = fleet.outage_marks()
                 cluster.stop(immediate=True)
-                down = rng.uniform(5, 30) if long_run else 5.0
+                down = fleet.outage(felt, rng.uniform(5, 30) if long_run else None)
                 injected.append(f"stop -m immediate with steps running, down {down:.1f}s")
-                time.sleep(down)
                 cluster.start()
         faults_done = time.monotonic()
         # The nodes must recover on their own: everything due is worked off without an operator.

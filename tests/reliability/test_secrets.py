@@ -123,3 +123,81 @@ def test_a_database_password_is_never_printed(tmp_path: Path, pg_url: str) -> No
         outputs.append((" ".join(args), result.stdout + result.stderr))
     leaks = [name for name, text in outputs if password in text]
     assert not leaks, f"the database password is printed by: {leaks}"
+
+
+URL_CANARIES = {"llm": "LLMPWCANARY91a2", "notion": "NOTIONPWCANARY83b4", "hook": "HOOKPWCANARY75c6",
+                "store": "STOREPWCANARY67d8"}
+
+
+def test_passwords_in_urls_appear_nowhere(tmp_path: Path, pg_url: str) -> None:
+    """Canary passwords in ``[llm] host``, ``[notion] base_url``, the webhook URL and the store URL,
+    through the flows that fail on them: Ollama unreachable, Notion unreachable, the webhook down,
+    then ``runs show``, ``runs list``, ``doctor``. No canary in any output, database row, log or report."""
+    from tests.fakes.fake_ollama import closed_port
+
+    repo = daily_history(tmp_path, utc(2026, 3, 1), 2)
+    llm_host = f"http://rf:{URL_CANARIES['llm']}@127.0.0.1:{closed_port()}"
+    notion_url = f"http://rf:{URL_CANARIES['notion']}@127.0.0.1:{closed_port()}/"
+    hook = f"http://rf:{URL_CANARIES['hook']}@127.0.0.1:{closed_port()}/alerts"
+    user, rest = pg_url.split("://", 1)[1].split("@", 1)
+    store = f"postgresql+psycopg://{user.split(':')[0]}:{URL_CANARIES['store']}@{rest}"  # trust auth ignores it
+    env = {TOKEN_ENV: CANARY, "RF_SECRETS_HOOK": hook}
+    outputs: list[tuple[str, str]] = []
+
+    def configure(provider: str) -> Path:
+        config = report_config(
+            tmp_path, db_url="sqlite:///rf.db", repo=repo.path, project="secrets",
+            schedules=[daily_schedule("secrets-daily", "secrets")], worker={"max_attempts": 1},
+            llm={"provider": provider, "host": llm_host, "retry_budget": "1s", "timeout": "2s"},
+            notion={"enabled": True, "token_env": TOKEN_ENV, "database_id": "0123456789abcdef0123456789abcdef",
+                    "base_url": notion_url, "retry_budget": "1s", "timeout": "2s"})
+        config.write_text(config.read_text() + '\n[notify]\nwebhook_env = "RF_SECRETS_HOOK"\n')
+        return config
+
+    def run(config: Path, *args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
+        extra = ("--db", db) if db else ()
+        result = procs.run(tmp_path, config, *extra, "--log-format", "text", *args, now=NOW, env=env)
+        outputs.append((" ".join(args), result.stdout + result.stderr))
+        return result
+
+    config = configure("ollama")
+    assert run(config, "schedules", "apply").returncode == 0
+    run(config, "trigger", "secrets-daily", "--date", "2026-03-02")
+    run(config, "work", "--until-idle")  # Ollama unreachable: FAILED, the webhook down too
+    config = configure("builtin")
+    run(config, "trigger", "secrets-daily", "--date", "2026-03-01", "--force-new")
+    run(config, "work", "--until-idle")  # Notion unreachable: PARTIAL_SUCCESS
+    runs = json.loads(run(config, "runs", "list", "--json").stdout)
+    codes = {r["error_code"] for r in runs}
+    assert {"MODEL_UNAVAILABLE", "NOTION_UNAVAILABLE"} <= codes, runs
+    for found in runs:
+        run(config, "runs", "show", str(found["id"]), "--json")
+        run(config, "runs", "show", str(found["id"]))
+    config = configure("ollama")
+    run(config, "doctor")
+    run(config, "doctor", "--json")
+    # The store URL's password, on PostgreSQL: a whole flow against it.
+    assert run(config, "db", "upgrade", db=store).returncode == 0, outputs[-1]
+    for args in (("schedules", "apply"), ("tick",), ("work", "--until-idle"), ("runs", "list", "--json"),
+                 ("doctor",), ("reconcile", "--json")):
+        run(config, *args, db=store)
+    files = {str(p): p.read_bytes() for p in tmp_path.rglob("*")  # every file but the config that holds them
+             if p.is_file() and ".git" not in p.parts and p.name != "reportflow.toml"}
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
+                                      if pg_url.startswith("postgresql://") else pg_url)
+    try:
+        with engine.connect() as conn:
+            names = [r[0] for r in conn.execute(sqlalchemy.text(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"))]
+            rows = json.dumps([[str(v) for v in row] for name in names
+                               for row in conn.execute(sqlalchemy.text(f'SELECT * FROM "{name}"'))])
+    finally:
+        engine.dispose()
+    for what, secret in URL_CANARIES.items():
+        leaks = [name for name, text in outputs if secret in text]
+        leaks += [name for name, data in files.items() if secret.encode() in data]
+        leaks += ["postgresql rows"] if secret in rows else []
+        assert not leaks, f"the {what} password was found in: {leaks}"
+    assert any("rf:***@" in text for _, text in outputs), "the URLs are shown, masked"

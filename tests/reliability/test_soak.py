@@ -1,8 +1,10 @@
 """Soak: 200 schedules in 6 zones across DST transitions, `serve` nodes killed at random, a simulated month.
 
-Ten simulated days (2026-03-27 to 04-06: Berlin's spring gap on 29 March,
-Sydney's autumn fold on 5 April); a simulated year of 2026 with ``--long``
-(every transition of the five zones that have any). The clock has no speed
+By default, the least that shows it: nine simulated days (2026-03-28 to 04-06)
+hold Berlin's spring gap on 29 March and Sydney's autumn fold on 5 April, in
+about five rounds, each with a node SIGKILLed. A simulated year of 2026 with
+``--long`` (every transition of the five zones that have any, a kill in four
+rounds of five). The clock has no speed
 factor, so time runs fast by steps: each round starts the nodes (three
 ``serve`` processes on PostgreSQL, two on SQLite) at the next simulated
 instant (6-30 h later, seeded) on a shared ``--now T@E`` clock, lets them tick,
@@ -100,8 +102,8 @@ def transitions(start: datetime, end: datetime) -> list[str]:
 
 
 class Soak:
-    def __init__(self, url: str, tmp: Path, nodes: int, seed: int, applied: datetime) -> None:
-        self.url, self.tmp, self.seed, self.applied = url, tmp, seed, applied
+    def __init__(self, url: str, tmp: Path, nodes: int, seed: int, applied: datetime, kill_share: float) -> None:
+        self.url, self.tmp, self.seed, self.applied, self.kill_share = url, tmp, seed, applied, kill_share
         self.log = tmp / "steps.log"
         self.specs = soak_schedules()
         self.config = write_config(tmp / "reportflow.toml", db_url=url, schedules=self.specs,
@@ -130,7 +132,7 @@ class Soak:
         nodes = [Node(f"r{self.rounds:03d}-n{n}", self.tmp, self.config, clock.at(),
                       ("serve", "--worker-id", f"node{n}"), restart_after=0.0).start() for n in range(self.count)]
         began = time.monotonic()
-        kill_at = began + self.rng.uniform(0.3, 4.0) if self.rng.random() < 0.8 else None
+        kill_at = began + self.rng.uniform(0.3, 4.0) if self.rng.random() < self.kill_share else None
         victim = self.rng.randrange(self.count)
         context = f"seed {self.seed}, round {self.rounds} at {at.isoformat()}"
         while True:
@@ -156,9 +158,9 @@ class Soak:
 
 
 def run_soak(url: str, tmp: Path, nodes: int, seed: int, long_run: bool) -> str:
-    applied = datetime(2026, 1, 1, 0, 3, tzinfo=UTC) if long_run else datetime(2026, 3, 27, 0, 3, tzinfo=UTC)
-    span = timedelta(days=365) if long_run else timedelta(days=10)
-    soak = Soak(url, tmp, nodes, seed, applied)
+    applied = datetime(2026, 1, 1, 0, 3, tzinfo=UTC) if long_run else datetime(2026, 3, 28, 0, 3, tzinfo=UTC)
+    span = timedelta(days=365) if long_run else timedelta(days=9)
+    soak = Soak(url, tmp, nodes, seed, applied, kill_share=0.8 if long_run else 1.0)
     began = time.monotonic()
     for args in (("db", "upgrade"), ("schedules", "apply")):
         done = procs.run(tmp, soak.config, *args, now=procs.Shared(applied).at())
@@ -167,8 +169,8 @@ def run_soak(url: str, tmp: Path, nodes: int, seed: int, long_run: bool) -> str:
     at = applied
     try:
         while at < applied + span:
-            # Seeded steps: 20-44 simulated hours (36-108 with --long), each a round of node processes.
-            step = soak.rng.randint(2160, 6480) if long_run else soak.rng.randint(1200, 2640)
+            # Seeded steps: 36-60 simulated hours (36-108 with --long), each a round of node processes.
+            step = soak.rng.randint(2160, 6480) if long_run else soak.rng.randint(2160, 3600)
             at = min(at + timedelta(minutes=step), applied + span)
             soak.round(at)
     finally:
@@ -188,8 +190,11 @@ def run_soak(url: str, tmp: Path, nodes: int, seed: int, long_run: bool) -> str:
                                .where(audit_events.c.action == "slots_too_old")).all()
     soak.engine.dispose()
     statuses = Counter(r.status for r in rows)
-    context = (f"seed {seed}, {soak.rounds} rounds to {at.isoformat()}, {soak.kills} kills, DST transitions "
-               f"{transitions(applied, at)}")
+    crossed = transitions(applied, at)
+    context = f"seed {seed}, {soak.rounds} rounds to {at.isoformat()}, {soak.kills} kills, DST transitions {crossed}"
+    # What the default size is for: a spring gap, an autumn fold, and nodes killed mid-round.
+    assert {"Europe/Berlin 2026-03-29", "Australia/Sydney 2026-04-04"} <= set(crossed), context
+    assert soak.kills >= soak.rounds // 2 + 1, context
 
     ranges, have = slots_seen(rows, too_old, context)
     for spec in soak.specs:

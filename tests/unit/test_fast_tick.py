@@ -54,9 +54,29 @@ def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
     assert fast_tick.parse_argv(argv, ENV_NONE) is None
 
 
-def test_the_store_url_resolves_in_one_place() -> None:
-    assert config.resolve_store_url is defaults.resolve_store_url
-    assert config.DEFAULT_DB_URL == defaults.DEFAULT_DB_URL and config.DEFAULT_CONFIG == defaults.DEFAULT_CONFIG
+@pytest.mark.parametrize(("toml", "argv", "env"), [
+    ("", ["tick"], ENV_NONE),  # the default database, beside the config
+    ('[store]\nurl = "sqlite:///state/rf.db"\n', ["tick"], ENV_NONE),  # relative to the config's folder
+    ('[store]\nurl = "sqlite:////var/rf.db"\n', ["tick"], ENV_NONE),
+    ('[store]\nurl = "postgresql://u@h/db"\n', ["tick"], ENV_NONE),
+    ('[store]\nurl = "sqlite:///rf.db"\n', ["--db", "sqlite:///over.db", "tick"], ENV_NONE),
+    ('[store]\nurl = "sqlite:///rf.db"\n', ["tick"], {"REPORTFLOW_DB": "sqlite:///env.db"}),
+])
+def test_the_store_url_resolves_in_one_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str,
+                                             argv: list[str], env: dict[str, str]) -> None:
+    """The fast path opens the database the full path would: same URL for every way of naming it."""
+    path = tmp_path / "site" / "reportflow.toml"
+    path.parent.mkdir()
+    path.write_text(toml)
+    monkeypatch.chdir(tmp_path)  # the config is not in the working directory
+    monkeypatch.delenv("REPORTFLOW_DB", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    request = fast_tick.parse_argv(["--config", str(path), *argv], env)
+    assert request is not None
+    full = config.load_config(path, {}, db_override=request.db_override).store_url
+    assert fast_tick._store_url(path.read_bytes(), request) == full
+    assert full != defaults.DEFAULT_DB_URL  # resolved against the config's folder, never the working directory
 
 
 def test_the_bare_table_clauses_match_the_tables() -> None:

@@ -207,3 +207,14 @@ def test_failed_rename_removes_the_temp_file(tmp_path: Path, monkeypatch: pytest
         save(tmp_path, "new", on_existing="overwrite")
     assert [p.name for p in (tmp_path / "platform").iterdir()] == ["2026-09-29-platform-daily-summary.md"]
     assert (tmp_path / "platform" / "2026-09-29-platform-daily-summary.md").read_text() == "old"
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o077, 0o600), (0o002, 0o664), (0o022, 0o644)])
+def test_a_report_follows_the_umask_as_the_database_does(tmp_path: Path, umask: int, mode: int) -> None:
+    previous = os.umask(umask)
+    try:
+        first = save(tmp_path, sm.render_document(FRONT, "# Report"))
+    finally:
+        os.umask(previous)
+    assert oct(Path(first.path).stat().st_mode & 0o777) == oct(mode)
+    assert leftovers(tmp_path) == []
