@@ -33,9 +33,11 @@ class Runtime:
         return Notifier(self.config.notify.webhook_env, self.config.notify.apprise_env)
 
     def workflow(self, name: str) -> WorkflowDef:
+        """The installed workflow named ``name``; raises NotFound."""
         return registry_mod.get(self.registry, name)
 
     def settings(self, workflow: str) -> Any:
+        """The validated settings of workflow ``workflow`` (None if it has none)."""
         return self.config.workflow_settings.get(workflow)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 Block = dict[str, Any]
@@ -268,9 +268,3 @@ def block_text(block: Block) -> str:
     """The concatenated plain content of a block's rich text (for tests and checks)."""
     payload = block.get(block.get("type", ""), {})
     return "".join(item.get("text", {}).get("content", "") for item in payload.get("rich_text", []))
-
-
-def iter_rich_text(blocks: Iterable[Block]) -> Iterable[RichText]:
-    """Every rich text item of ``blocks``."""
-    for block in blocks:
-        yield from block.get(block.get("type", ""), {}).get("rich_text", [])

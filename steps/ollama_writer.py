@@ -94,9 +94,9 @@ class OllamaWriter:
     def __init__(self, host: str, model: str, *, timeout_s: float = 300.0,
                  exclusive: Exclusive | None = None, retry: RetryPolicy = RetryPolicy(),
                  options: Mapping[str, Any] | None = None, keep_alive: str | float | None = None,
-                 sleep: Callable[[float], None] | None = None) -> None:
-        """``options`` are defaults under the per-call ones; ``sleep`` replaces
-        tenacity's sleep between attempts (tests record the waits)."""
+                 sleep: Callable[[float], None]) -> None:
+        """``options`` are defaults under the per-call ones; ``sleep`` is tenacity's sleep between
+        attempts: the step's ``ctx.sleep`` (the engine's clock, ended by SIGTERM or a lost lease)."""
         self.host = host.rstrip("/")
         self.options = dict(options or {})
         self.model = model
@@ -104,7 +104,7 @@ class OllamaWriter:
         self.retry = retry
         self.keep_alive = keep_alive
         self._exclusive: Exclusive = exclusive or _no_lock
-        self._sleep = sleep if sleep is not None else tenacity.nap.sleep
+        self._sleep = sleep
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
               material: ReportMaterial,

@@ -246,8 +246,9 @@ def save(
 
     target = path
     try:
+        _check_inside(path.parents[1], path)  # before creating anything: a symlink swapped in since report_path
         path.parent.mkdir(parents=True, exist_ok=True)
-        _check_inside(path.parents[1], path)
+        _check_inside(path.parents[1], path)  # and after: the folder made is the one checked
         existing = _read(path)
         if existing is None:
             _write_atomic(path, data, check_fence)

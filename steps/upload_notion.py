@@ -11,9 +11,9 @@ holds data sources; pages live in a data source):
   page is created and the key is queried again: twins made by a crash
   elsewhere are resolved by keeping the oldest (created_time, then id) and
   moving the others to the trash.
-- Every request is paced (a ``Pacer``: ``SharedPace`` when the engine
-  provides a limit shared by every worker, else ``RateLimiter``, 3/s per
-  process; Notion's limit is per integration, i.e. per token), fenced
+- Every request is paced (a ``Pacer``: ``SharedPace`` in a run, over the engine's
+  limit shared by every worker; ``RateLimiter``, 3/s in one process, for ``doctor``;
+  Notion's limit is per integration, i.e. per token), fenced
   (``check_fence()`` before each write) and classified: 429
   ``NOTION_RATE_LIMITED``, 5xx/timeout/connection ``NOTION_UNAVAILABLE``,
   401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (tenacity,
@@ -43,7 +43,6 @@ from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential, wait_random
 
 from engine.core import errors
-from engine.core.clock import SystemClock
 from steps import notion_blocks
 
 REPORT_KEY_PROPERTY = "Report Key"
@@ -132,20 +131,6 @@ class SharedPace:
 def rate_limit_name(token: str) -> str:
     """The shared limit's name for an integration: a short digest of its token, never the token."""
     return "notion:" + hashlib.sha256(token.encode()).hexdigest()[:16]
-
-
-_shared_lock = threading.Lock()
-_shared: RateLimiter | None = None
-
-
-def shared_rate_limiter() -> RateLimiter:
-    """The process-wide limiter (3 requests/s) on the system clock, used when ``pace`` is None."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            clock = SystemClock()
-            _shared = RateLimiter(monotonic=clock.monotonic, sleep=clock.sleep)
-        return _shared
 
 
 def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion_client.Client:
@@ -396,7 +381,7 @@ def upload(
     properties_extra: dict[str, Any] | None = None,
     stored_page_id: str | None = None,
     check_fence: Callable[[], None] = lambda: None,
-    pace: Pacer | None = None,
+    pace: Pacer,
     retry_wait_max_s: float = 30.0,
 ) -> UploadOutput:
     """Create or update the one live page whose ``Report Key`` is ``report_key``.
@@ -404,13 +389,13 @@ def upload(
     The page's title property (named by the data source's schema) is ``title``,
     ``Report Key`` is ``report_key``, ``properties_extra`` (Notion property
     values) are added as given, and its content is ``markdown`` as blocks.
-    ``pace`` defaults to ``shared_rate_limiter()``; its ``sleep`` is used for
+    ``pace`` paces every request; its ``sleep`` (the step's ``ctx.sleep``) is used for
     retry waits too. Raises ``StepError`` (see the module doc) or whatever
     ``check_fence`` raises (``LeaseLost``), before the write it guards.
     """
     if not report_key:
         raise errors.step_error("CONFIG_INVALID", "a Notion upload needs a non-empty report key")
-    calls = _Calls(client, pace or shared_rate_limiter(), retry_wait_max_s, check_fence)
+    calls = _Calls(client, pace, retry_wait_max_s, check_fence)
     chunks = notion_blocks.chunk_blocks(notion_blocks.markdown_to_blocks(markdown))
     data_source_id = _resolve_data_source(calls, target)
     title_name = _title_property(calls, data_source_id)

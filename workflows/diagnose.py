@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.core import errors
+from engine.core import clock, errors
 from engine.core.models import ArtifactRecord
 from engine.plugins.contract import Finding
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
@@ -110,14 +110,25 @@ class _Unhealthy(Exception):
         self.message = message
 
 
+_PACE: list[Any] = []  # doctor's one limiter, made on its first Notion request
+
+
+def _doctor_pace() -> Any:
+    """Doctor's requests, 3/s in this process: a run's upload is paced by the engine's shared limit instead."""
+    from steps import upload_notion
+
+    if not _PACE:
+        _PACE.append(upload_notion.RateLimiter(monotonic=clock.REAL.monotonic, sleep=clock.REAL.sleep))
+    return _PACE[0]
+
+
 def _call(token: str, what: str, fn: Callable[..., Any], *, not_found: str, **kwargs: Any) -> Any:
     """One paced Notion request; failures become ``_Unhealthy`` with what to do about them."""
     import httpx
     from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
 
-    from steps import upload_notion
 
-    upload_notion.shared_rate_limiter().acquire()
+    _doctor_pace().acquire()
     try:
         return fn(**kwargs)
     except HTTPResponseError as exc:

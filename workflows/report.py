@@ -77,7 +77,7 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResul
         budget = settings.llm.retry_budget.total_seconds()
         writer = generate_report.OllamaWriter(
             host=settings.llm.host, model=str(ctx.pinned["model"]), timeout_s=settings.llm.timeout.total_seconds(),
-            options=options, exclusive=ctx.exclusive,
+            options=options, exclusive=ctx.exclusive, sleep=ctx.sleep,
             retry=RetryPolicy(budget_s=budget, initial_s=min(1.0, budget / 8),
                                               max_wait_s=min(10.0, budget / 2)))
     else:
@@ -151,9 +151,8 @@ def upload_markdown(ctx: StepContext, title: str, markdown: str) -> StepResult:
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=title,
             markdown=markdown, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
-            # Requests wait for slots shared by every worker; retry waits sleep as before.
-            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token),
-                                          upload_notion.shared_rate_limiter().sleep),
+            # Requests wait for slots shared by every worker; retry waits are the engine's (ctx.sleep).
+            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token), ctx.sleep),
             retry_wait_max_s=notion.retry_budget.total_seconds())
     except errors.StepError as exc:
         if exc.code != "NOTION_UNAUTHORIZED":

@@ -69,6 +69,7 @@ MAX_KEY = 48  # leaves room for "-weekly" in schedule names, under the 64-charac
 
 
 def project_key(repo: Path) -> str:
+    """The project key ``init`` derives from a repository's folder name (lower case, safe characters)."""
     name = re.sub(r"[^a-z0-9_-]+", "-", repo.resolve().name.lower()).strip("-_")
     return name[:MAX_KEY].rstrip("-_") or "project"
 

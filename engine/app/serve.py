@@ -18,11 +18,9 @@ from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import start_http_server
-from sqlalchemy.exc import SQLAlchemyError
 
-from engine.core import errors, logs, policies
-from engine.execution import reconciler
-from engine.execution.group_commit import GroupCommitError
+from engine.core import logs
+from engine.execution import loop, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import delivery
 from engine.operations import prune as lifecycle
@@ -45,6 +43,7 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
 
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           metrics_port: int | None = None, ui_port: int | None = None) -> None:
+    """Tick, sweep and prune in this loop while the pool's threads execute runs, until ``stop`` is set."""
     page = _start_ui(rt, ui_port) if ui_port is not None else None
     worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time, in the background
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
@@ -56,7 +55,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = lifecycle.RetentionTimer(rt.config.retain, rt.config.retain_max)
-    failures = 0
+    backoff = loop.Backoff(rt.clock, poll, "serve_loop_failed")
     retry_at: datetime | None = None  # the next retry's not_before: the loop wakes for it
     reclaim = True  # at start (a restarted node) and after a database error: runs this worker id still holds
     try:
@@ -69,9 +68,9 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     # is retried like any other outage. The threads start once that has been done.
                     worker.reclaim()
                     worker.start()
-                    if failures:
+                    if failures := backoff.recovered():
                         logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
-                    reclaim, failures = False, 0
+                    reclaim = False
                 report = scheduler.tick(rt, committed=worker.wake)
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
@@ -85,13 +84,12 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 with rt.store.read() as conn:
                     retry_at = run_rows.next_due_at(conn, after=now)
                 delay = decide_sleep(now, [report.next_due_at, retry_at], poll)
-            except (SQLAlchemyError, GroupCommitError) as exc:
+            except loop.DATABASE_ERRORS as exc:
                 # The database went away (restart, failover): keep the process, try again shortly.
-                failures += 1
                 reclaim = True
-                delay = policies.decide_retry_delay(failures, poll)
-                logs.event(log, logging.WARNING, "serve_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
-            rt.clock.sleep(delay, stop)
+                rt.clock.sleep(backoff.failed(exc), stop)
+                continue
+            rt.clock.wait(delay, stop)
     finally:
         stop.set()  # also on an error that ends serve: the sender sends what is pending once more, then stops
         sender.join(30)

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from engine.cli import output
+from engine.cli import options, output
 from engine.cli.version import version_text
 from engine.core import errors
 from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, RunStatus
 
 if TYPE_CHECKING:
+    from engine.cli import fast_tick
     from engine.config import settings as config_mod
     from engine.core import clock as clock_mod
     from engine.plugins import registry as registry_mod
@@ -63,14 +64,24 @@ class Cli:
     _runtime: "Runtime | None" = field(default=None)
 
     def clock(self) -> "clock_mod.Clock":
+        """The clock of this command: real time, or ``--now``'s."""
         from engine.core import clock as clock_mod
 
         return clock_mod.clock_from_spec(self.now_spec)
 
     def config(self) -> "config_mod.AppConfig":
+        """The validated config (with ``--db`` applied); raises ConfigInvalid."""
         from engine.plugins import registry as registry_mod
 
         return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]
+
+    def store_url(self) -> str:
+        """The store URL as every command resolves it; with ``--db``/REPORTFLOW_DB the config is not read."""
+        if self.db_url:
+            from engine.config import defaults
+
+            return defaults.store_url(self.db_url, None, self.config_path.parent.resolve())
+        return self.config().store_url
 
     def registry(self) -> "registry_mod.Registry":
         """Installed workflows plus the config's ``[[workflows]]``; installed only when no config file exists."""
@@ -111,19 +122,20 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    config: Annotated[Optional[Path], typer.Option("--config", envvar="REPORTFLOW_CONFIG",
+    config: Annotated[Optional[Path], typer.Option(options.CONFIG, envvar=options.ENV[options.CONFIG],
                                                    help="Config file (default ./reportflow.toml).")] = None,
-    now: Annotated[Optional[str], typer.Option("--now", envvar="REPORTFLOW_NOW",
+    now: Annotated[Optional[str], typer.Option(options.NOW, envvar=options.ENV[options.NOW],
                                                help="Start the clock at T (ISO 8601), or T@UNIX to share it.")] = None,
-    db: Annotated[Optional[str], typer.Option("--db", envvar="REPORTFLOW_DB", help="Database URL override.")] = None,
-    log_format: Annotated[str, typer.Option("--log-format", help="text or json.")] = "text",
+    db: Annotated[Optional[str], typer.Option(options.DB, envvar=options.ENV[options.DB],
+                                              help="Database URL override.")] = None,
+    log_format: Annotated[str, typer.Option(options.LOG_FORMAT, help="text or json.")] = "text",
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Global options come before the subcommand: reportflow --config F --now T tick"""
     from engine.core import logs
 
-    if log_format not in ("text", "json"):
+    if log_format not in options.LOG_FORMATS:
         raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
     logs.configure(log_format)
     if config is None:
@@ -178,7 +190,7 @@ def db_upgrade(ctx: typer.Context) -> None:
     from engine.store import database
 
     cli = _cli(ctx)
-    url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
+    url = cli.store_url()
     engine = database.create_db_engine(url)
     try:
         before = database.current_revision(engine)
@@ -199,11 +211,14 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
     from engine.store import backup, database
 
     cli = _cli(ctx)
-    url = cli.db_url or os.environ.get("REPORTFLOW_DB") or cli.config().store_url
+    url = cli.store_url()
     engine = database.create_db_engine(url)
-    if engine.dialect.name == "sqlite":
-        database.ensure_schema(engine, auto_migrate=False)
-    pages = backup.backup_sqlite(engine, path)
+    try:
+        if engine.dialect.name == "sqlite":
+            database.ensure_schema(engine, auto_migrate=False)
+        pages = backup.backup_sqlite(engine, path)
+    finally:
+        engine.dispose()
     output.say(f"backed up {database.safe_url(url)} to {path} ({pages} pages)")
 
 
@@ -415,10 +430,7 @@ def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from engine.scheduling import tick as scheduler
 
     cli = _cli(ctx)
-    try:  # read before validation: what is recorded below is what was validated, or nothing
-        seen: "fast_tick.Inputs | None" = fast_tick.read_inputs(cli.config_path, cli.db_url)
-    except OSError:
-        seen = None  # no config to read: runtime() says so
+    seen = _inputs_seen(cli)
     runtime = cli.runtime()
     if seen is not None:
         fast_tick.remember(runtime, seen)  # the next nothing-due tick can skip the validation
@@ -475,6 +487,35 @@ def work(ctx: typer.Context,
     if sender is None:
         _deliver(rt)
     output.outcomes(outcomes)
+
+
+@app.command()
+def cycle(ctx: typer.Context, as_json: JsonOpt = False,
+          worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None,
+          concurrency: Annotated[Optional[int], typer.Option(
+              "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
+          = None) -> None:
+    """One pass of tick, reconcile and work until idle, for cron. Example: * * * * * reportflow cycle"""
+    from engine.app import cycle as cycle_mod
+    from engine.cli import fast_tick
+
+    cli = _cli(ctx)
+    seen = _inputs_seen(cli)
+    rt = cli.runtime()
+    if seen is not None:
+        fast_tick.remember(rt, seen)  # the next cycle with nothing to do can skip the validation
+    report = cycle_mod.cycle(rt, stop=_stop_on_signals(), worker_id=worker_id, concurrency=concurrency)
+    output.cycle_report(report, as_json)
+
+
+def _inputs_seen(cli: Cli) -> "fast_tick.Inputs | None":
+    """The fast path's fingerprint of the config, read before validation (what is recorded is what was validated)."""
+    from engine.cli import fast_tick  # noqa: F811 - at run time, not only for the type
+
+    try:
+        return fast_tick.read_inputs(cli.config_path, cli.db_url)
+    except OSError:
+        return None  # no config to read: runtime() says so
 
 
 @app.command()

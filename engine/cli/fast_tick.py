@@ -1,4 +1,5 @@
-"""``reportflow tick`` with nothing due, answered without Typer, pydantic, croniter or the workflows.
+"""``reportflow tick`` with nothing due, and ``reportflow cycle`` with nothing to do, answered without
+Typer, pydantic, croniter or the workflows.
 
 A cron line runs ``tick`` every minute, and nearly every minute nothing is due
 (SPEC §11: it must start within 1.3x ``import sqlalchemy``). The full path
@@ -11,7 +12,12 @@ and answers only when the full path would have printed the same and exited 0:
   inputs seen now (``read_inputs``: the config's bytes and place, the store
   override, the interpreter, the installed distributions), and the source files
   that validation loaded are as they were then (``watched_files``);
-- the schema is at head, and no live schedule has ``next_run_at <= now``.
+- the schema is at head, and no live schedule has ``next_run_at <= now``;
+- for ``cycle`` also (``cycle_has_work``): no enabled schedule is due (so none is silent), no run
+  is claimable, PENDING, WAITING, or RUNNING with an expired lease or past its ``max_runtime``.
+
+Both build the full path's own report (``engine.core.reports``), print it with the same
+``engine.cli.output`` functions, and parse the global options ``engine.cli.options`` names.
 
 Anything else (another command line, an input that differs, something due, a
 missing file, any error) makes ``run`` return False, and the command goes to
@@ -27,22 +33,24 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.config.defaults import DEFAULT_CONFIG, DEFAULT_DB_URL, resolve_store_url
+from engine.cli import options
+from engine.config import defaults
+from engine.config.defaults import DEFAULT_CONFIG
+from engine.core import reports
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from engine.runtime import Runtime
 
-# The global options this path understands (each at most once, before ``tick``) and their
-# variables, as the Typer callback in engine/cli/app.py declares them.
-OPTIONS: dict[str, str | None] = {"--config": "REPORTFLOW_CONFIG", "--now": "REPORTFLOW_NOW",
-                                  "--db": "REPORTFLOW_DB", "--log-format": None}
+# The command lines this path answers, after global options (each at most once).
+COMMAND_LINES = (["tick"], ["tick", "--json"], ["cycle"], ["cycle", "--json"], ["work", "--until-idle"])
+COMMANDS = tuple(sorted({line[0] for line in COMMAND_LINES}))
 RECIPE = "reportflow fast tick 1"  # change it when the fingerprint comes to cover something else
 KEEP = 20  # fingerprints kept in the store: a few configs or code versions in turn all stay fast
 # A file modified this close to (or after) the moment its config was read may have been
@@ -60,21 +68,7 @@ class Request:
     now_spec: str | None
     db_override: str | None
     as_json: bool
-
-
-@dataclass(frozen=True)
-class QuietTick:
-    """What ``output.tick_report`` reads of a ``scheduler.TickReport``, for a tick with nothing due."""
-
-    now: datetime
-    next_due_at: datetime | None
-    due: int = 0
-    handled: int = 0
-    lost_races: int = 0
-    created: dict[str, int] = field(default_factory=dict)
-    already_present: int = 0
-    too_old_slots: int = 0
-    runs_created: int = 0
+    command: str = "tick"
 
 
 @dataclass(frozen=True)
@@ -87,7 +81,7 @@ class Inputs:
 
 
 def run(argv: Sequence[str]) -> bool:
-    """Answer ``reportflow *argv`` if it is a nothing-due ``tick`` this path can vouch for.
+    """Answer ``reportflow *argv`` if it is a nothing-due ``tick`` or an idle ``cycle`` this path can vouch for.
 
     False means "not handled, nothing printed": the caller runs the full path.
     """
@@ -95,24 +89,34 @@ def run(argv: Sequence[str]) -> bool:
     if request is None:
         return False
     try:
-        report = quiet_tick(request)
+        from engine.cli import output
+
+        report = quiet(request)
+        if report is None:
+            return False
+        # Rendered into data here, so that a report the printer cannot read falls back too.
+        if isinstance(report, reports.CycleReport):
+            output.cycle_data(report)
+        elif isinstance(report, reports.TickReport):
+            output.tick_data(report)
     except Exception:  # noqa: BLE001 - whatever it is, the full path meets it again and reports it properly
         return False
-    if report is None:
-        return False
-    from engine.cli import output
-
-    output.tick_report(report, request.as_json)
+    if isinstance(report, reports.CycleReport):
+        output.cycle_report(report, request.as_json)
+    elif isinstance(report, reports.TickReport):
+        output.tick_report(report, request.as_json)
+    else:
+        output.outcomes(report)
     return True
 
 
 def parse_argv(argv: Sequence[str], environ: Mapping[str, str]) -> Request | None:
-    """The ``tick`` that ``argv`` asks for, or None for anything else (Typer's to parse)."""
+    """The ``tick`` or ``cycle`` that ``argv`` asks for, or None for anything else (Typer's to parse)."""
     given: dict[str, str] = {}
     rest = list(argv)
-    while rest and rest[0] != "tick":
+    while rest and rest[0] not in COMMANDS:
         name, eq, value = rest.pop(0).partition("=")
-        if name not in OPTIONS or name in given:
+        if name not in options.ENV or name in given:
             return None
         if not eq:
             if not rest:
@@ -121,20 +125,23 @@ def parse_argv(argv: Sequence[str], environ: Mapping[str, str]) -> Request | Non
         if not value or value.startswith("-"):
             return None
         given[name] = value
-    if rest not in (["tick"], ["tick", "--json"]) or given.get("--log-format", "text") not in ("text", "json"):
+    if rest not in COMMAND_LINES:
+        return None
+    if given.get(options.LOG_FORMAT, "text") not in options.LOG_FORMATS:
         return None
 
     def option(name: str) -> str | None:
-        variable = OPTIONS[name]
+        variable = options.ENV[name]
         # Click takes an empty variable for an unset one.
         return given.get(name) or (environ.get(variable) if variable else None) or None
 
-    return Request(config_path=Path(option("--config") or DEFAULT_CONFIG), now_spec=option("--now"),
-                   db_override=option("--db"), as_json=rest == ["tick", "--json"])
+    return Request(config_path=Path(option(options.CONFIG) or DEFAULT_CONFIG), now_spec=option(options.NOW),
+                   db_override=option(options.DB), as_json=rest[1:] == ["--json"], command=rest[0])
 
 
-def quiet_tick(request: Request) -> QuietTick | None:
-    """The report of a nothing-due tick, or None when this path cannot vouch for one."""
+def quiet(request: Request) -> reports.TickReport | reports.CycleReport | list[object] | None:
+    """The report of a nothing-due tick, an idle cycle or a ``work --until-idle`` with nothing to claim
+    (no outcome), or None when this path cannot vouch for one."""
     from engine.core.clock import clock_from_spec
     from engine.store import database, due, fingerprints
 
@@ -143,6 +150,8 @@ def quiet_tick(request: Request) -> QuietTick | None:
     engine = _reader(_store_url(seen.config_bytes, request))
     if engine is None:
         return None
+    cycle = request.command == "cycle"
+    work = request.command == "work"
     try:
         now = clock.now()
         with engine.connect() as conn:
@@ -153,24 +162,73 @@ def quiet_tick(request: Request) -> QuietTick | None:
                 return None
             next_due_at: datetime | None = conn.execute(due.next_wake_query()).scalar()
             retry_due = conn.execute(due.retry_due_query(now)).first() is not None
+            if work or cycle:
+                # Both end by delivering the outbox: an event due while a target is named means work.
+                if _has_notify_target(seen.config_bytes) and conn.execute(due.pending_due_query(now)).first():
+                    return None
+            if work:
+                # A new process's worker id (host:pid) holds no run: nothing to take back, only to claim.
+                claimable = conn.execute(due.work_query(now, claimable_only=True)).first()
+            if cycle:
+                first_enabled = conn.execute(due.next_enabled_query()).scalar()
+                runs = [tuple(row) for row in conn.execute(due.work_query(now))]
     finally:
         engine.dispose()
+    if work:
+        return None if claimable is not None else []
     if (next_due_at is not None and next_due_at <= now) or retry_due:
         return None  # something is due: the full path creates its runs, or sends the alerts due again
-    return QuietTick(now=now, next_due_at=next_due_at)
+    tick = reports.TickReport(now=now, next_due_at=next_due_at)
+    if not cycle:
+        return tick
+    if cycle_has_work(now, first_enabled, runs):
+        return None
+    return reports.CycleReport(tick=tick)
+
+
+def _has_notify_target(config_bytes: bytes) -> bool:
+    """Whether ``[notify]`` names a variable that is set (a webhook or Apprise URLs): events are sent then.
+
+    Without one, events stay recorded and pending on purpose, and must not keep an idle cycle busy.
+    Any doubt (a file tomllib cannot read) counts as a target, so the full path decides.
+    """
+    import os
+    import tomllib
+
+    try:
+        notify = tomllib.loads(config_bytes.decode("utf-8")).get("notify", {})
+    except (ValueError, UnicodeDecodeError):
+        return True
+    if not isinstance(notify, dict):
+        return True
+    return any(isinstance(name, str) and name and os.environ.get(name)
+               for name in (notify.get("webhook_env"), notify.get("apprise_env")))
+
+
+def cycle_has_work(now: datetime, first_enabled: datetime | None,
+                   runs: Sequence[tuple[str, datetime | None, datetime | None, int]]) -> bool:
+    """Whether a cycle has anything to do besides ticking nothing: an enabled schedule due (or silent),
+    or a run from ``due.work_query`` that is not RUNNING under a live lease within its ``max_runtime``."""
+    if first_enabled is not None and first_enabled <= now:
+        return True
+    for status, lease_until, claimed_at, max_runtime_s in runs:
+        if status != "RUNNING" or lease_until is None or lease_until <= now or claimed_at is None:
+            return True
+        if now - claimed_at > timedelta(seconds=max_runtime_s):
+            return True  # stalled: the reconciler reports it
+    return False
 
 
 def _store_url(config_bytes: bytes, request: Request) -> str:
     """The store URL as ``engine.config.build_config`` resolves it: ``--db``/REPORTFLOW_DB, ``[store] url``, default."""
-    url = request.db_override
-    if url is None:
+    configured = None
+    if request.db_override is None:
         import tomllib
 
-        store = tomllib.loads(config_bytes.decode("utf-8")).get("store", {})
-        url = store.get("url", DEFAULT_DB_URL)
-        if not isinstance(url, str):
+        configured = tomllib.loads(config_bytes.decode("utf-8")).get("store", {}).get("url")
+        if configured is not None and not isinstance(configured, str):
             raise TypeError("store.url is not text")  # invalid: the full path says so
-    return resolve_store_url(url, request.config_path.parent.resolve())
+    return defaults.store_url(request.db_override, configured, request.config_path.parent.resolve())
 
 
 def _reader(url: str) -> Engine | None:
@@ -205,9 +263,9 @@ def read_inputs(config_path: Path, db_override: str | None) -> Inputs:
     changes it). The source files validation loads are checked apart
     (``watched_files``), since which they are is known only after loading them.
     """
-    from engine.core.clock import SystemClock
+    from engine.core import clock
 
-    read_at = SystemClock().now()
+    read_at = clock.REAL.now()
     data = config_path.read_bytes()
     digest = hashlib.sha256()
     parts = (RECIPE, sys.version, sys.executable, os.path.abspath(config_path), str(config_path.parent.resolve()),

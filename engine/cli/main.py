@@ -19,7 +19,7 @@ def main() -> None:
 
         sys.stdout.write(version.version_text() + "\n")
         return
-    if "tick" in argv:
+    if "tick" in argv or "cycle" in argv or "--until-idle" in argv:
         from engine.cli import fast_tick
 
         if fast_tick.run(argv):

@@ -54,16 +54,19 @@ def _plain(stream: IO[str]) -> bool:
 
 
 def escape(text: str) -> str:
+    """``text`` with rich markup characters escaped, to print as it is."""
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
 
 
 def json_out(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
     sys.stdout.write(json.dumps(value, indent=2, default=json_default) + "\n")
 
 
 def json_default(value: Any) -> Any:
+    """JSON for what ``json`` cannot encode: instants as ISO 8601, durations as seconds, dataclasses as dicts."""
     if isinstance(value, datetime):
         return format_instant(value)
     if isinstance(value, timedelta):
@@ -74,10 +77,12 @@ def json_default(value: Any) -> Any:
 
 
 def status(value: str) -> str:
+    """A run or step status in its colour (rich markup)."""
     return f"[{STATUS_STYLE.get(value, 'white')}]{value}[/]"
 
 
 def say(message: str) -> None:
+    """Print one line on stdout (plainly to a pipe)."""
     if _plain(sys.stdout):
         sys.stdout.write(message + "\n")
         return
@@ -85,6 +90,7 @@ def say(message: str) -> None:
 
 
 def warn(message: str) -> None:
+    """Print a warning line on stderr."""
     if _plain(sys.stderr):
         sys.stderr.write(f"warning: {message}\n")
         return
@@ -92,6 +98,7 @@ def warn(message: str) -> None:
 
 
 def error(message: str, code: str | None = None) -> None:
+    """Print an error line on stderr, with its code when there is one."""
     prefix = f"error [{code}]" if code else "error"
     if _plain(sys.stderr):
         sys.stderr.write(f"{prefix}: {message}\n")
@@ -99,19 +106,44 @@ def error(message: str, code: str | None = None) -> None:
     console(stderr=True).print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line
 
 
-def tick_report(report: Any, as_json: bool) -> None:
-    data = {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
+def tick_data(report: Any) -> dict[str, Any]:
+    """A ``reports.TickReport`` as ``tick --json`` prints it."""
+    return {"now": format_instant(report.now), "due_schedules": report.due, "handled": report.handled,
             "lost_races": report.lost_races, "created": dict(report.created), "runs_created": report.runs_created,
             "already_present": report.already_present, "too_old_slots": report.too_old_slots,
             "next_due_at": format_instant(report.next_due_at)}
+
+
+def tick_report(report: Any, as_json: bool) -> None:
+    """Print a ``reports.TickReport``: one line, or JSON."""
+    data = tick_data(report)
     if as_json:
         json_out(data)
         return
-    created = ", ".join(f"{n} {s}" for s, n in sorted(report.created.items())) or "no runs"
-    say(f"tick at {data['now']}: {report.due} schedule(s) due, {created}; next due {data['next_due_at'] or 'never'}")
+    created = ", ".join(f"{n} {s}" for s, n in sorted(data["created"].items())) or "no runs"
+    say(f"tick at {data['now']}: {data['due_schedules']} schedule(s) due, {created}; "
+        f"next due {data['next_due_at'] or 'never'}")
+
+
+def cycle_data(report: Any) -> dict[str, Any]:
+    """A ``reports.CycleReport`` as ``cycle --json`` prints it."""
+    return {"tick": tick_data(report.tick), "reconcile": sweep_data(report.sweep),
+            "runs": [{"run_id": o.run_id, "key": o.key, "status": o.status.value, "error_code": o.error_code}
+                     for o in report.outcomes]}
+
+
+def cycle_report(report: Any, as_json: bool) -> None:
+    """Print a ``reports.CycleReport``: its tick, its sweep and its runs, or all three as one JSON object."""
+    if as_json:
+        json_out(cycle_data(report))
+        return
+    tick_report(report.tick, False)
+    sweep_report(report.sweep, False)
+    outcomes(report.outcomes)
 
 
 def outcomes(items: Sequence[Any]) -> None:
+    """One line per run executed (``RunOutcome``), or "nothing to do"."""
     if not items:
         say("nothing to do")
         return
@@ -124,11 +156,17 @@ def outcomes(items: Sequence[Any]) -> None:
                             f"{' ' + item.error_code if item.error_code else ''}")
 
 
-def sweep_report(report: Any, as_json: bool) -> None:
-    data = {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
+def sweep_data(report: Any) -> dict[str, Any]:
+    """A ``reports.SweepReport`` as ``reconcile --json`` prints it."""
+    return {"recovered": report.recovered, "failed": report.failed, "promoted": report.promoted,
             "stalled": [r.id for r in report.stalled],
             "silent": [{"schedule": n, "next_run_at": format_instant(t)} for n, t in report.silent],
             "stuck": [{"run_id": s.run_id, "status": s.status, "reason": s.reason} for s in report.stuck]}
+
+
+def sweep_report(report: Any, as_json: bool) -> None:
+    """Print a ``reports.SweepReport``: a summary line and a warning per stalled run or silent schedule."""
+    data = sweep_data(report)
     if as_json:
         json_out(data)
         return
@@ -143,6 +181,7 @@ def sweep_report(report: Any, as_json: bool) -> None:
 
 
 def action(result: Any, as_json: bool) -> None:
+    """Print what an operator action did (``ActionResult``), or JSON."""
     if as_json:
         json_out(asdict(result))
         return

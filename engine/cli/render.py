@@ -44,6 +44,7 @@ def _compact_secs(value: float | None) -> str:
 
 
 def apply_report(report: Any) -> None:
+    """Print a ``schedules apply`` plan or result: warnings, then each change."""
     for warning in report.warnings:
         warn(warning)
     plan = report.plan
@@ -69,6 +70,7 @@ def apply_report(report: Any) -> None:
 
 
 def schedules(overviews: Sequence[Any], as_json: bool) -> None:
+    """Print ``schedules list``: a table, or JSON."""
     data = [views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews]
     if as_json:
         _json(data)
@@ -98,6 +100,7 @@ def _ratio(value: float | None, due: int | None) -> str:
 
 
 def schedule_detail(overview: Any, as_json: bool) -> None:
+    """Print ``schedules show NAME``, or JSON."""
     data = views.schedule_view(overview.schedule, overview.last_run, overview.slo)
     if as_json:
         _json(data)
@@ -109,6 +112,7 @@ def schedule_detail(overview: Any, as_json: bool) -> None:
 
 
 def audit(events: Sequence[AuditEvent], as_json: bool) -> None:
+    """Print audit events (``schedules history``), or JSON."""
     if as_json:
         _json([asdict(e) for e in events])
         return
@@ -128,6 +132,7 @@ def audit(events: Sequence[AuditEvent], as_json: bool) -> None:
 
 
 def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
+    """Print upcoming fire times in UTC and local time (``schedules preview``), or JSON."""
     data = [{"utc": format_instant(f.at), "local": f.local.isoformat(), "moved": f.moved, "note": f.note}
             for f in items]
     if as_json:
@@ -163,6 +168,7 @@ def draft(report: Any, as_json: bool) -> None:
 
 
 def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
+    """Print a cron check (``schedules validate``): valid or its problems, runs per day, or JSON."""
     data = {
         "cron": expr, "timezone": timezone, "valid": result.ok, "runs_per_day": round(result.runs_per_day, 2),
         "min_interval_s": result.min_interval.total_seconds() if result.min_interval else None,
@@ -183,6 +189,7 @@ def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
 
 @contextmanager
 def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback ``(done, total)`` shown on a terminal (nothing when quiet or piped)."""
     if quiet or not err.is_terminal:
         yield lambda done, total: None
         return
@@ -198,6 +205,7 @@ def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int]
 
 
 def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
+    """Print what a backfill created, requeued and left alone, or JSON."""
     data = {"dry_run": dry_run, "created": report.created, "requeued": report.requeued,
             "left": [{"business_key": k, "status": s} for k, s in report.left], "present": report.present,
             "future": report.future, "pruned": report.pruned, "no_slot": report.no_slot}
@@ -220,6 +228,7 @@ def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
 
 
 def prune_report(report: Any, as_json: bool) -> None:
+    """Print what a prune removed (or would remove, ``--dry-run``), or JSON."""
     data = {"before": report.before.isoformat(), "dry_run": report.dry_run, "removed": report.removed,
             "counts": report.counts,
             "ranges": [{"schedule_id": r.schedule_id, "first": r.first.isoformat(), "last": r.last.isoformat(),
@@ -234,6 +243,7 @@ def prune_report(report: Any, as_json: bool) -> None:
 
 
 def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
+    """Print ``runs list``: a table, or JSON."""
     if as_json:
         _json([views.run_summary(r, now) for r in items])
         return
@@ -258,6 +268,7 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
 
 
 def run_detail(run: Run, now: datetime, as_json: bool) -> None:
+    """Print ``runs show RUN``: steps, attempts, pins, artifacts, errors, or JSON."""
     data = views.run_detail(run, now)
     if as_json:
         _json(data)
@@ -315,6 +326,7 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
 
 
 def findings(items: Sequence[Any], as_json: bool) -> None:
+    """Print ``doctor``'s findings, problems marked, or JSON."""
     if as_json:
         _json([asdict(f) for f in items])
         return
@@ -324,6 +336,7 @@ def findings(items: Sequence[Any], as_json: bool) -> None:
 
 
 def workflows(items: Sequence[WorkflowDef], as_json: bool) -> None:
+    """Print ``workflows list``, or JSON."""
     data = [views.workflow_view(w) for w in items]
     if as_json:
         _json(data)
@@ -338,6 +351,7 @@ def workflows(items: Sequence[WorkflowDef], as_json: bool) -> None:
 
 
 def workflow(item: WorkflowDef, as_json: bool) -> None:
+    """Print ``workflows show NAME``, or JSON."""
     data = views.workflow_view(item)
     if as_json:
         _json(data)

@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from engine.config import defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
@@ -181,6 +182,7 @@ class ScheduleConfig(Strict):
     authors: list[str] | None = None
 
     def to_spec(self) -> ScheduleSpec:
+        """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
         return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
 
 
@@ -232,6 +234,7 @@ class AppConfig:
     retain_max: int = 5000
 
     def schedule(self, name: str) -> ScheduleSpec:
+        """The schedule of the config named ``name``; raises NotFound."""
         for spec in self.schedules:
             if spec.name == name:
                 return spec
@@ -263,6 +266,7 @@ def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequ
 
 
 def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file; an unreadable or malformed one raises ConfigInvalid."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -369,9 +373,8 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
         specs.append(spec)
 
-    url = db_override or os.environ.get("REPORTFLOW_DB") or sections.store.url
     return AppConfig(
-        path=path, base_dir=base_dir, store_url=resolve_store_url(url, base_dir),
+        path=path, base_dir=base_dir, store_url=defaults.store_url(db_override, sections.store.url, base_dir),
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
         workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
         retain_max=sections.store.retain_max,

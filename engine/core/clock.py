@@ -22,6 +22,9 @@ class Clock(Protocol):
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
         """Wait ``seconds``; return True early if ``stop`` was set."""
 
+    def wait(self, seconds: float, stop: threading.Event) -> bool:
+        """A background loop's pause: until ``stop`` is set or ``seconds`` pass by themselves; True if stopped."""
+
     def monotonic(self) -> float:
         """Seconds from an arbitrary origin, for measuring durations."""
 
@@ -33,15 +36,22 @@ class SystemClock:
         self._offset = offset
 
     def now(self) -> datetime:
+        """The current instant, shifted by the offset."""
         return datetime.now(UTC) + self._offset
 
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        """Wait ``seconds`` of real time, or until ``stop`` is set (then True)."""
         if stop is None:
             time.sleep(max(0.0, seconds))
             return False
         return stop.wait(max(0.0, seconds))
 
+    def wait(self, seconds: float, stop: threading.Event) -> bool:
+        """Wait until ``stop`` is set (True) or ``seconds`` of real time pass (False)."""
+        return stop.wait(max(0.0, seconds))
+
     def monotonic(self) -> float:
+        """Seconds on the system's monotonic clock."""
         return time.monotonic()
 
 
@@ -53,29 +63,40 @@ class ManualClock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
+        """The instant this clock was set or advanced to."""
         with self._lock:
             return self._now
 
     def advance(self, delta: timedelta) -> datetime:
+        """Move the clock forward by ``delta``; returns the new instant."""
         with self._lock:
             self._now += delta
             return self._now
 
     def set(self, instant: datetime) -> None:
+        """Set the clock to ``instant`` (aware, any zone)."""
         with self._lock:
             self._now = to_utc(instant)
 
     def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
-        """Without ``stop``: advance instantly. With one: manual time does not pass by
-        itself, so a background loop (a heartbeat) just waits until it is stopped."""
-        if stop is None:
-            self.advance(timedelta(seconds=max(0.0, seconds)))
-            return False
+        """Advance by ``seconds`` at once, unless ``stop`` is set already (then True)."""
+        if stop is not None and stop.is_set():
+            return True
+        self.advance(timedelta(seconds=max(0.0, seconds)))
+        return False
+
+    def wait(self, seconds: float, stop: threading.Event) -> bool:
+        """Manual time does not pass by itself: a background loop (a heartbeat, an idle poll) waits for ``stop``."""
         stop.wait()
         return True
 
     def monotonic(self) -> float:
+        """The manual instant as seconds (moves only when the clock does)."""
         return self.now().timestamp()
+
+
+# Real time whatever the runtime simulates: group commit windows, a server's start-up, file stamps.
+REAL = SystemClock()
 
 
 def to_utc(instant: datetime) -> datetime:

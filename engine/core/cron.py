@@ -66,6 +66,7 @@ class CronCheck:
 
     @property
     def ok(self) -> bool:
+        """True when the expression has no problems."""
         return not self.problems
 
 

@@ -73,6 +73,12 @@ class LeaseLost(Conflict):
         super().__init__(f"run {run_id}: lease with token {token} is no longer held")
 
 
+class Interrupted(ReportflowError):
+    """SIGTERM came while a step waited (``ctx.sleep``): the run is handed back to resume at that step."""
+
+    code = "INTERRUPTED"
+
+
 class SchemaMismatch(ReportflowError):
     code = "SCHEMA_UNKNOWN"
 

@@ -84,6 +84,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, event, the event's fields, message."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON object: ts, level, logger, event, its fields, message."""
         stamp = datetime.fromtimestamp(record.created, UTC)
         payload: dict[str, Any] = {
             "ts": stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -116,6 +117,7 @@ class TextFormatter(logging.Formatter):
         return redact.mask_urls(super().format(record))
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        """The record's time as ISO 8601 UTC at second precision (each second formatted once)."""
         second, stamp = self._last
         if int(record.created) != second:  # a busy worker logs many lines a second: format each once
             second = int(record.created)
@@ -125,6 +127,7 @@ class TextFormatter(logging.Formatter):
 
 
 def configure(fmt: str = "text", level: int = logging.INFO) -> None:
+    """Send the engine's log lines to stderr, as ``text`` or ``json``, from ``level`` up."""
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())

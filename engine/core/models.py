@@ -31,6 +31,10 @@ class RunStatus(StrEnum):
 
 ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING,
                              RunStatus.WAITING})
+# Waiting for a worker (once ``not_before`` has passed); the order is the SQL's (a partial index repeats it).
+CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
+# A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
+BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING, RunStatus.WAITING)
 # Runs that have not started: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
 HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
 HELD_BY_DISABLED = "schedule disabled"
@@ -177,6 +181,7 @@ class Schedule:
 
     @property
     def name(self) -> str:
+        """The schedule's name (its spec's)."""
         return self.spec.name
 
 
@@ -190,6 +195,7 @@ class Period:
     timezone: str
 
     def window_local(self) -> tuple[str, str]:
+        """The period's start and end as local ISO 8601 times in its timezone."""
         from zoneinfo import ZoneInfo
 
         zone = ZoneInfo(self.timezone)
@@ -282,10 +288,12 @@ class Run:
 
     @property
     def start_delay(self) -> timedelta | None:
+        """How long after its slot the run started (None before it did)."""
         return None if self.started_at is None else self.started_at - self.scheduled_for
 
     @property
     def duration(self) -> timedelta | None:
+        """From the run's start to its completion (None until both happened)."""
         if self.started_at is None or self.completed_at is None:
             return None
         return self.completed_at - self.started_at

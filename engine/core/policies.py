@@ -82,8 +82,14 @@ def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn) -> t
     return day, day
 
 
+def base_key(workflow: str, project: str, business_key: str) -> str:
+    """The key every revision of one business period shares (one RUNNING run per base key)."""
+    return f"{workflow}:{project}:{business_key}"
+
+
 def idempotency_key(workflow: str, project: str, business_key: str, revision: int = 1) -> str:
-    base = f"{workflow}:{project}:{business_key}"
+    """A run's unique key: its base key, with ``#revision`` from the second revision on."""
+    base = base_key(workflow, project, business_key)
     return base if revision == 1 else f"{base}#{revision}"
 
 
@@ -202,6 +208,17 @@ class RetryDecision:
     not_before: datetime | None
 
 
+def retry_budget(*, attempt: int, run_max_attempts: int, configured: int) -> tuple[int, int]:
+    """(attempts used, attempts allowed) for a step failure's retry decision.
+
+    A run's ``max_attempts`` grows past ``[worker] max_attempts`` with every attempt
+    given back (a hand-back at shutdown, an operator's retry): those attempts are not
+    counted as used, and the budget is never more than the configured one.
+    """
+    granted = max(0, run_max_attempts - configured)
+    return attempt - granted, min(configured, run_max_attempts)
+
+
 def decide_retry(*, attempts_used: int, max_attempts: int, backoff: timedelta, now: datetime,
                  retryable: bool, retry_after: timedelta | None = None) -> RetryDecision:
     """RETRY_PENDING with backoff ×4 per attempt (1m, 4m, 16m...) or FAILED once the budget is spent.
@@ -246,6 +263,7 @@ def decide_recovery(*, attempts_used: int, max_attempts: int, lease_owner: str |
 
 
 def lease_expired(lease_until: datetime | None, now: datetime) -> bool:
+    """Whether a lease is gone at ``now`` (none, or ended before ``now``)."""
     return lease_until is None or lease_until < now
 
 

@@ -49,6 +49,7 @@ class PrunedRange:
     counts: Mapping[str, int] = field(default_factory=dict)
 
     def covers(self, first: date, last: date) -> bool:
+        """Whether this pruned range holds every business date from ``first`` to ``last``."""
         return self.first <= first and last <= self.last
 
 

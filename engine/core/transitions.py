@@ -1,7 +1,9 @@
 """The one table of legal run-status transitions, and the function that applies it.
 
-SQL updates repeat the guard by selecting ``sources(target)`` in their WHERE
-clause, so the table here and the database agree by construction.
+The operator's and the reconciler's status changes (``store.runs``) repeat the guard in
+SQL, ``sources(target)`` in their WHERE clause, so the table here and the database agree
+by construction; the worker's writes (``store.claims``) are guarded by the claim's
+fencing token and the RUNNING status instead.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
 
 
 def is_allowed(current: S, target: S) -> bool:
+    """Whether the transition table allows ``current`` -> ``target``."""
     return target in ALLOWED_TRANSITIONS[current]
 
 

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import Connection, Engine, RootTransaction
 
-from engine.core.clock import SystemClock
+from engine.core import clock
 from engine.store import database, fastsql
 
 _SAVEPOINT = "SAVEPOINT rf_boundary"
@@ -69,12 +69,13 @@ class PinnedWriter:
     def __init__(self, engine: Engine, *, idle_recheck_s: float = IDLE_RECHECK_S) -> None:
         self._engine = engine
         self._conn: Connection | None = None
-        self._clock = SystemClock()  # idleness is real time, whatever clock the runtime simulates
+        self._clock = clock.REAL  # idleness is real time, whatever clock the runtime simulates
         self._used_at = float("-inf")
         self._idle_recheck_s = idle_recheck_s
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        """A write transaction on this thread's own connection (checked first after a long idle)."""
         self._conn = _usable(self._conn, self._engine, self._clock.monotonic() - self._used_at,
                              self._idle_recheck_s)
         try:
@@ -84,6 +85,7 @@ class PinnedWriter:
             self._used_at = self._clock.monotonic()
 
     def close(self) -> None:
+        """Give the connection back."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -117,21 +119,24 @@ class GroupCommitter:
         self._cond = threading.Condition()
         self._batch: _Batch | None = None
         self._busy = 0
-        self._clock = SystemClock()  # the window is real time, whatever clock the runtime simulates
+        self._clock = clock.REAL  # the window is real time, whatever clock the runtime simulates
         self.window_s = window.total_seconds()
         self.sizes: Counter[int] = Counter()  # committed batches by their number of members (benchmarks, tests)
 
     def busy(self) -> None:
+        """A member thread is working: a batch may wait for its write."""
         with self._cond:
             self._busy += 1
 
     def idle(self) -> None:
+        """A member thread waits for work: no batch waits for it."""
         with self._cond:
             self._busy -= 1
             self._cond.notify_all()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        """A write transaction that joins the open batch (one commit for every member), or opens one."""
         with self._cond:
             batch = self._batch
             leader = batch is None
@@ -189,5 +194,6 @@ class GroupCommitter:
             batch.done.set()
 
     def close(self) -> None:
+        """Give the shared connection back."""
         with self._cond:
             self._conn.close()

@@ -24,37 +24,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from engine.core import errors, logs, policies
-from engine.execution import reconciler
-from engine.execution.group_commit import GroupCommitError, GroupCommitter
+from engine.core import logs
+from engine.execution import loop, reconciler
+from engine.execution.group_commit import GroupCommitter
 from engine.execution.worker import RunOutcome, Worker, default_worker_id
 from engine.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-
-class _Budget:
-    """At most ``limit`` runs claimed across the threads (None: no limit)."""
-
-    def __init__(self, limit: int | None) -> None:
-        self._left = limit
-        self._lock = threading.Lock()
-
-    def take(self) -> bool:
-        with self._lock:
-            if self._left is None:
-                return True
-            if self._left <= 0:
-                return False
-            self._left -= 1
-            return True
-
-    def give_back(self) -> None:
-        with self._lock:
-            if self._left is not None:
-                self._left += 1
 
 
 class _Doorbell:
@@ -137,7 +113,7 @@ class WorkerPool:
         if self._threads is None:
             return self.workers[0].work(until_idle=until_idle, max_runs=max_runs, stop=self.stop)
         self.reclaim()
-        return self._run(until_idle=until_idle, budget=_Budget(max_runs), beat=True)
+        return self._run(until_idle=until_idle, budget=loop.Budget(max_runs), beat=True)
 
     def drain(self) -> list[RunOutcome]:
         """Execute claimable runs until none is left now (the caller reclaims and beats)."""
@@ -146,7 +122,7 @@ class WorkerPool:
             while not self.stop.is_set() and (outcome := self.workers[0].run_one()) is not None:
                 done.append(outcome)
             return done
-        return self._run(until_idle=True, budget=_Budget(None), beat=False)
+        return self._run(until_idle=True, budget=loop.Budget(None), beat=False)
 
     def start(self) -> None:
         """Claim and execute runs in the background, ``concurrency`` threads, until ``stop`` or ``close`` (``serve``).
@@ -161,7 +137,7 @@ class WorkerPool:
         if self._threads is None:
             self._threads = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="run")
         halt = threading.Event()
-        self._background = [self._threads.submit(self._loop, worker, False, _Budget(None), None, halt, False)
+        self._background = [self._threads.submit(self._guarded, self._background_loop(worker, halt), halt)
                             for worker in self.workers]
 
     def wake(self) -> None:
@@ -180,6 +156,7 @@ class WorkerPool:
             return reconciler.reclaim_own(self.rt, self.worker_id, still_held=self.held_runs())
 
     def beat(self) -> None:
+        """Say the pool's worker id is alive (``Worker.beat``), from whichever thread calls it."""
         if self._background:  # workers[0]'s writer belongs to its thread: beat in a transaction of our own
             self.workers[0].beat(write=self.rt.store.write)
         else:
@@ -189,74 +166,46 @@ class WorkerPool:
         """Runs the pool's threads have claimed and are executing right now."""
         return {worker.held_run for worker in self.workers if worker.held_run is not None}
 
-    def _run(self, *, until_idle: bool, budget: _Budget, beat: bool) -> list[RunOutcome]:
+    def _run(self, *, until_idle: bool, budget: loop.Budget, beat: bool) -> list[RunOutcome]:
+        """The foreground mode: every thread runs its loop until stopped, idle or the budget is spent."""
         assert self._threads is not None
         done: list[RunOutcome] = []
         halt = threading.Event()  # a thread died: the others finish their runs and stop claiming
         futures: list[Future[None]] = [
-            self._threads.submit(self._loop, worker, until_idle, budget, done, halt, beat and i == 0)
+            self._threads.submit(self._guarded, self._foreground_loop(worker, halt, beat=beat and i == 0), halt,
+                                 until_idle=until_idle, budget=budget, done=done)
             for i, worker in enumerate(self.workers)]
         errors = [exc for f in futures if (exc := f.exception()) is not None]
         if errors:
             raise errors[0]
         return done
 
+    def _foreground_loop(self, worker: Worker, halt: threading.Event, *, beat: bool) -> loop.RunLoop:
+        """A thread of ``work``/``drain``: it waits on ``stop`` when idle; one thread beats for the pool."""
+        return loop.RunLoop(self.rt.clock, self.rt.config.worker.poll_interval, stops=[self.stop, halt],
+                            claim_and_execute=lambda: self._run_one(worker), reclaim=self.reclaim,
+                            beat=worker.beat if beat else None, committer=self.committer)
+
+    def _background_loop(self, worker: Worker, halt: threading.Event) -> loop.RunLoop:
+        """A thread behind ``serve``: it waits on the doorbell when idle; ``serve`` beats for the pool."""
+        return loop.RunLoop(self.rt.clock, self.rt.config.worker.poll_interval, stops=[self.stop, halt],
+                            claim_and_execute=lambda: self._run_one(worker), reclaim=self.reclaim,
+                            doorbell=self._bell.current, committer=self.committer)
+
     def _run_one(self, worker: Worker) -> RunOutcome | None:
         with self._gate.claiming():
             claim = worker.claim()
         return None if claim is None else worker.execute(claim)
 
-    def _loop(self, worker: Worker, until_idle: bool, budget: _Budget, done: list[RunOutcome] | None,
-              halt: threading.Event, beat: bool) -> None:
-        committer = self.committer
-        background = done is None
-        if committer is not None:
-            committer.busy()
+    def _guarded(self, runs: loop.RunLoop, halt: threading.Event, *, until_idle: bool = False,
+                 budget: loop.Budget | None = None, done: list[RunOutcome] | None = None) -> None:
+        """Run one thread's loop; a thread that dies of anything stops the others from claiming."""
         try:
-            failures = 0
-            while not (self.stop.is_set() or halt.is_set()):
-                if not budget.take():
-                    return
-                # Taken before looking: a wake between finding nothing and sleeping still counts.
-                bell = self._bell.current() if background else self.stop
-                try:
-                    if failures:  # a database error may have cut this thread's run short: take it back
-                        self.reclaim()
-                        failures = 0
-                    if beat:
-                        worker.beat()
-                    outcome = self._run_one(worker)
-                except (SQLAlchemyError, GroupCommitError) as exc:
-                    budget.give_back()
-                    if until_idle:
-                        raise
-                    failures += 1  # a long-running pool outlives a dropped connection, as serve does
-                    delay = policies.decide_retry_delay(failures, self.rt.config.worker.poll_interval)
-                    logs.event(log, logging.WARNING, "work_loop_failed", error=errors.first_line(exc),
-                               retry_in_s=delay)
-                    self.rt.clock.sleep(delay, self.stop if not background else self._bell.current())
-                    continue
-                if outcome is not None:
-                    if done is not None:
-                        done.append(outcome)  # list.append is atomic
-                    continue
-                budget.give_back()
-                if until_idle:
-                    return
-                if committer is not None:
-                    committer.idle()
-                try:
-                    self.rt.clock.sleep(self.rt.config.worker.poll_interval.total_seconds(), bell)
-                finally:
-                    if committer is not None:
-                        committer.busy()
+            runs.run(until_idle=until_idle, budget=budget, done=done)
         except BaseException:
             halt.set()
             logs.event(log, logging.ERROR, "worker_thread_failed", exc_info=True, worker=self.worker_id)
             raise
-        finally:
-            if committer is not None:
-                committer.idle()
 
     def close(self) -> None:
         """Wait for the threads and let go of the connections. Background threads are stopped first,

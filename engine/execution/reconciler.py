@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from engine.core import alerts, errors, logs, policies, stuck
+from engine.core import alerts, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
 from engine.execution import lateness
@@ -28,17 +27,7 @@ from engine.store import waiting as waiting_rows
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class SweepReport:
-    recovered: list[int] = field(default_factory=list)
-    failed: list[int] = field(default_factory=list)
-    promoted: list[int] = field(default_factory=list)
-    released: list[int] = field(default_factory=list)  # WAITING parents whose children had all finished
-    orphans: list[Run] = field(default_factory=list)  # children whose parent row is gone
-    stalled: list[Run] = field(default_factory=list)
-    silent: list[tuple[str, datetime]] = field(default_factory=list)
-    stuck: list[stuck.StuckRun] = field(default_factory=list)
-    late: int = 0  # periods newly found late (run_late)
+SweepReport = reports.SweepReport
 
 
 def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,

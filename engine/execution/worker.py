@@ -22,13 +22,11 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from engine.core import errors, logs, policies
 from engine.core.clock import parse_instant
 from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
-from engine.execution import fan_out, pacing
-from engine.execution.group_commit import GroupCommitError, GroupCommitter, PinnedWriter, Writer
+from engine.execution import fan_out, loop, pacing
+from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
 from engine.store import claims, ops_facts, outbox
@@ -42,6 +40,7 @@ log = logging.getLogger(__name__)
 
 
 def default_worker_id() -> str:
+    """This process's worker id: ``host:pid``."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -85,14 +84,17 @@ class _Lease:
             return False
         try:
             with self.write() as conn:
-                claims.extend_lease(conn, self.run_id, self.fence, clock.now() + self.lease)
+                claims.hold_run(conn, self.run_id, self.fence, lease_until=clock.now() + self.lease)
         except errors.LeaseLost:
             if not self.stop.is_set():  # not merely the run ending between the check and the write
                 logs.event(log, logging.WARNING, "lease_lost", run=self.run_id, token=self.fence)
             self.lost.set()
             return False
-        except Exception:  # a transient database error: the next beat tries again
+        except loop.DATABASE_ERRORS:  # a transient database error: the next beat tries again
             logs.event(log, logging.ERROR, "heartbeat_failed", exc_info=True, run=self.run_id)
+        except Exception:  # a bug, not an outage: said once; the lease runs out and the reconciler takes the run
+            logs.event(log, logging.ERROR, "heartbeat_crashed", exc_info=True, run=self.run_id)
+            return False
         return True
 
 
@@ -201,7 +203,7 @@ class Worker:
         every quarter of it while its run is held (the first beat may come sooner).
         """
         finished: _Lease | None = None
-        while not self.rt.clock.sleep(self.lease.total_seconds() / 4, self._closed):
+        while not self.rt.clock.wait(self.lease.total_seconds() / 4, self._closed):
             lease = self._held
             if lease is not None and lease is not finished and not lease.beat():
                 finished = lease
@@ -223,6 +225,11 @@ class Worker:
                 logs.event(log, logging.WARNING, "lease_lost", run=run.id, key=run.idempotency_key, step=step.name,
                            effect="writing nothing")
                 return RunOutcome(run.id, run.idempotency_key, RunStatus.RUNNING, errors.LeaseLost.code)
+            except errors.Interrupted:  # SIGTERM during a wait: the step starts again at the next claim
+                now = self.rt.clock.now()
+                with self._transaction() as conn:
+                    claims.hold_run(conn, run.id, claim.fence, lease_until=now + self.lease)
+                    return self._hand_back(conn, claim, position, now)
             except errors.StepError as exc:
                 exc.retryable = step.is_retryable(exc)
                 return self._fail(claim, workflow, lease, position, exc)
@@ -253,10 +260,26 @@ class Worker:
             timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
             outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
             exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            sleep=partial(self._step_sleep, lease),
             engine_facts=partial(_engine_facts, self.rt),
             output_models=workflow.output_models(), inputs=dict(pinned.get("inputs") or {}),
             children=partial(fan_out.outcomes, self.rt, run.id),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
+
+    def _step_sleep(self, lease: _Lease, seconds: float) -> None:
+        """``ctx.sleep``: wait on the engine's clock; SIGTERM ends it at once (``Interrupted``), a lost
+        lease within a quarter of the lease (``LeaseLost``), so neither waits out a retry budget."""
+        left = max(0.0, seconds)
+        while True:
+            if lease.lost.is_set():
+                raise errors.LeaseLost(lease.run_id, lease.fence)
+            if self.stop.is_set():
+                raise errors.Interrupted(f"run {lease.run_id}: stopping while a step waited")
+            if left <= 0:
+                return
+            part = min(left, self.lease.total_seconds() / 4)
+            self.rt.clock.sleep(part, self.stop)
+            left -= part
 
     def _call(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
         timeout_s = step.timeout_s
@@ -307,7 +330,7 @@ class Worker:
 
         def sleep(seconds: float) -> None:
             logs.event(log, logging.INFO, "step_retrying", run=ctx.run_id, step=step.name, in_s=round(seconds, 2))
-            self.rt.clock.sleep(seconds)  # a lost lease is caught by the next attempt's fence check
+            ctx.sleep(seconds)
 
         retrying = Retrying(retry=should_retry, wait=wait, stop=stop, sleep=sleep, reraise=True)
         result: StepResult = retrying(step.run, ctx)
@@ -429,10 +452,10 @@ class Worker:
         """Record a failure: of the step at ``position``, or of the run as a whole (None)."""
         run = claim.run
         now = self.rt.clock.now()
-        budget = self.rt.config.worker.max_attempts
-        used = claim.attempt - max(0, run.max_attempts - budget)
+        used, allowed = policies.retry_budget(attempt=claim.attempt, run_max_attempts=run.max_attempts,
+                                              configured=self.rt.config.worker.max_attempts)
         retry_after = timedelta(seconds=error.retry_after_s) if error.retry_after_s else None
-        decision = policies.decide_retry(attempts_used=used, max_attempts=min(budget, run.max_attempts),
+        decision = policies.decide_retry(attempts_used=used, max_attempts=allowed,
                                          backoff=self.rt.config.worker.retry_backoff, now=now,
                                          retryable=error.retryable, retry_after=retry_after)
         step = workflow.steps[position] if position is not None else None
@@ -464,34 +487,13 @@ class Worker:
         """
         from engine.execution import reconciler
 
-        stop = stop or self.stop
-        reconciler.reclaim_own(self.rt, self.worker_id)
-        done: list[RunOutcome] = []
-        failures = 0
-        poll = self.rt.config.worker.poll_interval
-        while not stop.is_set() and (max_runs is None or len(done) < max_runs):
-            try:
-                if failures:  # a database error may have cut a run short: take it back now, not after its lease
-                    reconciler.reclaim_own(self.rt, self.worker_id)
-                    failures = 0
-                self.beat()
-                outcome = self.run_one()
-            except (SQLAlchemyError, GroupCommitError) as exc:
-                if until_idle:  # a one-shot pass reports the failure (exit 1)
-                    raise
-                # A long-running worker outlives a dropped connection or a database restart, as serve does.
-                failures += 1
-                delay = policies.decide_retry_delay(failures, poll)
-                logs.event(log, logging.WARNING, "work_loop_failed", error=errors.first_line(exc), retry_in_s=delay)
-                self.rt.clock.sleep(delay, stop)
-                continue
-            if outcome is not None:
-                done.append(outcome)
-                continue
-            if until_idle:
-                break
-            self.rt.clock.sleep(poll.total_seconds(), stop)
-        return done
+        def reclaim() -> list[int]:
+            return reconciler.reclaim_own(self.rt, self.worker_id)
+
+        reclaim()
+        runs = loop.RunLoop(self.rt.clock, self.rt.config.worker.poll_interval, stops=[stop or self.stop],
+                            claim_and_execute=self.run_one, reclaim=reclaim, beat=self.beat)
+        return runs.run(until_idle=until_idle, budget=loop.Budget(max_runs))
 
     def beat(self, *, every_s: float = 10.0,
              write: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
@@ -509,6 +511,7 @@ class Worker:
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
+        """Stop the heartbeat thread and the step thread, and let go of the connection."""
         self._closed.set()
         self._executor.shutdown(wait=False)
         if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close

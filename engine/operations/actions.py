@@ -25,10 +25,10 @@ from engine.core.models import (
     RunTrigger,
     Schedule,
 )
+from engine.operations import families
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit as audit_rows
-from engine.operations import families
 from engine.store import claims, pruning, recovery
 from engine.store import runs as run_rows
 from engine.store import schedules as schedule_rows
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING,
                        RunStatus.CANCELLED, RunStatus.MISSED, RunStatus.SKIPPED})
 CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING, RunStatus.MANUAL_REQUIRED})
+BACKFILL_BATCH = 200  # backfill periods per transaction: a long range commits as it goes, never in one lock
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,8 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     spec = schedule.spec
     pins = workflow.pin(rt.settings(workflow.name), spec.project)
     slots = list(_backfill_slots(schedule, workflow.period, first, last, report.no_slot))
-    for index in range(0, len(slots), 200):
-        batch = slots[index:index + 200]
+    for index in range(0, len(slots), BACKFILL_BATCH):
+        batch = slots[index:index + BACKFILL_BATCH]
         with (rt.store.read() if dry_run else rt.store.write()) as conn:
             for slot in batch:
                 period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
@@ -233,6 +234,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
 # --- single-run actions -----------------------------------------------------
 
 def approve(rt: Runtime, run_id: int) -> ActionResult:
+    """Queue a MANUAL_REQUIRED run (``runs approve``); other statuses raise InvalidTransition."""
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)

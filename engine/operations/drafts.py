@@ -49,6 +49,7 @@ class DraftReport:
 
     @property
     def valid(self) -> bool:
+        """True when the draft has no errors."""
         return not self.errors
 
     def as_json(self) -> dict[str, Any]:

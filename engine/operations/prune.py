@@ -112,6 +112,7 @@ class RetentionTimer:
         self._last: float | None = None
 
     def maybe_prune(self, rt: Runtime) -> PruneReport | None:
+        """Prune by ``[store] retain`` if a day has passed since the last time; the report, or None."""
         if self.retain is None:
             return None
         mono = rt.clock.monotonic()

@@ -83,7 +83,10 @@ class ChildResult(BaseModel, Generic[O]):
 
     @property
     def succeeded(self) -> bool:
+        """True when the child run ended SUCCESS."""
         return self.status == "SUCCESS"
+
+
 PinFn = Callable[[Any, str], Mapping[str, Any]]
 
 

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from engine.core import errors
+from engine.core import clock, errors
 from engine.core.models import PeriodKind, StepStatus
 
 M = TypeVar("M", bound=BaseModel)
@@ -76,6 +76,7 @@ class ChildOutcome:
 
     @property
     def succeeded(self) -> bool:
+        """True when the child run ended SUCCESS."""
         return self.status == "SUCCESS"
 
 
@@ -92,6 +93,9 @@ def _no_pace(name: str, interval: timedelta) -> None:
     return None
 
 
+def _real_sleep(seconds: float) -> None:
+    """``ctx.sleep`` of a step called outside a worker (a test, a script): real time."""
+    clock.REAL.sleep(seconds)
 def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
     raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
 
@@ -120,6 +124,10 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
+    # ``sleep(seconds)`` on the engine's clock: a step's waits between retries (tenacity's ``sleep=``).
+    # It ends early at SIGTERM (``errors.Interrupted``: the run is handed back to resume at this
+    # step) or a lost lease (``errors.LeaseLost``: nothing is written).
+    sleep: Callable[[float], None] = _real_sleep
     # ``engine_facts(start, end)``: the engine's own record of the runs whose slot is in
     # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
     engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
@@ -268,6 +276,7 @@ class StepSpec:
         return self.output_model.__name__ if self.output_model is not None else None
 
     def is_retryable(self, error: errors.StepError) -> bool:
+        """Whether ``error`` is retried: it says so, or its code is in ``retry_on``."""
         return error.retryable or error.code in self.retry_on
 
     def commit_output(self, result: StepResult) -> dict[str, Any]:
@@ -390,9 +399,11 @@ class WorkflowDef:
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
+        """The names of the workflow's steps, in order."""
         return tuple(step.name for step in self.steps)
 
     def step(self, name: str) -> StepSpec:
+        """The step named ``name``; raises KeyError."""
         for step in self.steps:
             if step.name == name:
                 return step

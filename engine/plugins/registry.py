@@ -149,6 +149,7 @@ def _workflows_in(module: ModuleType, attr: str | None) -> list[WorkflowDef]:
 
 
 def get(registry: Registry, name: str) -> WorkflowDef:
+    """The workflow named ``name``; raises NotFound naming the known ones."""
     try:
         return registry[name]
     except KeyError:

@@ -2,8 +2,8 @@
 
 ``calendar`` answers "what happened to every business period of this
 schedule, and why": one cell per period, the run's status when a row exists,
-otherwise the reason none does (``too_old`` or ``disabled`` from the audit,
-before the schedule existed, not yet due). ``plan_cells`` is the pure part;
+otherwise the reason none does (``too_old`` or ``disabled`` from the audit, pruned
+from the recorded prune ranges, before the schedule existed, not yet due). ``plan_cells`` is the pure part;
 the shells load rows and call it.
 """
 
@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import cron, errors, policies, revisions
+from engine.core import cron, errors, policies, retention, revisions
 from engine.core.clock import parse_instant
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
 from engine.store import history as history_rows
+from engine.store import pruning as pruning_rows
 from engine.store import schedules as schedule_rows
 
 # States of a period without a run row (cells that carry a RunStatus value have a row).
@@ -27,8 +28,9 @@ BEFORE_SCHEDULE = "BEFORE_SCHEDULE"
 TOO_OLD = "TOO_OLD"
 DISABLED = "DISABLED"
 AWAITING_TICK = "AWAITING_TICK"
+PRUNED = "PRUNED"  # removed by a prune: settled history that backfill leaves alone unless --include-pruned
 NO_ROW = "NO_ROW"
-NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, NO_ROW)
+NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, PRUNED, NO_ROW)
 SLOT_CELL_LIMIT = 400
 # Row states `backfill` re-queues (the §12 decider's): with the row-less past periods, what a range offers to fix.
 _BACKFILL_REQUEUES = frozenset(s.value for s in RunStatus if revisions.decide_action(
@@ -97,7 +99,8 @@ def _audit_ranges(events: Sequence[AuditEvent]) -> list[AuditRange]:
 
 
 def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, date, datetime]],
-               runs_by_key: dict[str, Run], ranges: Sequence[AuditRange], now: datetime) -> tuple[Cell, ...]:
+               runs_by_key: dict[str, Run], ranges: Sequence[AuditRange], now: datetime,
+               pruned: Sequence[retention.PrunedRange] = ()) -> tuple[Cell, ...]:
     """Pure: one cell per (key, business date, slot), from its run or the reason it has none."""
     cells: list[Cell] = []
     for key, day, slot_at in slots:
@@ -119,9 +122,22 @@ def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, 
             cells.append(Cell(key, day, slot_at, BEFORE_SCHEDULE, reason="before the schedule existed"))
         elif schedule.next_run_at is not None and slot_at >= schedule.next_run_at:
             cells.append(Cell(key, day, slot_at, AWAITING_TICK, reason="due; no scheduler tick yet"))
+        elif _was_pruned(key, schedule.spec.timezone, pruned):
+            cells.append(Cell(key, day, slot_at, PRUNED, reason="pruned (settled history)"))
         else:
-            cells.append(Cell(key, day, slot_at, NO_ROW, reason="no row (pruned?)"))
+            cells.append(Cell(key, day, slot_at, NO_ROW, reason="no row, and no audit says why"))
     return tuple(cells)
+
+
+def _was_pruned(key: str, timezone: str, pruned: Sequence[retention.PrunedRange]) -> bool:
+    """Whether a recorded prune range holds every business date of period ``key``."""
+    if not pruned:
+        return False
+    try:
+        first, last = retention.period_dates(key, timezone)
+    except ValueError:
+        return False
+    return any(r.covers(first, last) for r in pruned)
 
 
 def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: int,
@@ -170,10 +186,12 @@ def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int, until: date
     with rt.store.read() as conn:
         found = history_rows.period_runs(conn, schedule.spec.workflow, schedule.spec.project, min(keys), max(keys))
         events = history_rows.slot_audits(conn, schedule.id, ("slots_too_old", "slots_disabled"))
+        pruned = pruning_rows.pruned_ranges(conn, schedule.id)
     latest: dict[str, Run] = {}
     for run in found:  # ordered by key, then revision: the latest revision wins
         latest[run.business_key] = run
-    return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now))
+    return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now,
+                                                  pruned))
 
 
 def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13, until: date | None = None) -> CalendarRow:

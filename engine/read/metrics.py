@@ -252,6 +252,7 @@ class StoreCollector(Collector):
         self.rt = rt
 
     def collect(self) -> Iterator[Metric]:
+        """The gauges and counters, read from the database at scrape time."""
         now = self.rt.clock.now()
         with self.rt.store.read() as conn:
             snapshot = read_snapshot(conn, now)

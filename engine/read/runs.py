@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,6 +45,7 @@ class RunPage:
 
 
 def encode_cursor(run: Run) -> str:
+    """The page cursor that resumes a listing after ``run``."""
     return f"{format_instant(run.scheduled_for)}_{run.id}"
 
 
@@ -69,6 +70,7 @@ def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: 
 
 
 def schedule_id(rt: Runtime, name: str) -> int:
+    """The id of the schedule named ``name``; raises NotFound."""
     with rt.store.read() as conn:
         return schedule_rows.get_schedule(conn, name).id
 
@@ -80,6 +82,7 @@ def schedule_names(rt: Runtime) -> list[str]:
 
 
 def run_audit(rt: Runtime, run_id: int) -> list[AuditEvent]:
+    """The audit events of one run, oldest first."""
     with rt.store.read() as conn:
         return history_rows.run_audit(conn, run_id)
 

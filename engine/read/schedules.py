@@ -40,6 +40,7 @@ def _last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
 
 
 def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[ScheduleOverview]:
+    """Every schedule with its last run (``schedules list``)."""
     with rt.store.read() as conn:
         schedules = schedule_rows.list_schedules(conn, include_archived=include_archived)
         last = _last_runs(conn, [s.id for s in schedules]) if schedules else {}
@@ -49,6 +50,7 @@ def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[S
 
 
 def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
+    """One schedule with its last run; raises NotFound."""
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, name)
         last = _last_runs(conn, [schedule.id])

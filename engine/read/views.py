@@ -17,6 +17,7 @@ def _seconds(delta: timedelta | None) -> float | None:
 
 
 def failed_step(run: Run) -> str | None:
+    """The name of the run's failed step, if one failed."""
     for step in run.steps:
         if step.status is StepStatus.FAILED:
             return step.name
@@ -67,6 +68,7 @@ def grounding_of(run: Run) -> dict[str, Any] | None:
 
 
 def run_detail(run: Run, now: datetime) -> dict[str, Any]:
+    """A run as ``runs show --json`` and ``/api/runs/ID`` give it."""
     return {
         **run_summary(run, now),
         "pinned": run.pinned,
@@ -98,6 +100,7 @@ def slo_view(measured: Any) -> dict[str, Any]:
 
 
 def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = None) -> dict[str, Any]:
+    """A schedule (and its last run, and its success rate and freshness when measured) as JSON."""
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
     return {**({} if measured is None else slo_view(measured)),

@@ -41,11 +41,13 @@ class ApplyReport:
 
 
 def runs_per_day(spec: ScheduleSpec, now: datetime) -> float:
+    """How many runs a day ``spec`` makes, averaged over the coming week."""
     week = cron.estimate_fire_count(spec.cron, spec.timezone, now, now + timedelta(days=7))
     return week / 7
 
 
 def first_slot_after(spec: ScheduleSpec, now: datetime) -> datetime:
+    """The schedule's first slot after ``now`` (its DST rules applied)."""
     return cron.next_fire_after(spec.cron, spec.timezone, now, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold).at
 
 
@@ -246,6 +248,7 @@ def _cancel_unstarted(conn: Connection, actor: str, schedule: Schedule, now: dat
 
 
 def history(rt: Runtime, name: str) -> list[AuditEvent]:
+    """The audit events of the schedule named ``name``, oldest first."""
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, name)
         return audit_rows.list_audit(conn, schedule_id=schedule.id)

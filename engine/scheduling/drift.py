@@ -26,6 +26,7 @@ class FieldChange:
     file: Any
 
     def describe(self) -> str:
+        """One line: the field, its value in the database and in the file."""
         return f"{self.field}: database {self.database!r}, file {self.file!r}"
 
 

@@ -18,12 +18,14 @@ from engine.plugins.contract import ChildRun, WorkflowDef
 
 def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
                   workflow_pins: dict[str, Any], slot_at: datetime | None = None) -> dict[str, Any]:
-    """The inputs a run keeps for life: period, window (to the slot for ``current``), versions, workflow pins."""
+    """The inputs a run keeps for life: period, window (to the slot for ``current``), versions, and the
+    workflow's own pins (``WorkflowDef.pin``), which cannot replace the engine's (``payload_version``...)."""
     spec = schedule.spec
     window, rule = (period, policies.WINDOW_WHOLE_PERIOD) if slot_at is None else \
         policies.collect_window(period, slot_at, spec.report_on)
     local_start, local_end = window.window_local()
     return {
+        **workflow_pins,
         "payload_version": workflow.payload_version,
         "workflow": workflow.name,
         "project": spec.project,
@@ -38,7 +40,6 @@ def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
         "window_start_local": local_start,
         "window_end_local": local_end,
         "window_rule": rule,
-        **workflow_pins,
     }
 
 
@@ -48,7 +49,7 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
     """Column values of a new run for ``slot_at`` (the caller inserts with ON CONFLICT DO NOTHING)."""
     spec = schedule.spec
     period = policies.business_period(workflow.period, slot_at, spec.timezone, spec.report_on)
-    base_key = policies.idempotency_key(workflow.name, spec.project, period.key)
+    base_key = policies.base_key(workflow.name, spec.project, period.key)
     attempt_trigger = AttemptTrigger(trigger.value.lower())
     return dict(
         schedule_id=schedule.id, workflow=workflow.name, project=spec.project, trigger_type=trigger.value,

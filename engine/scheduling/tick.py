@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, logs, policies
+from engine.core import errors, logs, policies, reports
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
@@ -32,21 +32,7 @@ from engine.store.tables import schedules as schedules_table
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class TickReport:
-    now: datetime
-    due: int = 0
-    handled: int = 0
-    lost_races: int = 0
-    created: Counter[str] = field(default_factory=Counter)
-    already_present: int = 0
-    too_old_slots: int = 0
-    next_due_at: datetime | None = None
-
-    @property
-    def runs_created(self) -> int:
-        return sum(self.created.values())
-
+TickReport = reports.TickReport
 
 BATCH = 200  # schedules per transaction: one commit per batch, not per schedule
 FIRST_BATCH = 8  # ... but the first batches are small and double: the first runs are claimable sooner

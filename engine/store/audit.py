@@ -16,18 +16,21 @@ from engine.store.tables import audit_events
 def record_audit(conn: Connection, *, at: datetime, actor: str, action: str, schedule_id: int | None = None,
                  run_id: int | None = None, before: dict[str, Any] | None = None,
                  after: dict[str, Any] | None = None, reason: str | None = None, version: int | None = None) -> None:
+    """Write one audit event in the caller's transaction."""
     conn.execute(insert(audit_events).values(
         at=at, actor=actor, action=action, schedule_id=schedule_id, run_id=run_id,
         before=before, after=after, reason=reason, version=version))
 
 
 def record_audits(conn: Connection, events: Sequence[dict[str, Any]]) -> None:
+    """Write several audit events in one statement."""
     if events:
         conn.execute(insert(audit_events), list(events))
 
 
 def list_audit(conn: Connection, *, schedule_id: int | None = None, run_id: int | None = None,
                action: str | None = None) -> list[AuditEvent]:
+    """Audit events by schedule, run or action, oldest first."""
     query = select(audit_events).order_by(audit_events.c.id)
     if schedule_id is not None:
         query = query.where(audit_events.c.schedule_id == schedule_id)

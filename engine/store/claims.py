@@ -1,8 +1,8 @@
 """The worker's hot path: claiming a run and recording step boundaries.
 
-Every statement here is built once, with bind parameters, so SQLAlchemy's
-compiled-statement cache applies and a step boundary costs little more than
-its commit (SPEC §11). Every write is guarded by the claim's fencing token and
+Every statement here is built once, with bind parameters, and run through
+``engine.store.fastsql`` (compiled once per dialect, below SQLAlchemy's per-call
+pipeline), so a step boundary costs little more than its commit (SPEC §11). Every write is guarded by the claim's fencing token and
 the RUNNING status; a guard that matches no row raises ``LeaseLost`` so the
 caller's transaction rolls back and nothing is written.
 """
@@ -36,6 +36,7 @@ from sqlalchemy.engine import Connection
 from engine.core import errors, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
+    BUSY_STATUSES,
     PRIORITY,
     AttemptOutcome,
     AttemptTrigger,
@@ -46,14 +47,14 @@ from engine.core.models import (
     StepStatus,
 )
 from engine.plugins.contract import ArtifactRef
-from engine.store import rows
+from engine.store import locks, rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.runs import dialect_insert
 from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, schedules, steps
 from engine.store.types import UTCDateTime
 
-CLAIM_LOCK_KEY = 7312002
+CLAIM_LOCK_KEY = locks.CLAIM
 BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
 RUNNING = RunStatus.RUNNING.value
 P = bindparam
@@ -66,7 +67,7 @@ def _now(name: str = "b_now") -> Any:
 def _one_of(column: Any, values: tuple[str, ...]) -> Any:
     """``column IN ('a', 'b')`` with the values as SQL string constants (at least one)."""
     assert values, "a worker with no workflow or no project claims nothing and sends no query"
-    return column.in_([literal_column("'" + v.replace("'", "''") + "'") for v in values])
+    return column.in_([literal_column(tables.sql_string(v)) for v in values])
 
 
 @lru_cache(maxsize=16)
@@ -256,10 +257,6 @@ def hold_run(conn: Connection, run_id: int, fence: int, *, lease_until: datetime
     return bool(found[0][0])
 
 
-def extend_lease(conn: Connection, run_id: int, fence: int, lease_until: datetime) -> None:
-    hold_run(conn, run_id, fence, lease_until=lease_until)
-
-
 def record_step_end(conn: Connection, run_id: int, position: int, *, status: StepStatus, now: datetime,
                     output: Mapping[str, Any] | None = None, error_code: str | None = None,
                     error_message: str | None = None) -> None:
@@ -270,10 +267,6 @@ def record_step_end(conn: Connection, run_id: int, position: int, *, status: Ste
         fast(conn, _STEP_FAILED, params)
     else:
         fast(conn, _STEP_END, {**params, "b_output": dict(output)})
-
-
-def start_step(conn: Connection, run_id: int, position: int, now: datetime) -> None:
-    fast(conn, _START_STEP, {"b_run": run_id, "b_pos": position, "b_now": now})
 
 
 _IS_DONE = steps.c.position == P("b_pos")
@@ -295,6 +288,7 @@ def advance_step(conn: Connection, run_id: int, position: int, *, status: StepSt
 
 def finish_attempt(conn: Connection, run_id: int, number: int, outcome: AttemptOutcome, now: datetime,
                    error_code: str | None = None, error_message: str | None = None) -> None:
+    """End an attempt with its outcome and error."""
     fast(conn, _FINISH_ATTEMPT, {"b_run": run_id, "b_number": number, "b_outcome": outcome.value, "b_now": now,
                                    "b_code": error_code, "b_message": error_message})
 
@@ -333,13 +327,13 @@ def release_run(conn: Connection, run_id: int, fence: int | None, target: RunSta
 
 _BUSY = select(func.count()).where(
     runs.c.schedule_id == P("b_schedule"), runs.c.trigger_type == RunTrigger.SCHEDULED.value,
-    runs.c.status.in_([RunStatus.QUEUED.value, RUNNING, RunStatus.RETRY_PENDING.value, RunStatus.WAITING.value]))
+    runs.c.status.in_([s.value for s in BUSY_STATUSES]))
 _OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule"),
                                            runs.c.status == RunStatus.PENDING.value)
                    .order_by(runs.c.scheduled_for, runs.c.id).limit(1))
 _PROMOTE = update(runs).where(runs.c.id == P("b_id"), runs.c.status == RunStatus.PENDING.value).values(
     status=RunStatus.QUEUED.value)
-SCHEDULE_LOCK_SPACE = 7312003
+SCHEDULE_LOCK_SPACE = locks.SCHEDULE_SPACE
 _LOCK_SCHEDULE = text("SELECT pg_advisory_xact_lock(:space, :schedule)")
 
 
@@ -374,6 +368,7 @@ def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) ->
 
 
 def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[ArtifactRef], now: datetime) -> None:
+    """Record a step's artifacts (one row per kind and location)."""
     for ref in refs:
         stmt = dialect_insert(conn)(artifacts).values(run_id=run_id, kind=ref.kind, step=step, location=ref.location,
                                                sha256=ref.sha256, external_id=ref.external_id, created_at=now)
@@ -383,9 +378,11 @@ def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[Ar
 
 
 def skip_steps_from(conn: Connection, run_id: int, position: int, reason: str, now: datetime) -> None:
+    """Mark the steps from ``position`` on SKIPPED with ``reason``."""
     conn.execute(update(steps).where(steps.c.run_id == run_id, steps.c.position >= position).values(
         status=StepStatus.SKIPPED.value, finished_at=now, error_code=None, error_message=reason))
 
 
 def add_attempt_budget(conn: Connection, run_id: int, extra: int) -> None:
+    """Raise a run's ``max_attempts`` by ``extra`` (an attempt given back does not count)."""
     conn.execute(update(runs).where(runs.c.id == run_id).values(max_attempts=runs.c.max_attempts + extra))

@@ -27,7 +27,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from engine.core import errors, redact
-from engine.store import fastsql
+from engine.store import fastsql, locks
 
 HEAD_REVISION = "0008"
 KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"})
@@ -37,6 +37,7 @@ _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE
 
 
 def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for another database or ``:memory:``)."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
@@ -136,7 +137,7 @@ def revision_of(conn: Connection) -> str | None:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-MIGRATION_LOCK_KEY = 7312001
+MIGRATION_LOCK_KEY = locks.MIGRATION
 _BUSY = "another `reportflow db upgrade` is migrating this database; let it finish, then run it again"
 
 
@@ -184,6 +185,7 @@ def file_lock(path: Path | None, *, wait: bool = True) -> Iterator[None]:
 
 
 def migration_lock_path(engine: Engine) -> Path | None:
+    """The lock file beside a SQLite database that serialises its migrations (None for PostgreSQL)."""
     path = sqlite_path(str(engine.url))
     return None if path is None else path.with_name(path.name + ".migrate.lock")
 

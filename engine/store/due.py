@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, column, func, select, table, text
+from sqlalchemy import ColumnElement, Integer, Select, String, column, func, or_, select, table, text
 
 from engine.store.types import UTCDateTime
 
@@ -41,3 +41,34 @@ def retry_due_query(now: datetime) -> Select[Any]:
     """
     return select(_EVENTS.c.status).where(_EVENTS.c.status == "PENDING", _EVENTS.c.attempts > 0,
                                           _EVENTS.c.next_try_at <= now).limit(1)
+_SCHEDULES = table("schedules", column("next_run_at", UTCDateTime()), column("enabled"))
+_RUNS = table("runs", column("status", String()), column("not_before", UTCDateTime()),
+              column("lease_until", UTCDateTime()), column("claimed_at", UTCDateTime()),
+              column("max_runtime_s", Integer()))
+
+
+def pending_due_query(now: datetime) -> Select[Any]:
+    """An alert waiting to be sent at ``now``: never tried yet (a crash between its commit and its POST),
+    or due again after a failed try."""
+    return select(_EVENTS.c.status).where(_EVENTS.c.status == "PENDING", or_(
+        _EVENTS.c.next_try_at.is_(None), _EVENTS.c.next_try_at <= now)).limit(1)
+
+
+def next_enabled_query() -> Select[Any]:
+    """The earliest ``next_run_at`` of an enabled schedule: due, or silent past its grace, once it is <= now."""
+    return select(func.min(_SCHEDULES.c.next_run_at)).where(_SCHEDULES.c.enabled.is_(True))
+
+
+def work_query(now: datetime, *, claimable_only: bool = False) -> Select[Any]:
+    """(status, lease_until, claimed_at, max_runtime_s) of the runs an idle ``cycle`` must not skip:
+    claimable now, PENDING, WAITING (the reconciler releases a parent whose children are done), or
+    RUNNING (the caller tells a live lease from one to reconcile);
+    ``claimable_only``: those a ``work --until-idle`` would claim."""
+    from engine.core.models import CLAIMABLE_STATUSES, RunStatus  # here: a nothing-due tick does not need it
+
+    runs = _RUNS.c
+    claimable = runs.status.in_([s.value for s in CLAIMABLE_STATUSES]) & or_(
+        runs.not_before.is_(None), runs.not_before <= now)
+    wanted = claimable if claimable_only else or_(
+        claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value, RunStatus.WAITING.value]))
+    return select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s).where(wanted).limit(100)

@@ -43,11 +43,13 @@ def insert_children(conn: Connection, values: Sequence[Mapping[str, Any]]) -> di
 
 
 def unfinished_children(conn: Connection, parent_id: int) -> int:
+    """How many of a parent's child runs have not finished."""
     query = select(runs.c.id).where(runs.c.parent_id == parent_id, runs.c.status.in_(UNFINISHED))
     return len(conn.execute(query).all())
 
 
 def has_children(conn: Connection, parent_id: int) -> bool:
+    """Whether a run fanned out into any child run."""
     return conn.execute(select(runs.c.id).where(runs.c.parent_id == parent_id).limit(1)).first() is not None
 
 

@@ -60,7 +60,11 @@ def _compile(stmt: ClauseElement, dialect: Dialect, keys: tuple[str, ...]) -> _C
     assert isinstance(compiled, SQLCompiler)  # a DML or SELECT statement, not DDL
     processors: dict[str, Callable[[Any], Any]] = {}
     fixed: dict[str, Any] = {}
-    for name, bind in compiled.binds.items():
+    rendered: list[str] = []  # each parameter by the name the SQL gives it (an anonymous bind's is status_1)
+    for key, bind in compiled.binds.items():
+        name = compiled.bind_names.get(bind, key)
+        if name not in rendered:
+            rendered.append(name)
         processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
         if processor is not None:
             processors[name] = processor
@@ -69,11 +73,12 @@ def _compile(stmt: ClauseElement, dialect: Dialect, keys: tuple[str, ...]) -> _C
     if any(bind.expanding for bind in compiled.binds.values()):
         return _Compiled(str(compiled), (), False, {}, {}, expanding=True)
     positional = bool(compiled.positional)
-    names = tuple(compiled.positiontup or ()) if positional else tuple(compiled.binds)
+    names = tuple(compiled.positiontup or ()) if positional else tuple(rendered)
     return _Compiled(str(compiled), names, positional, processors, fixed)
 
 
 def prepared(stmt: ClauseElement, dialect: Dialect, keys: tuple[str, ...] = ()) -> _Compiled:
+    """``stmt`` compiled for ``dialect`` (and an INSERT's column ``keys``), once: its SQL, parameters, processors."""
     key = (id(stmt), dialect.name, keys)
     hit = _cache.get(key)
     if hit is None or hit[0] is not stmt:  # the statement is kept in the entry, so its id is never reused

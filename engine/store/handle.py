@@ -7,7 +7,6 @@ them. Rows never leave this package: callers get ``engine.core.models`` objects.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 # Only ``database`` here: a nothing-due ``tick`` (engine.cli.fast_tick) imports modules of this package
 # without the table definitions and the run queries (SPEC §11).
-from engine.store import database
+from engine.store import database, locks
 
 
 class Store:
@@ -57,7 +56,7 @@ class Store:
         and the lock silently dropped. SQLite: a file lock beside the database (SQLite
         serves one host).
         """
-        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+        key = locks.named(name)
         if self.dialect == "postgresql":
             with self.engine.connect() as conn:
                 conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
@@ -83,4 +82,5 @@ class Store:
             return rate_limits.reserve_rate_slot(conn, name, interval, now)
 
     def dispose(self) -> None:
+        """Close every pooled connection."""
         self.engine.dispose()

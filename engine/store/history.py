@@ -109,5 +109,6 @@ def slot_audits(conn: Connection, schedule_id: int, actions: Sequence[str]) -> l
 
 
 def run_audit(conn: Connection, run_id: int) -> list[AuditEvent]:
+    """The audit events of one run, oldest first."""
     query = select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.id)
     return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]

@@ -23,4 +23,5 @@ def beat(conn: Connection, *, instance_id: str, role: str, host: str, pid: int, 
 
 
 def list_instances(conn: Connection) -> list[dict[str, object]]:
+    """Every node that said it was alive, most recent first."""
     return [dict(row) for row in conn.execute(select(instances).order_by(instances.c.last_seen_at.desc())).mappings()]

@@ -30,6 +30,7 @@ def list_candidates(conn: Connection, *, bound: datetime, after_id: int, limit: 
 
 
 def max_run_id(conn: Connection) -> int:
+    """The highest run id (0 for none)."""
     return int(conn.execute(select(runs.c.id).order_by(runs.c.id.desc()).limit(1)).scalar() or 0)
 
 
@@ -75,6 +76,7 @@ def delete_runs(conn: Connection, run_ids: Sequence[int]) -> dict[int, str]:
 
 
 def pruned_ranges(conn: Connection, schedule_id: int) -> list[retention.PrunedRange]:
+    """The business-date ranges pruned from a schedule, from its prune audit events."""
     query = select(audit_events.c.after).where(audit_events.c.schedule_id == schedule_id,
                                                audit_events.c.action == retention.PRUNE_ACTION)
     found = (retention.range_from_audit(schedule_id, row.after) for row in conn.execute(query))

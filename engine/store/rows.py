@@ -57,10 +57,12 @@ def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
 
 
 def definition_hash(definition: dict[str, Any]) -> str:
+    """The sha256 of a schedule definition (drift detection)."""
     return hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
 
 
 def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleSpec:
+    """A ``ScheduleSpec`` from its stored JSON definition."""
     values: dict[str, Any] = dict(definition)
     for name in _DURATIONS:
         if values.get(name) is not None:
@@ -72,6 +74,7 @@ def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleS
 
 
 def schedule_from_row(row: RowMapping) -> Schedule:
+    """A ``Schedule`` from its row."""
     return Schedule(
         id=row["id"], spec=spec_from_definition(row["definition"], row["enabled"]), version=row["version"],
         enabled=row["enabled"], archived=row["archived"], next_run_at=row["next_run_at"],
@@ -82,6 +85,7 @@ def schedule_from_row(row: RowMapping) -> Schedule:
 
 
 def step_from_row(row: RowMapping) -> StepRecord:
+    """A ``StepRecord`` from its row."""
     return StepRecord(
         run_id=row["run_id"], position=row["position"], name=row["name"], status=StepStatus(row["status"]),
         attempts=row["attempts"], output=row["output"], started_at=row["started_at"],
@@ -90,6 +94,7 @@ def step_from_row(row: RowMapping) -> StepRecord:
 
 
 def attempt_from_row(row: RowMapping) -> AttemptRecord:
+    """An ``AttemptRecord`` from its row."""
     return AttemptRecord(
         run_id=row["run_id"], number=row["number"], trigger=AttemptTrigger(row["trigger"]),
         from_step=row["from_step"], outcome=AttemptOutcome(row["outcome"]), worker_id=row["worker_id"],
@@ -99,12 +104,14 @@ def attempt_from_row(row: RowMapping) -> AttemptRecord:
 
 
 def artifact_from_row(row: RowMapping) -> ArtifactRecord:
+    """An ``ArtifactRecord`` from its row."""
     return ArtifactRecord(run_id=row["run_id"], kind=row["kind"], step=row["step"], location=row["location"],
                           sha256=row["sha256"], external_id=row["external_id"], created_at=row["created_at"])
 
 
 def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tuple[StepRecord, ...] = (),
                  attempts: tuple[AttemptRecord, ...] = (), artifacts: tuple[ArtifactRecord, ...] = ()) -> Run:
+    """A ``Run`` from its row, with whatever detail the caller loaded."""
     trigger = row["next_attempt_trigger"]
     return Run(
         id=row["id"], schedule_id=row["schedule_id"],

@@ -17,9 +17,11 @@ from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, transitions
+from engine.core import errors, policies, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
+    BUSY_STATUSES,
+    CLAIMABLE_STATUSES,
     HOLDABLE_STATUSES,
     PRIORITY,
     AttemptTrigger,
@@ -32,6 +34,7 @@ from engine.store import rows
 from engine.store.tables import artifacts, attempts, runs, schedules, steps
 
 _ACTIVE = [s.value for s in ACTIVE_STATUSES]
+IN_LIST_BATCH = 500  # values per expanding IN list: far below SQLite's and psycopg's parameter limits
 
 
 def dialect_insert(conn: Connection) -> Any:
@@ -85,8 +88,8 @@ def overlap_counts_of(conn: Connection, schedule_ids: Sequence[int]) -> dict[int
     with no active run is left out."""
     active: dict[int, int] = {}
     pending: dict[int, int] = {}
-    for start in range(0, len(schedule_ids), 500):
-        chunk = list(schedule_ids[start:start + 500])
+    for start in range(0, len(schedule_ids), IN_LIST_BATCH):
+        chunk = list(schedule_ids[start:start + IN_LIST_BATCH])
         for schedule_id, status, count in conn.execute(_OVERLAP_COUNTS_OF, {"b_schedules": chunk}):
             active[schedule_id] = active.get(schedule_id, 0) + count
             if status == RunStatus.PENDING.value:
@@ -114,6 +117,7 @@ def _run_query() -> Any:
 
 
 def get_run(conn: Connection, run_id: int, *, detail: bool = True) -> Run:
+    """One run (with its steps, attempts and artifacts unless ``detail`` is False); raises NotFound."""
     row = conn.execute(_run_query().where(runs.c.id == run_id)).mappings().first()
     if row is None:
         raise errors.NotFound(f"no run {run_id} (see `reportflow runs list`)")
@@ -131,15 +135,15 @@ def get_run(conn: Connection, run_id: int, *, detail: bool = True) -> Run:
 
 def find_period_runs(conn: Connection, workflow: str, project: str, business_key: str) -> list[Run]:
     """Every revision of a business period, revision 1 first."""
-    base = f"{workflow}:{project}:{business_key}"
-    query = _run_query().where(runs.c.base_key == base).order_by(runs.c.revision)
+    query = _run_query().where(runs.c.base_key == policies.base_key(workflow, project, business_key)).order_by(runs.c.revision)
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
 def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
+    """Which of ``base_keys`` have a run (in batches, for a backfill)."""
     found: set[str] = set()
-    for start in range(0, len(base_keys), 500):
-        chunk = base_keys[start:start + 500]
+    for start in range(0, len(base_keys), IN_LIST_BATCH):
+        chunk = base_keys[start:start + IN_LIST_BATCH]
         found.update(conn.execute(_KEYS_PRESENT, {"b_keys": list(chunk)}).scalars())
     return found
 
@@ -193,20 +197,24 @@ def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
 
 
 def set_status(conn: Connection, run_id: int, target: RunStatus, **values: Any) -> None:
+    """Move a run to ``target`` under the transition table's guard; raises InvalidTransition."""
     _guarded_status(conn, run_id, target, **values)
 
 
 def request_cancel(conn: Connection, run_id: int) -> None:
+    """Ask the worker of a RUNNING run to cancel it at its next step boundary."""
     conn.execute(update(runs).where(runs.c.id == run_id, runs.c.status == RunStatus.RUNNING.value)
                  .values(cancel_requested=True))
 
 
 def expired_leases(conn: Connection, now: datetime) -> list[Run]:
+    """RUNNING runs whose lease ended before ``now`` (the reconciler's to recover)."""
     query = _run_query().where(runs.c.status == RunStatus.RUNNING.value, runs.c.lease_until < now)
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
 def running_runs(conn: Connection, *, owner: str | None = None) -> list[Run]:
+    """RUNNING runs, of one lease owner if given."""
     query = _run_query().where(runs.c.status == RunStatus.RUNNING.value)
     if owner is not None:
         query = query.where(runs.c.lease_owner == owner)
@@ -220,15 +228,14 @@ def orphaned_pending(conn: Connection) -> list[int]:
         runs.c.status == RunStatus.PENDING.value,
         ~exists().where(busy.c.schedule_id == runs.c.schedule_id,
                         busy.c.trigger_type == RunTrigger.SCHEDULED.value,
-                        busy.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value,
-                                           RunStatus.RETRY_PENDING.value, RunStatus.WAITING.value]))))
+                        busy.c.status.in_([s.value for s in BUSY_STATUSES]))))
     return [int(s) for s in conn.execute(query).scalars() if s is not None]
 
 
 def next_due_at(conn: Connection, *, after: datetime | None = None) -> datetime | None:
     """The earliest ``not_before`` among waiting runs (later than ``after``): the serve loop's wake-up."""
     query = select(func.min(runs.c.not_before)).where(
-        runs.c.status.in_([RunStatus.RETRY_PENDING.value, RunStatus.QUEUED.value]))
+        runs.c.status.in_([s.value for s in CLAIMABLE_STATUSES]))
     if after is not None:
         query = query.where(runs.c.not_before > after)
     return conn.execute(query).scalar()

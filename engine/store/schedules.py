@@ -16,6 +16,7 @@ from engine.store.tables import schedules
 
 
 def get_schedule(conn: Connection, name: str) -> Schedule:
+    """The schedule named ``name``; raises NotFound."""
     row = conn.execute(select(schedules).where(schedules.c.name == name)).mappings().first()
     if row is None:
         raise errors.NotFound(f"no schedule named '{name}' (see `reportflow schedules list`)")
@@ -23,11 +24,13 @@ def get_schedule(conn: Connection, name: str) -> Schedule:
 
 
 def get_schedule_by_id(conn: Connection, schedule_id: int) -> Schedule:
+    """The schedule with id ``schedule_id``."""
     row = conn.execute(select(schedules).where(schedules.c.id == schedule_id)).mappings().one()
     return rows.schedule_from_row(row)
 
 
 def list_schedules(conn: Connection, *, include_archived: bool = False) -> list[Schedule]:
+    """Schedules by name, archived ones only if asked."""
     query = select(schedules).order_by(schedules.c.name)
     if not include_archived:
         query = query.where(schedules.c.archived.is_(False))
@@ -46,6 +49,7 @@ def due_query(now: datetime) -> Select[Any]:
 
 
 def insert_schedule(conn: Connection, spec: ScheduleSpec, *, next_run_at: datetime | None, now: datetime) -> int:
+    """Create a schedule row; returns its id."""
     definition = rows.definition_of(spec)
     result = conn.execute(insert(schedules).values(
         name=spec.name, workflow=spec.workflow, project=spec.project, definition=definition,

@@ -9,6 +9,8 @@ scheduler exactly-once live here: the partial unique index on
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -27,7 +29,7 @@ from sqlalchemy import (
 )
 
 from engine.core import alerts
-from engine.core.models import RunStatus, RunTrigger, StepStatus
+from engine.core.models import CLAIMABLE_STATUSES, RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
@@ -43,13 +45,19 @@ metadata = MetaData(naming_convention={
 Id = BigInteger().with_variant(Integer(), "sqlite")
 
 
-def _in(column: str, values: list[str]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+def sql_string(value: str) -> str:
+    """``value`` as an SQL string constant (quotes doubled), for SQL that must spell its values out."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """``column IN ('a', 'b')`` with the values as constants: the one IN-list renderer of the store."""
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
 
 
 # The claim's candidates, spelled as a literal so the partial index below serves the claim query
 # (SQLite and PostgreSQL use a partial index only when the query repeats its predicate as such).
-CLAIMABLE_RUN = "status IN ('QUEUED', 'RETRY_PENDING')"
+CLAIMABLE_RUN = sql_in("status", [s.value for s in CLAIMABLE_STATUSES])
 
 schedules = Table(
     "schedules", metadata,
@@ -106,8 +114,8 @@ runs = Table(
     Column("error_code", String(64)),
     Column("error_message", Text),
     Column("parent_id", Id, ForeignKey("runs.id")),  # the run that fanned out into this one (SPEC §17)
-    CheckConstraint(_in("status", [s.value for s in RunStatus]), name="status"),
-    CheckConstraint(_in("trigger_type", [t.value for t in RunTrigger]), name="trigger_type"),
+    CheckConstraint(sql_in("status", [s.value for s in RunStatus]), name="status"),
+    CheckConstraint(sql_in("trigger_type", [t.value for t in RunTrigger]), name="trigger_type"),
     CheckConstraint("revision >= 1", name="revision"),
     Index("ix_runs_claimable", "status", "not_before", "priority"),
     Index("ix_runs_schedule_status", "schedule_id", "status"),
@@ -136,7 +144,7 @@ steps = Table(
     Column("finished_at", UTCDateTime),
     Column("error_code", String(64)),
     Column("error_message", Text),
-    CheckConstraint(_in("status", [s.value for s in StepStatus]), name="status"),
+    CheckConstraint(sql_in("status", [s.value for s in StepStatus]), name="status"),
 )
 
 attempts = Table(
@@ -235,7 +243,7 @@ events = Table(
     Column("next_try_at", UTCDateTime),
     Column("delivered_at", UTCDateTime),
     Column("last_error", Text),
-    CheckConstraint(_in("status", [s.value for s in alerts.EventStatus]), name="status"),
+    CheckConstraint(sql_in("status", [s.value for s in alerts.EventStatus]), name="status"),
     Index("ix_events_status_next_try_at", "status", "next_try_at"),
     Index("ix_events_business_key_schedule", "business_key", "schedule"),
 )

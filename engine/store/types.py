@@ -23,6 +23,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> datetime | None:
+        """An aware instant as the database stores it (UTC; naive values refused)."""
         if value is None:
             return None
         if not isinstance(value, datetime) or value.tzinfo is None:
@@ -49,6 +50,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         return to_text
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        """A stored instant as an aware UTC datetime."""
         if value is None:
             return None
         stored: datetime = value

@@ -21,6 +21,7 @@ from engine.web.params import run_filter
 
 
 def api_runs(request: Request) -> Response:
+    """``GET /api/runs``: runs by the page's filters, with a cursor."""
     rt = state_of(request).rt
     filt, echo = run_filter(rt, request.query_params)
     limit_text = request.query_params.get("limit", "200")
@@ -37,6 +38,7 @@ def api_runs(request: Request) -> Response:
 
 
 def api_run(request: Request) -> Response:
+    """``GET /api/runs/ID``: one run in detail."""
     try:
         run_id = inputs.run_id(str(request.path_params["run_id"]))
     except errors.InvalidInput as exc:
@@ -46,11 +48,13 @@ def api_run(request: Request) -> Response:
 
 
 def api_schedules(request: Request) -> Response:
+    """``GET /api/schedules``: every schedule with its last run."""
     overviews = read_schedules.schedules_overview(state_of(request).rt)
     return JSONResponse([views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews])
 
 
 def api_schedule(request: Request) -> Response:
+    """``GET /api/schedules/NAME``: one schedule."""
     overview = read_schedules.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
     return JSONResponse(views.schedule_view(overview.schedule, overview.last_run, overview.slo))
 

@@ -23,7 +23,6 @@ from engine.runtime import Runtime
 from engine.web import api, auth, pages, routes, sessions
 from engine.web.pages import page
 
-
 log = logging.getLogger(__name__)
 
 

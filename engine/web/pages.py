@@ -35,6 +35,7 @@ class WebState:
 
 
 def templates() -> jinja2.Environment:
+    """The page's Jinja environment (autoescaped, strict)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["instant"] = _instant
@@ -54,6 +55,7 @@ def _clip(text: str, limit: int = 20_000) -> str:
 
 
 def state_of(request: Request) -> WebState:
+    """The ``WebState`` of the app serving ``request``."""
     value = request.app.state.web
     assert isinstance(value, WebState)
     return value

@@ -14,6 +14,7 @@ from engine.store import history as history_rows
 
 
 def parse_date(text: str | None, name: str) -> date | None:
+    """A query parameter as a date (None when empty); raises InvalidInput for anything else."""
     if not text:
         return None
     return inputs.day(text, name)

@@ -35,11 +35,11 @@ LEGEND = (
     ("RETRY_PENDING", "retry pending"), ("RUNNING", "running / queued"), ("MISSED", "missed"),
     ("SKIPPED", "skipped"), ("MANUAL_REQUIRED", "manual required"), ("CANCELLED", "cancelled"),
     ("TOO_OLD", "too old (audit)"), ("DISABLED", "disabled"), ("BEFORE_SCHEDULE", "before schedule"),
-    ("NOT_YET_DUE", "not yet due"), ("AWAITING_TICK", "awaiting tick"),
+    ("NOT_YET_DUE", "not yet due"), ("AWAITING_TICK", "awaiting tick"), ("PRUNED", "pruned"),
 )
 log = logging.getLogger(__name__)
 # Cell colours: QUEUED and PENDING share the RUNNING colour (all "in flight").
-CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK"}
+CELL_CLASS = {"QUEUED": "RUNNING", "PENDING": "RUNNING", "NO_ROW": "AWAITING_TICK", "PRUNED": "SKIPPED"}
 
 
 def _run_id(request: Request) -> int:
@@ -52,10 +52,12 @@ def _run_id(request: Request) -> int:
 # --- reads ---------------------------------------------------------------------
 
 def home(request: Request) -> Response:
+    """``/``: redirects to the schedules page."""
     return RedirectResponse("/schedules", status_code=302)
 
 
 def schedules_page(request: Request) -> Response:
+    """``/schedules``: every schedule and its last run."""
     rt = state_of(request).rt
     overviews = read_schedules.schedules_overview(rt)
     now = rt.clock.now()
@@ -81,6 +83,7 @@ def schedules_page(request: Request) -> Response:
 
 
 def schedule_page(request: Request) -> Response:
+    """``/schedules/NAME``: one schedule, its next slots, calendar and start-delay and duration charts."""
     rt = state_of(request).rt
     name = str(request.path_params["name"])
     overview = read_schedules.schedule_overview(rt, name)
@@ -103,6 +106,7 @@ def schedule_page(request: Request) -> Response:
 
 
 def project_calendar_page(request: Request) -> Response:
+    """``/projects/PROJECT/calendar``: a project's periods by status."""
     rt = state_of(request).rt
     project = str(request.path_params["project"])
     rows = calendar.project_calendar(rt, project)
@@ -111,6 +115,7 @@ def project_calendar_page(request: Request) -> Response:
 
 
 def runs_page(request: Request) -> Response:
+    """``/runs``: runs by filters, paged."""
     rt = state_of(request).rt
     filt, echo = params.run_filter(rt, request.query_params)
     result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=PAGE_SIZE)
@@ -148,6 +153,7 @@ def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str
 
 
 def run_page(request: Request) -> Response:
+    """``/runs/ID``: one run, its steps, attempts and report."""
     rt = state_of(request).rt
     run = read_runs.get_run(rt, _run_id(request))
     detail = views.run_detail(run, rt.clock.now())
@@ -219,6 +225,7 @@ def _throttled(request: Request) -> Response | None:
 
 
 def login_form(request: Request) -> Response:
+    """``GET /login``: the token form (403 when no token is configured)."""
     if state_of(request).token is None:
         raise HTTPException(403, "this page is read-only: no token is configured ([ui] token_env)")
     return _throttled(request) or page(request, "login.html", title="Log in", failed=False,
@@ -233,6 +240,7 @@ def _safe_next(value: str | None) -> str:
 
 
 async def login(request: Request) -> Response:
+    """``POST /login``: log in with the token."""
     web = state_of(request)
     form = await request.form()
     if web.token is None:
@@ -254,6 +262,7 @@ async def login(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
+    """``POST /logout``: forget the session."""
     form = await request.form()
     if auth.csrf_ok(request.session, _field(form, auth.CSRF_FIELD)):
         auth.log_out(request.session, state_of(request).session_store)
@@ -288,6 +297,7 @@ async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: st
 
 
 async def retry_action(request: Request) -> Response:
+    """``POST /runs/ID/retry``: retry a run (logged in, CSRF checked)."""
     run_id = _run_id(request)
 
     def act(rt: Runtime, form: Any) -> Any:
@@ -296,16 +306,19 @@ async def retry_action(request: Request) -> Response:
 
 
 async def approve_action(request: Request) -> Response:
+    """``POST /runs/ID/approve``: approve a MANUAL_REQUIRED run."""
     run_id = _run_id(request)
     return await _act(request, lambda rt, form: operations.approve(rt, run_id), f"/runs/{run_id}")
 
 
 async def cancel_action(request: Request) -> Response:
+    """``POST /runs/ID/cancel``: cancel a run."""
     run_id = _run_id(request)
     return await _act(request, lambda rt, form: operations.cancel(rt, run_id), f"/runs/{run_id}")
 
 
 async def enable_action(request: Request) -> Response:
+    """``POST /schedules/NAME/enable`` or ``/schedules/NAME/disable`` (with a reason)."""
     name = str(request.path_params["name"])
     enabled = request.url.path.endswith("/enable")
 
@@ -325,6 +338,7 @@ async def enable_action(request: Request) -> Response:
 
 
 async def backfill_action(request: Request) -> Response:
+    """``POST /schedules/NAME/backfill``: backfill a date range."""
     name = str(request.path_params["name"])
 
     def act(rt: Runtime, form: Any) -> Any:

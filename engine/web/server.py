@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import uvicorn
 
-from engine.core import logs
+from engine.core import clock, logs
 from engine.runtime import Runtime
 from engine.web import auth
 from engine.web.app import create_app
@@ -26,6 +25,7 @@ def _server(rt: Runtime, host: str, port: int) -> uvicorn.Server:
 
 
 def bound_port(server: uvicorn.Server) -> int:
+    """The port a started server listens on (the one the OS chose for port 0)."""
     for listener in server.servers:
         for sock in listener.sockets:
             return int(sock.getsockname()[1])
@@ -50,9 +50,9 @@ class Background:
     def start(self, timeout_s: float = 10.0) -> int:
         """Start and wait until the socket listens; returns the bound port (useful with port 0)."""
         self.thread.start()
-        deadline = time.monotonic() + timeout_s
+        deadline = clock.REAL.monotonic() + timeout_s  # real time, whatever clock the runtime simulates
         while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
+            if not self.thread.is_alive() or clock.REAL.monotonic() > deadline:
                 raise RuntimeError("the web page did not start (is the port in use?)")
             self.thread.join(0.02)
         port = bound_port(self.server)
@@ -60,5 +60,6 @@ class Background:
         return port
 
     def stop(self) -> None:
+        """Ask uvicorn to finish and wait for its thread (at most 10 s)."""
         self.server.should_exit = True
         self.thread.join(10)

@@ -32,6 +32,8 @@ class FlowSettings(BaseModel):
     fail: dict[str, int] = {}
     fail_code: str = "MODEL_UNAVAILABLE"
     sleep_ms: int = 0
+    wait_on: list[str] = []  # these steps wait ``wait_s`` through ``ctx.sleep`` (the engine's clock)
+    wait_s: float = 0.0
 
 
 def load(raw: Mapping[str, Any], base_dir: Path) -> FlowSettings:
@@ -62,6 +64,8 @@ def make_step(name: str) -> Any:
             clock = SystemClock()
             while not os.path.exists(settings.gate):
                 clock.sleep(0.01)
+        if name in settings.wait_on:
+            ctx.sleep(settings.wait_s)
         if settings.sleep_ms:
             SystemClock().sleep(settings.sleep_ms / 1000)
         failures = settings.fail.get(name, 0)

@@ -88,7 +88,7 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
     assert "| platform-report | daily_report | platform | 5 | CANCELLED 1, FAILED 2, SUCCESS 2 | 50% |" in text
     assert ("tester changed echo-tick: `0 9 * * *` → `0 * * * *`, 1 → 24.14 runs/day (**high risk**"
             in text)
-    assert f"| platform-report | `CONFIG_INVALID` | 2 | 2026-09-29 | 2026-09-30 |" in text
+    assert "| platform-report | `CONFIG_INVALID` | 2 | 2026-09-29 | 2026-09-30 |" in text
     assert error_codes.runbook("CONFIG_INVALID") in text  # type: ignore[operator]
 
     # A retry re-reads nothing: a new failure after the facts were read is not in the rerun.

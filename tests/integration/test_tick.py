@@ -86,6 +86,24 @@ def test_pinned_inputs_are_recorded_at_creation(store_url: str) -> None:
     assert run.pinned["cron"] == "30 19 * * *" and run.pinned["timezone"] == "Asia/Seoul"
 
 
+def test_a_workflow_pin_cannot_replace_the_engines(store_url: str) -> None:
+    from dataclasses import replace
+
+    from engine.plugins.registry import load_registry
+
+    installed = load_registry()
+    echo = replace(installed["echo"], pin=lambda settings, project: {"payload_version": 99, "window_start": "x",
+                                                                     "colour": "blue"})
+    spec = dict(name="daily", workflow="echo", project="p1", cron="30 19 * * *", timezone="UTC")
+    rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(at(29, 0)), registry={**installed, "echo": echo})
+    apply_at(rt, at(29, 0))
+    rt.clock.set(at(29, 19, 31))
+    scheduler.tick(rt)
+    (run,) = all_runs(rt)
+    assert run.pinned["payload_version"] == echo.payload_version
+    assert run.pinned["window_start"] == "2026-09-29T19:30:00Z" and run.pinned["colour"] == "blue"
+
+
 def test_year_of_downtime_creates_only_the_window(store_url: str) -> None:
     spec = dict(name="minutely", workflow="echo", project="p1", cron="* * * * *", timezone="UTC",
                 allow_frequent=True, misfire="SKIP", overlap="SKIP_NEW")

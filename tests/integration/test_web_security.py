@@ -20,8 +20,7 @@ from engine.read import runs as read_runs
 from engine.runtime import Runtime
 from engine.web.app import create_app
 from engine.web.pages import SESSION_COOKIE
-from tests.integration.test_web import TOKEN, TestClient, build_site, client, csrf_of, logged_in, status_of
-from tests.integration.test_web import Site
+from tests.integration.test_web import TOKEN, Site, TestClient, build_site, client, csrf_of, logged_in, status_of
 from tests.support import run_cli, write_config
 
 

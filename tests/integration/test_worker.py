@@ -295,3 +295,44 @@ def test_heartbeat_keeps_a_long_step_leased(sqlite_url: str, tmp_path: Path) -> 
     (tmp_path / "gate").touch()
     thread.join(timeout=60)
     assert result["outcome"].status is RunStatus.SUCCESS  # type: ignore[attr-defined]
+
+
+def test_a_step_waits_on_the_engines_clock(store_url: str, tmp_path: Path) -> None:
+    rt, log = runtime(store_url, tmp_path, wait_on=["TWO"], wait_s=40.0)  # within the 60 s lease
+    run_id = queue_one(rt)
+    started = rt.clock.now()
+    assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert rt.clock.now() - started == timedelta(seconds=40)  # the manual clock passed the wait: no real sleep
+    assert show(rt, run_id).status is RunStatus.SUCCESS
+
+
+def test_sigterm_during_a_steps_wait_hands_the_run_back_at_that_step(store_url: str, tmp_path: Path) -> None:
+    rt, log = runtime(store_url, tmp_path, wait_on=["TWO"], wait_s=40.0)
+    run_id = queue_one(rt)
+    stop = threading.Event()
+    worker = Worker(rt, "w1", stop=stop)
+    claim = worker.claim()
+    assert claim is not None
+    stop.set()  # SIGTERM while ONE runs: ONE's boundary would hand back; TWO is never reached
+    outcome = worker.execute(claim)
+    assert outcome.status is RunStatus.QUEUED
+    assert lines(log, "start")["TWO"] == 0
+
+    # Started again with SIGTERM arriving inside TWO's wait: the wait ends at once.
+    stop.clear()
+    worker2 = Worker(rt, "w2", stop=stop)
+    claim = worker2.claim()
+    assert claim is not None
+    before = rt.clock.now()
+    stop.set()
+    # ONE is done; the run resumes at TWO, whose wait ends at once: no time passes.
+    outcome = worker2.execute(claim)
+    assert outcome.status is RunStatus.QUEUED and rt.clock.now() == before
+    run = show(rt, run_id)
+    assert run.status is RunStatus.QUEUED
+    assert [a.outcome.value for a in run.attempts][-1] == "released"
+    assert lines(log, "start")["TWO"] == 1 and lines(log, "end")["TWO"] == 0
+    stop.clear()
+    rt.clock.advance(timedelta(seconds=1))
+    assert Worker(rt, "w3").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert lines(log, "end")["TWO"] == 1

@@ -2,9 +2,8 @@
 
 Each case runs the ``daily_report`` workflow in-process (``engine.execution.worker.Worker``
 with a ManualClock, 2 attempts, 1 min backoff) against a real git repository
-and the loopback fakes, with the in-step retry waits recorded instead of slept
-(``tenacity.nap.sleep`` for the Ollama client, the Notion rate limiter's clock
-for the upload: the seams both modules expose). It ends in the fault's error
+and the loopback fakes; the in-step retry waits of both clients are the step's
+``ctx.sleep`` on the manual clock, recorded as they pass (no patching of tenacity). It ends in the fault's error
 code after a bounded number of attempts, leaves no partial file, and says
 clearly what happened in ``runs show --json`` (the real CLI).
 """
@@ -21,13 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tenacity
 
 from engine.core.clock import ManualClock, parse_instant
 from engine.execution.worker import Worker
 from engine.operations import actions as operations
 from engine.scheduling import definitions as schedule_ops
-from steps import upload_notion
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import DEFAULT_REPLY, FakeOllama, closed_port
 from tests.reliability.harness import daily_history, daily_schedule, open_runtime, page_key, report_config, utc
@@ -44,25 +41,26 @@ BUDGET_S = 30.0  # the in-step retry budget (SPEC §4)
 
 @dataclass
 class Waits:
-    """Retry waits a step asked for, recorded instead of slept."""
+    """Retry waits the steps asked for (``ctx.sleep``), recorded as the worker's clock passes them."""
 
-    ollama: list[float] = field(default_factory=list)
-    notion: list[float] = field(default_factory=list)
+    slept: list[float] = field(default_factory=list)
+
+
+class _RecordingWorker(Worker):
+    """A worker whose steps' waits (``ctx.sleep`` on the manual clock) are also recorded."""
+
+    def __init__(self, rt: Any, worker_id: str, waits: Waits) -> None:
+        super().__init__(rt, worker_id)
+        self.waits = waits
+
+    def _step_sleep(self, lease: Any, seconds: float) -> None:
+        self.waits.slept.append(seconds)
+        super()._step_sleep(lease, seconds)
 
 
 @pytest.fixture
-def waits(monkeypatch: pytest.MonkeyPatch) -> Waits:
-    recorded = Waits()
-    monkeypatch.setattr(tenacity.nap, "sleep", recorded.ollama.append)
-    ticks = [0.0]
-
-    def pace_sleep(seconds: float) -> None:
-        recorded.notion.append(seconds)
-        ticks[0] += seconds
-
-    limiter = upload_notion.RateLimiter(1e6, 10**6, monotonic=lambda: ticks[0], sleep=pace_sleep)
-    monkeypatch.setattr(upload_notion, "_shared", limiter)
-    return recorded
+def waits() -> Waits:
+    return Waits()
 
 
 def normal_reply(body: dict[str, Any]) -> str:
@@ -76,6 +74,7 @@ class Setup:
     ollama: FakeOllama
     notion: FakeNotion
     monkeypatch: pytest.MonkeyPatch
+    waits: Waits
     reply: Callable[[dict[str, Any]], str] = normal_reply  # what FakeOllama answers (a test may swap it)
     config: Path = field(init=False)
     rt: Any = field(init=False, default=None)
@@ -100,7 +99,7 @@ class Setup:
 
     def attempt(self, worker: Worker | None = None) -> str:
         """One claim and execution; returns the run's status afterwards."""
-        outcome = (worker or Worker(self.rt, "w")).run_one()
+        outcome = (worker or _RecordingWorker(self.rt, "w", self.waits)).run_one()
         assert outcome is not None, "nothing was claimable"
         return outcome.status.value
 
@@ -130,7 +129,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, waits: Waits) -> Iter
     made: Setup | None = None
     with FakeOllama(reply=lambda body: made.reply(body) if made else "") as ollama, \
             FakeNotion(token="secret_faults_token") as notion:
-        made = Setup(tmp_path, repo.path, ollama, notion, monkeypatch)
+        made = Setup(tmp_path, repo.path, ollama, notion, monkeypatch, waits)
         yield made
         if made.rt is not None:
             made.rt.store.dispose()
@@ -158,8 +157,8 @@ def test_ollama_down_fails_model_unavailable_after_bounded_retries(setup: Setup,
     message = shown["error_message"]
     assert f"127.0.0.1:{port}" in message and "not reachable" in message and "ollama serve" in message
     # In-step retries: bounded by the 30 s budget of waiting, per run attempt.
-    per_attempt = len(waits.ollama) / 2
-    assert 1 <= per_attempt <= 8 and sum(waits.ollama) <= 2 * BUDGET_S
+    per_attempt = len(waits.slept) / 2
+    assert 1 <= per_attempt <= 8 and sum(waits.slept) <= 2 * BUDGET_S
     assert setup.report_files() == []
 
 
@@ -171,7 +170,7 @@ def test_ollama_slower_than_its_timeout_is_not_retried_inside_the_step(setup: Se
     assert "within 0.3s" in shown["error_message"] and "timeout" in shown["error_message"]
     assert len(setup.ollama.requests_to("/api/chat")) == 2  # one per run attempt: no in-step retry of a timeout
     assert attempts_of(shown) == [("retry", "MODEL_UNAVAILABLE"), ("failed", "MODEL_UNAVAILABLE")]
-    assert waits.ollama == []
+    assert waits.slept == []
     assert setup.report_files() == []
 
 
@@ -183,8 +182,8 @@ def test_ollama_answering_500_is_retried_within_the_budget_then_fails(setup: Set
     assert "HTTP 500" in shown["error_message"] and "CUDA out of memory" in shown["error_message"]
     chats = len(setup.ollama.requests_to("/api/chat"))
     assert 2 <= chats <= 2 * 8, chats  # at most 8 tries per run attempt, 2 run attempts
-    assert chats == len(waits.ollama) + 2  # every try but the last of each attempt waited first
-    assert sum(waits.ollama) <= 2 * BUDGET_S
+    assert chats == len(waits.slept) + 2  # every try but the last of each attempt waited first
+    assert sum(waits.slept) <= 2 * BUDGET_S
     assert steps_of(shown)["GENERATE_REPORT"] == ("FAILED", 2)
     assert setup.report_files() == []
 
@@ -197,7 +196,7 @@ def test_notion_429_with_retry_after_is_honoured_inside_the_step(setup: Setup, w
     setup.notion.fail_next(2, 429, {"Retry-After": "2"})
     shown = setup.until_done(setup.trigger())
     assert shown["status"] == "SUCCESS" and shown["attempt_count"] == 1
-    assert waits.notion.count(2.0) == 2  # waited exactly what the server asked, twice
+    assert waits.slept.count(2.0) == 2  # waited exactly what the server asked, twice
     assert len(setup.notion.live_pages(shown["idempotency_key"])) == 1
 
 
@@ -209,7 +208,7 @@ def test_notion_429_asking_for_longer_than_the_budget_becomes_not_before(setup: 
     first = setup.show(run_id)
     assert first["error_code"] == "NOTION_RATE_LIMITED" and "429" in first["error_message"]
     assert parse_instant(first["not_before"]) - NOW >= timedelta(seconds=120)  # the server's wait, not the 1 min backoff
-    assert sum(waits.notion) == 0  # nothing slept inside the step
+    assert sum(waits.slept) == 0  # nothing slept inside the step
     setup.rt.clock.set(parse_instant(first["not_before"]) + timedelta(seconds=1))
     shown = setup.until_done(run_id)
     assert shown["status"] == "SUCCESS"
@@ -227,7 +226,7 @@ def test_notion_500_fails_the_upload_but_keeps_the_markdown(setup: Setup, waits:
     assert attempts_of(shown) == [("retry", "NOTION_UNAVAILABLE"), ("partial_success", "NOTION_UNAVAILABLE")]
     requests = len(setup.notion.requests)
     assert 2 <= requests <= 2 * 10, requests  # at most 10 tries per attempt
-    assert sum(waits.notion) <= 2 * BUDGET_S + 1e-6
+    assert sum(waits.slept) <= 2 * BUDGET_S + 1e-6
     _assert_markdown_complete(setup, shown)
     assert setup.notion.live_pages() == []
 
@@ -258,7 +257,7 @@ def test_notion_that_never_answers_fails_unavailable_after_bounded_retries(setup
     assert shown["status"] == "PARTIAL_SUCCESS" and shown["error_code"] == "NOTION_UNAVAILABLE"
     assert "did not answer in time" in shown["error_message"]
     assert 2 <= len(setup.notion.requests) <= 2 * 10
-    assert sum(waits.notion) <= 2 * BUDGET_S + 1e-6
+    assert sum(waits.slept) <= 2 * BUDGET_S + 1e-6
     _assert_markdown_complete(setup, shown)
 
 

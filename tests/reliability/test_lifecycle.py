@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
 import sqlite3
+import subprocess
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,23 @@ def test_unchanged_compares_size_and_mtime(tmp_path: Path) -> None:
     flow.unlink()
     with pytest.raises(OSError):
         fast_tick.unchanged(recorded)
+
+
+def test_an_idle_cycle_is_one_with_no_due_schedule_and_no_run_to_reconcile_or_claim() -> None:
+    now = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
+    live = ("RUNNING", now + timedelta(seconds=20), now - timedelta(minutes=5), 3600)
+    assert not fast_tick.cycle_has_work(now, now + timedelta(hours=1), [])
+    assert not fast_tick.cycle_has_work(now, None, [live])  # another process executing within its lease
+    assert fast_tick.cycle_has_work(now, now - timedelta(hours=2), [])  # due, or silent past its grace
+    assert fast_tick.cycle_has_work(now, None, [("QUEUED", None, None, 3600)])
+    assert fast_tick.cycle_has_work(now, None, [("PENDING", None, None, 3600)])
+    assert fast_tick.cycle_has_work(now, None, [("RUNNING", now - timedelta(seconds=1), now, 3600)])  # expired
+    assert fast_tick.cycle_has_work(now, None, [("RUNNING", live[1], now - timedelta(hours=2), 3600)])  # stalled
+
+
+@pytest.mark.parametrize("argv, command, as_json", [(["cycle"], "cycle", False), (["--db", "x", "cycle", "--json"],
+                                                                                 "cycle", True)])
+def test_cycle_is_parsed_like_tick(argv: list[str], command: str, as_json: bool) -> None:
+    request = fast_tick.parse_argv(argv, ENV_NONE)
+    assert request is not None and request.command == command and request.as_json is as_json
+    assert fast_tick.parse_argv(["cycle", "--worker-id", "a"], ENV_NONE) is None  # the full path's option

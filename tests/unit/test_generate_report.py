@@ -221,7 +221,7 @@ class Sleeps(list[float]):
 
 def test_ollama_generation_records_model_digest_and_prompt(fake: FakeOllama) -> None:
     inp = report_input([commit(i) for i in range(3)])
-    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY, sleep=Sleeps())
 
     report = generate(inp, writer, num_ctx=4096, options=OPTIONS)
 
@@ -286,7 +286,7 @@ def test_retry_waits_stay_within_the_budget() -> None:
 
 def test_missing_model_says_how_to_pull_it() -> None:
     with FakeOllama(models=["qwen2.5:0.5b"]) as fake:
-        writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+        writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY, sleep=Sleeps())
         with pytest.raises(StepError) as caught:
             generate(report_input([commit(1)]), writer, num_ctx=4096, options=OPTIONS)
         assert fake.requests_to("/api/chat") == []
@@ -342,7 +342,7 @@ def test_generation_holds_the_host_lock(fake: FakeOllama) -> None:
 def test_thinking_is_dropped_from_the_narrative() -> None:
     reply = "<think>internal musings</think>\n## Summary\n\nShipped.\n"
     with FakeOllama(reply=reply) as fake:
-        writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+        writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY, sleep=Sleeps())
         report = generate(report_input([commit(1)]), writer, num_ctx=4096, options=OPTIONS)
     assert "musings" not in report.text and "Shipped." in report.text
 
@@ -405,7 +405,7 @@ def test_a_korean_weekly_report_without_activity_says_so_in_korean() -> None:
 
 
 def test_the_ollama_prompt_of_a_korean_run_asks_for_korean(fake: FakeOllama) -> None:
-    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY, sleep=Sleeps())
     inp = report_input([commit(1)], language="ko", prompt_version="v2")
     report = generate(inp, writer, num_ctx=4096, options=OPTIONS)
     [chat] = fake.requests_to("/api/chat")
@@ -418,7 +418,7 @@ def test_the_ollama_prompt_of_a_korean_run_asks_for_korean(fake: FakeOllama) -> 
 
 
 def test_prompt_v1_is_unchanged_by_the_language_placeholders(fake: FakeOllama) -> None:
-    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY)
+    writer = OllamaWriter(fake.url, DEFAULT_MODEL, timeout_s=10, retry=TINY, sleep=Sleeps())
     generate(report_input([commit(1)]), writer, num_ctx=4096, options=OPTIONS)
     [chat] = fake.requests_to("/api/chat")
     system = chat.body["messages"][0]["content"]

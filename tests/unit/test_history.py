@@ -80,3 +80,14 @@ def test_common_crons_in_plain_words() -> None:
     assert cron_words.describe("@daily") == "every day at 00:00"
     assert cron_words.describe("0 0 L * *") == "0 0 L * *"  # unrecognised: the expression itself
     assert cron_words.describe("0 9 * 1 *") == "0 9 * 1 *"
+
+
+def test_a_pruned_period_says_so_and_backfill_leaves_it_alone() -> None:
+    from engine.core.retention import PrunedRange
+
+    now = datetime(2026, 9, 29, 12, 0, tzinfo=UTC)
+    pruned = [PrunedRange(schedule_id=1, first=date(2026, 9, 20), last=date(2026, 9, 21))]
+    cells = plan_cells(schedule(), PeriodKind.DAY, slots(20, 22), {}, [], now, pruned)
+    assert [(c.key, c.state) for c in cells] == [("2026-09-20", "PRUNED"), ("2026-09-21", "PRUNED"),
+                                                  ("2026-09-22", "NO_ROW")]
+    assert [c.backfillable for c in cells] == [False, False, True]

@@ -116,3 +116,31 @@ def test_the_rest_of_an_idle_cron_line_stays_as_light(tmp_path: Path, applied: d
     assert says in stdout
     assert loaded(modules, "rich", "engine.cli.render", "urllib.request", *CLIENTS_AND_SERVERS) == []
     assert loaded(modules, "steps") in ([], ["steps", "steps.report_texts"])
+
+
+def test_an_idle_cycle_takes_the_fast_path_with_the_full_paths_report(tmp_path: Path, applied: dict[str, str]) -> None:
+    """``* * * * * reportflow cycle``: the first cycle validates and records; an idle one after it is as light as a tick."""
+    full, first = modules_of("--now", NOW, "cycle", cwd=tmp_path, env=applied)
+    assert "engine.app.cycle" in full and "nothing to do" in first
+
+    modules, stdout = modules_of("--now", NOW, "cycle", cwd=tmp_path, env=applied)
+
+    assert stdout == first  # the same report, printed by the same functions
+    assert "engine.cli.fast_tick" in modules
+    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.settings",
+                  "engine.plugins", "engine.runtime", "engine.scheduling", "engine.execution", "engine.store.tables",
+                  "workflows", "steps", *CLIENTS_AND_SERVERS) == []
+    _, as_json = modules_of("--now", NOW, "cycle", "--json", cwd=tmp_path, env=applied)
+    assert '"runs": []' in as_json and '"due_schedules": 0' in as_json
+
+
+def test_work_until_idle_with_nothing_to_claim_takes_the_fast_path(tmp_path: Path, applied: dict[str, str]) -> None:
+    _, full = modules_of("--now", NOW, "work", "--until-idle", cwd=tmp_path, env=applied)
+    modules_of("--now", NOW, "tick", cwd=tmp_path, env=applied)  # validates and records the config
+
+    modules, stdout = modules_of("--now", NOW, "work", "--until-idle", cwd=tmp_path, env=applied)
+
+    assert stdout == full == "nothing to do\n"
+    assert "engine.cli.fast_tick" in modules
+    assert loaded(modules, "typer", "pydantic", "engine.cli.app", "engine.execution", "engine.store.tables",
+                  "workflows", "steps") == []

@@ -247,6 +247,15 @@ def test_is_stalled_needs_running_past_max_runtime_with_a_live_lease(
                                now) is expected
 
 
+def test_retry_budget_does_not_count_attempts_given_back() -> None:
+    # A fresh run: its attempts count against [worker] max_attempts.
+    assert policies.retry_budget(attempt=2, run_max_attempts=3, configured=3) == (2, 3)
+    # Two hand-backs raised the run's max_attempts to 5: its fourth attempt is its second of three.
+    assert policies.retry_budget(attempt=4, run_max_attempts=5, configured=3) == (2, 3)
+    # A run created under a smaller budget keeps it.
+    assert policies.retry_budget(attempt=1, run_max_attempts=2, configured=3) == (1, 2)
+
+
 def test_a_current_window_ends_at_the_slot_and_a_previous_one_covers_the_whole_period() -> None:
     from datetime import UTC, datetime
 

@@ -1,0 +1,35 @@
+"""``reportflow cycle``: one pass of everything ``serve`` loops over, for the system's cron (SPEC §8).
+
+Tick (create the runs that are due), reconcile (recover expired leases, promote
+PENDING runs, report stalled runs and silent schedules), then work until nothing
+is claimable, on the same run loop as ``work --until-idle``, and last deliver the
+alerts the pass recorded (and any due again) outside every transaction: a
+database error ends the pass (exit 1) and the next minute's cycle starts over;
+SIGTERM hands the current run back at its next step boundary. ``engine.cli.fast_tick`` answers a
+cycle with nothing to do without coming here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from engine.core import reports
+from engine.execution import reconciler
+from engine.execution.pool import WorkerPool
+from engine.operations import delivery
+from engine.runtime import Runtime
+from engine.scheduling import tick as scheduler
+
+
+def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
+          concurrency: int | None = None) -> reports.CycleReport:
+    """Tick, reconcile, work until idle and deliver pending alerts, once; what each part did."""
+    report = reports.CycleReport(tick=scheduler.tick(rt))
+    report.sweep = reconciler.sweep(rt)
+    pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
+    try:
+        report.outcomes = pool.work(until_idle=True)
+    finally:
+        pool.close()
+        delivery.deliver_pending(rt)  # never raises: a webhook that is down is retried by a later pass
+    return report

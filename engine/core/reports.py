@@ -1,0 +1,60 @@
+"""What the one-pass commands report (``tick``, ``reconcile``, ``cycle``): plain dataclasses, stdlib only.
+
+The full paths fill them in; the fast paths (``engine.cli.fast_tick``) build the same
+classes for a pass with nothing to do, so the two cannot drift apart, and
+``engine.cli.output`` renders both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.core.models import Run
+    from engine.core.stuck import StuckRun
+
+
+@dataclass
+class TickReport:
+    """One scheduler pass: schedules due and handled, runs created by status, the next due slot."""
+
+    now: datetime
+    due: int = 0
+    handled: int = 0
+    lost_races: int = 0
+    created: Counter[str] = field(default_factory=Counter)
+    already_present: int = 0
+    too_old_slots: int = 0
+    next_due_at: datetime | None = None
+
+    @property
+    def runs_created(self) -> int:
+        """Runs created in every status."""
+        return sum(self.created.values())
+
+
+@dataclass
+class SweepReport:
+    """One reconciler pass: runs recovered, failed, promoted and released; stalled, stuck and silent."""
+
+    recovered: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    promoted: list[int] = field(default_factory=list)
+    released: list[int] = field(default_factory=list)  # WAITING parents whose children had all finished
+    orphans: list[Run] = field(default_factory=list)  # children whose parent row is gone
+    stalled: list[Run] = field(default_factory=list)
+    silent: list[tuple[str, datetime]] = field(default_factory=list)
+    stuck: list[StuckRun] = field(default_factory=list)
+    late: int = 0  # periods newly found late (run_late)
+
+
+@dataclass
+class CycleReport:
+    """One ``cycle``: its tick, its sweep, and the runs it executed (``RunOutcome``s)."""
+
+    tick: TickReport
+    sweep: SweepReport = field(default_factory=SweepReport)
+    outcomes: list[Any] = field(default_factory=list)
