@@ -19,6 +19,7 @@ class AuditGroup:
 
     @property
     def count(self) -> int:
+        """How many events the line stands for."""
         return len(self.events)
 
     @property

@@ -49,10 +49,12 @@ class CalendarRange:
 
     @property
     def year(self) -> bool:
+        """Whether this is the year at a glance (rather than the 13-week view)."""
         return self.weeks > 13
 
     @property
     def earlier(self) -> date:
+        """The previous stretch's end."""
         return self.until - timedelta(weeks=self.weeks)
 
     @property
