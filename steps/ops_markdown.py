@@ -32,12 +32,13 @@ def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
     out += ["## Schedules", ""]
     rows = facts["schedules"]
     if rows:
-        out += ["| schedule | workflow | project | runs | outcomes | success rate | last success |",
-                "| --- | --- | --- | ---: | --- | ---: | --- |"]
+        out += ["| schedule | workflow | project | runs | outcomes | success rate | freshness | last success |",
+                "| --- | --- | --- | ---: | --- | ---: | ---: | --- |"]
         for row in rows:
             outcomes = ", ".join(f"{status} {n}" for status, n in row["by_status"].items())
             out.append(f"| {row['schedule']} | {row['workflow']} | {row['project']} | {row['runs']} | "
-                       f"{outcomes} | {_rate(row['success_rate'])} | {row['last_success'] or '—'} |")
+                       f"{outcomes} | {_rate(row['success_rate'])} | {_rate(row.get('freshness'))} | "
+                       f"{row['last_success'] or '—'} |")
     else:
         out.append("No run had a slot in this period.")
     out += ["", "## Failures by error code", ""]

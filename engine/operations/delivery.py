@@ -87,6 +87,6 @@ def deliver_until(rt: Runtime, stop: threading.Event, *, every_s: float = 5.0) -
     """Deliver every ``every_s`` until ``stop`` is set (a long ``work`` loop's sender thread), then once more."""
     while not stop.is_set():
         deliver_pending(rt)
-        rt.clock.sleep(every_s, stop)
+        rt.clock.wait(every_s, stop)
     deliver_pending(rt)
 

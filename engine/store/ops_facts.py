@@ -2,7 +2,8 @@
 
 ``read(conn, start, end, now)`` returns plain JSON-ready facts about the runs
 whose slot (``scheduled_for``) lies in ``[start, end)``: per schedule, the runs
-by status, success rate and freshness; failed and partial runs grouped by
+by status, success rate and freshness over the period (``periods.measure``, the
+definition every other view uses); failed and partial runs grouped by
 error code (count, first and last business key); unrun slots (MISSED, SKIPPED,
 CANCELLED) with their reasons; stalled runs (RUNNING past their ``max_runtime``);
 schedule changes made in the period (who, runs/day before → after, the 10× risk);
@@ -22,12 +23,13 @@ from sqlalchemy.engine import Connection
 
 from engine.core import cron
 from engine.core.clock import format_instant
+from engine.store import periods
+from engine.store import schedules as schedule_rows
 from engine.store.tables import audit_events, runs, schedules
 
 _COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,
             runs.c.status, runs.c.trigger_type, runs.c.error_code, runs.c.scheduled_for,
             runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s, runs.c.reason)
-FINISHED = ("SUCCESS", "PARTIAL_SUCCESS", "FAILED")
 UNRUN = ("MISSED", "SKIPPED", "CANCELLED")
 #: A change raising runs/day more than this factor is high risk (as ``schedules set`` says).
 RISK_FACTOR = 10
@@ -48,6 +50,15 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime) -> dic
                       a["after"] or {}, now) for a in audits]
     facts = summarise([dict(r) for r in rows], names, start=start, end=end, now=now)
     facts["changes"] = [c for c in changes if c is not None]
+    ids = {name: schedule_id for schedule_id, name in names.items()}
+    as_of = min(end, now)
+    for entry in facts["schedules"]:  # SPEC §15.2 over the report's period, by its one definition
+        schedule_id = ids.get(entry["schedule"])
+        measured = None if schedule_id is None or as_of <= start else periods.measure(
+            conn, schedule_rows.get_schedule_by_id(conn, schedule_id), as_of, as_of - start)
+        entry.update(success_rate=None if measured is None else measured.success_rate,
+                     freshness=None if measured is None else measured.freshness,
+                     periods_due=None if measured is None else measured.periods_due)
     return facts
 
 
@@ -110,10 +121,7 @@ def summarise(rows: Sequence[Mapping[str, Any]], names: Mapping[int, str], *, st
         if row["trigger_type"] == "BACKFILL":
             backfills.append(row["id"])
     for entry in per.values():
-        counts = entry["by_status"]
-        finished = sum(counts.get(s, 0) for s in FINISHED)
-        entry["success_rate"] = round(counts.get("SUCCESS", 0) / finished, 4) if finished else None
-        entry["by_status"] = dict(sorted(counts.items()))
+        entry["by_status"] = dict(sorted(entry["by_status"].items()))
     return {"start": format_instant(start), "end": format_instant(end), "as_of": format_instant(now),
             "schedules": [per[k] for k in sorted(per)],
             "failures": sorted(failures.values(), key=lambda g: (g["schedule"], g["error_code"])),

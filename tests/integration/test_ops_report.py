@@ -71,7 +71,10 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
             *window, runs.c.status == "FAILED")).scalars())
     [platform] = [s for s in facts["schedules"] if s["schedule"] == "platform-report"]
     assert platform["by_status"] == table == {"SUCCESS": 2, "FAILED": 2, "CANCELLED": 1}
-    assert platform["runs"] == sum(table.values()) and platform["success_rate"] == 0.5
+    assert platform["runs"] == sum(table.values())
+    # SPEC §15.2 over the week: seven daily periods due, a period with no row or a failed one is not a success
+    assert platform["periods_due"] == 7 and platform["success_rate"] == table["SUCCESS"] / 7
+    assert platform["freshness"] is not None and platform["freshness"] <= platform["success_rate"]
     [unrun] = facts["unrun"]
     assert (unrun["schedule"], unrun["status"], unrun["count"], unrun["keys"]) == (
         "platform-report", "CANCELLED", 1, ["2026-10-02"])
@@ -85,7 +88,7 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
 
     path = tmp_path / "reports" / "_ops" / "ops" / "2026-W40-ops-weekly-summary.md"
     text = path.read_text()
-    assert "| platform-report | daily_report | platform | 5 | CANCELLED 1, FAILED 2, SUCCESS 2 | 50% |" in text
+    assert "| platform-report | daily_report | platform | 5 | CANCELLED 1, FAILED 2, SUCCESS 2 | 29% |" in text
     assert ("tester changed echo-tick: `0 9 * * *` → `0 * * * *`, 1 → 24.14 runs/day (**high risk**"
             in text)
     assert "| platform-report | `CONFIG_INVALID` | 2 | 2026-09-29 | 2026-09-30 |" in text

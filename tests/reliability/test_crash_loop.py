@@ -63,7 +63,9 @@ TOKEN_ENV = "RF_CRASH_NOTION_TOKEN"
 HISTORY_START = utc(2026, 3, 1)
 FIRST_SLOT = utc(2026, 3, 2, 9, 0)  # daily at 09:00 UTC, reporting on the previous day
 GENERATION_S = 0.35  # FakeOllama's simulated inference time
-REPLY = "## Summary\n\nThe work moved forward.\n"  # short: a resumed upload rewrites every block at 3/s
+# Short (a resumed upload rewrites every block at 3/s), but with every section the prompt asks for:
+# a reply the grounding check refuses gets a repair request, a second generation of the same step.
+REPLY = "## Summary\n\nThe work moved forward.\n\n## Changes by area\n\n- Small changes.\n\n## Notable commits\n\n- None.\n"
 PHASE_S = 300  # simulated seconds from a kill to its reconcile: far past the 30 s lease
 # A worker claims about 0.7 s after it starts and finishes about 2 s after (real time, this machine).
 KILL_DELAY_S = (0.4, 2.4)

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
+from engine.store import claims
 from engine.store.tables import audit_events, runs, schedules
 from tests.acceptance import procs
 from tests.support import write_config
@@ -217,10 +218,11 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
         met: list[str] = []
 
         @event.listens_for(rt.store.engine, "before_cursor_execute")
-        def meet_at_the_schedule_lock(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-            # The promotion's lock on the schedule: a row lock (before) or a two-key advisory lock (now).
-            row_lock = "FROM schedules" in statement and "FOR " in statement and "UPDATE" in statement
-            if row_lock or statement.startswith("SELECT pg_advisory_xact_lock(%(space)s"):
+        def meet_at_the_schedule_lock(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+            # The promotion's two-key advisory lock on the schedule (not the claim, whose held-run rule
+            # also reads schedules, nor a family's lock, which shares the statement's shape).
+            if statement.startswith("SELECT pg_advisory_xact_lock(%(space)s") and \
+                    isinstance(parameters, dict) and parameters.get("space") == claims.SCHEDULE_LOCK_SPACE:
                 met.append(statement)
                 try:
                     barrier.wait()
