@@ -19,14 +19,13 @@ from sqlalchemy.engine import Connection
 
 from engine.core import transitions
 from engine.core.models import AttemptTrigger, Run, RunStatus, StepStatus
-from engine.store import rows
+from engine.store import locks, rows
 from engine.store import runs as run_rows
 from engine.store.tables import runs, steps
 
 # A child counts as finished in its terminal statuses; RETRY_PENDING and MANUAL_REQUIRED still work.
 UNFINISHED = (RunStatus.PENDING.value, RunStatus.QUEUED.value, RunStatus.RUNNING.value,
               RunStatus.RETRY_PENDING.value, RunStatus.WAITING.value, RunStatus.MANUAL_REQUIRED.value)
-FAMILY_LOCK_SPACE = 7312017
 _child = runs.alias("child")
 
 
@@ -34,7 +33,7 @@ def lock_family(conn: Connection, parent_id: int) -> None:
     """Serialise the decisions about one parent's children (PostgreSQL; SQLite writers are serial)."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:space, :parent)"),
-                     {"space": FAMILY_LOCK_SPACE, "parent": parent_id % 2**31})
+                     {"space": locks.FAMILY_SPACE, "parent": parent_id % 2**31})
 
 
 def insert_children(conn: Connection, values: Sequence[Mapping[str, Any]]) -> dict[str, int]:
