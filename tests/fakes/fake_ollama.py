@@ -117,6 +117,12 @@ class FakeOllama:
         self.active = 0
         self.max_active = 0
         self.windows: list[Generation] = []  # one per generation: which process asked, and when (Unix time)
+        # With ``hold_first_generation`` set, the first generation waits (up to a minute) until some other
+        # process has looked the model up, that is, until a rival is on its way to the generation.
+        self.hold_first_generation = False
+        self.rival_looked_up = threading.Event()
+        self._lookup_pids: set[int | None] = set()
+        self._first_pid: int | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -178,6 +184,21 @@ class FakeOllama:
         with self._lock:
             queue = self._scripts.get(path)
             return queue.popleft() if queue else None
+
+    def _saw_lookup(self, pid: int | None) -> None:
+        with self._lock:
+            self._lookup_pids.add(pid)
+            if self._first_pid is not None and self._lookup_pids - {self._first_pid}:
+                self.rival_looked_up.set()
+
+    def _is_first_generation(self, pid: int | None) -> bool:
+        with self._lock:
+            if self._first_pid is not None:
+                return False
+            self._first_pid = pid
+            if self._lookup_pids - {pid}:
+                self.rival_looked_up.set()
+            return True
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -246,6 +267,8 @@ class FakeOllama:
                     body = raw.decode("utf-8", "replace")
                 path = self.path.split("?", 1)[0]
                 fake._record(RecordedRequest(method, path, body, dict(self.headers.items())))
+                if fake.hold_first_generation and path == "/api/tags":
+                    fake._saw_lookup(peer_pid(self.client_address[1]))
                 scripted = fake._next_scripted(path)
                 if scripted is not None:
                     status, payload, delay_s = scripted
@@ -267,6 +290,8 @@ class FakeOllama:
                     with fake._lock:
                         fake.active += 1
                         fake.max_active = max(fake.max_active, fake.active)
+                    if fake.hold_first_generation and fake._is_first_generation(pid):
+                        fake.rival_looked_up.wait(60)
                     started = time.time()
                 try:
                     if generation and fake.generation_delay_s:
