@@ -11,9 +11,9 @@ holds data sources; pages live in a data source):
   page is created and the key is queried again: twins made by a crash
   elsewhere are resolved by keeping the oldest (created_time, then id) and
   moving the others to the trash.
-- Every request is paced (a ``Pacer``: ``SharedPace`` in a run, over the engine's
-  limit shared by every worker; ``RateLimiter``, 3/s in one process, for ``doctor``;
-  Notion's limit is per integration, i.e. per token), fenced
+- Every request is paced (a ``Pacer``: ``SharedPace``, over the engine's limit
+  shared by every worker in a run, over ``LocalLimits`` in ``doctor``; Notion's
+  limit is per integration, i.e. per token), fenced
   (``check_fence()`` before each write) and classified: 429
   ``NOTION_RATE_LIMITED``, 5xx/timeout/connection ``NOTION_UNAVAILABLE``,
   401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (tenacity,
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -70,42 +69,6 @@ class UploadOutput(BaseModel):
     data_source_id: str
 
 
-class RateLimiter:
-    """A token bucket: ``rate_per_s`` requests per second on average, bursts of ``burst``.
-
-    Thread-safe; share one per process. ``sleep`` is also what the upload's
-    retries wait with, so tests inject a fake clock through it.
-    """
-
-    def __init__(self, rate_per_s: float = 3.0, burst: int = 3, *,
-                 monotonic: Callable[[], float], sleep: Callable[[float], object]) -> None:
-        if rate_per_s <= 0 or burst < 1:
-            raise ValueError("rate_per_s must be > 0 and burst >= 1")
-        self.rate_per_s = rate_per_s
-        self.burst = burst
-        self.monotonic = monotonic
-        self.sleep = sleep
-        self._tokens = float(burst)
-        self._updated_at = monotonic()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> None:
-        """Take one token, sleeping until one is available."""
-        with self._lock:
-            now = self.monotonic()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._updated_at) * self.rate_per_s)
-            self._updated_at = now
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return
-            wait_s = (1.0 - self._tokens) / self.rate_per_s
-            self.sleep(wait_s)
-            # The token that accrued while sleeping is spent now; any oversleep is
-            # credited at the next call, which refills from ``_updated_at``.
-            self._tokens = 0.0
-            self._updated_at = now + wait_s
-
-
 class Pacer(Protocol):
     """Paces the upload's requests: ``acquire`` before each one, ``sleep`` between retries."""
 
@@ -116,8 +79,9 @@ class Pacer(Protocol):
 
 @dataclass(frozen=True)
 class SharedPace:
-    """A ``Pacer`` over a rate limit held elsewhere (the engine's ``pace(name, interval)``,
-    shared by every worker on the store): each request waits for a slot of ``name``."""
+    """A ``Pacer`` over a rate limit held elsewhere (the engine's ``pace(name, interval)``: shared by
+    every worker on the store, or ``core.pacing.LocalLimits`` in one process): each request waits for a
+    slot of ``name``."""
 
     pace: Callable[[str, timedelta], None]
     name: str

@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.core import clock, errors
 from engine.core.models import ArtifactRecord
+from engine.core.pacing import LocalLimits
 from engine.plugins.contract import Finding
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
@@ -110,16 +111,9 @@ class _Unhealthy(Exception):
         self.message = message
 
 
-_PACE: list[Any] = []  # doctor's one limiter, made on its first Notion request
-
-
-def _doctor_pace() -> Any:
-    """Doctor's requests, 3/s in this process: a run's upload is paced by the engine's shared limit instead."""
-    from steps import upload_notion
-
-    if not _PACE:
-        _PACE.append(upload_notion.RateLimiter(monotonic=clock.REAL.monotonic, sleep=clock.REAL.sleep))
-    return _PACE[0]
+#: Doctor's Notion requests, paced by the upload's rule with the slots held in this process (doctor may
+#: run while the store is down); a run's upload is paced by the engine's limit shared by every worker.
+_PACE = LocalLimits(clock.REAL)
 
 
 def _call(token: str, what: str, fn: Callable[..., Any], *, not_found: str, **kwargs: Any) -> Any:
@@ -127,8 +121,9 @@ def _call(token: str, what: str, fn: Callable[..., Any], *, not_found: str, **kw
     import httpx
     from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
 
+    from steps import upload_notion
 
-    _doctor_pace().acquire()
+    _PACE.pace(upload_notion.rate_limit_name(token), upload_notion.REQUEST_INTERVAL)
     try:
         return fn(**kwargs)
     except HTTPResponseError as exc:

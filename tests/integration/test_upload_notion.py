@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import notion_client
@@ -10,6 +12,8 @@ import pytest
 from notion_client.errors import APIResponseError
 
 from engine.core import errors
+from engine.core.clock import ManualClock
+from engine.core.pacing import LocalLimits
 from steps import notion_blocks as nb
 from steps import upload_notion as un
 from tests.fakes.fake_notion import FakeNotion
@@ -18,19 +22,31 @@ KEY = "daily_report:platform:2026-09-29"
 REPORT = "# Daily report\n\nSome **work** was done.\n\n- one\n- two\n"
 
 
-class FakeTime:
-    """Monotonic time that only moves when slept on; records every sleep."""
+START = datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
+
+
+class FakeTime(ManualClock):
+    """Manual time that moves only when slept on; records every sleep."""
 
     def __init__(self) -> None:
-        self.now = 0.0
+        super().__init__(START)
         self.sleeps: list[float] = []
 
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
         self.sleeps.append(seconds)
-        self.now += seconds
+        return super().sleep(seconds, stop)
+
+    def elapsed(self) -> float:
+        return (self.now() - START).total_seconds()
+
+
+def paced(clock: FakeTime, limits: LocalLimits | None = None) -> un.SharedPace:
+    """A pacer like doctor's: Notion's interval, slots held in this process."""
+    return un.SharedPace((limits or LocalLimits(clock)).pace, "notion:test", clock.sleep)
+
+
+def _unpaced(name: str, interval: timedelta) -> None:
+    return None
 
 
 @pytest.fixture
@@ -54,8 +70,7 @@ def clock() -> FakeTime:
 def upload(client: notion_client.Client, fake: FakeNotion, clock: FakeTime, *, unpaced: bool = False,
            **kwargs: Any) -> un.UploadOutput:
     """upload() with test defaults; ``unpaced`` lifts pacing so only retry waits are slept."""
-    pace = un.RateLimiter(1e6, 10**6, monotonic=clock.monotonic, sleep=clock.sleep) if unpaced else \
-        un.RateLimiter(monotonic=clock.monotonic, sleep=clock.sleep)
+    pace = un.SharedPace(_unpaced, "notion:test", clock.sleep) if unpaced else paced(clock)
     args: dict[str, Any] = {"report_key": KEY, "title": "Platform 2026-09-29", "markdown": REPORT, "pace": pace}
     args.update(kwargs)
     target = args.pop("target", un.NotionTarget(database_id=fake.database_id))
@@ -204,7 +219,7 @@ def test_connection_refused_is_unavailable(clock: FakeTime) -> None:
     refused = un.make_client("t", base_url=url, timeout_s=1)
     with pytest.raises(errors.StepError) as caught:
         un.upload(refused, un.NotionTarget(database_id="db"), report_key=KEY, title="t", markdown="x",
-                  pace=un.RateLimiter(monotonic=clock.monotonic, sleep=clock.sleep), retry_wait_max_s=0)
+                  pace=paced(clock), retry_wait_max_s=0)
     assert caught.value.code == "NOTION_UNAVAILABLE"
 
 
@@ -285,24 +300,26 @@ def test_lost_fence_stops_before_any_write(fake: FakeNotion, client: notion_clie
 
 def test_requests_are_paced_at_three_per_second(fake: FakeNotion, client: notion_client.Client,
                                                 clock: FakeTime) -> None:
-    shared = un.RateLimiter(monotonic=clock.monotonic, sleep=clock.sleep)  # one per process
-    upload(client, fake, clock, markdown="\n\n".join(f"p{i}" for i in range(20)), pace=shared)
-    upload(client, fake, clock, markdown="short", pace=shared)  # an update: one delete per old block
+    shared = LocalLimits(clock)  # one per process, as in doctor
+    upload(client, fake, clock, markdown="\n\n".join(f"p{i}" for i in range(20)), pace=paced(clock, shared))
+    upload(client, fake, clock, markdown="short", pace=paced(clock, shared))  # an update: one delete per old block
     sent = len(fake.requests)
     assert sent > 20
-    assert clock.now >= (sent - 3) / 3.0 - 1e-6
+    assert clock.elapsed() >= (sent - 1) * un.REQUEST_INTERVAL.total_seconds() - 1e-6
+    assert clock.elapsed() <= sent / 2.5  # under Notion's 3/s average, and not much slower
 
 
-def test_rate_limiter_is_a_token_bucket(clock: FakeTime) -> None:
-    limiter = un.RateLimiter(3.0, 3, monotonic=clock.monotonic, sleep=clock.sleep)
+def test_local_limits_space_slots_and_let_the_first_after_a_quiet_spell_go_at_once(clock: FakeTime) -> None:
+    limits = LocalLimits(clock)
     for _ in range(9):
-        limiter.acquire()
-    assert clock.now == pytest.approx(2.0)
-    clock.now += 10
+        limits.pace("notion:a", un.REQUEST_INTERVAL)
+    assert clock.elapsed() == pytest.approx(8 * un.REQUEST_INTERVAL.total_seconds())
+    limits.pace("notion:b", un.REQUEST_INTERVAL)  # another integration's limit is its own
+    clock.advance(timedelta(seconds=10))
     slept = len(clock.sleeps)
-    for _ in range(3):
-        limiter.acquire()
-    assert len(clock.sleeps) == slept  # a refilled bucket allows a burst of 3
+    limits.pace("notion:a", un.REQUEST_INTERVAL)
+    assert len(clock.sleeps) == slept
+    assert clock.elapsed() == pytest.approx(8 * un.REQUEST_INTERVAL.total_seconds() + 10)
 
 
 FORGED = "bad request\n2026-09-29T10:30:00Z INFO step_finished run=1 FORGED\x1b[2J\x07"
