@@ -2,8 +2,10 @@
 
 Same facts, same bytes: per schedule the runs by status, success rate and
 last success; failed and partial runs grouped by error code with the runbook
-line of ``engine.core.error_codes``; slots not run and why; stalled runs;
-schedule changes with runs/day before → after; backfills.
+line of ``engine.core.error_codes``; slots not run and why; stuck and stalled
+runs; schedule changes with runs/day before → after; backfills. Facts persisted
+before stuck runs and too-old ranges were read lack those keys, and render as
+they did then, so a retry of such a run writes the same bytes.
 """
 
 from __future__ import annotations
@@ -53,8 +55,15 @@ def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
     else:
         out.append("No run failed.")
     out += ["", "## Slots not run", ""]
-    out += [f"- {u['schedule']}: {u['count']} {u['status']} ({u['reason']}): {', '.join(u['keys'])}"
-            for u in facts.get("unrun", [])] or ["None."]
+    unrun = [f"- {u['schedule']}: {u['count']} {u['status']} ({u['reason']}): {', '.join(u['keys'])}"
+             for u in facts.get("unrun", [])]
+    unrun += [f"- {t['schedule']}: about {t['estimated_slots']} slot(s) from {t['from']} to {t['to']} older "
+              "than the catch-up window (too_old): never run" for t in facts.get("too_old", [])]
+    out += unrun or ["None."]
+    if "stuck" in facts:
+        out += ["", "## Stuck runs", ""]
+        out += [f"- run {s['run']} ({s['schedule']}): {s['status']}, unclaimed since {s['since']}"
+                + (f": {s['reason']}" if s["reason"] else "") for s in facts["stuck"]] or ["None."]
     out += ["", "## Stalled runs", ""]
     out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
             for s in facts["stalled"]] or ["None."]

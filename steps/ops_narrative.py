@@ -39,7 +39,8 @@ class ModelSummary(pydantic.BaseModel):
 def known(facts: Mapping[str, Any]) -> tuple[set[int], set[str], set[str]]:
     """Run ids, error codes and schedule names the facts contain."""
     run_ids = {int(r) for group in facts["failures"] for r in group["runs"]}
-    run_ids |= {int(s["run"]) for s in facts["stalled"]} | {int(r) for r in facts["backfills"]}
+    run_ids |= {int(s["run"]) for s in [*facts["stalled"], *facts.get("stuck", [])]}
+    run_ids |= {int(r) for r in facts["backfills"]}
     codes = {str(g["error_code"]) for g in facts["failures"]}
     names = {str(s["schedule"]) for s in facts["schedules"]}
     names |= {str(c["schedule"]) for c in facts.get("changes", [])}
@@ -68,13 +69,15 @@ def check(text: str, facts: Mapping[str, Any]) -> tuple[grounding.Violation, ...
 
 
 def builtin_summary(facts: Mapping[str, Any]) -> str:
-    """The deterministic summary: totals, failures by code, stalled runs."""
+    """The deterministic summary: totals, failures by code, stuck and stalled runs."""
     total = sum(s["runs"] for s in facts["schedules"])
     failed = sum(g["count"] for g in facts["failures"])
     parts = [f"{total} run(s) of {len(facts['schedules'])} schedule(s) had a slot in this period; "
              f"{failed} failed or were partial."]
     parts += [f"`{g['schedule']}` had {g['count']} {g['error_code']} from {g['first']} to {g['last']}."
               for g in facts["failures"]]
+    if facts.get("stuck"):
+        parts.append(f"{len(facts['stuck'])} run(s) are stuck.")
     if facts["stalled"]:
         parts.append(f"{len(facts['stalled'])} run(s) are stalled.")
     return " ".join(parts)

@@ -177,20 +177,9 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
 
 
 def find_stuck(rt: Runtime, now: datetime) -> list[stuck.StuckRun]:
-    """Runs waiting longer than ``[notify] stuck_after`` with no moving queue, each with its reason when known.
-
-    What ``reconcile`` alerts as ``run_stuck`` and ``doctor`` lists: one function for both.
-    """
-    stuck_after = rt.config.notify.stuck_after
+    """Runs waiting longer than ``[notify] stuck_after`` with no moving queue (``store.waiting.find_stuck``)."""
     with rt.store.read() as conn:
-        waiting = waiting_rows.list_waiting(conn, waited_since=now - stuck_after, now=now)
-        if not waiting:
-            return []
-        served = stuck.live_projects(waiting_rows.worker_beats(conn), now)
-        claimed = waiting_rows.last_claims(conn, [w.project for w in waiting])
-    found = (stuck.decide_stuck(w, now=now, stuck_after=stuck_after, served=served,
-                                last_claim_in_project=claimed.get(w.project)) for w in waiting)
-    return [s for s in found if s is not None]
+        return waiting_rows.find_stuck(conn, now, rt.config.notify.stuck_after)
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:

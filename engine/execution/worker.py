@@ -521,4 +521,4 @@ class Worker:
 def _engine_facts(rt: Runtime, start: datetime, end: datetime) -> dict[str, Any]:
     """``StepContext.engine_facts``: one read transaction, as of the runtime's clock."""
     with rt.store.read() as conn:
-        return ops_facts.read(conn, start, end, rt.clock.now())
+        return ops_facts.read(conn, start, end, rt.clock.now(), rt.config.notify.stuck_after)

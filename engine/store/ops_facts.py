@@ -5,9 +5,10 @@ whose slot (``scheduled_for``) lies in ``[start, end)``: per schedule, the runs
 by status, success rate and freshness over the period (``periods.measure``, the
 definition every other view uses); failed and partial runs grouped by
 error code (count, first and last business key); unrun slots (MISSED, SKIPPED,
-CANCELLED) with their reasons; stalled runs (RUNNING past their ``max_runtime``);
-schedule changes made in the period (who, runs/day before → after, the 10× risk);
-backfills. ``summarise`` is the pure part, tested
+CANCELLED) with their reasons, and ranges the scheduler found too old to record;
+stuck runs (SPEC §15.1, ``waiting.find_stuck``) and stalled runs (RUNNING past
+their ``max_runtime``); schedule changes made in the period (who, runs/day
+before → after, the 10× risk); backfills. ``summarise`` is the pure part, tested
 without a database. The ops workflow persists these facts in its first step,
 so a retry reproduces the report.
 """
@@ -25,6 +26,7 @@ from engine.core import cron
 from engine.core.clock import format_instant
 from engine.store import periods
 from engine.store import schedules as schedule_rows
+from engine.store import waiting
 from engine.store.tables import audit_events, runs, schedules
 
 _COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,
@@ -35,21 +37,29 @@ UNRUN = ("MISSED", "SKIPPED", "CANCELLED")
 RISK_FACTOR = 10
 
 
-def read(conn: Connection, start: datetime, end: datetime, now: datetime) -> dict[str, Any]:
-    """The facts of ``[start, end)`` as of ``now`` (one query for the runs, one for names)."""
+def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_after: timedelta) -> dict[str, Any]:
+    """The facts of ``[start, end)`` as of ``now``; a run is stuck after waiting ``stuck_after`` unclaimed."""
     rows = conn.execute(select(*_COLUMNS).where(runs.c.scheduled_for >= start,
                                                 runs.c.scheduled_for < end)
                         .order_by(runs.c.scheduled_for, runs.c.id)).mappings().all()
     names = dict(conn.execute(select(schedules.c.id, schedules.c.name)).all())
     audits = conn.execute(select(audit_events.c.at, audit_events.c.actor, audit_events.c.schedule_id,
+                                 audit_events.c.action,
                                  audit_events.c.before, audit_events.c.after)
                           .where(audit_events.c.at >= start, audit_events.c.at < end,
-                                 audit_events.c.action.in_(("update", "set")))
+                                 audit_events.c.action.in_(("update", "set", "slots_too_old")))
                           .order_by(audit_events.c.at, audit_events.c.id)).mappings().all()
     changes = [change(names.get(a["schedule_id"], "?"), a["actor"], a["at"], a["before"] or {},
-                      a["after"] or {}, now) for a in audits]
+                      a["after"] or {}, now) for a in audits if a["action"] != "slots_too_old"]
     facts = summarise([dict(r) for r in rows], names, start=start, end=end, now=now)
     facts["changes"] = [c for c in changes if c is not None]
+    facts["too_old"] = [{"schedule": names.get(a["schedule_id"], "?"), "from": a["after"]["from"],
+                         "to": a["after"]["to"], "estimated_slots": a["after"]["estimated_slots"]}
+                        for a in audits if a["action"] == "slots_too_old" and a["after"]]
+    in_period = {r["id"] for r in rows}
+    facts["stuck"] = [{"run": s.run_id, "schedule": s.schedule or "(manual)", "status": s.status,
+                       "since": format_instant(s.waiting_since), "reason": s.reason}
+                      for s in waiting.find_stuck(conn, now, stuck_after) if s.run_id in in_period]
     ids = {name: schedule_id for schedule_id, name in names.items()}
     as_of = min(end, now)
     for entry in facts["schedules"]:  # SPEC §15.2 over the report's period, by its one definition

@@ -1,9 +1,10 @@
-"""The facts the stuck-run decision (``engine.core.stuck``) reads: waiting runs, heartbeats, the latest claims."""
+"""The facts the stuck-run decision (``engine.core.stuck``) reads: waiting runs, heartbeats, the latest claims;
+and ``find_stuck``, the decision applied to them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
@@ -49,3 +50,18 @@ def last_claims(conn: Connection, projects: Sequence[str]) -> dict[str, datetime
     rows = conn.execute(select(runs.c.project, func.max(runs.c.claimed_at))
                         .where(runs.c.project.in_(sorted(set(projects)))).group_by(runs.c.project))
     return {project: at for project, at in rows if at is not None}
+
+
+def find_stuck(conn: Connection, now: datetime, stuck_after: timedelta) -> list[stuck.StuckRun]:
+    """Runs waiting longer than ``stuck_after`` with no moving queue, each with its reason when known.
+
+    What ``reconcile`` alerts as ``run_stuck``, ``doctor`` lists and the ops report counts: one function for all.
+    """
+    waiting = list_waiting(conn, waited_since=now - stuck_after, now=now)
+    if not waiting:
+        return []
+    served = stuck.live_projects(worker_beats(conn), now)
+    claimed = last_claims(conn, [w.project for w in waiting])
+    found = (stuck.decide_stuck(w, now=now, stuck_after=stuck_after, served=served,
+                                last_claim_in_project=claimed.get(w.project)) for w in waiting)
+    return [s for s in found if s is not None]

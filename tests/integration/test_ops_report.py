@@ -176,3 +176,38 @@ def test_a_model_summary_may_cite_only_what_the_facts_hold(sqlite_url: str, tmp_
     text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
     assert f"## Summary\n\nRun {failed.run_id} of `platform-report` failed with CONFIG_INVALID." in text
     assert "999" not in text and 'grounding: "repaired"' in text
+
+
+def test_the_ops_report_lists_stuck_runs_and_slots_too_old_to_record(store_url: str, tmp_path: Path,
+                                                                    repo: GitRepo) -> None:
+    from engine.scheduling import tick as scheduler
+
+    extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+             "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}}
+    specs = [dict(name="nightly", workflow="echo", project="platform", cron="0 9 * * *", timezone="UTC"),
+             dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1", timezone="Asia/Seoul")]
+    rt = make_runtime(store_url, schedules=specs, clock=ManualClock(datetime(2026, 9, 10, tzinfo=UTC)),
+                      extra=extra)
+    schedules.apply(rt)
+    schedules.set_enabled(rt, "ops-weekly", enabled=False, reason="only triggered here")
+    rt.clock.set(datetime(2026, 10, 4, 12, 0, tzinfo=UTC))  # the scheduler was down for 24 days
+    scheduler.tick(rt)  # a week of catch-up runs, the 18 slots before the 7-day window too old to record
+    schedules.set_enabled(rt, "nightly", enabled=False, reason="held while the repository moves")
+    schedules.set_enabled(rt, "ops-weekly", enabled=True, reason=None)
+    rt.clock.set(NOW)
+    ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    facts = show(rt, ops.run_id).steps[0].output["facts"]
+    with rt.store.read() as conn:
+        held = conn.execute(select(runs.c.id, runs.c.status).where(runs.c.workflow == "echo")
+                            .order_by(runs.c.scheduled_for)).all()
+    # the first catch-up run QUEUED, six PENDING behind it (overlap), all held by the disabled schedule
+    assert [status for _, status in held] == ["QUEUED"] + ["PENDING"] * 6
+    assert [(s["run"], s["status"], s["reason"]) for s in facts["stuck"]] == [
+        (run_id, status, "schedule disabled") for run_id, status in held]
+    [old] = facts["too_old"]
+    assert (old["schedule"], old["from"], old["to"]) == ("nightly", "2026-09-10T09:00:00Z", "2026-09-27T12:00:00Z")
+    assert abs(old["estimated_slots"] - 18) <= 1  # an estimate (never enumerated): 18 nine o'clocks in truth
+    text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
+    assert f"- run {held[0][0]} (nightly): QUEUED, unclaimed since 2026-10-04T12:00:00Z: schedule disabled" in text
+    assert f"- nightly: about {old['estimated_slots']} slot(s) from 2026-09-10T09:00:00Z to 2026-09-27T12:00:00Z older than" in text

@@ -37,3 +37,12 @@ def test_two_failures_fall_back_to_the_deterministic_summary() -> None:
     out = ops_narrative.write(FACTS, lambda messages: next(answers))
     assert out.verdict == "fallback" and out.text == ops_narrative.builtin_summary(FACTS)
     assert ops_narrative.check(out.text, FACTS) == ()
+
+
+def test_stuck_runs_are_facts_a_summary_may_cite_and_the_fallback_counts() -> None:
+    facts = {**FACTS, "stuck": [{"run": 21, "schedule": "web-daily", "status": "QUEUED",
+                                 "since": "2026-10-04T12:00:00Z", "reason": "schedule disabled"}]}
+    assert ops_narrative.check("Run 21 of `web-daily` is stuck.", facts) == ()
+    assert ops_narrative.check("Run 21 of `web-daily` is stuck.", FACTS) != ()  # facts read before stuck runs
+    assert "1 run(s) are stuck." in ops_narrative.builtin_summary(facts)
+    assert "stuck" not in ops_narrative.builtin_summary(FACTS)
