@@ -11,9 +11,9 @@ file is the old bytes or the old bytes plus the block, never anything between.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -154,30 +154,38 @@ def append(path: Path, report: DraftReport) -> None:
     """Append the draft's block to ``path`` atomically (temporary file, fsync, rename).
 
     Refuses an invalid draft (InvalidInput, exit 2) and a name already in the
-    file as it is now (Conflict, exit 3); nothing is written then.
+    file as it is now (Conflict, exit 3); nothing is written then. Appenders take
+    turns (a lock on the folder), so each reads the file the last one wrote and no
+    draft is lost to a concurrent one. The temporary file has one fixed name: one
+    left by a SIGKILL mid-write is overwritten by the next append, never piled up.
     """
     if not report.valid:
         raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
-    old = path.read_bytes()
-    names = [s.get("name") for s in tomllib.loads(old.decode("utf-8")).get("schedules", [])]
-    if report.exists or report.draft.get("name") in names:
-        raise errors.Conflict(f"a schedule named '{report.draft.get('name')}' is already in "
-                              f"{path}; edit it there or draft another name")
-    joint = b"" if not old or old.endswith(b"\n\n") else b"\n" if old.endswith(b"\n") else b"\n\n"
-    data = old + joint + report.toml.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".draft", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     directory = os.open(path.parent, os.O_RDONLY)
     try:
+        fcntl.flock(directory, fcntl.LOCK_EX)  # released when the descriptor is closed
+        old = path.read_bytes()
+        names = [s.get("name") for s in tomllib.loads(old.decode("utf-8")).get("schedules", [])]
+        if report.exists or report.draft.get("name") in names:
+            raise errors.Conflict(f"a schedule named '{report.draft.get('name')}' is already in "
+                                  f"{path}; edit it there or draft another name")
+        joint = b"" if not old or old.endswith(b"\n\n") else b"\n" if old.endswith(b"\n") else b"\n\n"
+        tmp = temporary_path(path)
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(old + joint + report.toml.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def temporary_path(path: Path) -> Path:
+    """Where ``append`` writes the new file before renaming it over ``path``."""
+    return path.with_name(f".{path.name}.draft")
