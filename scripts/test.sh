@@ -2,9 +2,10 @@
 # Set up and run the tests. PostgreSQL tests run against 127.0.0.1:5432
 # (REPORTFLOW_TEST_PG overrides); with CI=true they fail rather than skip if it is down.
 #
-#   scripts/test.sh           everything CI runs, in three steps: mypy --strict on engine/; unit,
-#                             integration and acceptance tests in parallel (pytest-xdist); then
-#                             tests/reliability one test at a time (its kill timing needs the cores)
+#   scripts/test.sh           everything CI runs, in three steps: unit, integration and acceptance
+#                             tests in parallel (pytest-xdist), with mypy --strict on engine/ beside
+#                             them at low priority; then tests/reliability one test at a time (its
+#                             kill timing needs the cores)
 #   scripts/test.sh --long    the same, the reliability suite with its long counts
 #   scripts/test.sh --fast    the loop for daily work: unit tests and the integration tests not
 #                             marked slow, in parallel (about a minute on two quiet cores)
@@ -49,9 +50,17 @@ fi
 
 long=()
 [ "$mode" = long ] && long=(--long)
-step "mypy --strict engine" "$py" -m mypy --strict engine
+# mypy is a step of its own, run beside the parallel tests at the lowest priority: it takes the
+# CPU time the test processes leave idle while they wait on each other, and its report follows.
+typecheck_log=$(mktemp)
+trap 'rm -f "$typecheck_log"' EXIT
+nice -n 19 "$py" -m mypy --strict engine >"$typecheck_log" 2>&1 &
+typecheck=$!
 # Everything but tests/reliability in parallel: a new test folder joins this step by itself.
 step "unit, integration and acceptance tests (xdist, -n $workers)" \
   "$py" -m pytest "${parallel[@]}" "${long[@]}" tests --ignore=tests/reliability
+typecheck_rc=0
+wait "$typecheck" || typecheck_rc=$?
+step "mypy --strict engine" sh -c 'cat "$1"; exit "$2"' _ "$typecheck_log" "$typecheck_rc"
 step "reliability tests (serial)" "$py" -m pytest "${long[@]}" tests/reliability
 exit "$status"

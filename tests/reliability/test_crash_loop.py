@@ -5,8 +5,9 @@ Each iteration is a fresh daily slot of one ``daily_report`` schedule
 GENERATE_REPORT; Notion on, against FakeNotion, token from the variable the
 config names), ticked in-process on a SQLite database. A ``work
 --until-idle`` process is killed with SIGKILL after a random delay from a
-seeded RNG, or the instant FakeNotion has stored the page (before the worker
-can record it), sometimes with the create's answer dropped as well; about one
+seeded RNG, or the instant FakeOllama has received the generation request
+(mid GENERATE_REPORT), or the instant FakeNotion has stored the page (before
+the worker can record it), sometimes with the create's answer dropped as well; about one
 iteration in seven kills the recovering worker too. Then ``reconcile`` with a
 ``--now`` past the 30 s lease (the shared ``T@E`` clock: no real waiting) and
 ``work --until-idle`` resume the run.
@@ -171,9 +172,10 @@ class Lane:
             offset = phase * PHASE_S
             if phase:
                 self._ok(self.run("reconcile", now=clock.at(offset)))
-            mode = rng.choices(["random", "page", "drop"], weights=[72, 20, 8])[0]
-            if mode != "random" and self.witness(key).pages_made:
+            mode = rng.choices(["random", "generating", "page", "drop"], weights=[57, 15, 20, 8])[0]
+            if mode in ("page", "drop") and self.witness(key).pages_made:
                 mode = "random"  # the page exists already: no create left to catch in the act or to drop
+            generations = self.witness(key).generations
             if mode == "drop":
                 self.notion.drop_after_create(1)  # the page is stored, its answer never arrives
             worker = procs.spawn(self.root, self.config, "work", "--until-idle", now=clock.at(offset + 1),
@@ -182,6 +184,9 @@ class Lane:
             if mode == "page":
                 poll(lambda w=worker: self.witness(key).pages_made > 0 or w.poll() is not None, 60,
                      "the page to be stored", interval=0.001)
+            elif mode == "generating":  # the model has the request: GENERATE_REPORT is in flight
+                poll(lambda w=worker, g=generations: len(self.ollama.requests_to("/api/chat")) > g
+                     or w.poll() is not None, 60, "the generation request", interval=0.002)
             else:
                 delay = round(rng.uniform(*KILL_DELAY_S), 3)
                 try:
@@ -241,7 +246,9 @@ def _reap(proc: subprocess.Popen[str]) -> None:
 
 def test_sigkill_at_random_moments_never_duplicates_nor_reruns_a_success_step(
         tmp_path: Path, long_run: bool, seed: int) -> None:
-    iterations = 300 if long_run else 50
+    # By default the least that reaches every step boundary that matters: the "generating" and "page"
+    # kills land in GENERATE_REPORT and in the stored-but-unrecorded page by the seed, not by timing.
+    iterations = 300 if long_run else 24
     repo = daily_history(tmp_path, HISTORY_START, iterations + 2)
     stop = threading.Event()
     with ExitStack() as stack:

@@ -175,7 +175,7 @@ def test_db_backup_refuses_postgres_with_the_pg_dump_equivalent(pg_url: str, tmp
 
 PROJECT = "drill"
 TOKEN_ENV = "RF_DRILL_NOTION_TOKEN"
-DAYS = 8  # periods 2026-02-28 (no commits: no report, on_empty = skip) to 2026-03-08
+DAYS = 5  # periods 2026-02-28 (no commits: no report, on_empty = skip) to 2026-03-05
 
 
 def test_backup_mid_load_restores_and_work_continues_without_duplicates(tmp_path: Path) -> None:

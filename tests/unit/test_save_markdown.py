@@ -67,6 +67,24 @@ def test_symlink_out_of_the_reports_dir_is_refused(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
 
 
+def test_a_symlink_swapped_in_after_the_path_was_checked_creates_no_folder_out_there(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reports, outside = tmp_path / "reports", tmp_path / "outside"
+    reports.mkdir()
+    outside.mkdir()
+    checked = sm.report_path
+
+    def then_swapped(*args: Any) -> Path:
+        path = checked(*args)  # the path is checked while the folder is not there yet...
+        (reports / "platform").symlink_to(outside / "made-by-us", target_is_directory=True)  # ...then it is
+        return path
+
+    monkeypatch.setattr(sm, "report_path", then_swapped)
+    with pytest.raises(errors.StepError, match="outside the reports directory"):
+        save(reports, "doc")
+    assert list(outside.iterdir()) == []  # checked again before the folder was created, not only after
+
+
 def test_symlinked_file_out_of_the_reports_dir_is_refused(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     (reports / "platform").mkdir(parents=True)
