@@ -172,18 +172,28 @@ def append(path: Path, report: DraftReport) -> None:
         joint = b"" if not old or old.endswith(b"\n\n") else b"\n" if old.endswith(b"\n") else b"\n\n"
         tmp = temporary_path(path)
         try:
-            with open(tmp, "wb") as handle:
+            # O_NOFOLLOW: a symlink planted at the fixed name is refused, not written through.
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as handle:
                 handle.write(old + joint + report.toml.encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(tmp, path.stat().st_mode & 0o7777)
             os.replace(tmp, path)
+        except OSError as exc:  # a full disk, a read-only folder, a symlink at the temporary name
+            _discard(tmp)
+            raise errors.ReportflowError(f"could not append the draft to {path}: {exc.strerror or exc} "
+                                         f"({tmp.name}); the file is unchanged") from exc
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            _discard(tmp)
             raise
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def _discard(tmp: Path) -> None:
+    if tmp.is_file() and not tmp.is_symlink():  # never what someone else planted there
+        tmp.unlink()
 
 
 def temporary_path(path: Path) -> Path:

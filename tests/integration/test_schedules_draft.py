@@ -191,3 +191,18 @@ def test_the_schedules_page_drafts_with_the_same_validation(tmp_path: Path) -> N
     unread = web.get("/schedules", params={"draft": "now and then"})
     assert 'data-draft="error"' in unread.text and "needs a model" in unread.text
     assert path.read_bytes() == before
+
+
+def test_a_symlink_at_the_temporary_name_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    from engine.operations import drafts
+
+    path = config(tmp_path)
+    before = path.read_bytes()
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep")
+    drafts.temporary_path(path).symlink_to(elsewhere)
+    refused = draft(path, "every day at 07:00 for api", "--write", "--yes")
+    assert refused.returncode == 1 and "the file is unchanged" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert path.read_bytes() == before and elsewhere.read_text() == "keep"
+    assert drafts.temporary_path(path).is_symlink()  # what was planted is left for its owner to look at
