@@ -2,24 +2,24 @@
 # Set up and run the tests. PostgreSQL tests run against 127.0.0.1:5432
 # (REPORTFLOW_TEST_PG overrides); with CI=true they fail rather than skip if it is down.
 #
-#   scripts/test.sh           everything CI runs, in three steps: unit, integration and acceptance
-#                             tests in parallel (pytest-xdist), with mypy --strict on engine/ beside
-#                             them at low priority; then tests/reliability one test at a time (its
-#                             kill timing needs the cores)
+#   scripts/test.sh           everything CI runs, in two steps: every test in one pytest-xdist
+#                             session (reliability included, longest files first, one worker
+#                             more than the cores: the real-process tests wait on each other),
+#                             with mypy --strict on engine/ beside it at low priority
 #   scripts/test.sh --long    the same, the reliability suite with its long counts
 #   scripts/test.sh --fast    the loop for daily work: unit tests and the integration tests not
 #                             marked slow, in parallel (about a minute on two quiet cores)
 #   scripts/test.sh ARGS...   pytest ARGS, as given (a file, -k EXPR, -x ...)
 #
-# REPORTFLOW_TEST_WORKERS sets the xdist worker count (default: one per core). Every step runs,
-# even after a failure; the exit status is the first failing step's, pytest's 5 (nothing
+# REPORTFLOW_TEST_WORKERS sets the xdist worker count (default: the cores plus one). Every step
+# runs, even after a failure; the exit status is the first failing step's, pytest's 5 (nothing
 # collected) included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
 py=.venv/bin/python
-workers="${REPORTFLOW_TEST_WORKERS:-auto}"
-parallel=(-n "$workers" --dist worksteal)
+workers="${REPORTFLOW_TEST_WORKERS:-$(( $(nproc) + 1 ))}"
+parallel=(-n "$workers" --dist load)  # load: tests go out in collection order, the longest first
 
 mode=all
 case "${1:-}" in
@@ -50,17 +50,14 @@ fi
 
 long=()
 [ "$mode" = long ] && long=(--long)
-# mypy is a step of its own, run beside the parallel tests at the lowest priority: it takes the
-# CPU time the test processes leave idle while they wait on each other, and its report follows.
+# mypy is a step of its own, run beside the tests at the lowest priority: it takes the CPU time
+# the test processes leave idle while they wait on each other, and its report follows theirs.
 typecheck_log=$(mktemp)
 trap 'rm -f "$typecheck_log"' EXIT
 nice -n 19 "$py" -m mypy --strict engine >"$typecheck_log" 2>&1 &
 typecheck=$!
-# Everything but tests/reliability in parallel: a new test folder joins this step by itself.
-step "unit, integration and acceptance tests (xdist, -n $workers)" \
-  "$py" -m pytest "${parallel[@]}" "${long[@]}" tests --ignore=tests/reliability
+step "all tests (xdist, -n $workers)" "$py" -m pytest "${parallel[@]}" "${long[@]}" tests
 typecheck_rc=0
 wait "$typecheck" || typecheck_rc=$?
 step "mypy --strict engine" sh -c 'cat "$1"; exit "$2"' _ "$typecheck_log" "$typecheck_rc"
-step "reliability tests (serial)" "$py" -m pytest "${long[@]}" tests/reliability
 exit "$status"

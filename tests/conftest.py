@@ -34,6 +34,23 @@ def _with_db(url: str, name: str) -> str:
     return url.rsplit("/", 1)[0] + "/" + name
 
 
+# The longest tests, longest first (seconds on two cores, from `--durations`): started first, so that
+# under xdist (`--dist load` hands tests out in this order) none of them is left to run alone at the end.
+LONGEST_FIRST = (
+    "tests/reliability/test_crash_loop.py", "tests/reliability/test_lifecycle.py",  # 137 s, 113 s
+    "tests/reliability/test_soak.py", "tests/reliability/test_races.py",  # 80 s, 89 s (two tests each)
+    "tests/reliability/test_secrets.py", "tests/reliability/test_upgrades.py",  # 87 s, 102 s (nine)
+    "tests/reliability/test_postgres_faults.py", "tests/acceptance/test_processes.py",
+    "tests/acceptance/test_children_processes.py", "tests/acceptance/test_notion_rate_shared.py",
+)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the longest files first, in ``LONGEST_FIRST`` order; the rest keep their order."""
+    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     # Here, not in tests/reliability/conftest.py: pytest reads option hooks only from conftests it loads
     # at start-up, and a plain `pytest --long` from the repository root does not load that one in time.

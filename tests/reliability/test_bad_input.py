@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,15 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
         result = run_cli(*args, config=config, now=NOW if args[0] != "schedules" else "2026-09-27T00:00:00Z")
         assert result.returncode == 0, result.stderr
     assert list((install / "reports" / "platform").glob("*.md"))
+    # A worker's last two connections can close at once, so that neither checkpoints: fold any WAL left
+    # into the file, so that every copy starts clean. (A refused `tick` may open the store to look its
+    # fast path's fingerprint up, and closing it checkpoints a WAL: contents equal, bytes not.)
+    folded = sqlite3.connect(install / "rf.db")
+    try:
+        folded.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        folded.close()
+    assert not (install / "rf.db-wal").exists()
     return install
 
 
