@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh test
 py=.venv/bin/python
 workers="${REPORTFLOW_TEST_WORKERS:-$(( $(nproc) + 1 ))}"
-parallel=(-n "$workers" --dist load)  # load: tests go out in collection order, the longest first
+parallel=(-n "$workers" --dist load --maxschedchunk 1)  # one at a time, in collection order: the longest first
 
 mode=all
 case "${1:-}" in
