@@ -15,7 +15,7 @@ import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -217,8 +217,10 @@ def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path,
 def test_serve_executes_a_due_run_and_stops_cleanly_on_sigterm(sqlite_url: str, tmp_path: Path) -> None:
     config = flow_config(tmp_path, sqlite_url, schedules=[four(cron="* * * * *") | {"allow_frequent": True}],
                          block_on=["TWO"], block_attempt=2)
+    # apply at a fixed instant, and serve's clock anchored as it starts: however long apply takes under
+    # load, serve starts one simulated second before the T0 slot (not past it, waiting for the next).
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=(T0 - timedelta(seconds=2)).isoformat()))
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-2)))
     server = procs.spawn(tmp_path, config, "serve", "--worker-id", "srv", now=clock.at(-1), log_name="serve.log")
     try:
         procs.wait_for(lambda: sum(1 for line in log_lines(tmp_path) if line[:3] == ["end", "1", "FOUR"]) == 1,
@@ -259,8 +261,9 @@ def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqli
     """serve's worker threads run beside its loop: SIGTERM still lets the step finish, hands the run back, exits 0."""
     config = flow_config(tmp_path, sqlite_url, schedules=[four(cron="* * * * *") | {"allow_frequent": True}],
                          block_on=["TWO"], worker={"concurrency": concurrency})
+    # apply at a fixed instant, serve's clock anchored as it starts (see the test above)
+    ok(procs.run(tmp_path, config, "schedules", "apply", now=(T0 - timedelta(seconds=2)).isoformat()))
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-2)))
     server = procs.spawn(tmp_path, config, "serve", "--worker-id", "srv", now=clock.at(-1), log_name="serve.log")
     try:
         procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),

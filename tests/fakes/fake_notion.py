@@ -144,6 +144,9 @@ class FakeNotion:
         self._faults: list[_Fault] = []
         self._drops = 0
         self._stale = 0
+        self._hold_from: int | None = None  # page creations past this many pages wait for release_creates()
+        self._released = threading.Event()
+        self.held = 0  # creations waiting at the hold now
         self._stopping = threading.Event()
         self.database_id = self._new_id()
         self.data_source_id = self._new_id()
@@ -199,6 +202,18 @@ class FakeNotion:
         """The next ``n`` page creations are stored, then the connection drops unanswered."""
         with self.lock:
             self._drops += n
+
+    def hold_creates_after(self, n: int) -> None:
+        """Once ``n`` pages exist, further page creations wait unanswered until ``release_creates``."""
+        with self.lock:
+            self._hold_from = n
+            self._released.clear()
+
+    def release_creates(self) -> None:
+        """Let every held and later page creation through."""
+        with self.lock:
+            self._hold_from = None
+        self._released.set()
 
     def stale_queries(self, n: int = 1) -> None:
         """The next ``n`` data source queries return no results (an index lagging behind)."""
@@ -267,6 +282,8 @@ class FakeNotion:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         record = Recorded(method, parts.path, body, at=arrived_at)
+        if (method, parts.path) == ("POST", "/v1/pages"):
+            self._wait_at_hold()
         with self.lock:
             self.requests.append(record)
             fault = next((f for f in self._faults if f.path is None or f.path in parts.path), None)
@@ -306,6 +323,18 @@ class FakeNotion:
             handler.wfile.write(data)
         except OSError:
             handler.close_connection = True
+
+    def _wait_at_hold(self) -> None:
+        with self.lock:
+            if self._hold_from is None or len(self.pages) < self._hold_from:
+                return
+            self.held += 1
+        try:
+            while not self._released.wait(0.05) and not self._stopping.is_set():
+                pass
+        finally:
+            with self.lock:
+                self.held -= 1
 
     def _route(self, method: str, path: str, body: Any, query: dict[str, list[str]]) -> Json | None:
         body = body if isinstance(body, dict) else {}

@@ -199,13 +199,16 @@ def test_backup_mid_load_restores_and_work_continues_without_duplicates(tmp_path
         assert procs.run(live, config, "tick", now=clock.at(), env=env).returncode == 0
         assert len(sqlite_runs(live / "rf.db")) == DAYS + 1
 
+        # Mid-load by construction: after two pages, uploads wait at Notion (outside any transaction)
+        # until the backup is taken, so both workers hold a RUNNING run while it is copied.
+        notion.hold_creates_after(2)
         workers = [procs.spawn(live, config, "work", "--until-idle", now=clock.at(), env=env) for _ in range(2)]
         try:
-            poll(lambda: sum(r.status == "SUCCESS" for r in sqlite_runs(live / "rf.db").values()) >= 3, 120,
-                 "three runs to finish before the backup")
+            poll(lambda: notion.held == 2, 120, "both workers to wait at the Notion upload")
             backup = _cli_env(live, config, env, "db", "backup", str(tmp_path / "backup.db"), now=clock.at())
             assert "backed up" in backup.stdout
         finally:
+            notion.release_creates()
             outs = [procs.finish(w, timeout=300) for w in workers]
         assert all(w.returncode == 0 for w in workers), [log[-2000:] for _, log in outs]
         at_backup = sqlite_runs(tmp_path / "backup.db")
