@@ -20,7 +20,7 @@ import typer
 
 from engine.cli import options, output
 from engine.cli.version import version_text
-from engine.core import errors
+from engine.core import errors, limits
 from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, RunStatus
 
 if TYPE_CHECKING:
@@ -636,7 +636,7 @@ def prune(ctx: typer.Context,
 def runs_list(ctx: typer.Context,
               status: Annotated[Optional[list[str]], typer.Option("--status", help="Filter by status.")] = None,
               schedule: Annotated[Optional[str], typer.Option("--schedule")] = None,
-              limit: Annotated[int, typer.Option("--limit", min=0, help="0 for all.")] = 200,
+              limit: Annotated[int, typer.Option("--limit", min=0, help="0 for all.")] = limits.RUNS_LIST,
               parent: Annotated[Optional[str], typer.Option("--parent", help="Only this run's child runs.")] = None,
               as_json: JsonOpt = False) -> None:
     """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
@@ -773,7 +773,7 @@ app.add_typer(notifications_app, name="notifications")
 def notifications_list(ctx: typer.Context,
                        pending: Annotated[bool, typer.Option("--pending", help="Only those not delivered yet.")] = False,
                        schedule: Annotated[Optional[str], typer.Option("--schedule", help="Only this schedule's.")] = None,
-                       limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+                       limit: Annotated[int, typer.Option("--limit", min=1, max=limits.NOTIFICATIONS_MAX)] = limits.NOTIFICATIONS,
                        as_json: JsonOpt = False) -> None:
     """Recorded alerts, newest first, with their delivery state. Example: reportflow notifications list --pending"""
     from engine.cli import render

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.core import errors, inputs
+from engine.core import errors, inputs, limits
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import AuditEvent, Run
 from engine.runtime import Runtime
@@ -19,7 +19,7 @@ from engine.store.history import RunFilter
 
 
 def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None = None,
-              limit: int | None = 200, parent: int | None = None) -> list[Run]:
+              limit: int | None = limits.RUNS_LIST, parent: int | None = None) -> list[Run]:
     """``runs list``: newest first, filtered by status, schedule, or parent run (its children)."""
     with rt.store.read() as conn:
         schedule_id = schedule_rows.get_schedule(conn, schedule).id if schedule else None
@@ -58,7 +58,7 @@ def decode_cursor(text: str) -> tuple[datetime, int]:
         raise errors.InvalidInput(f"'{text[:60]}' is not a page cursor") from None
 
 
-def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: int = 50) -> RunPage:
+def page_runs(rt: Runtime, filt: RunFilter, *, after: str | None = None, limit: int = limits.WEB_PAGE) -> RunPage:
     """One page of runs, newest slot first; ``next_cursor`` is None on the last page."""
     position = decode_cursor(after) if after else None
     with rt.store.read() as conn:
@@ -87,7 +87,7 @@ def run_audit(rt: Runtime, run_id: int) -> list[AuditEvent]:
         return history_rows.run_audit(conn, run_id)
 
 
-def chart_runs(rt: Runtime, schedule_name: str, *, limit: int = 200) -> list[Run]:
+def chart_runs(rt: Runtime, schedule_name: str, *, limit: int = limits.CHART_RUNS) -> list[Run]:
     """The latest ``limit`` runs of a schedule that started, oldest first (start delay and duration over time)."""
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.core import errors, inputs
+from engine.core import errors, inputs, limits
 from engine.read import runs as read_runs
 from engine.read import schedules as read_schedules
 from engine.read import views
@@ -24,9 +24,9 @@ def api_runs(request: Request) -> Response:
     """``GET /api/runs``: runs by the page's filters, with a cursor."""
     rt = state_of(request).rt
     filt, echo = run_filter(rt, request.query_params)
-    limit_text = request.query_params.get("limit", "200")
-    if not (limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4) or not 1 <= int(limit_text) <= 1000:
-        raise errors.InvalidInput(f"limit '{limit_text[:20]}' must be a number from 1 to 1000")
+    limit_text = request.query_params.get("limit", str(limits.RUNS_LIST))
+    if not (limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4) or not 1 <= int(limit_text) <= limits.API_MAX:
+        raise errors.InvalidInput(f"limit '{limit_text[:20]}' must be a number from 1 to {limits.API_MAX}")
     result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
     headers = {}
     if result.next_cursor:

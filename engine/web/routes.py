@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import cron, cron_words, errors, inputs, logs
+from engine.core import cron, cron_words, errors, inputs, limits, logs
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions as operations
 from engine.operations import drafts
@@ -29,7 +29,6 @@ from engine.scheduling import definitions as schedules
 from engine.web import auth, charts, markdown, params
 from engine.web.pages import page, state_of
 
-PAGE_SIZE = 50
 LEGEND = (
     ("SUCCESS", "success"), ("PARTIAL_SUCCESS", "partial success"), ("FAILED", "failed"),
     ("RETRY_PENDING", "retry pending"), ("RUNNING", "running / queued"), ("MISSED", "missed"),
@@ -100,7 +99,7 @@ def schedule_page(request: Request) -> Response:
                 words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
-                alerts=notifications.list_notifications(rt, schedule=name, limit=10),
+                alerts=notifications.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),
                 audit=audit_groups.group_audit(schedules.history(rt, name)[::-1])[:30],
                 held=read_runs.held_runs(rt, name))
 
@@ -118,7 +117,7 @@ def runs_page(request: Request) -> Response:
     """``/runs``: runs by filters, paged."""
     rt = state_of(request).rt
     filt, echo = params.run_filter(rt, request.query_params)
-    result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=PAGE_SIZE)
+    result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=limits.WEB_PAGE)
     next_url = None
     if result.next_cursor:
         query = [*echo.items(), *(("status", s) for s in filt.statuses), ("after", result.next_cursor)]

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support import run_cli, write_config
+
+pytestmark = pytest.mark.slow  # real CLI processes: in the full suite, not in --fast
 
 APPLIED_AT = "2026-03-02T10:00:30Z"
 

@@ -15,6 +15,8 @@ from steps import schedule_model
 from tests.fakes.fake_ollama import FakeOllama
 from tests.support import run_cli
 
+pytestmark = pytest.mark.slow  # real CLI processes: in the full suite, not in --fast
+
 NOW = "2026-03-05T00:00:00Z"  # before the US moves its clocks (2026-03-08)
 BASE = """[store]
 url = "sqlite:///{db}"

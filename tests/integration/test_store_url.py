@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support import run_cli, write_config
+
+pytestmark = pytest.mark.slow  # real CLI processes: in the full suite, not in --fast
 
 
 def test_db_upgrade_and_backup_find_a_relative_reportflow_db_beside_the_config(tmp_path: Path) -> None:

@@ -104,6 +104,7 @@ def test_a_workflow_pin_cannot_replace_the_engines(store_url: str) -> None:
     assert run.pinned["window_start"] == "2026-09-29T19:30:00Z" and run.pinned["colour"] == "blue"
 
 
+@pytest.mark.slow  # a year of hourly slots ticked: in the full suite, not in --fast
 def test_year_of_downtime_creates_only_the_window(store_url: str) -> None:
     spec = dict(name="minutely", workflow="echo", project="p1", cron="* * * * *", timezone="UTC",
                 allow_frequent=True, misfire="SKIP", overlap="SKIP_NEW")
