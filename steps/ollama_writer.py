@@ -6,12 +6,13 @@ Contract:
   does not have fails at once, with the ``ollama pull`` hint), then one
   ``POST /api/chat`` (non-streaming) generates with ``options`` (temperature,
   seed, num_ctx).
-- Each HTTP call runs under tenacity: connection refused, dropped
-  connections and 5xx/408/429 answers are retried with exponential backoff
-  and jitter, up to ``max_attempts`` per call, within one waiting budget per
-  ``write`` (``RetryPolicy.budget_s``, 30 s by default, SPEC §4): what the
-  model lookup waited is no longer available to the generation. A timeout is not retried here: on CPU a generation that
-  timed out would time out again, so the run-level retry takes it later.
+- Each HTTP call runs under the engine's in-step retry (``engine.plugins.retrying``):
+  connection refused, dropped connections and 5xx/408/429 answers are retried
+  with exponential backoff and jitter, up to ``max_attempts`` per call, within
+  one waiting budget per ``write`` (``RetryPolicy.budget_s``, 30 s by default,
+  SPEC §4): what the model lookup waited is no longer available to the
+  generation. A timeout is not retried here: on CPU a generation that timed
+  out would time out again, so the run-level retry takes it later.
 - Every failure leaves as ``StepError``: ``MODEL_UNAVAILABLE`` (retryable)
   naming host and model, or ``CONFIG_INVALID`` for a request the server
   rejects as malformed (another 4xx).
@@ -31,9 +32,9 @@ from typing import Any, TypeVar
 import httpx
 import ollama
 import pydantic
-import tenacity
 
 from engine.core import errors
+from engine.plugins import retrying
 from steps.report_model import ReportMaterial, WriterResult
 
 T = TypeVar("T")
@@ -48,19 +49,13 @@ _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
 class RetryPolicy:
     """In-step retries: waits grow from ``initial_s`` to ``max_wait_s`` (plus up to
     ``initial_s`` of jitter), at most ``max_attempts`` tries per HTTP call, and stop
-    before ``budget_s`` of waiting in all across the calls of one ``write``."""
+    before ``budget_s`` of waiting in all across the calls of one ``write`` (a wait
+    that does not fit in what is left is not taken)."""
 
     budget_s: float = 30.0
     initial_s: float = 1.0
     max_wait_s: float = 10.0
     max_attempts: int = 8
-
-
-@dataclass
-class _Budget:
-    """Waiting left to one ``write`` (shared by its model lookup and its generation)."""
-
-    left_s: float
 
 
 class _ModelMissing(Exception):
@@ -95,8 +90,8 @@ class OllamaWriter:
                  exclusive: Exclusive | None = None, retry: RetryPolicy = RetryPolicy(),
                  options: Mapping[str, Any] | None = None, keep_alive: str | float | None = None,
                  sleep: Callable[[float], None]) -> None:
-        """``options`` are defaults under the per-call ones; ``sleep`` is tenacity's sleep between
-        attempts: the step's ``ctx.sleep`` (the engine's clock, ended by SIGTERM or a lost lease)."""
+        """``options`` are defaults under the per-call ones; ``sleep`` is the wait between attempts:
+        the step's ``ctx.sleep`` (the engine's clock, ended by SIGTERM or a lost lease)."""
         self.host = host.rstrip("/")
         self.options = dict(options or {})
         self.model = model
@@ -116,7 +111,7 @@ class OllamaWriter:
             messages += [{"role": "user", "content": asked},
                          {"role": "assistant", "content": answered}]
         messages.append({"role": "user", "content": prompt})
-        budget = _Budget(self.retry.budget_s)
+        budget = retrying.RetryBudget(self.retry.budget_s)  # one for the lookup and the generation
         # Clients live for one call, so no connection outlives the step.
         with ollama.Client(host=self.host, timeout=min(self.timeout_s, LOOKUP_TIMEOUT_S)) as lookup:
             digest = self._call("model lookup", lambda: self._find_digest(lookup), budget)
@@ -139,7 +134,7 @@ class OllamaWriter:
                 return entry.digest or None
         raise _ModelMissing(self.model)
 
-    def _call(self, what: str, fn: Callable[[], T], budget: _Budget) -> T:
+    def _call(self, what: str, fn: Callable[[], T], budget: retrying.RetryBudget) -> T:
         """``fn()`` under the retry policy, waiting at most what is left of ``budget``
         (and spending it); any failure becomes a classified StepError."""
         policy = self.retry
@@ -150,21 +145,10 @@ class OllamaWriter:
             attempts += 1
             return fn()
 
-        def stop(state: tenacity.RetryCallState) -> bool:
-            upcoming = getattr(state, "upcoming_sleep", 0.0) or 0.0
-            return state.attempt_number >= policy.max_attempts or upcoming > budget.left_s
-
-        def sleep(seconds: float) -> None:
-            budget.left_s -= seconds
-            self._sleep(seconds)
-
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception(_transient),
-            wait=(tenacity.wait_exponential(multiplier=policy.initial_s, max=policy.max_wait_s)
-                  + tenacity.wait_random(0, policy.initial_s)),
-            stop=stop, sleep=sleep, reraise=True)
         try:
-            return retrying(attempt)
+            return retrying.call(attempt, sleep=self._sleep, retryable=_transient, budget=budget,
+                                 max_attempts=policy.max_attempts, initial_s=policy.initial_s,
+                                 max_wait_s=policy.max_wait_s)
         except Exception as exc:  # noqa: BLE001 - classified below, or re-raised untouched
             classified = self._classify(exc, what, attempts)
             if classified is None:

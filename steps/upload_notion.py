@@ -16,10 +16,11 @@ holds data sources; pages live in a data source):
   limit is per integration, i.e. per token), fenced
   (``check_fence()`` before each write) and classified: 429
   ``NOTION_RATE_LIMITED``, 5xx/timeout/connection ``NOTION_UNAVAILABLE``,
-  401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (tenacity,
-  exponential backoff with jitter, Retry-After honoured) for at most
-  ``retry_wait_max_s`` of waiting in all; a longer Retry-After is raised with
-  ``retry_after_s`` so the engine can set the run's ``not_before``.
+  401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (the
+  engine's in-step retry, ``engine.plugins.retrying``: exponential backoff with
+  jitter, Retry-After honoured) for at most ``retry_wait_max_s`` of waiting in
+  all; a longer Retry-After is raised with ``retry_after_s`` so the engine can
+  set the run's ``not_before``.
 - A write whose outcome is unknown (timeout, 5xx, dropped connection on a
   create or an append) is never repeated blindly: the whole lookup-then-write
   sequence runs again, so it finds what the lost request did.
@@ -39,18 +40,20 @@ import httpx
 import notion_client
 from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
 from pydantic import BaseModel
-from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential, wait_random
 
 from engine.core import errors
+from engine.plugins import retrying
 from steps import notion_blocks
 
 REPORT_KEY_PROPERTY = "Report Key"
 DEFAULT_TITLE_PROPERTY = "Name"
 _MAX_ATTEMPTS = 10
+#: Retry waits grow from 0.5 s to 8 s, each plus up to 0.5 s of jitter.
+_INITIAL_WAIT_S = 0.5
+_MAX_WAIT_S = 8.0
 #: Notion allows an average of 3 requests/s per integration; 350 ms apart keeps
 #: under it with room for network jitter between the slot and the arrival.
 REQUEST_INTERVAL = timedelta(milliseconds=350)
-_backoff = wait_exponential(multiplier=0.5, max=8.0) + wait_random(0, 0.5)
 
 Page = dict[str, Any]
 
@@ -124,45 +127,25 @@ class _Calls:
                  check_fence: Callable[[], None]) -> None:
         self.client = client
         self.pace = pace
-        self.budget_s = budget_s
-        self.waited_s = 0.0
+        self.budget = retrying.RetryBudget(budget_s)  # shared by every request and the whole operation
         self.check_fence = check_fence
         auth = getattr(getattr(client, "options", None), "auth", None)
         self._secret = auth if isinstance(auth, str) and auth else None
 
-    def _retrying(self, retry_unknown_outcome: bool) -> Retrying:
-        def should_retry(exc: BaseException) -> bool:
+    def _retried(self, fn: Callable[[], Any], *, retry_unknown_outcome: bool) -> Any:
+        """``fn()``, again after a retryable error (only a 429 unless ``retry_unknown_outcome``),
+        within the upload's waiting budget; the waits are the pacer's ``sleep``."""
+
+        def retryable(exc: BaseException) -> bool:
             return (isinstance(exc, errors.StepError) and exc.retryable
                     and (retry_unknown_outcome or exc.code == "NOTION_RATE_LIMITED"))
 
-        return Retrying(retry=retry_if_exception(should_retry), wait=self._wait, stop=self._stop,
-                        sleep=self._sleep, reraise=True)
-
-    @property
-    def _left_s(self) -> float:
-        return max(0.0, self.budget_s - self.waited_s)
-
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, errors.StepError) and exc.retry_after_s is not None:
-            return exc.retry_after_s
-        return min(_backoff(state), self._left_s)
-
-    def _stop(self, state: RetryCallState) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
-        if state.attempt_number >= _MAX_ATTEMPTS:
-            return True
-        if isinstance(exc, errors.StepError) and exc.retry_after_s is not None:
-            return exc.retry_after_s > self._left_s
-        return self._left_s <= 0.0
-
-    def _sleep(self, seconds: float) -> None:
-        self.waited_s += seconds
-        self.pace.sleep(seconds)
+        return retrying.call(fn, sleep=self.pace.sleep, retryable=retryable, budget=self.budget,
+                             max_attempts=_MAX_ATTEMPTS, initial_s=_INITIAL_WAIT_S, max_wait_s=_MAX_WAIT_S)
 
     def operation(self, fn: Callable[[], Any]) -> Any:
         """Run a whole lookup-then-write sequence, again from the top after a retryable failure."""
-        return self._retrying(retry_unknown_outcome=True)(fn)
+        return self._retried(fn, retry_unknown_outcome=True)
 
     def request(self, what: str, fn: Callable[..., Any], *, write: bool = False, idempotent: bool = True,
                 not_found: Callable[[], errors.StepError] | None = None, missing_ok: bool = False,
@@ -186,7 +169,7 @@ class _Calls:
             except (RequestTimeoutError, httpx.TransportError, InvalidPathParameterError) as exc:
                 raise self._classify(exc, what) from exc
 
-        return self._retrying(retry_unknown_outcome=idempotent)(once)
+        return self._retried(once, retry_unknown_outcome=idempotent)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text

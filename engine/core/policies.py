@@ -1,4 +1,4 @@
-"""Pure deciders: business periods, misfire, overlap, retry backoff, jitter, recovery, stalled.
+"""Pure deciders: business periods, misfire, overlap, retry backoff, in-step retry waits, jitter, recovery, stalled.
 
 Every function here is a function of values and ``now``: no database, no
 clock, no randomness that is not derived from its inputs. The shells
@@ -206,6 +206,34 @@ def plan_tick(schedule: Schedule, now: datetime) -> TickPlan | None:
 class RetryDecision:
     retry: bool
     not_before: datetime | None
+
+
+@dataclass(frozen=True)
+class RetryWait:
+    """An in-step retry's next move: wait ``wait_s`` seconds and try again, or stop (``wait_s`` None)."""
+
+    wait_s: float | None
+
+    @property
+    def stop(self) -> bool:
+        """True when the last error goes up instead of another try."""
+        return self.wait_s is None
+
+
+def decide_retry_wait(*, attempts: int, max_attempts: int | None, left_s: float, backoff_s: float,
+                      retry_after_s: float | None = None) -> RetryWait:
+    """After ``attempts`` failed tries of a call retried inside a step: how long to wait, or stop.
+
+    The wait is the server's Retry-After when it gave one, else ``backoff_s`` (the
+    jittered exponential backoff the caller drew). Retrying stops when ``max_attempts``
+    tries are made, when nothing is left of the waiting budget (``left_s``), or when
+    the wait is longer than what is left: a wait is taken whole or not at all, and a
+    Retry-After beyond the budget goes up with the error (the run's ``not_before``).
+    """
+    if (max_attempts is not None and attempts >= max_attempts) or left_s <= 0:
+        return RetryWait(None)
+    wait_s = max(0.0, backoff_s if retry_after_s is None else retry_after_s)
+    return RetryWait(wait_s if wait_s <= left_s else None)
 
 
 def retry_budget(*, attempt: int, run_max_attempts: int, configured: int) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.core import errors, logs, policies
 from engine.core.clock import parse_instant
@@ -32,9 +32,6 @@ from engine.runtime import Runtime
 from engine.store import claims, ops_facts, outbox
 from engine.store import instances as instance_rows
 from engine.store.claims import Claim
-
-if TYPE_CHECKING:
-    from tenacity import RetryCallState
 
 log = logging.getLogger(__name__)
 
@@ -285,13 +282,13 @@ class Worker:
         timeout_s = step.timeout_s
         if step.inline:  # on this thread: a quick step, no hand-off; the timeout is checked when it returns
             started = self.rt.clock.monotonic()
-            result = self._attempts(step, ctx, lease)
+            result = self._attempts(step, ctx)
             if self.rt.clock.monotonic() - started > timeout_s:
                 raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s")
             if not isinstance(result, StepResult):
                 raise TypeError(f"step returned {type(result).__name__}, not StepResult")
             return result
-        future = self._executor.submit(self._attempts, step, ctx, lease)
+        future = self._executor.submit(self._attempts, step, ctx)
         try:
             result = future.result(timeout=timeout_s)
         except FutureTimeout:
@@ -304,37 +301,24 @@ class Worker:
             raise TypeError(f"step returned {type(result).__name__}, not StepResult")
         return result
 
-    def _attempts(self, step: StepSpec, ctx: StepContext, lease: _Lease) -> StepResult:
-        """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread)."""
+    def _attempts(self, step: StepSpec, ctx: StepContext) -> StepResult:
+        """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread).
+
+        The waits are ``ctx.retry``'s: a lost lease or SIGTERM ends one (``LeaseLost``,
+        ``Interrupted``), and a Retry-After longer than what is left goes up as the run's ``not_before``.
+        """
         if step.retry_budget_s <= 0:
             return step.run(ctx)
-        from tenacity import Retrying, wait_exponential_jitter  # only steps with a retry budget need it
-
         budget = step.retry_budget_s
-        backoff = wait_exponential_jitter(initial=min(1.0, budget / 8), max=max(budget / 2, 0.001), jitter=0.25)
 
-        def should_retry(state: RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome else None
-            if not isinstance(exc, errors.StepError) or not step.is_retryable(exc):
-                return False
-            # A Retry-After longer than what is left becomes the run's not_before instead.
-            return exc.retry_after_s is None or exc.retry_after_s <= budget - state.idle_for
+        def retryable(exc: BaseException) -> bool:
+            return isinstance(exc, errors.StepError) and step.is_retryable(exc)
 
-        def wait(state: RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            asked = exc.retry_after_s if isinstance(exc, errors.StepError) else None
-            return max(0.0, min(asked if asked is not None else backoff(state), budget - state.idle_for))
+        def retrying(attempts: int, exc: BaseException, wait_s: float) -> None:
+            logs.event(log, logging.INFO, "step_retrying", run=ctx.run_id, step=step.name, in_s=round(wait_s, 2))
 
-        def stop(state: RetryCallState) -> bool:
-            return state.idle_for >= budget or lease.lost.is_set()
-
-        def sleep(seconds: float) -> None:
-            logs.event(log, logging.INFO, "step_retrying", run=ctx.run_id, step=step.name, in_s=round(seconds, 2))
-            ctx.sleep(seconds)
-
-        retrying = Retrying(retry=should_retry, wait=wait, stop=stop, sleep=sleep, reraise=True)
-        result: StepResult = retrying(step.run, ctx)
-        return result
+        return ctx.retry(partial(step.run, ctx), retryable=retryable, budget=budget, initial_s=min(1.0, budget / 8),
+                         max_wait_s=budget / 2, on_retry=retrying)
 
     def _checkpoint(self, claim: Claim, workflow: WorkflowDef, position: int, result: StepResult,
                     output: dict[str, Any], pinned: dict[str, Any] | None,

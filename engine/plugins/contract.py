@@ -7,7 +7,9 @@ the ``reportflow.workflows`` entry-point group (see ``engine.plugins.registry``)
 A step receives a ``StepContext`` (the run's pinned inputs and the persisted
 outputs of earlier steps) and returns a ``StepResult`` whose ``output`` is
 committed together with the step's SUCCESS. Steps must make their external
-effects idempotent and call ``ctx.check_fence()`` right before each one.
+effects idempotent and call ``ctx.check_fence()`` right before each one. A
+step retries a call with ``ctx.retry`` (``engine.plugins.retrying``), whose
+waits are ``ctx.sleep``: the engine's clock, ended by SIGTERM or a lost lease.
 
 Typed outputs: a ``StepSpec`` may name a pydantic ``output_model``. The worker
 validates what the step returns against it before the boundary commits (a
@@ -32,8 +34,10 @@ from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
 from engine.core.models import PeriodKind, StepStatus
+from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ class StepContext:
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace
-    # ``sleep(seconds)`` on the engine's clock: a step's waits between retries (tenacity's ``sleep=``).
+    # ``sleep(seconds)`` on the engine's clock: a step's waits between retries (``retry`` waits through it).
     # It ends early at SIGTERM (``errors.Interrupted``: the run is handed back to resume at this
     # step) or a lost lease (``errors.LeaseLost``: nothing is written).
     sleep: Callable[[float], None] = _real_sleep
@@ -153,6 +157,20 @@ class StepContext:
                                    retryable=False)
         self.started[:] = [c for c in self.started if c.name != name]
         self.started.append(ChildRun(name, workflow, dict(inputs or {}), project))
+
+    def retry(self, fn: Callable[[], T], *, retryable: Callable[[BaseException], bool],
+              budget: retrying.RetryBudget | float, max_attempts: int | None = None, initial_s: float = 1.0,
+              max_wait_s: float = 10.0, on_retry: retrying.OnRetry | None = None) -> T:
+        """``fn()`` retried inside the step (``retrying.call``), every wait through ``self.sleep``.
+
+        Waits back off from ``initial_s`` to ``max_wait_s`` with jitter, or honour a
+        ``StepError``'s ``retry_after_s``; they stop at ``max_attempts`` or when the
+        next one does not fit in ``budget`` (seconds, or a ``RetryBudget`` shared by
+        several calls), and the last error goes up. SIGTERM or a lost lease ends a
+        wait with ``Interrupted`` or ``LeaseLost``.
+        """
+        return retrying.call(fn, sleep=self.sleep, retryable=retryable, budget=budget, max_attempts=max_attempts,
+                             initial_s=initial_s, max_wait_s=max_wait_s, on_retry=on_retry)
 
     def output(self, model: type[M], step: str | None = None) -> M:
         """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.

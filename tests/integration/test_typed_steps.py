@@ -7,9 +7,13 @@ steps append to a log file: the witness of what executed.
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from engine.core import logs
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus, StepStatus
 from engine.execution.worker import Worker
@@ -152,7 +156,9 @@ def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str,
     assert "stored output of COUNT is not a valid Count: label" in (run.steps[1].error_message or "")
 
 
-def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tmp_path: Path) -> None:
+def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tmp_path: Path,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="engine.execution.worker")
     (tmp_path / "flaky").write_text("2")
     rt, clock = start(sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
     before = clock.now()
@@ -160,7 +166,12 @@ def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tm
     run = the_run(rt)
     assert (run.status, run.attempt_count) == (RunStatus.SUCCESS, 1)
     assert calls(tmp_path) == ["COUNT", "DOUBLE", "DOUBLE", "DOUBLE"]
-    assert timedelta(0) < clock.now() - before <= timedelta(seconds=30)  # waited, within the budget
+    waited = clock.now() - before
+    assert timedelta(0) < waited <= timedelta(seconds=30)  # waited, within the budget
+    retried = [getattr(r, logs.FIELDS_ATTR) for r in caplog.records
+               if getattr(r, logs.EVENT_ATTR, None) == "step_retrying"]
+    assert [(r["run"], r["step"]) for r in retried] == [(run.id, "DOUBLE")] * 2
+    assert abs(sum(r["in_s"] for r in retried) - waited.total_seconds()) < 0.05  # the waits ran on the engine's clock
 
 
 def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, tmp_path: Path) -> None:

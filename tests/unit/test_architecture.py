@@ -82,6 +82,14 @@ def test_steps_know_nothing_about_scheduling_or_the_store() -> None:
     assert offenders == []
 
 
+def test_in_step_retries_have_one_definition() -> None:
+    """tenacity is used in one place, ``engine.plugins.retrying`` (``ctx.retry``); steps and the worker call it."""
+    helper = ROOT / "engine" / "plugins" / "retrying.py"
+    users = [str(p.relative_to(ROOT)) for p in sources("engine", "steps", "workflows") if p != helper
+             if any(module.split(".")[0] == "tenacity" for module, _ in imports(ast.parse(p.read_text())))]
+    assert users == []
+
+
 def test_workflows_are_declared_as_entry_points() -> None:
     from engine.plugins.registry import load_registry
 

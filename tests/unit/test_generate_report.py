@@ -213,7 +213,7 @@ def fake() -> Iterator[FakeOllama]:
 
 
 class Sleeps(list[float]):
-    """Stands in for tenacity's sleep: records the waits, never sleeps."""
+    """Stands in for ``ctx.sleep``: records the waits, never sleeps."""
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
