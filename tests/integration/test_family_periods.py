@@ -82,9 +82,10 @@ def drain(worker: Worker) -> list[RunStatus]:
     return done
 
 
-def work_lines(tmp_path: Path) -> list[str]:
+def work_runs(tmp_path: Path) -> list[int]:
+    """The run of each execution of a child's WORK step, in order."""
     log = tmp_path / "family.log"
-    return [line.split()[2] for line in log.read_text().splitlines() if line.startswith("work")]
+    return [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("work")]
 
 
 # --- overlap (SPEC §3.4) ----------------------------------------------------------------------------------------
@@ -158,6 +159,48 @@ def test_backfill_finds_a_waiting_parents_period_handled(store_url: str, tmp_pat
     report = actions.backfill(rt, "fan", first=DAY, last=DAY)
     assert report.left == [(P, "PARTIAL_SUCCESS")] and report.created == [] and report.requeued == []
     assert children(rt)["b"].status == "FAILED"
+
+
+def test_backfill_of_a_cancelled_family_reruns_the_children_that_did_not_succeed(store_url: str,
+                                                                              tmp_path: Path) -> None:
+    rt = runtime(store_url, tmp_path)
+    worker = Worker(rt, "w1")
+    parent_id = waiting_parent(rt, worker)
+    assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]  # child a
+    actions.cancel(rt, parent_id)
+    assert {n: c.status for n, c in children(rt).items()} == {"a": "SUCCESS", "b": "CANCELLED", "c": "CANCELLED"}
+
+    report = actions.backfill(rt, "fan", first=DAY, last=DAY)
+    assert P in report.requeued
+    found, kids = rows_of(rt), children(rt)
+    assert found[KEY].status == "WAITING"  # it waits for its re-queued children, then runs its fan-in
+    assert {n: c.status for n, c in kids.items()} == {"a": "SUCCESS", "b": "QUEUED", "c": "QUEUED"}
+    backfill = PRIORITY[AttemptTrigger.BACKFILL]
+    assert found[KEY].priority == backfill and {kids["b"].priority, kids["c"].priority} == {backfill}
+    worker = Worker(rt, "w1")
+    drain(worker)
+    with rt.store.read() as conn:
+        run = run_rows.get_run(conn, parent_id)
+    assert run.status is RunStatus.SUCCESS and run.error_code is None
+    assert run.steps[1].output == {"done": {"a": 2, "b": 4, "c": 6}, "missing": {}}
+    mine = {c.id: n for n, c in kids.items()}
+    assert sorted(mine[run_id] for run_id in work_runs(tmp_path) if run_id in mine) == ["a", "b", "c"]  # a ran once
+
+
+def test_trigger_of_a_partial_family_reruns_its_failed_child(store_url: str, tmp_path: Path) -> None:
+    rt = runtime(store_url, tmp_path, fail=["b"])
+    worker = Worker(rt, "w1")
+    parent_id = waiting_parent(rt, worker)
+    assert drain(worker)[-1] is RunStatus.PARTIAL_SUCCESS
+    (tmp_path / "fixed").write_text("")  # the cause is gone; the operator asks for the period again
+    result = actions.trigger(rt, "fan")
+    assert (result.run_id, result.status) == (parent_id, "WAITING")
+    assert {n: c.status for n, c in children(rt).items()} == {"a": "SUCCESS", "b": "QUEUED", "c": "SUCCESS"}
+    assert drain(worker) == [RunStatus.SUCCESS, RunStatus.SUCCESS]  # child b, then the fan-in
+    with rt.store.read() as conn:
+        run = run_rows.get_run(conn, parent_id)
+    assert run.status is RunStatus.SUCCESS
+    assert run.steps[1].output == {"done": {"a": 2, "b": 4, "c": 6}, "missing": {}}
 
 
 # --- the calendar (engine.read.calendar, the web page's) ----------------------------------------------------------
