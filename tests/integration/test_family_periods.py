@@ -1,12 +1,13 @@
-"""A family of runs is one period's run (SPEC §17 with §3.4, §12, §15.3 and §4's limits), on SQLite and PostgreSQL.
+"""A family of runs is one period's run (SPEC §17 with §3.4, §12, §15.1 and §4's limits), on SQLite and PostgreSQL.
 
 A WAITING parent holds its schedule's slot as a RUNNING run would: the next slot
-meets the overlap policy, ``backfill`` finds the period handled, and the calendar
-shows the parent's status. Its children are the parent's part of the period, never
-runs of the schedule of their own: they neither block the next slot nor stand for
-the period, and they inherit the parent's priority, so a backfill family's
-children count toward ``backfill_concurrency`` while the parent itself, holding no
-lease, does not. In-process, with a manual clock.
+meets the overlap policy (a run PENDING behind it is stuck behind it), ``backfill``
+finds the period handled, and the calendar shows the parent's status. Its children
+are the parent's part of the period, never runs of the schedule of their own: they
+neither block the next slot nor stand for the period; ``trigger`` and ``backfill``
+re-queue them with their parent; they inherit the parent's priority, so a backfill
+family's children count toward ``backfill_concurrency`` while the parent itself,
+holding no lease, does not. In-process, with a manual clock.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from engine.plugins.registry import load_registry
 from engine.read import calendar as calendar_view
 from engine.scheduling import definitions as schedules
 from engine.scheduling import tick as scheduler
+from engine.store import instances
 from engine.store import runs as run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
@@ -117,6 +119,18 @@ def test_queue_new_waits_behind_the_family_and_is_promoted_when_the_parent_ends(
     assert outcome is not None and (outcome.run_id, outcome.status) == (parent_id, RunStatus.SUCCESS)
     assert rows_of(rt)[next_key].status == "QUEUED"  # promoted by the parent's finish, not by a child's
     assert drain(worker) == [RunStatus.WAITING, *[RunStatus.SUCCESS] * 4]  # the 11:00 family, one after the other
+
+
+def test_a_run_pending_behind_a_waiting_parent_is_stuck_behind_it(store_url: str, tmp_path: Path) -> None:
+    rt = runtime(store_url, tmp_path, overlap="QUEUE_NEW")
+    parent_id = waiting_parent(rt, Worker(rt, "w1"))
+    assert tick_at(rt, 11).created == {"PENDING": 1}
+    rt.clock.set(T0.replace(hour=11, minute=40))  # past stuck_after (30 min); a worker is alive all along
+    with rt.store.write() as conn:
+        instances.beat(conn, instance_id="w:1", role="worker", host="h", pid=1, projects=None, now=rt.clock.now())
+    pending = [s for s in reconciler.find_stuck(rt, rt.clock.now()) if s.status == "PENDING"]
+    assert [(s.key, s.reason) for s in pending] == [("fan_parent:p1:2026-09-29T11:00Z",
+                                                     f"waits behind run {parent_id}")]
 
 
 def test_children_left_running_by_a_cancelled_parent_do_not_hold_the_schedules_slot(store_url: str,
