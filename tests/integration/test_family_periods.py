@@ -1,13 +1,14 @@
-"""A family of runs is one period's run (SPEC §17 with §3.4, §12, §15.1 and §4's limits), on SQLite and PostgreSQL.
+"""A family of runs is one period's run (SPEC §17 with §3.3-3.4, §12, §15.1, §4's limits), on SQLite and PostgreSQL.
 
-A WAITING parent holds its schedule's slot as a RUNNING run would: the next slot
-meets the overlap policy (a run PENDING behind it is stuck behind it), ``backfill``
-finds the period handled, and the calendar shows the parent's status. Its children
-are the parent's part of the period, never runs of the schedule of their own: they
-neither block the next slot nor stand for the period; ``trigger`` and ``backfill``
-re-queue them with their parent; they inherit the parent's priority, so a backfill
-family's children count toward ``backfill_concurrency`` while the parent itself,
-holding no lease, does not. In-process, with a manual clock.
+A WAITING parent holds its schedule's slot as a RUNNING run would: the next
+slots, misfired or on time, meet the overlap policy (a run PENDING behind it is
+stuck behind it), ``backfill`` finds the period handled, and the calendar shows
+the parent's status. Its children are the parent's part of the period, never runs
+of the schedule of their own: they neither block the next slot nor stand for the
+period; ``trigger`` and ``backfill`` re-queue them with their parent; they inherit
+the parent's priority, so a backfill family's children count toward
+``backfill_concurrency`` while the parent itself, holding no lease, does not.
+In-process, with a manual clock.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from engine.core.clock import ManualClock
@@ -40,12 +42,12 @@ KEY = f"fan_parent:p1:{P}"
 DAY = date(2026, 9, 29)
 
 
-def runtime(url: str, tmp_path: Path, *, overlap: str = "SKIP_NEW", worker: dict[str, Any] | None = None,
-            **flow: object):  # type: ignore[no-untyped-def]
+def runtime(url: str, tmp_path: Path, *, overlap: str = "SKIP_NEW", misfire: str = "RUN_ONCE",
+            worker: dict[str, Any] | None = None, **flow: object):  # type: ignore[no-untyped-def]
     settings = {"log": str(tmp_path / "family.log"), "fixed": str(tmp_path / "fixed"), "items": ["a", "b", "c"],
                 **flow}
     spec = dict(name="fan", workflow="fan_parent", project="p1", cron="0 * * * *", timezone="UTC",
-                misfire="RUN_ONCE", overlap=overlap)
+                misfire=misfire, overlap=overlap)
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(T0),
                       registry={**load_registry(), "fan_parent": FAN_PARENT, "fan_child": FAN_CHILD},
                       extra={"familyflow": settings,
@@ -119,6 +121,20 @@ def test_queue_new_waits_behind_the_family_and_is_promoted_when_the_parent_ends(
     assert outcome is not None and (outcome.run_id, outcome.status) == (parent_id, RunStatus.SUCCESS)
     assert rows_of(rt)[next_key].status == "QUEUED"  # promoted by the parent's finish, not by a child's
     assert drain(worker) == [RunStatus.WAITING, *[RunStatus.SUCCESS] * 4]  # the 11:00 family, one after the other
+
+
+@pytest.mark.parametrize(("misfire", "overlap", "statuses"), [
+    ("RUN_ONCE", "QUEUE_NEW", ["MISSED", "MISSED", "MISSED", "PENDING"]),  # the latest slot, queued behind P
+    ("CATCH_UP_ALL", "BUFFER_ONE", ["PENDING", "SKIPPED", "SKIPPED", "SKIPPED"]),  # one buffered behind P
+])
+def test_misfired_slots_after_a_waiting_parent_meet_its_overlap(store_url: str, tmp_path: Path, misfire: str,
+                                                                 overlap: str, statuses: list[str]) -> None:
+    rt = runtime(store_url, tmp_path, misfire=misfire, overlap=overlap)
+    waiting_parent(rt, Worker(rt, "w1"))
+    tick_at(rt, 14)  # the scheduler was silent: 11:00 .. 13:00 misfired, 14:00 on time
+    found = rows_of(rt)
+    assert [found[f"fan_parent:p1:2026-09-29T{h}:00Z"].status for h in (11, 12, 13, 14)] == statuses
+    assert found[KEY].status == "WAITING"
 
 
 def test_a_run_pending_behind_a_waiting_parent_is_stuck_behind_it(store_url: str, tmp_path: Path) -> None:
