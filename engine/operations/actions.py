@@ -124,6 +124,12 @@ def _create(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, t
 
 def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, now: datetime, action: str,
              *, from_step: str | None = None) -> ActionResult:
+    # A parent is its period's run: queued again, it re-runs the children that did not succeed, then its fan-in
+    # (on its own, its fan-in would only read them again).
+    if from_step is None and families.retry_children(conn, rt, run, now, trigger=trigger, action=action):
+        return ActionResult(action, run.id, RunStatus.WAITING.value, run.business_key,
+                            f"run {run.id} ({run.idempotency_key}) {action}: its children that did not "
+                            "succeed are queued, then its fan-in")
     step_names = rt.workflow(run.workflow).step_names()
     # A recovery attempt no worker took yet is replaced by this one (the operator acted first).
     if recovery.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
@@ -288,8 +294,4 @@ def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionRe
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "QUEUED",
                                            "retry takes FAILED, PARTIAL_SUCCESS, RETRY_PENDING, CANCELLED, MISSED, "
                                            "SKIPPED (and SUCCESS with --from-step)")
-        if from_step is None and families.retry_children(conn, rt, run, now):
-            return ActionResult("retried", run.id, RunStatus.WAITING.value, run.business_key,
-                                f"run {run.id} ({run.idempotency_key}) retried: its children that did not "
-                                "succeed are queued, then its fan-in")
         return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "retried", from_step=from_step)

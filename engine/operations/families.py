@@ -55,10 +55,14 @@ def release_parent_of(conn: Connection, child: Run) -> bool:
     return child.parent_id is not None and families.release_parent(conn, child.parent_id)
 
 
-def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -> list[int] | None:
-    """``runs retry PARENT``: re-queue the children that did not succeed, then wait for them and run the fan-in.
+def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime, *,
+                   trigger: AttemptTrigger = AttemptTrigger.MANUAL, action: str = "retried") -> list[int] | None:
+    """Re-queue the children that did not succeed, then wait for them and run the fan-in.
 
-    None when the run has no finished child to retry (the caller retries it as any other run).
+    What ``runs retry PARENT`` does, and what ``trigger`` and ``backfill`` do when they
+    re-queue a parent (its period's run): ``trigger`` is the new attempts' trigger, and
+    their priority, for the parent and the children alike. None when the run has no
+    finished child to retry (the caller re-queues it as any other run).
     """
     step = parent.pinned.get(FAN_OUT_PIN)
     names = rt.workflow(parent.workflow).step_names()
@@ -71,18 +75,18 @@ def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) ->
     for child in again:
         if recovery.close_pending_attempt(conn, child.id, AttemptOutcome.SUPERSEDED, now, "retried with its parent"):
             child = dataclasses.replace(child, attempt_count=child.attempt_count + 1)
-        run_rows.requeue(conn, child, trigger=AttemptTrigger.MANUAL, now=now, fresh_budget=budget)
-        audit_rows.record_audit(conn, at=now, actor=rt.actor, action="run_retried", run_id=child.id,
+        run_rows.requeue(conn, child, trigger=trigger, now=now, fresh_budget=budget)
+        audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", run_id=child.id,
                                 before={"status": child.status.value}, after={"status": "QUEUED"},
-                                reason=f"retry of parent run {parent.id}")
+                                reason=f"{action} with its parent run {parent.id}")
     families.reset_steps_from(conn, parent.id, names.index(str(step)) + 1)
     run_rows.set_status(conn, parent.id, RunStatus.WAITING, completed_at=None, reason=None, error_code=None,
                         error_message=None, cancel_requested=False, not_before=None,
-                        priority=PRIORITY[AttemptTrigger.MANUAL], next_attempt_trigger=AttemptTrigger.MANUAL.value,
+                        priority=PRIORITY[trigger], next_attempt_trigger=trigger.value,
                         max_attempts=parent.attempt_count + budget)
-    audit_rows.record_audit(conn, at=now, actor=rt.actor, action="run_retried", run_id=parent.id,
+    audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", run_id=parent.id,
                             schedule_id=parent.schedule_id, before={"status": parent.status.value},
                             after={"status": "WAITING", "children": [c.id for c in again]})
-    logs.event(log, logging.INFO, "run_retried", run=parent.id, key=parent.idempotency_key,
+    logs.event(log, logging.INFO, f"run_{action}", run=parent.id, key=parent.idempotency_key,
                children=[c.id for c in again])
     return [c.id for c in again]

@@ -10,10 +10,11 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection
 
 from engine.core import stuck
-from engine.core.models import RunStatus, RunTrigger
+from engine.core.models import BUSY_STATUSES, RunStatus, RunTrigger
 from engine.store.tables import instances, runs, schedules
 
-IN_FLIGHT = (RunStatus.QUEUED.value, RunStatus.RUNNING.value, RunStatus.RETRY_PENDING.value)
+# What a PENDING run waits behind: the statuses that hold its schedule's slot (a WAITING parent too, SPEC §17).
+IN_FLIGHT = tuple(s.value for s in BUSY_STATUSES)
 
 
 def list_waiting(conn: Connection, *, waited_since: datetime, now: datetime, limit: int = 500) -> list[stuck.Waiting]:
