@@ -129,6 +129,16 @@ def test_every_page_renders_with_the_engine_answers(site: Site) -> None:
     assert c.get("/runs?after=not-a-cursor").status_code == 400
 
 
+def test_the_run_page_lists_each_pinned_input_once(site: Site) -> None:
+    """provider, model and prompt_version are pinned and also in the generation's output: shown once."""
+    page = client(site.rt).get(f"/runs/{site.ok_id}").text
+    pinned = page[page.index("<h2>Pinned inputs</h2>"):]
+    pinned = pinned[:pinned.index("</dl>")]
+    terms = re.findall(r"<dt>([^<]+)</dt>", pinned)
+    assert {"provider", "model", "prompt_version"} <= set(terms), terms
+    assert len(terms) == len(set(terms)), [t for t in terms if terms.count(t) > 1]
+
+
 def test_the_api_serves_the_cli_json_shapes(site: Site, tmp_path: Path) -> None:
     c = client(site.rt)
     runs = c.get("/api/runs").json()
