@@ -50,8 +50,8 @@ from engine.plugins.contract import ArtifactRef
 from engine.store import locks, rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
-from engine.store.runs import dialect_insert
-from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, schedules, steps
+from engine.store.runs import dialect_insert, family_schedule_disabled
+from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
 
 CLAIM_LOCK_KEY = locks.CLAIM
@@ -90,8 +90,9 @@ def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ..
         _one_of(runs.c.workflow, workflows),
         ~exists().where(other.c.base_key == runs.c.base_key, other.c.status == RUNNING),
         or_(runs.c.priority != BACKFILL_PRIORITY, running_backfills < P("b_limit")),
-        # A disabled schedule holds its runs (SPEC §15.3; ``Run.held`` states the same rule).
-        ~exists().where(schedules.c.id == runs.c.schedule_id, schedules.c.enabled.is_(False)),
+        # A disabled schedule holds its runs and its families' children (SPEC §15.3; ``Run.held`` reads
+        # the same rule through ``family_schedule_enabled``).
+        ~family_schedule_disabled(),
     ).order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
     if projects is not None:
         query = query.where(_one_of(runs.c.project, projects))

@@ -108,11 +108,33 @@ def _guarded_status(conn: Connection, run_id: int, target: RunStatus, **values: 
         raise errors.InvalidTransition(f"run {run_id}", current, target.value)
 
 
+# --- a run's schedule, children included ---------------------------------------
+
+def family_schedule_id(table: Any = runs) -> Any:
+    """SQL: the schedule whose work a run is: its own, or its parent's for a child run (which has none)."""
+    parent = runs.alias("family_parent")
+    return func.coalesce(table.c.schedule_id,
+                         select(parent.c.schedule_id).where(parent.c.id == table.c.parent_id)
+                         .correlate(table).scalar_subquery())
+
+
+def family_schedule_enabled(table: Any = runs) -> Any:
+    """SQL: whether that schedule is enabled (NULL for a run of no schedule): the kill switch's rule (§15.3)."""
+    family = schedules.alias("family_schedule")
+    return select(family.c.enabled).where(family.c.id == family_schedule_id(table)).scalar_subquery()
+
+
+def family_schedule_disabled(table: Any = runs) -> Any:
+    """SQL: true when that schedule is disabled: the run is held (a run of no schedule never is)."""
+    family = schedules.alias("family_schedule")
+    return exists().where(family.c.id == family_schedule_id(table), family.c.enabled.is_(False))
+
+
 # --- reading ---------------------------------------------------------------
 
 def _run_query() -> Any:
     return select(runs, schedules.c.name.label("schedule_name"),
-                  schedules.c.enabled.label("schedule_enabled")).select_from(
+                  family_schedule_enabled().label("schedule_enabled")).select_from(
         runs.outerjoin(schedules, runs.c.schedule_id == schedules.c.id))
 
 
@@ -190,7 +212,7 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
 
 def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
     """The schedule's runs that have not started (what disabling it holds), in claim order."""
-    query = (_run_query().where(runs.c.schedule_id == schedule_id,
+    query = (_run_query().where(family_schedule_id() == schedule_id,  # a family's children are its work too
                                 runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
              .order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]

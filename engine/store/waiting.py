@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import stuck
 from engine.core.models import BUSY_STATUSES, RunStatus, RunTrigger
+from engine.store.runs import family_schedule_enabled
 from engine.store.tables import instances, runs, schedules
 
 # What a PENDING run waits behind: the statuses that hold its schedule's slot (a WAITING parent too, SPEC §17).
@@ -24,7 +25,8 @@ def list_waiting(conn: Connection, *, waited_since: datetime, now: datetime, lim
         blocker.c.schedule_id == runs.c.schedule_id, blocker.c.trigger_type == RunTrigger.SCHEDULED.value,
         blocker.c.status.in_(IN_FLIGHT)).scalar_subquery())
     query = (select(runs.c.id, runs.c.idempotency_key, runs.c.status, runs.c.project, runs.c.created_at,
-                    runs.c.not_before, runs.c.claimed_at, schedules.c.name, schedules.c.enabled,
+                    runs.c.not_before, runs.c.claimed_at, schedules.c.name,
+                    family_schedule_enabled().label("enabled"),
                     first_blocker.label("blocker"))
              .select_from(runs.outerjoin(schedules, schedules.c.id == runs.c.schedule_id))
              .where(runs.c.status.in_(stuck.WAITING), runs.c.created_at <= waited_since,
@@ -32,7 +34,7 @@ def list_waiting(conn: Connection, *, waited_since: datetime, now: datetime, lim
                     or_(runs.c.claimed_at.is_(None), runs.c.claimed_at <= waited_since))
              .order_by(runs.c.scheduled_for, runs.c.id).limit(limit))
     return [stuck.Waiting(run_id=r.id, key=r.idempotency_key, status=r.status, project=r.project, schedule=r.name,
-                          schedule_enabled=bool(r.enabled) if r.name is not None else True, created_at=r.created_at,
+                          schedule_enabled=r.enabled is None or bool(r.enabled), created_at=r.created_at,
                           not_before=r.not_before, claimed_at=r.claimed_at,
                           blocker=r.blocker if r.status == RunStatus.PENDING.value else None)
             for r in conn.execute(query)]

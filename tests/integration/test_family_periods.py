@@ -279,3 +279,23 @@ def test_a_backfill_familys_children_count_toward_backfill_concurrency(store_url
     assert Worker(rt, "w2").execute(claim).status is RunStatus.SUCCESS
     assert drain(Worker(rt, "w3")) == [RunStatus.SUCCESS, RunStatus.SUCCESS,  # the sibling, then the fan-in
                                        RunStatus.WAITING, RunStatus.SUCCESS, RunStatus.SUCCESS, RunStatus.SUCCESS]
+
+
+def test_the_kill_switch_holds_a_waiting_familys_children_and_cancel_queued_cancels_them(
+        store_url: str, tmp_path: Path) -> None:
+    """§15.3 on a family: disabling the schedule holds the children that have not started (no claim, ``held``
+    shown); ``enable`` releases them; ``--cancel-queued`` cancels them instead."""
+    rt = runtime(store_url, tmp_path)
+    worker = Worker(rt, "w")
+    parent = waiting_parent(rt, worker)
+    schedules.set_enabled(rt, "fan", enabled=False, reason="incident")
+    assert worker.run_one() is None, "a held child was claimed"
+    with rt.store.read() as conn:
+        held = [run_rows.get_run(conn, r.id, detail=False) for r in children(rt).values()]
+    assert [r.held for r in held] == ["schedule disabled"] * 3, [(r.status, r.held) for r in held]
+    schedules.set_enabled(rt, "fan", enabled=True, reason=None)
+    assert worker.run_one() is not None  # released: the first child runs
+    schedules.set_enabled(rt, "fan", enabled=False, reason="incident", cancel_queued=True)
+    statuses = sorted(r.status for r in children(rt).values())
+    assert statuses == ["CANCELLED", "CANCELLED", "SUCCESS"], statuses
+    assert rows_of(rt)[KEY].id == parent
