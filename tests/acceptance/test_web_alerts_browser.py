@@ -1,5 +1,6 @@
 """The schedule page for operators in Chromium (SPEC §14, §15): success rate, freshness, recent alerts,
-a calendar that reaches any range, a readable start-delay axis and a grouped audit trail.
+a calendar that reaches any range, a readable start-delay axis, a grouped audit trail, held runs, and
+pinned inputs listed once on the run page.
 
 A year of backfilled periods (365 runs) and one scheduled run that ends PARTIAL_SUCCESS.
 Screenshots land in the test's tmp_path.
@@ -52,7 +53,7 @@ def year(tmp_path: Path) -> Iterator[dict[str, Any]]:
     clock.set(T0 + timedelta(days=1, hours=1))  # past its deadline (grace + max_runtime): a due period
     ui = server.Background(failing, "127.0.0.1", 0)
     port = ui.start()
-    yield {"base": f"http://127.0.0.1:{port}", "partial": partial.run_id}
+    yield {"base": f"http://127.0.0.1:{port}", "partial": partial.run_id, "rt": failing}
     ui.stop()
     rt.store.dispose()
     failing.store.dispose()
@@ -96,3 +97,19 @@ def test_the_schedule_page_for_operators(browser_page: Any, year: dict[str, Any]
     page.screenshot(path=str(shots / "year.png"), full_page=True)
     page.goto(f"{base}/schedules/daily?span=decade")
     assert "span 'decade' is not 13w or year" in page.content()
+
+    # The run page lists each pinned input once (provider, model, prompt_version were listed twice).
+    page.goto(f"{base}/runs/{year['partial']}")
+    terms = page.locator("h2:text-is('Pinned inputs') + dl dt").all_text_contents()
+    assert "workflow" in terms and len(terms) == len(set(terms)), terms
+
+    # The kill switch on the page: a queued run of a disabled schedule is listed as held, in claim order.
+    rt = year["rt"]
+    queued = actions.trigger(rt, "daily", day=date(2026, 9, 27), force_new=True)
+    schedules.set_enabled(rt, "daily", enabled=False, reason="repo migration")
+    page.goto(f"{base}/schedules/daily")
+    held = page.locator("#held-runs tbody tr")
+    assert held.count() == 1 and "schedule disabled" in held.first.inner_text()
+    assert held.first.locator("a").inner_text() == str(queued.run_id)
+    assert "None while the schedule is disabled" in page.locator("#fires-paused").inner_text()
+    page.screenshot(path=str(shots / "held.png"), full_page=True)
