@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, select, update
+from sqlalchemy import bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
@@ -212,8 +212,10 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
 
 def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
     """The schedule's runs that have not started (what disabling it holds), in claim order."""
-    query = (_run_query().where(family_schedule_id() == schedule_id,  # a family's children are its work too
-                                runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
+    parents = runs.alias("parents")
+    of_schedule = or_(runs.c.schedule_id == schedule_id,  # and its families' children: its work too
+                      runs.c.parent_id.in_(select(parents.c.id).where(parents.c.schedule_id == schedule_id)))
+    query = (_run_query().where(of_schedule, runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
              .order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
