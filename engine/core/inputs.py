@@ -36,8 +36,12 @@ def run_id(text: str) -> int:
 def check_day(day: date, what: str) -> date:
     """``day`` itself, or ``InvalidInput`` when it lies outside ``MIN_DAY``..``MAX_DAY``."""
     if not MIN_DAY <= day <= MAX_DAY:
-        raise errors.InvalidInput(f"{what} {day.isoformat()} is out of range ({MIN_DAY}..{MAX_DAY})")
+        raise _out_of_range(day, what)
     return day
+
+
+def _out_of_range(day: date, what: str) -> errors.InvalidInput:
+    return errors.InvalidInput(f"{what} {day.isoformat()} is out of range ({MIN_DAY}..{MAX_DAY})")
 
 
 def day(text: str, what: str) -> date:
@@ -67,5 +71,6 @@ def instant(text: str) -> datetime:
         value = value.astimezone(UTC)
     except OverflowError:
         raise errors.InvalidInput(f"'{_shown(text)}' is out of range ({MIN_DAY}..{MAX_DAY})") from None
-    check_day(value.date(), f"'{_shown(text)}':")
+    if not MIN_DAY <= value.date() <= MAX_DAY:  # the message is built only here: instants are parsed per step
+        raise _out_of_range(value.date(), f"'{_shown(text)}':")
     return value

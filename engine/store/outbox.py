@@ -14,15 +14,16 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts, redact
 from engine.core.clock import format_instant
 from engine.core.models import Run, RunStatus, Schedule
+from engine.store import fastsql
 from engine.store import schedules as schedule_rows
 from engine.store.runs import dialect_insert
-from engine.store.tables import events, runs, schedules
+from engine.store.tables import events, runs, schedules, sql_in
 
 PENDING = alerts.EventStatus.PENDING.value
 
@@ -91,14 +92,21 @@ def record_schedule_event(conn: Connection, schedule: Schedule, event: str, dedu
                         schedule=schedule.name, business_key=business_key, details=details)
 
 
+# Asked at every SUCCESS, so it is prepared once and run below SQLAlchemy's per-call pipeline
+# (engine.store.fastsql): built per call, it cost a quarter of a no-op run's time.
+_RAISED = (select(events.c.event)
+           .where(events.c.business_key == bindparam("b_key"),
+                  events.c.schedule == select(schedules.c.name)
+                  .where(schedules.c.id == bindparam("b_schedule")).scalar_subquery(),
+                  text(sql_in("events.event", alerts.RECOVERABLE)))
+           .limit(1))
+
+
 def record_recovered(conn: Connection, run: Run, now: datetime) -> bool:
     """A SUCCESS of a period that raised run_failed/run_partial/run_late: ``recovered``, once per period."""
     if run.schedule_id is None:
         return False
-    name = select(schedules.c.name).where(schedules.c.id == run.schedule_id).scalar_subquery()
-    raised = conn.execute(
-        select(events.c.event).where(events.c.business_key == run.business_key, events.c.schedule == name,
-                                     events.c.event.in_(alerts.RECOVERABLE)).limit(1)).first()
+    raised = fastsql.execute(conn, _RAISED, {"b_key": run.business_key, "b_schedule": run.schedule_id}).fetchone()
     if raised is None:
         return False
     schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id)
