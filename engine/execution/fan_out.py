@@ -27,6 +27,8 @@ FAN_OUT_PIN = "fan_out_step"  # pinned on the parent: the step that started its 
 def child_rows(rt: Runtime, parent: Run, step: str, started: Sequence[ChildRun]) -> list[dict[str, Any]]:
     """The rows of the children ``step`` asked for; an unknown workflow fails the step (permanently)."""
     found: list[dict[str, Any]] = []
+    if not started:  # every step but a fan-out's: asked after each step
+        return found
     now = rt.clock.now()
     for child in started:
         workflow = rt.registry.get(child.workflow)

@@ -210,9 +210,10 @@ class Worker:
         outputs: dict[str, Any] = {s.name: s.output or {} for s in run.steps if s.status is StepStatus.SUCCESS}
         pinned = dict(run.pinned)
         position = claim.start_position
+        fixed = self._run_context(claim, workflow, lease)
         while position < len(workflow.steps):
             step = workflow.steps[position]
-            ctx = self._context(claim, workflow, pinned, outputs, lease, position)
+            ctx = self._context(claim, fixed, pinned, outputs, position)
             logs.event(log, logging.INFO, "step_started", run=run.id, key=run.idempotency_key, step=step.name)
             try:
                 result = self._call(step, ctx, lease)
@@ -245,22 +246,26 @@ class Worker:
             position += 1
         return self._finish(claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS)  # nothing left to run
 
-    def _context(self, claim: Claim, workflow: WorkflowDef, pinned: dict[str, Any], outputs: dict[str, Any],
-                 lease: _Lease, position: int) -> StepContext:
+    def _run_context(self, claim: Claim, workflow: WorkflowDef, lease: _Lease) -> dict[str, Any]:
+        """The ``StepContext`` fields that stay the same for every step of this attempt (built once per run)."""
+        run = claim.run
+        return dict(
+            run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
+            business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,
+            attempt=claim.attempt, settings=self.rt.settings(workflow.name), check_fence=lease.check,
+            exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            sleep=partial(self._step_sleep, lease), engine_facts=partial(_engine_facts, self.rt),
+            output_models=workflow.output_models(), children=partial(fan_out.outcomes, self.rt, run.id))
+
+    def _context(self, claim: Claim, fixed: dict[str, Any], pinned: dict[str, Any], outputs: dict[str, Any],
+                 position: int) -> StepContext:
         run = claim.run
         period_start = pinned.get("window_start") or run.scheduled_for.isoformat()
         period_end = pinned.get("window_end") or run.scheduled_for.isoformat()
         return StepContext(
-            run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
-            business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,
-            period_start_at=parse_instant(period_start), period_end_at=parse_instant(period_end),
-            timezone=str(pinned.get("timezone", "UTC")), attempt=claim.attempt, pinned=dict(pinned),
-            outputs=dict(outputs), settings=self.rt.settings(workflow.name), check_fence=lease.check,
-            exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
-            sleep=partial(self._step_sleep, lease),
-            engine_facts=partial(_engine_facts, self.rt),
-            output_models=workflow.output_models(), inputs=dict(pinned.get("inputs") or {}),
-            children=partial(fan_out.outcomes, self.rt, run.id),
+            **fixed, period_start_at=parse_instant(period_start), period_end_at=parse_instant(period_end),
+            timezone=str(pinned.get("timezone", "UTC")), pinned=dict(pinned), outputs=dict(outputs),
+            inputs=dict(pinned.get("inputs") or {}),
             previous_output=run.steps[position].output if position < len(run.steps) else None)
 
     def _step_sleep(self, lease: _Lease, seconds: float) -> None:
