@@ -8,7 +8,7 @@
 #                             with mypy --strict on engine/ beside it at low priority
 #   scripts/test.sh --long    the same, the reliability suite with its long counts
 #   scripts/test.sh --fast    the loop for daily work: unit tests and the integration tests not
-#                             marked slow, in parallel (70 s on two cores)
+#                             marked slow, in parallel (about a minute on two cores)
 #   scripts/test.sh ARGS...   pytest ARGS, as given (a file, -k EXPR, -x ...)
 #
 # REPORTFLOW_TEST_WORKERS sets the xdist worker count (default: the cores plus one). Every step
