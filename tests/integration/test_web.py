@@ -22,6 +22,7 @@ from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions as operations
+from engine.read import runs as read_runs
 from engine.runtime import Runtime
 from engine.scheduling import definitions as schedules
 from engine.store import history as history_rows
@@ -130,13 +131,16 @@ def test_every_page_renders_with_the_engine_answers(site: Site) -> None:
 
 
 def test_the_run_page_lists_each_pinned_input_once(site: Site) -> None:
-    """provider, model and prompt_version are pinned and also in the generation's output: shown once."""
+    """provider, model and prompt_version are pinned and also in the generation's output, the branch
+    head is pinned twice (heads, head_sha) and in COLLECT_GIT's output: each is shown once."""
     page = client(site.rt).get(f"/runs/{site.ok_id}").text
     pinned = page[page.index("<h2>Pinned inputs</h2>"):]
     pinned = pinned[:pinned.index("</dl>")]
     terms = re.findall(r"<dt>([^<]+)</dt>", pinned)
-    assert {"provider", "model", "prompt_version"} <= set(terms), terms
+    assert {"provider", "model", "prompt_version", "head main"} <= set(terms), terms
     assert len(terms) == len(set(terms)), [t for t in terms if terms.count(t) > 1]
+    head = read_runs.get_run(site.rt, site.ok_id).pinned["head_sha"]
+    assert pinned.count(head) == 1, "the head commit is listed once"
 
 
 def test_the_api_serves_the_cli_json_shapes(site: Site, tmp_path: Path) -> None:
