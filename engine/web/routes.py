@@ -163,7 +163,7 @@ def pinned_rows(pinned: dict[str, Any], heads: dict[str, Any], generation: dict[
     for key, value in pinned.items():
         if key == "heads" and pinned_heads:
             rows.extend((f"head {ref}", sha) for ref, sha in pinned_heads.items())
-        elif not (key == "head_sha" and value in {*pinned_heads.values(), *heads.values()}):
+        elif not (key == "head_sha" and value in [*pinned_heads.values(), *heads.values()]):
             rows.append((key, value))
     rows.extend((f"head {ref}", sha) for ref, sha in heads.items() if ref not in pinned_heads)
     rows.extend((key, value) for key, value in generation.items() if value is not None and key not in pinned)
