@@ -67,6 +67,25 @@ def grounding_of(run: Run) -> dict[str, Any] | None:
     return None
 
 
+def pinned_rows(pinned: dict[str, Any], heads: dict[str, Any], generation: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The run page's "Pinned inputs": each input once, however many places record it.
+
+    A report run pins its branch heads as ``heads`` and ``head_sha`` and COLLECT_GIT's
+    output repeats them, as the generation's output repeats the pinned model: one row each.
+    """
+    raw = pinned.get("heads")
+    pinned_heads: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    rows: list[tuple[str, Any]] = []
+    for key, value in pinned.items():
+        if key == "heads" and pinned_heads:
+            rows.extend((f"head {ref}", sha) for ref, sha in pinned_heads.items())
+        elif not (key == "head_sha" and value in [*pinned_heads.values(), *heads.values()]):
+            rows.append((key, value))
+    rows.extend((f"head {ref}", sha) for ref, sha in heads.items() if ref not in pinned_heads)
+    rows.extend((key, value) for key, value in generation.items() if value is not None and key not in pinned)
+    return rows
+
+
 def run_detail(run: Run, now: datetime) -> dict[str, Any]:
     """A run as ``runs show --json`` and ``/api/runs/ID`` give it."""
     return {

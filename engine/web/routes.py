@@ -151,25 +151,6 @@ def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str
     return None, None, problem
 
 
-def pinned_rows(pinned: dict[str, Any], heads: dict[str, Any], generation: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The run page's "Pinned inputs": each input once, however many places record it.
-
-    A report run pins its branch heads as ``heads`` and ``head_sha`` and COLLECT_GIT's
-    output repeats them, as the generation's output repeats the pinned model: one row each.
-    """
-    raw = pinned.get("heads")
-    pinned_heads: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    rows: list[tuple[str, Any]] = []
-    for key, value in pinned.items():
-        if key == "heads" and pinned_heads:
-            rows.extend((f"head {ref}", sha) for ref, sha in pinned_heads.items())
-        elif not (key == "head_sha" and value in [*pinned_heads.values(), *heads.values()]):
-            rows.append((key, value))
-    rows.extend((f"head {ref}", sha) for ref, sha in heads.items() if ref not in pinned_heads)
-    rows.extend((key, value) for key, value in generation.items() if value is not None and key not in pinned)
-    return rows
-
-
 def run_page(request: Request) -> Response:
     """``/runs/ID``: one run, its steps, attempts and report."""
     rt = state_of(request).rt
@@ -201,7 +182,7 @@ def run_page(request: Request) -> Response:
     return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
                 report_html=markdown.to_html(text) if text is not None else None, report_source=source,
                 file_problem=file_problem,
-                commits=commits, pinned_rows=pinned_rows(run.pinned, heads, generation), notion=notion,
+                commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
                 audit=read_runs.run_audit(rt, run.id), step_names=step_names,
                 can_retry=run.status in operations.RETRYABLE, can_retry_from=run.status in
                 operations.RETRYABLE | {RunStatus.SUCCESS},
