@@ -35,8 +35,7 @@ from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind, RunStatus
 from engine.execution.pool import WorkerPool
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from tests.support import make_runtime
 
 NAMES = ("ONE", "TWO", "THREE", "FOUR")
@@ -67,9 +66,9 @@ def template(folder: Path, flow: str, runs: int) -> Path:
     path = folder / f"{flow}-template.db"
     clock = ManualClock(T0)
     rt = runtime_on(path, flow, clock)
-    schedules.apply(rt)
+    definitions.apply(rt)
     clock.advance(timedelta(minutes=runs))
-    assert scheduler.tick(rt).created == {RunStatus.QUEUED.value: runs}
+    assert tick.tick(rt).created == {RunStatus.QUEUED.value: runs}
     rt.store.dispose()
     import sqlite3
 

@@ -25,8 +25,7 @@ import _common as c
 from sqlalchemy import func, select
 
 from engine.core.clock import ManualClock
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.store.tables import audit_events, runs
 from tests.support import make_runtime
 from workflows import echo
@@ -46,7 +45,7 @@ def build_template(folder: Path, case: str) -> Path:
     path = folder / f"{case}.db"
     configs, _ = CASES[case]
     rt = make_runtime(f"sqlite:///{path}", schedules=configs, clock=ManualClock(T0), registry=REGISTRY)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.store.dispose()
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -60,7 +59,7 @@ def tick_after_downtime(template: Path, case: str) -> tuple[float, dict[str, obj
     rt = make_runtime(f"sqlite:///{copy}", clock=ManualClock(T0 + down), registry=REGISTRY)
     with rt.store.read() as conn:
         conn.exec_driver_sql("SELECT 1")  # connection opened before timing
-    seconds, report = c.timed(lambda: scheduler.tick(rt))
+    seconds, report = c.timed(lambda: tick.tick(rt))
     with rt.store.read() as conn:
         rows = conn.execute(select(func.count()).select_from(runs)).scalar_one()
         statuses = Counter(dict(conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status)).all()))

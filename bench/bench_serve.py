@@ -31,7 +31,7 @@ from pathlib import Path
 import _common as c
 
 from engine.core.clock import ManualClock
-from engine.scheduling import definitions as schedules
+from engine.scheduling import definitions
 from tests.acceptance import procs
 from tests.support import make_runtime, write_config
 from workflows import echo
@@ -50,7 +50,7 @@ def prepare(folder: Path, count: int, concurrency: int = 1) -> Path:
     url = f"sqlite:///{folder / 'rf.db'}"
     configs = schedule_configs(count)
     rt = make_runtime(url, schedules=configs, clock=ManualClock(BASE - timedelta(seconds=30)), registry=REGISTRY)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.store.dispose()
     return write_config(folder / "reportflow.toml", db_url=url, schedules=configs,
                         sections={"worker": {"poll_interval": "1s", "concurrency": concurrency}})

@@ -37,8 +37,7 @@ from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind, RunStatus
 from engine.execution.worker import Worker
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 0, 0, tzinfo=UTC)
@@ -82,9 +81,9 @@ def build_template(folder: Path, runs: int) -> Path:
     path = folder / "template.db"
     clock = ManualClock(T0)
     rt = runtime_on(path, clock)
-    schedules.apply(rt)
+    definitions.apply(rt)
     clock.advance(timedelta(minutes=runs))
-    report = scheduler.tick(rt)
+    report = tick.tick(rt)
     assert report.created == {RunStatus.QUEUED.value: runs}, report.created
     rt.store.dispose()
     with sqlite3.connect(path) as conn:

@@ -24,7 +24,7 @@ from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.scheduling import definitions as schedules
+from engine.scheduling import definitions
 from tests.fakes.gitrepo import make_repo
 from tests.support import make_runtime
 
@@ -60,7 +60,7 @@ def one_side(root: Path, projects: list[dict[str, Any]], team: bool, rep: int) -
         specs = [dict(name=f"{p['key']}-weekly", workflow="weekly_report", project=p["key"], cron="0 9 * * 1",
                       timezone="UTC") for p in projects]
     rt = make_runtime(f"sqlite:///{work / 'rf.db'}", schedules=specs, clock=ManualClock(NOW), extra=extra)
-    schedules.apply(rt)
+    definitions.apply(rt)
     for spec in specs:
         actions.trigger(rt, str(spec["name"]), day=date(2026, 9, 28))
     worker = Worker(rt, "bench")

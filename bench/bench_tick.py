@@ -1,11 +1,11 @@
 """Scheduler tick cost at 100, 1,000 and 10,000 enabled schedules: nothing due, and 10% due.
 
-Setup (not timed), once per size: ``schedules.apply`` on a runtime whose config
+Setup (not timed), once per size: ``definitions.apply`` on a runtime whose config
 holds N ``echo`` schedules, applied at 00:00:30. One schedule in ten fires at
 ``1 0 * * *`` (00:01), the others at ``0 3 * * *``. Then, per repetition:
 
-* nothing due: ``scheduler.tick`` at 00:00:40 (the due query finds nothing);
-* 10% due: a fresh copy of the database, ``scheduler.tick`` at 00:01:00, which
+* nothing due: ``tick.tick`` at 00:00:40 (the due query finds nothing);
+* 10% due: a fresh copy of the database, ``tick.tick`` at 00:01:00, which
   creates N/10 runs (one per due schedule) and advances their ``next_run_at``;
 * APScheduler 3 (bench venv, a subprocess): N jobs in a ``SQLAlchemyJobStore`` on
   SQLite (WAL, synchronous=FULL), 10% due; one wake-up (``_process_jobs``),
@@ -30,8 +30,7 @@ import _common as c
 
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from tests.support import make_runtime
 from workflows import echo
 
@@ -52,7 +51,7 @@ def build_template(folder: Path, n: int) -> Path:
     path = folder / f"template-{n}.db"
     rt = make_runtime(f"sqlite:///{path}", schedules=schedule_configs(n), clock=ManualClock(APPLY_AT),
                       registry=REGISTRY)
-    report = schedules.apply(rt)
+    report = definitions.apply(rt)
     assert len(report.created) == n
     rt.store.dispose()
     with sqlite3.connect(path) as conn:
@@ -67,8 +66,8 @@ def runtime_on(path: Path, at: datetime):  # type: ignore[no-untyped-def]
 
 def quiet_tick(template: Path) -> float:
     rt = runtime_on(template, QUIET_AT)
-    scheduler.tick(rt)  # warm-up: connection, statement cache
-    seconds, report = c.timed(lambda: scheduler.tick(rt))
+    tick.tick(rt)  # warm-up: connection, statement cache
+    seconds, report = c.timed(lambda: tick.tick(rt))
     assert report.due == 0 and report.runs_created == 0
     rt.store.dispose()
     return seconds
@@ -83,7 +82,7 @@ def due_tick(template: Path, folder: Path, n: int, profile: bool = False) -> tup
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    seconds, report = c.timed(lambda: scheduler.tick(rt))
+    seconds, report = c.timed(lambda: tick.tick(rt))
     text = ""
     if profiler:
         profiler.disable()

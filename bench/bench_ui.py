@@ -28,11 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core.clock import ManualClock
-from engine.plugins.registry import load_registry
+from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
+from engine.scheduling import definitions
 from engine.store.handle import Store
 from engine.store.tables import runs as runs_table
 from engine.web.app import create_app
@@ -55,11 +55,11 @@ def build(tmp: Path, total: int) -> Runtime:
         + [{"name": f"echo-{i}", "workflow": "echo", "project": f"e{i}", "cron": f"{i} * * * *",
             "timezone": "UTC"} for i in range(1, 10)],
     }
-    cfg = config_mod.build_config(raw, path=tmp / "reportflow.toml", registry=load_registry(),
+    cfg = config_file.build_config(raw, path=tmp / "reportflow.toml", registry=load_registry(),
                                   db_override=f"sqlite:///{tmp / 'ui.db'}")
     rt = Runtime(store=Store.open(cfg.store_url, auto_migrate=True), registry=load_registry(), config=cfg,
                  clock=ManualClock(NOW - timedelta(days=3000)), actor="bench")
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(NOW)  # type: ignore[attr-defined]
     with rt.store.read() as conn:
         ids = dict(conn.exec_driver_sql("SELECT name, id FROM schedules").all())

@@ -29,8 +29,8 @@ import _common as c
 from bench_steps import copy_of, raw_commit_rate
 
 from engine.core.clock import ManualClock
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedules
+from engine.operations import actions
+from engine.scheduling import definitions
 from tests.support import REPO_ROOT, make_runtime, write_config
 
 NOW = datetime(2026, 9, 29, 0, 1, tzinfo=UTC)
@@ -43,8 +43,8 @@ SCHEDULE = dict(name="echo5", workflow="echo", project="bench", cron="*/5 * * * 
 def template(folder: Path) -> Path:
     path = folder / "template.db"
     rt = make_runtime(f"sqlite:///{path}", schedules=[SCHEDULE], clock=ManualClock(NOW))
-    schedules.apply(rt)
-    report = operations.backfill(rt, "echo5", first=date(2026, 9, 26), last=date(2026, 9, 28))
+    definitions.apply(rt)
+    report = actions.backfill(rt, "echo5", first=date(2026, 9, 26), last=date(2026, 9, 28))
     assert len(report.created) == RUNS, len(report.created)
     rt.store.dispose()
     with sqlite3.connect(path) as conn:

@@ -4,7 +4,7 @@ Per repetition, side by side, each on a fresh database (``CREATE DATABASE ... TE
 of one migrated once): ``--runs`` QUEUED runs of the ``four_steps`` test workflow
 (``tests/flows``), each step waiting 20 ms (``[testflow] sleep_ms = 20``) and logging
 ``start``/``end`` lines to a side-effect log. The runs are made in-process by
-``schedules.apply`` + ``scheduler.tick`` (not timed); then 1, or 2, real worker
+``definitions.apply`` + ``tick.tick`` (not timed); then 1, or 2, real worker
 processes drain them (``tests/acceptance/procs.py``: the real CLI, a shared
 ``--now T@E`` clock).
 
@@ -32,8 +32,7 @@ import _common as c
 import sqlalchemy as sa
 
 from engine.core.clock import ManualClock
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.store import database
 from engine.store.tables import runs
 from tests.acceptance import procs
@@ -93,9 +92,9 @@ def one_pass(dbs: Databases, folder: Path, runs_wanted: int, workers: int, share
     clock = ManualClock(T0)
     rt = make_runtime(url, schedules=configs, clock=clock, registry={"four_steps": FOUR_STEPS},
                       extra={"testflow": flow})
-    schedules.apply(rt)
+    definitions.apply(rt)
     clock.advance(timedelta(minutes=runs_wanted if shared else 1))
-    assert scheduler.tick(rt).runs_created == runs_wanted
+    assert tick.tick(rt).runs_created == runs_wanted
     config = write_config(folder / "reportflow.toml", db_url=url, schedules=configs,
                           sections={"worker": {"lease": "60s", "poll_interval": "0.2s"}, "testflow": flow})
     shared = procs.Shared(clock.now() + timedelta(minutes=1))

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from engine.config.settings import AppConfig
+from engine.alert_transports import AlertTransports
+from engine.config.config_file import AppConfig
 from engine.core.clock import Clock
-from engine.notify import Notifier
-from engine.plugins import registry as registry_mod
+from engine.plugins import workflow_registry
 from engine.plugins.contract import WorkflowDef
-from engine.plugins.registry import Registry
+from engine.plugins.workflow_registry import Registry
 from engine.store.handle import Store
 
 log = logging.getLogger(__name__)
@@ -28,13 +28,13 @@ class Runtime:
     actor: str = field(default_factory=lambda: _cli_user())
 
     @cached_property
-    def notifier(self) -> Notifier:
+    def transports(self) -> AlertTransports:
         """One per runtime, so its failure counter covers the process's whole life."""
-        return Notifier(self.config.notify.webhook_env, self.config.notify.apprise_env)
+        return AlertTransports(self.config.notify.webhook_env, self.config.notify.apprise_env)
 
     def workflow(self, name: str) -> WorkflowDef:
         """The installed workflow named ``name``; raises NotFound."""
-        return registry_mod.get(self.registry, name)
+        return workflow_registry.get(self.registry, name)
 
     def settings(self, workflow: str) -> Any:
         """The validated settings of workflow ``workflow`` (None if it has none)."""

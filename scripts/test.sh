@@ -5,7 +5,8 @@
 #   scripts/test.sh           everything CI runs, in two steps: every test in one pytest-xdist
 #                             session (reliability included, longest files first, one worker
 #                             more than the cores: the real-process tests wait on each other),
-#                             with mypy --strict on engine/ beside it at low priority
+#                             with mypy --strict on engine/ beside it at low priority, and ruff
+#                             (pyflakes and import order, pyproject.toml's [tool.ruff]) first
 #   scripts/test.sh --long    the same, the reliability suite with its long counts
 #   scripts/test.sh --fast    the loop for daily work: unit tests and the integration tests not
 #                             marked slow, in parallel (about a minute on two cores)
@@ -52,6 +53,7 @@ long=()
 [ "$mode" = long ] && long=(--long)
 # mypy is a step of its own, run beside the tests at the lowest priority: it takes the CPU time
 # the test processes leave idle while they wait on each other, and its report follows theirs.
+step "ruff (lint and import order)" "$py" -m ruff check .
 typecheck_log=$(mktemp)
 trap 'rm -f "$typecheck_log"' EXIT
 nice -n 19 "$py" -m mypy --strict engine >"$typecheck_log" 2>&1 &

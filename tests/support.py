@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core.clock import Clock, ManualClock
-from engine.plugins.registry import Registry, load_registry
+from engine.plugins.workflow_registry import Registry, load_registry
 from engine.runtime import Runtime
 from engine.store import database
 from engine.store.handle import Store
@@ -50,7 +50,7 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
                  base_dir: Path | None = None) -> Runtime:
     raw: dict[str, Any] = {"schedules": [dict(s) for s in schedules], **(extra or {})}
     reg = registry if registry is not None else load_registry()
-    cfg = config_mod.build_config(raw, path=(base_dir / "reportflow.toml") if base_dir else None, registry=reg,
+    cfg = config_file.build_config(raw, path=(base_dir / "reportflow.toml") if base_dir else None, registry=reg,
                                   db_override=url)
     path = database.sqlite_path(cfg.store_url)
     if path is not None and not path.exists():

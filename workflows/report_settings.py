@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError, field_validator, model_validator
 
-from engine.config.settings import KEY_PATTERN, Duration, Strict, problem_from_validation
+from engine.config.config_file import KEY_PATTERN, Duration, Strict, problem_from_validation
 from engine.core import errors
 from steps import report_texts
 

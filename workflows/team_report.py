@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from engine.config.settings import KEY_PATTERN, Strict
+from engine.config.config_file import KEY_PATTERN, Strict
 from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import ArtifactRef, ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef

@@ -16,20 +16,20 @@ import threading
 from engine.core import reports
 from engine.execution import reconciler
 from engine.execution.pool import WorkerPool
-from engine.operations import delivery
+from engine.operations import outbox_sender
 from engine.runtime import Runtime
-from engine.scheduling import tick as scheduler
+from engine.scheduling import tick
 
 
 def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           concurrency: int | None = None) -> reports.CycleReport:
     """Tick, reconcile, work until idle and deliver pending alerts, once; what each part did."""
-    report = reports.CycleReport(tick=scheduler.tick(rt))
+    report = reports.CycleReport(tick=tick.tick(rt))
     report.sweep = reconciler.sweep(rt)
     pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
     try:
         report.outcomes = pool.work(until_idle=True)
     finally:
         pool.close()
-        delivery.deliver_pending(rt)  # never raises: a webhook that is down is retried by a later pass
+        outbox_sender.deliver_pending(rt)  # never raises: a webhook that is down is retried by a later pass
     return report

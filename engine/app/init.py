@@ -6,9 +6,9 @@ import re
 import tomllib
 from pathlib import Path
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core import cron, errors
-from engine.plugins.registry import load_registry
+from engine.plugins.workflow_registry import load_registry
 
 TEMPLATE = """\
 # reportflow configuration. Relative paths resolve against this file's folder.
@@ -90,7 +90,7 @@ def write_starter(path: Path, *, repo: Path, timezone: str, force: bool) -> Path
     text = TEMPLATE.format(key=project_key(repo_abs), repo=repo_text.replace("\\", "\\\\").replace('"', '\\"'),
                            timezone=timezone)
     # Validate what we are about to write: init never leaves behind a config it would refuse.
-    config_mod.build_config(tomllib.loads(text), path=path, registry=load_registry())
+    config_file.build_config(tomllib.loads(text), path=path, registry=load_registry())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

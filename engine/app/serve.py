@@ -22,11 +22,10 @@ from prometheus_client import start_http_server
 from engine.core import logs
 from engine.execution import loop, reconciler
 from engine.execution.pool import WorkerPool
-from engine.operations import delivery
-from engine.operations import prune as lifecycle
+from engine.operations import outbox_sender, prune
 from engine.runtime import Runtime
-from engine.scheduling import tick as scheduler
-from engine.store import runs as run_rows
+from engine.scheduling import tick
+from engine.store import run_rows
 
 log = logging.getLogger(__name__)
 MAX_SLEEP = timedelta(seconds=30)
@@ -50,11 +49,11 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = float("-inf")
     # The alert sender beside the loop: a webhook that hangs delays neither a tick nor a claim.
-    sender = threading.Thread(target=delivery.deliver_until, args=(rt, stop), name="alerts", daemon=True)
+    sender = threading.Thread(target=outbox_sender.deliver_until, args=(rt, stop), name="alerts", daemon=True)
     sender.start()
     logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     poll = rt.config.worker.poll_interval
-    retention_timer = lifecycle.RetentionTimer(rt.config.retain, rt.config.retain_max)
+    retention_timer = prune.RetentionTimer(rt.config.retain, rt.config.retain_max)
     backoff = loop.Backoff(rt.clock, poll, "serve_loop_failed")
     retry_at: datetime | None = None  # the next retry's not_before: the loop wakes for it
     reclaim = True  # at start (a restarted node) and after a database error: runs this worker id still holds
@@ -71,7 +70,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     if failures := backoff.recovered():
                         logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
                     reclaim = False
-                report = scheduler.tick(rt, committed=worker.wake)
+                report = tick.tick(rt, committed=worker.wake)
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
                     last_sweep = rt.clock.monotonic()

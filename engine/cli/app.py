@@ -25,9 +25,9 @@ from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, Re
 
 if TYPE_CHECKING:
     from engine.cli import fast_tick
-    from engine.config import settings as config_mod
-    from engine.core import clock as clock_mod
-    from engine.plugins import registry as registry_mod
+    from engine.config import config_file
+    from engine.core import clock
+    from engine.plugins import workflow_registry
     from engine.runtime import Runtime
 
 # Start-up cost (SPEC §11: --help, --version and a tick with nothing due within 1.3x of
@@ -63,17 +63,17 @@ class Cli:
     explicit_config: bool = False
     _runtime: "Runtime | None" = field(default=None)
 
-    def clock(self) -> "clock_mod.Clock":
+    def clock(self) -> "clock.Clock":
         """The clock of this command: real time, or ``--now``'s."""
-        from engine.core import clock as clock_mod
+        from engine.core import clock
 
-        return clock_mod.clock_from_spec(self.now_spec)
+        return clock.clock_from_spec(self.now_spec)
 
-    def config(self) -> "config_mod.AppConfig":
+    def config(self) -> "config_file.AppConfig":
         """The validated config (with ``--db`` applied); raises ConfigInvalid."""
-        from engine.plugins import registry as registry_mod
+        from engine.plugins import workflow_registry
 
-        return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[0]
+        return workflow_registry.load_with_config(self.config_path, db_override=self.db_url)[0]
 
     def store_url(self) -> str:
         """The store URL as every command resolves it; with ``--db``/REPORTFLOW_DB the config is not read."""
@@ -83,25 +83,25 @@ class Cli:
             return defaults.store_url(self.db_url, None, self.config_path.parent.resolve())
         return self.config().store_url
 
-    def registry(self) -> "registry_mod.Registry":
+    def registry(self) -> "workflow_registry.Registry":
         """Installed workflows plus the config's ``[[workflows]]``; installed only when no config file exists."""
-        from engine.plugins import registry as registry_mod
+        from engine.plugins import workflow_registry
 
         if self._runtime is not None:
             return self._runtime.registry
         if not self.config_path.exists() and not self.explicit_config:
-            return registry_mod.load_registry()
-        return registry_mod.load_with_config(self.config_path, db_override=self.db_url)[1]
+            return workflow_registry.load_registry()
+        return workflow_registry.load_with_config(self.config_path, db_override=self.db_url)[1]
 
     def runtime(self) -> "Runtime":
         """Validate the config first (bad input writes nothing), then open the store."""
         if self._runtime is None:
-            from engine.plugins import registry as registry_mod
+            from engine.plugins import workflow_registry
             from engine.runtime import Runtime
             from engine.store.handle import Store
 
             clock = self.clock()
-            config, registry = registry_mod.load_with_config(self.config_path, db_override=self.db_url)
+            config, registry = workflow_registry.load_with_config(self.config_path, db_override=self.db_url)
             store = Store.open(config.store_url)
             self._runtime = Runtime(store=store, registry=registry, config=config, clock=clock)
         return self._runtime
@@ -139,7 +139,7 @@ def main_options(
         raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
     logs.configure(log_format)
     if config is None:
-        from engine.config.settings import DEFAULT_CONFIG
+        from engine.config.config_file import DEFAULT_CONFIG
 
         config = Path(DEFAULT_CONFIG)
         explicit = False
@@ -147,9 +147,9 @@ def main_options(
         explicit = True
     ctx.obj = Cli(config_path=config, now_spec=now, db_url=db, explicit_config=explicit)
     if now:
-        from engine.core import clock as clock_mod
+        from engine.core import clock
 
-        clock_mod.clock_from_spec(now)  # refuse a bad --now before anything runs
+        clock.clock_from_spec(now)  # refuse a bad --now before anything runs
 
 
 def _parse_date(text: str, option: str) -> date:
@@ -166,8 +166,8 @@ def _parse_run_id(text: str) -> int:
 
 # --- setup -------------------------------------------------------------------
 
-@app.command()
-def init(ctx: typer.Context,
+@app.command("init")
+def init_command(ctx: typer.Context,
          repo: Annotated[Path, typer.Option(help="Git repository to report on.")] = Path("."),
          timezone: Annotated[str, typer.Option(help="IANA timezone of the schedules.")] = "UTC",
          force: Annotated[bool, typer.Option(help="Overwrite an existing config.")] = False) -> None:
@@ -175,11 +175,11 @@ def init(ctx: typer.Context,
 
     Example: reportflow init --repo ~/src/platform --timezone Asia/Seoul
     """
-    from engine.app import init as starter
+    from engine.app import init
     from engine.store import database
 
     cli = _cli(ctx)
-    path = starter.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
+    path = init.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
     runtime = cli.runtime()
     output.say(f"wrote {path}; database ready at {database.safe_url(runtime.config.store_url)}")
 
@@ -233,9 +233,9 @@ def schedules_apply(ctx: typer.Context,
                         "--dry-run", help="Print the plan (diffs and drift included); write nothing.")] = False) -> None:
     """Sync [[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
     from engine.cli import render
-    from engine.scheduling import definitions as schedules
+    from engine.scheduling import definitions
 
-    report = schedules.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
+    report = definitions.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
     render.apply_report(report)
 
 
@@ -244,27 +244,27 @@ def schedules_list(ctx: typer.Context, as_json: JsonOpt = False,
                    archived: Annotated[bool, typer.Option(help="Include archived schedules.")] = False) -> None:
     """Definitions, next run (local and UTC) and last result. Example: reportflow schedules list --json"""
     from engine.cli import render
-    from engine.read import schedules as read_schedules
+    from engine.read import schedule_queries
 
-    render.schedules(read_schedules.schedules_overview(_cli(ctx).runtime(), include_archived=archived), as_json)
+    render.schedules(schedule_queries.schedules_overview(_cli(ctx).runtime(), include_archived=archived), as_json)
 
 
 @schedules_app.command("show")
 def schedules_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
     """One schedule in full. Example: reportflow schedules show platform-daily"""
     from engine.cli import render
-    from engine.read import schedules as read_schedules
+    from engine.read import schedule_queries
 
-    render.schedule_detail(read_schedules.schedule_overview(_cli(ctx).runtime(), name), as_json)
+    render.schedule_detail(schedule_queries.schedule_overview(_cli(ctx).runtime(), name), as_json)
 
 
 @schedules_app.command("history")
 def schedules_history(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> None:
     """The audit trail of a schedule. Example: reportflow schedules history platform-daily"""
     from engine.cli import render
-    from engine.scheduling import definitions as schedules
+    from engine.scheduling import definitions
 
-    render.audit(schedules.history(_cli(ctx).runtime(), name), as_json)
+    render.audit(definitions.history(_cli(ctx).runtime(), name), as_json)
 
 
 @schedules_app.command("preview")
@@ -276,10 +276,10 @@ def schedules_preview(ctx: typer.Context, name: str,
     Example: reportflow schedules preview platform-daily -n 10
     """
     from engine.cli import render
-    from engine.read import schedules as read_schedules
+    from engine.read import schedule_queries
 
     rt = _cli(ctx).runtime()
-    spec, fires = read_schedules.preview(rt, name, n)
+    spec, fires = schedule_queries.preview(rt, name, n)
     render.fires(spec.timezone, fires, as_json)
 
 
@@ -316,9 +316,9 @@ def schedules_validate(
 def schedules_enable(ctx: typer.Context, name: str,
                      reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None) -> None:
     """Re-enable a schedule; it starts from now. Example: reportflow schedules enable platform-daily"""
-    from engine.scheduling import definitions as schedules
+    from engine.scheduling import definitions
 
-    schedule, changed = schedules.set_enabled(_cli(ctx).runtime(), name, enabled=True, reason=reason)
+    schedule, changed = definitions.set_enabled(_cli(ctx).runtime(), name, enabled=True, reason=reason)
     output.say(f"schedule {name} {'enabled' if changed else 'was already enabled'} (version {schedule.version})")
 
 
@@ -331,7 +331,7 @@ def schedules_disable(ctx: typer.Context, name: Annotated[Optional[str], typer.A
                           "--cancel-queued", help="Cancel the runs not yet started instead of holding them.")]
                       = False) -> None:
     """Audited kill switch: runs not yet started are held. Example: reportflow schedules disable platform-daily --reason "repo migration" """
-    from engine.scheduling import definitions as schedules
+    from engine.scheduling import definitions
 
     if not reason.strip():
         raise errors.InvalidInput("--reason is required to disable a schedule")
@@ -339,10 +339,10 @@ def schedules_disable(ctx: typer.Context, name: Annotated[Optional[str], typer.A
         raise errors.InvalidInput("name one schedule or give --all")
     rt = _cli(ctx).runtime()
     if name is None:
-        changed = schedules.disable_all(rt, reason=reason, cancel_queued=cancel_queued)
+        changed = definitions.disable_all(rt, reason=reason, cancel_queued=cancel_queued)
         output.say(f"disabled {len(changed)} schedule(s)" + (f": {', '.join(s.name for s in changed)}" if changed else ""))
         return
-    schedule, did = schedules.set_enabled(rt, name, enabled=False, reason=reason, cancel_queued=cancel_queued)
+    schedule, did = definitions.set_enabled(rt, name, enabled=False, reason=reason, cancel_queued=cancel_queued)
     output.say(f"schedule {name} {'disabled' if did else 'was already disabled'} (version {schedule.version})")
 
 
@@ -365,20 +365,20 @@ def schedules_set(
 
     Example: reportflow schedules set platform-daily --cron "0 20 * * *" --expect-version 3
     """
-    from engine.config import settings as config_mod
-    from engine.scheduling import definitions as schedules
+    from engine.config import config_file
+    from engine.scheduling import definitions
 
     changes: dict[str, Any] = {k: v for k, v in dict(cron=cron_expr, timezone=timezone, misfire=misfire,
                                                      overlap=overlap, report_on=report_on, dst_gap=dst_gap,
                                                      dst_fold=dst_fold).items() if v is not None}
     if grace is not None:
         try:
-            changes["grace"] = config_mod.parse_duration(grace)
+            changes["grace"] = config_file.parse_duration(grace)
         except ValueError as exc:
             raise errors.InvalidInput(f"--grace: {exc}") from None
     if not changes:
         raise errors.InvalidInput("nothing to change: pass --cron, --timezone, --misfire, --overlap, ...")
-    schedule, warning = schedules.set_schedule(_cli(ctx).runtime(), name, expect_version=expect_version,
+    schedule, warning = definitions.set_schedule(_cli(ctx).runtime(), name, expect_version=expect_version,
                                                changes=changes, confirmed=yes, reason=reason)
     if warning:
         output.warn(warning)
@@ -400,10 +400,10 @@ def schedules_draft(
     """
     from engine.cli import render
     from engine.operations import drafts
-    from engine.plugins import registry as registry_mod
+    from engine.plugins import workflow_registry
 
     cli = _cli(ctx)
-    config, registry = registry_mod.load_with_config(cli.config_path, db_override=cli.db_url)
+    config, registry = workflow_registry.load_with_config(cli.config_path, db_override=cli.db_url)
     report = drafts.draft(config, registry, text, now=cli.clock().now(), project=project,
                           workflow=workflow)
     render.draft(report, as_json)
@@ -423,27 +423,27 @@ def schedules_draft(
 
 # --- the loops ---------------------------------------------------------------
 
-@app.command()
-def tick(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+@app.command("tick")
+def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """One scheduler pass: create the runs that are due. Example: reportflow tick"""
     from engine.cli import fast_tick
-    from engine.scheduling import tick as scheduler
+    from engine.scheduling import tick
 
     cli = _cli(ctx)
     seen = _inputs_seen(cli)
     runtime = cli.runtime()
     if seen is not None:
         fast_tick.remember(runtime, seen)  # the next nothing-due tick can skip the validation
-    report = scheduler.tick(runtime)
+    report = tick.tick(runtime)
     _deliver(runtime)
     output.tick_report(report, as_json)
 
 
 def _deliver(rt: Any) -> None:
     """The alert sender, at the end of a command that may have recorded alerts (never raises)."""
-    from engine.operations import delivery
+    from engine.operations import outbox_sender
 
-    delivery.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -473,9 +473,9 @@ def work(ctx: typer.Context,
     pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
     sender = None
     if not until_idle:  # a long-running worker sends its alerts beside the runs, off every step's path
-        from engine.operations import delivery
+        from engine.operations import outbox_sender
 
-        sender = threading.Thread(target=delivery.deliver_until, args=(rt, stop), name="alerts", daemon=True)
+        sender = threading.Thread(target=outbox_sender.deliver_until, args=(rt, stop), name="alerts", daemon=True)
         sender.start()
     try:
         outcomes = pool.work(until_idle=until_idle, max_runs=max_runs)
@@ -489,14 +489,14 @@ def work(ctx: typer.Context,
     output.outcomes(outcomes)
 
 
-@app.command()
-def cycle(ctx: typer.Context, as_json: JsonOpt = False,
+@app.command("cycle")
+def cycle_command(ctx: typer.Context, as_json: JsonOpt = False,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None,
           concurrency: Annotated[Optional[int], typer.Option(
               "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
           = None) -> None:
     """One pass of tick, reconcile and work until idle, for cron. Example: * * * * * reportflow cycle"""
-    from engine.app import cycle as cycle_mod
+    from engine.app import cycle
     from engine.cli import fast_tick
 
     cli = _cli(ctx)
@@ -504,7 +504,7 @@ def cycle(ctx: typer.Context, as_json: JsonOpt = False,
     rt = cli.runtime()
     if seen is not None:
         fast_tick.remember(rt, seen)  # the next cycle with nothing to do can skip the validation
-    report = cycle_mod.cycle(rt, stop=_stop_on_signals(), worker_id=worker_id, concurrency=concurrency)
+    report = cycle.cycle(rt, stop=_stop_on_signals(), worker_id=worker_id, concurrency=concurrency)
     output.cycle_report(report, as_json)
 
 
@@ -532,8 +532,8 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     output.sweep_report(report, as_json)
 
 
-@app.command()
-def serve(ctx: typer.Context,
+@app.command("serve")
+def serve_command(ctx: typer.Context,
           metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", min=0, max=65535)] = None,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
                                                          help="Also serve the web page on [ui] host, this port.")] = None,
@@ -542,10 +542,10 @@ def serve(ctx: typer.Context,
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
-    from engine.app import serve as service
+    from engine.app import serve
 
     rt = _cli(ctx).runtime()
-    service.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port, ui_port=ui_port)
+    serve.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port, ui_port=ui_port)
 
 
 @app.command()
@@ -575,10 +575,10 @@ def trigger(ctx: typer.Context, schedule: str,
             force_new: Annotated[bool, typer.Option("--force-new", help="Make a new revision.")] = False,
             as_json: JsonOpt = False) -> None:
     """A manual run for a business date (default: the latest slot). Example: reportflow trigger platform-daily --date 2026-09-29"""
-    from engine.operations import actions as operations
+    from engine.operations import actions
 
     day = _parse_date(date_, "--date") if date_ else None
-    output.action(operations.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
+    output.action(actions.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
 
 
 @app.command()
@@ -591,18 +591,18 @@ def backfill(ctx: typer.Context, schedule: str,
              as_json: JsonOpt = False) -> None:
     """Runs for every business period without a row. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
     from engine.cli import render
-    from engine.operations import actions as operations
+    from engine.operations import actions
 
     first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
     rt = _cli(ctx).runtime()
     with render.progress("backfill", quiet=as_json) as advance:
-        report = operations.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance,
+        report = actions.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance,
                                      include_pruned=include_pruned)
     render.backfill_report(report, dry_run, as_json)
 
 
-@app.command()
-def prune(ctx: typer.Context,
+@app.command("prune")
+def prune_command(ctx: typer.Context,
           before: Annotated[str, typer.Option("--before", help="Business date: periods that ended before it.")],
           dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, change nothing.")] = False,
           yes: Annotated[bool, typer.Option("--yes", help="Do not ask (for scripts).")] = False,
@@ -612,12 +612,12 @@ def prune(ctx: typer.Context,
     Shows the count and asks first, unless --yes. Example: reportflow prune --before 2025-01-01 --dry-run
     """
     from engine.cli import render
-    from engine.operations import prune as lifecycle
+    from engine.operations import prune
 
     day = _parse_date(before, "--before")
     rt = _cli(ctx).runtime()
     if not dry_run and not yes:
-        count = lifecycle.prune(rt, day, dry_run=True)
+        count = prune.prune(rt, day, dry_run=True)
         if count.removed == 0:
             render.prune_report(count, as_json)
             return
@@ -629,7 +629,7 @@ def prune(ctx: typer.Context,
             confirmed = False
         if not confirmed:
             raise errors.InvalidInput("nothing removed: prune not confirmed (answer y, or pass --yes in scripts)")
-    render.prune_report(lifecycle.prune(rt, day, dry_run=dry_run), as_json)
+    render.prune_report(prune.prune(rt, day, dry_run=dry_run), as_json)
 
 
 @runs_app.command("list")
@@ -641,7 +641,7 @@ def runs_list(ctx: typer.Context,
               as_json: JsonOpt = False) -> None:
     """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
     from engine.cli import render
-    from engine.read import runs as read_runs
+    from engine.read import run_queries
 
     statuses = [s.upper() for s in status or []]
     for value in statuses:
@@ -649,7 +649,7 @@ def runs_list(ctx: typer.Context,
             raise errors.InvalidInput(f"unknown status '{value}' (one of {', '.join(RunStatus.__members__)})")
     rt = _cli(ctx).runtime()
     parent_id = _parse_run_id(parent) if parent is not None else None
-    render.runs(read_runs.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit, parent=parent_id),
+    render.runs(run_queries.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit, parent=parent_id),
                 rt.clock.now(), as_json)
 
 
@@ -657,10 +657,10 @@ def runs_list(ctx: typer.Context,
 def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Steps, attempts, pinned inputs, artifacts, errors. Example: reportflow runs show 42"""
     from engine.cli import render
-    from engine.read import runs as read_runs
+    from engine.read import run_queries
 
     rt = _cli(ctx).runtime()
-    render.run_detail(read_runs.get_run(rt, _parse_run_id(run)), rt.clock.now(), as_json)
+    render.run_detail(run_queries.get_run(rt, _parse_run_id(run)), rt.clock.now(), as_json)
 
 
 @runs_app.command("retry")
@@ -668,25 +668,25 @@ def runs_retry(ctx: typer.Context, run: str,
                from_step: Annotated[Optional[str], typer.Option("--from-step", help="Re-run from this step.")] = None,
                as_json: JsonOpt = False) -> None:
     """A new attempt of the same run. Example: reportflow runs retry 42 --from-step UPLOAD_NOTION"""
-    from engine.operations import actions as operations
+    from engine.operations import actions
 
-    output.action(operations.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
+    output.action(actions.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
 
 
 @runs_app.command("approve")
 def runs_approve(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Queue a MANUAL_REQUIRED run. Example: reportflow runs approve 42"""
-    from engine.operations import actions as operations
+    from engine.operations import actions
 
-    output.action(operations.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    output.action(actions.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
 
 
 @runs_app.command("cancel")
 def runs_cancel(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Cancel a run that has not finished (a RUNNING one stops at its next step). Example: reportflow runs cancel 42"""
-    from engine.operations import actions as operations
+    from engine.operations import actions
 
-    output.action(operations.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    output.action(actions.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
 
 
 @workflows_app.command("list")
@@ -708,31 +708,31 @@ def workflows_show(ctx: typer.Context, name: str, as_json: JsonOpt = False) -> N
     Example: reportflow workflows show daily_report
     """
     from engine.cli import render
-    from engine.plugins import registry as registry_mod
+    from engine.plugins import workflow_registry
 
-    render.workflow(registry_mod.get(_cli(ctx).registry(), name), as_json)
+    render.workflow(workflow_registry.get(_cli(ctx).registry(), name), as_json)
 
 
-@app.command()
-def metrics(ctx: typer.Context) -> None:
+@app.command("metrics")
+def metrics_command(ctx: typer.Context) -> None:
     """Prometheus text exposition computed from the database. Example: reportflow metrics"""
-    from engine.read import metrics as metrics_mod
+    from engine.read import metrics
 
     rt = _cli(ctx).runtime()
-    sys.stdout.write(metrics_mod.exposition(rt))
+    sys.stdout.write(metrics.exposition(rt))
 
 
-@app.command()
-def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+@app.command("doctor")
+def doctor_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Check config, database, repositories, Ollama, Notion, artifacts, stalled runs, silent schedules, clock skew.
 
     Exits 1 when something needs a person. Example: reportflow doctor
     """
     from engine.cli import render
-    from engine.read import doctor as doctor_mod
+    from engine.read import doctor
 
     cli = _cli(ctx)
-    findings = doctor_mod.run_checks(cli.config_path, db_url=cli.db_url, clock=cli.clock())
+    findings = doctor.run_checks(cli.config_path, db_url=cli.db_url, clock=cli.clock())
     render.findings(findings, as_json)
     if any(f.problem for f in findings):
         raise typer.Exit(1)
@@ -777,7 +777,7 @@ def notifications_list(ctx: typer.Context,
                        as_json: JsonOpt = False) -> None:
     """Recorded alerts, newest first, with their delivery state. Example: reportflow notifications list --pending"""
     from engine.cli import render
-    from engine.read import notifications
+    from engine.read import alert_log
 
-    items = notifications.list_notifications(_cli(ctx).runtime(), pending_only=pending, schedule=schedule, limit=limit)
+    items = alert_log.list_notifications(_cli(ctx).runtime(), pending_only=pending, schedule=schedule, limit=limit)
     render.notifications(items, as_json)

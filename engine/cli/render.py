@@ -216,8 +216,8 @@ def backfill_report(report: Any, dry_run: bool, as_json: bool) -> None:
     say(f"{verb} {len(report.created)}, {'would re-queue' if dry_run else 're-queued'} {len(report.requeued)}, "
         f"already present {len(report.present)}, left alone {len(report.left)}, future {len(report.future)}, "
         f"no slot {len(report.no_slot)}")
-    for key, status in report.left:
-        say(f"  {key}: {status} (left as is; use `reportflow runs retry` or `trigger`)")
+    for key, left_status in report.left:
+        say(f"  {key}: {left_status} (left as is; use `reportflow runs retry` or `trigger`)")
     if report.future:
         say(f"  not yet due: {', '.join(report.future)}")
     if report.pruned:
@@ -372,9 +372,9 @@ def workflow(item: WorkflowDef, as_json: bool) -> None:
 
 def notifications(items: Sequence[Any], as_json: bool) -> None:
     """Recorded alerts (``notifications list``): when, what, how loud, and whether they were delivered."""
-    from engine.read import notifications as read_notifications
+    from engine.read import alert_log
 
-    data = [read_notifications.notification_view(a) for a in items]
+    data = [alert_log.notification_view(a) for a in items]
     if as_json:
         _json(data)
         return

@@ -1,6 +1,6 @@
 """Where reportflow looks by default, and how a relative SQLite URL resolves: one source, no pydantic.
 
-``engine.config.settings`` validates the file, ``engine.cli.fast_tick`` finds the store of a
+``engine.config.config_file`` validates the file, ``engine.cli.fast_tick`` finds the store of a
 nothing-due ``tick`` without it, and ``db upgrade``/``db backup`` open it with no config at all:
 every one of them picks and resolves the store URL with ``store_url``.
 """

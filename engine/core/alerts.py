@@ -2,7 +2,7 @@
 
 Pure: every function here is a function of values and ``now``. The outbox that
 stores the events is ``engine.store.outbox``; the sender is
-``engine.operations.delivery``.
+``engine.operations.outbox_sender``.
 """
 
 from __future__ import annotations

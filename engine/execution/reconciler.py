@@ -16,13 +16,9 @@ from sqlalchemy.engine import Connection
 from engine.core import alerts, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
-from engine.execution import lateness
+from engine.execution import late_alerts
 from engine.runtime import Runtime
-from engine.store import audit as audit_rows
-from engine.store import claims, families, outbox, recovery
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
-from engine.store import waiting as waiting_rows
+from engine.store import audit_rows, claims, families, outbox, recovery, run_rows, schedule_rows, waiting
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +78,7 @@ def sweep(rt: Runtime) -> SweepReport:
     """One reconciler pass at ``rt.clock.now()``.
 
     Each decision commits in its own transaction with its alerts (the outbox); log
-    lines follow the commit. The sender (``engine.operations.delivery``) posts the alerts later.
+    lines follow the commit. The sender (``engine.operations.outbox_sender``) posts the alerts later.
     """
     now = rt.clock.now()
     report = SweepReport()
@@ -113,11 +109,11 @@ def sweep(rt: Runtime) -> SweepReport:
     for name, next_run_at in report.silent:
         logs.event(log, logging.WARNING, "schedule_silent", schedule=name, next_run_at=format_instant(next_run_at))
     report.stuck = find_stuck(rt, now)
-    for waiting in report.stuck:
-        logs.event(log, logging.WARNING, "run_stuck", run=waiting.run_id, key=waiting.key, status=waiting.status,
-                   since=format_instant(waiting.waiting_since), reason=waiting.reason)
+    for stuck_run in report.stuck:
+        logs.event(log, logging.WARNING, "run_stuck", run=stuck_run.run_id, key=stuck_run.key,
+                   status=stuck_run.status, since=format_instant(stuck_run.waiting_since), reason=stuck_run.reason)
     _mark_problems(rt, report, now)
-    report.late = lateness.mark_late(rt, now)
+    report.late = late_alerts.mark_late(rt, now)
     return report
 
 
@@ -179,7 +175,7 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
 def find_stuck(rt: Runtime, now: datetime) -> list[stuck.StuckRun]:
     """Runs waiting longer than ``[notify] stuck_after`` with no moving queue (``store.waiting.find_stuck``)."""
     with rt.store.read() as conn:
-        return waiting_rows.find_stuck(conn, now, rt.config.notify.stuck_after)
+        return waiting.find_stuck(conn, now, rt.config.notify.stuck_after)
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:

@@ -23,15 +23,15 @@ from functools import partial
 from typing import Any
 
 from engine.core import errors, logs, policies
-from engine.core.clock import parse_instant
+from engine.core.clock import Clock, parse_instant
 from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
-from engine.execution import fan_out, loop, pacing
+from engine.execution import fan_out, loop
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims, ops_facts, outbox
-from engine.store import instances as instance_rows
+from engine.store import claims, instances, ops_facts, outbox
 from engine.store.claims import Claim
+from engine.store.handle import Store
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ class Worker:
             run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
             business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,
             attempt=claim.attempt, settings=self.rt.settings(workflow.name), check_fence=lease.check,
-            exclusive=self.rt.store.exclusive, pace=partial(pacing.wait_for_slot, self.rt.store, self.rt.clock),
+            exclusive=self.rt.store.exclusive, pace=partial(wait_for_slot, self.rt.store, self.rt.clock),
             sleep=partial(self._step_sleep, lease), engine_facts=partial(_engine_facts, self.rt),
             output_models=workflow.output_models(), children=partial(fan_out.outcomes, self.rt, run.id))
 
@@ -496,7 +496,7 @@ class Worker:
             return
         self._last_beat = clock.monotonic()
         with (write or self._writer.write)() as conn:
-            instance_rows.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
+            instances.beat(conn, instance_id=self.worker_id, role="worker", host=socket.gethostname(),
                                pid=os.getpid(), projects=self.projects, now=clock.now())
 
     def close(self) -> None:
@@ -511,3 +511,15 @@ def _engine_facts(rt: Runtime, start: datetime, end: datetime) -> dict[str, Any]
     """``StepContext.engine_facts``: one read transaction, as of the runtime's clock."""
     with rt.store.read() as conn:
         return ops_facts.read(conn, start, end, rt.clock.now(), rt.config.notify.stuck_after)
+
+
+def wait_for_slot(store: Store, clock: Clock, name: str, interval: timedelta) -> None:
+    """Reserve a slot of limit ``name`` (one write transaction) and sleep until it.
+
+    Slots of one limit are at least ``interval`` apart across every process
+    sharing ``store``; the sleep happens after the commit, holding nothing.
+    """
+    slot_at = store.reserve_rate_slot(name, interval, clock.now())
+    wait_s = (slot_at - clock.now()).total_seconds()
+    if wait_s > 0:
+        clock.sleep(wait_s)

@@ -25,13 +25,10 @@ from engine.core.models import (
     RunTrigger,
     Schedule,
 )
-from engine.operations import families
+from engine.operations import family_actions
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit as audit_rows
-from engine.store import claims, pruning, recovery
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
+from engine.store import audit_rows, claims, pruning, recovery, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +123,7 @@ def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, n
              *, from_step: str | None = None) -> ActionResult:
     # A parent is its period's run: queued again, it re-runs the children that did not succeed, then its fan-in
     # (on its own, its fan-in would only read them again).
-    if from_step is None and families.retry_children(conn, rt, run, now, trigger=trigger, action=action):
+    if from_step is None and family_actions.retry_children(conn, rt, run, now, trigger=trigger, action=action):
         return ActionResult(action, run.id, RunStatus.WAITING.value, run.business_key,
                             f"run {run.id} ({run.idempotency_key}) {action}: its children that did not "
                             "succeed are queued, then its fan-in")
@@ -256,7 +253,7 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)
         if run.status is RunStatus.WAITING:  # its children first, then the parent (SPEC §17)
-            families.cancel_children(conn, rt, run, now)
+            family_actions.cancel_children(conn, rt, run, now)
             run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
             claims.promote_pending(conn, run.schedule_id, now)
             action, status = "cancelled", RunStatus.CANCELLED.value
@@ -268,7 +265,7 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
             recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
                                            "cancelled by an operator before any worker took it")
             claims.promote_pending(conn, run.schedule_id, now)
-            families.release_parent_of(conn, run)
+            family_actions.release_parent_of(conn, run)
             action, status = "cancelled", RunStatus.CANCELLED.value
         else:
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "CANCELLED", "it has already finished")

@@ -2,7 +2,7 @@
 
 The engine reads no words itself: a workflow's ``draft_schedule`` (found
 through the registry) turns the sentence into an entry. The entry is then
-validated by ``engine.config.settings.build_config``, the function that
+validated by ``engine.config.config_file.build_config``, the function that
 validates the config file, on the file's own contents with the draft added
 (replacing a schedule of the same name, so its 10× risk can be shown). The
 database is never opened. ``append`` writes the TOML block atomically: the
@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core import cron, errors
 from engine.core.clock import format_instant
 from engine.core.models import ScheduleSpec
@@ -76,7 +76,7 @@ def drafter(registry: Mapping[str, WorkflowDef], workflow: str | None) -> Workfl
     raise errors.InvalidInput("no installed workflow drafts schedules from words")
 
 
-def ask(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
+def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
         project: str | None = None, workflow: str | None = None) -> DraftAnswer:
     """The drafter's answer for ``text`` (InvalidInput when it cannot read it)."""
     if not text.strip():
@@ -111,7 +111,7 @@ def _clean(entry: Mapping[str, Any]) -> dict[str, Any]:
             if v is not None and isinstance(v, (str, bool, int, float))}
 
 
-def evaluate(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef],
+def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
              entry: Mapping[str, Any], *, now: datetime, rationale: str = "",
              drafter_name: str = "") -> DraftReport:
     """Validate ``entry`` as if it were in the config file, and preview it."""
@@ -123,7 +123,7 @@ def evaluate(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef],
     exists = any(s.get("name") == name for s in existing)
     raw["schedules"] = [s for s in existing if s.get("name") != name] + [draft]
     try:
-        candidate = config_mod.build_config(raw, path=config.path, registry=registry)
+        candidate = config_file.build_config(raw, path=config.path, registry=registry)
     except errors.ConfigInvalid as exc:
         return DraftReport(draft, rationale, drafter_name, [exc.message], block, exists=exists)
     spec = candidate.schedules[-1]
@@ -135,14 +135,14 @@ def evaluate(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef],
                        definitions.runs_per_day(spec, now), risk, exists)
 
 
-def _spec_named(config: config_mod.AppConfig, name: str) -> ScheduleSpec | None:
+def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None:
     for spec in config.schedules:
         if spec.name == name:
             return spec
     return None
 
 
-def draft(config: config_mod.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
+def draft(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
           now: datetime, project: str | None = None, workflow: str | None = None) -> DraftReport:
     """Ask the drafter, then ``evaluate`` its entry."""
     answer = ask(config, registry, text, project=project, workflow=workflow)

@@ -14,8 +14,7 @@ from datetime import date, datetime, timedelta
 
 from engine.core import alerts, errors, logs, retention
 from engine.runtime import Runtime
-from engine.store import audit as audit_rows
-from engine.store import outbox, pruning
+from engine.store import audit_rows, outbox, pruning
 
 log = logging.getLogger(__name__)
 BATCH = 500

@@ -56,7 +56,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core import errors
 from engine.core.errors import StepError
 from engine.core.models import PeriodKind, StepStatus
@@ -66,10 +66,10 @@ from engine.plugins.contract import ArtifactRef, StepContext, StepFn, StepResult
 __all__ = ["ArtifactRef", "ChildResult", "StepContext", "StepError", "StepResult", "StepStatus", "Workflow"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-O = TypeVar("O", bound=BaseModel)
+OutputT = TypeVar("OutputT", bound=BaseModel)
 
 
-class ChildResult(BaseModel, Generic[O]):
+class ChildResult(BaseModel, Generic[OutputT]):
     """One child run as a fan-in step sees it: how it ended, and its last step's output parsed (None unless SUCCESS)."""
 
     name: str
@@ -79,7 +79,7 @@ class ChildResult(BaseModel, Generic[O]):
     status: str
     error_code: str | None = None
     error_message: str | None = None
-    output: O | None = None
+    output: OutputT | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -108,7 +108,7 @@ class _Declared:
 
 def _seconds(value: str | float | int, what: str) -> float:
     try:
-        return config_mod.parse_duration(value).total_seconds()
+        return config_file.parse_duration(value).total_seconds()
     except ValueError as exc:
         raise errors.InvalidInput(f"{what}: {exc}") from None
 
@@ -265,7 +265,7 @@ class Workflow:
         try:
             settings = self.settings_model.model_validate(dict(section))
         except ValidationError as exc:
-            raise config_mod.problem_from_validation(exc, None, prefix=(self.section,)) from exc
+            raise config_file.problem_from_validation(exc, None, prefix=(self.section,)) from exc
         # Relative paths in the settings are relative to the config file's folder, like the store's.
         relative = {name: base_dir / value for name, value in settings if isinstance(value, Path)
                     and not value.is_absolute()}

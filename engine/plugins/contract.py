@@ -2,7 +2,7 @@
 
 A workflow declares its business period, its payload version and its ordered
 steps; the engine never knows what a step does. Workflows are found through
-the ``reportflow.workflows`` entry-point group (see ``engine.plugins.registry``).
+the ``reportflow.workflows`` entry-point group (see ``engine.plugins.workflow_registry``).
 
 A step receives a ``StepContext`` (the run's pinned inputs and the persisted
 outputs of earlier steps) and returns a ``StepResult`` whose ``output`` is

@@ -27,14 +27,14 @@ from sqlalchemy import func, select, text
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core import error_codes, errors, logs, redact
 from engine.core.clock import Clock, format_instant
 from engine.core.models import ArtifactRecord, RunStatus
 from engine.execution import reconciler
-from engine.plugins import registry as registry_mod
+from engine.plugins import workflow_registry
 from engine.plugins.contract import Finding
-from engine.plugins.registry import Registry
+from engine.plugins.workflow_registry import Registry
 from engine.runtime import Runtime
 from engine.store import database
 from engine.store.handle import Store
@@ -55,7 +55,7 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
     database or a failing workflow check each become a ``problem`` finding.
     """
     try:
-        cfg, registry = registry_mod.load_with_config(config_path, db_override=db_url)
+        cfg, registry = workflow_registry.load_with_config(config_path, db_override=db_url)
     except errors.ReportflowError as exc:
         return [Finding("config", f"{exc.message} (fix it, then run `reportflow doctor` again)", problem=True)]
     findings = [Finding("config", f"{config_path} is valid: {len(cfg.schedules)} schedule(s)")]
@@ -265,7 +265,7 @@ def check_files(records: Sequence[ArtifactRecord], host: str) -> list[Finding]:
 
 # --- workflows -----------------------------------------------------------------------------------
 
-def diagnose_workflows(registry: Registry, cfg: config_mod.AppConfig,
+def diagnose_workflows(registry: Registry, cfg: config_file.AppConfig,
                        artifacts_by_workflow: Mapping[str, Sequence[ArtifactRecord]]) -> list[Finding]:
     """Each workflow's own checks, for the projects its enabled schedules name and its runs' artifacts."""
     found: list[Finding] = []

@@ -40,9 +40,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from engine.core import policies
 from engine.core.models import TERMINAL_STATUSES, AttemptOutcome, RunStatus, RunTrigger
-from engine.read import slo
 from engine.runtime import Runtime
-from engine.store import schedules as schedule_rows
+from engine.store import periods, schedule_rows
 from engine.store.tables import attempts, audit_events, runs, schedules
 from engine.store.types import UTCDateTime
 
@@ -85,11 +84,11 @@ def registry_for(rt: Runtime) -> CollectorRegistry:
     """A registry (not prometheus_client's global one) exposing the store's state and this process's counters.
 
     The store's families are read afresh on every scrape (``StoreCollector``);
-    the notifier's failure counter lives in this process.
+    the transports' failure counter lives in this process.
     """
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(rt))
-    registry.register(rt.notifier.failures)
+    registry.register(rt.transports.failures)
     return registry
 
 
@@ -257,7 +256,7 @@ class StoreCollector(Collector):
         with self.rt.store.read() as conn:
             snapshot = read_snapshot(conn, now)
             window = self.rt.config.notify.slo_window
-            measured = {s.name: slo.slo_of(conn, s, now, window) for s in schedule_rows.list_schedules(conn)}
+            measured = {s.name: periods.measure(conn, s, now, window) for s in schedule_rows.list_schedules(conn)}
         snapshot = dataclasses.replace(snapshot, slo={name: (m.success_rate, m.freshness) for name, m in measured.items()
                                                       if m.success_rate is not None and m.freshness is not None})
         yield from families(snapshot)

@@ -20,10 +20,7 @@ from engine.core.clock import format_instant
 from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.scheduling import drift
-from engine.store import audit as audit_rows
-from engine.store import claims, recovery, rows
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
+from engine.store import audit_rows, claims, recovery, rows, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 RISK_FACTOR = 10

@@ -22,11 +22,7 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit as audit_rows
-from engine.store import claims, outbox
-from engine.store import due as due_rows
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
+from engine.store import audit_rows, claims, due, outbox, run_rows, schedule_rows
 from engine.store.tables import schedules as schedules_table
 
 log = logging.getLogger(__name__)
@@ -236,4 +232,4 @@ def _audit_events(schedule: Schedule, plan: policies.TickPlan, created: Counter[
 
 def next_wake(conn: Connection) -> datetime | None:
     """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
-    return conn.execute(due_rows.next_wake_query(schedules_table.c.next_run_at)).scalar()
+    return conn.execute(due.next_wake_query(schedules_table.c.next_run_at)).scalar()

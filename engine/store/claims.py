@@ -50,7 +50,7 @@ from engine.plugins.contract import ArtifactRef
 from engine.store import locks, rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
-from engine.store.runs import dialect_insert, family_schedule_disabled
+from engine.store.run_rows import dialect_insert, family_schedule_disabled
 from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
 

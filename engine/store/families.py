@@ -19,8 +19,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import transitions
 from engine.core.models import AttemptTrigger, Run, RunStatus, StepStatus
-from engine.store import locks, rows
-from engine.store import runs as run_rows
+from engine.store import locks, rows, run_rows
 from engine.store.tables import runs, steps
 
 # A child counts as finished in its terminal statuses; RETRY_PENDING and MANUAL_REQUIRED still work.

@@ -1,7 +1,7 @@
 """Persistence: SQLAlchemy Core tables, the SQL store, migrations.
 
 ``Store`` owns the SQLAlchemy engine and hands out transactions; the
-functions in ``engine.store.schedules`` and ``engine.store.runs`` run inside
+functions in ``engine.store.schedule_rows`` and ``engine.store.run_rows`` run inside
 them. Rows never leave this package: callers get ``engine.core.models`` objects.
 """
 

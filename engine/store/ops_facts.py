@@ -24,9 +24,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import cron
 from engine.core.clock import format_instant
-from engine.store import periods
-from engine.store import schedules as schedule_rows
-from engine.store import waiting
+from engine.store import periods, schedule_rows, waiting
 from engine.store.tables import audit_events, runs, schedules
 
 _COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,

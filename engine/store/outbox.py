@@ -4,7 +4,7 @@
 the change that causes it. Each event has a ``dedupe_key`` (one per event and run, or
 event and period) under a unique index: recording it again is a no-op, so an event is
 raised at most once however often its cause is replayed. The sender
-(``engine.operations.delivery``) reads ``list_due`` outside every write transaction
+(``engine.operations.outbox_sender``) reads ``list_due`` outside every write transaction
 and marks the outcome with ``mark_delivered`` / ``mark_failed``.
 """
 
@@ -20,9 +20,8 @@ from sqlalchemy.engine import Connection, RowMapping
 from engine.core import alerts, redact
 from engine.core.clock import format_instant
 from engine.core.models import Run, RunStatus, Schedule
-from engine.store import fastsql
-from engine.store import schedules as schedule_rows
-from engine.store.runs import dialect_insert
+from engine.store import fastsql, schedule_rows
+from engine.store.run_rows import dialect_insert
 from engine.store.tables import events, runs, schedules, sql_in
 
 PENDING = alerts.EventStatus.PENDING.value

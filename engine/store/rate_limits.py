@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from engine.core import pacing
-from engine.store.runs import dialect_insert
+from engine.store.run_rows import dialect_insert
 from engine.store.tables import rate_limits
 
 

@@ -223,7 +223,7 @@ config_fingerprints = Table(
 
 
 # The alert outbox (SPEC §15.1): written in the transaction that causes the event, sent later
-# by ``engine.operations.delivery``. ``dedupe_key`` makes an event at most once per run or period;
+# by ``engine.operations.outbox_sender``. ``dedupe_key`` makes an event at most once per run or period;
 # no foreign key to ``runs``, so a prune keeps the alerts of the runs it removes.
 events = Table(
     "events", metadata,

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import stuck
 from engine.core.models import BUSY_STATUSES, RunStatus, RunTrigger
-from engine.store.runs import family_schedule_enabled
+from engine.store.run_rows import family_schedule_enabled
 from engine.store.tables import instances, runs, schedules
 
 # What a PENDING run waits behind: the statuses that hold its schedule's slot (a WAITING parent too, SPEC §17).

@@ -13,9 +13,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engine.core import errors, inputs, limits
-from engine.read import runs as read_runs
-from engine.read import schedules as read_schedules
-from engine.read import views
+from engine.read import run_queries, schedule_queries, views
 from engine.web.pages import state_of
 from engine.web.params import run_filter
 
@@ -27,7 +25,7 @@ def api_runs(request: Request) -> Response:
     limit_text = request.query_params.get("limit", str(limits.RUNS_LIST))
     if not (limit_text.isascii() and limit_text.isdigit() and len(limit_text) <= 4) or not 1 <= int(limit_text) <= limits.API_MAX:
         raise errors.InvalidInput(f"limit '{limit_text[:20]}' must be a number from 1 to {limits.API_MAX}")
-    result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
+    result = run_queries.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=int(limit_text))
     headers = {}
     if result.next_cursor:
         query = [*echo.items(), *(("status", s) for s in filt.statuses), ("limit", limit_text),
@@ -44,18 +42,18 @@ def api_run(request: Request) -> Response:
     except errors.InvalidInput as exc:
         raise errors.NotFound(exc.message) from None
     rt = state_of(request).rt
-    return JSONResponse(views.run_detail(read_runs.get_run(rt, run_id), rt.clock.now()))
+    return JSONResponse(views.run_detail(run_queries.get_run(rt, run_id), rt.clock.now()))
 
 
 def api_schedules(request: Request) -> Response:
     """``GET /api/schedules``: every schedule with its last run."""
-    overviews = read_schedules.schedules_overview(state_of(request).rt)
+    overviews = schedule_queries.schedules_overview(state_of(request).rt)
     return JSONResponse([views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews])
 
 
 def api_schedule(request: Request) -> Response:
     """``GET /api/schedules/NAME``: one schedule."""
-    overview = read_schedules.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
+    overview = schedule_queries.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
     return JSONResponse(views.schedule_view(overview.schedule, overview.last_run, overview.slo))
 
 

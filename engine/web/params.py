@@ -8,9 +8,9 @@ from typing import Any
 
 from engine.core import errors, inputs
 from engine.core.models import RunStatus, RunTrigger
-from engine.read import runs as read_runs
+from engine.read import run_queries
 from engine.runtime import Runtime
-from engine.store import history as history_rows
+from engine.store import history_rows
 
 
 def parse_date(text: str | None, name: str) -> date | None:
@@ -31,7 +31,7 @@ def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[s
         raise errors.InvalidInput(f"unknown trigger '{trigger}'")
     schedule = params.get("schedule") or None
     filt = history_rows.RunFilter(
-        statuses=statuses, schedule_id=read_runs.schedule_id(rt, schedule) if schedule else None,
+        statuses=statuses, schedule_id=run_queries.schedule_id(rt, schedule) if schedule else None,
         project=params.get("project") or None, trigger=trigger,
         date_from=parse_date(params.get("from"), "from"), date_to=parse_date(params.get("to"), "to"))
     echo = {k: v for k, v in (("schedule", schedule), ("project", filt.project), ("trigger", trigger),

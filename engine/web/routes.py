@@ -19,13 +19,10 @@ from starlette.routing import Route
 
 from engine.core import cron, cron_words, errors, inputs, limits, logs
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
-from engine.operations import actions as operations
-from engine.operations import drafts
-from engine.read import audit_groups, calendar, notifications, views
-from engine.read import runs as read_runs
-from engine.read import schedules as read_schedules
+from engine.operations import actions, drafts
+from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
+from engine.scheduling import definitions
 from engine.web import auth, charts, markdown, params
 from engine.web.pages import page, state_of
 
@@ -58,7 +55,7 @@ def home(request: Request) -> Response:
 def schedules_page(request: Request) -> Response:
     """``/schedules``: every schedule and its last run."""
     rt = state_of(request).rt
-    overviews = read_schedules.schedules_overview(rt)
+    overviews = schedule_queries.schedules_overview(rt)
     now = rt.clock.now()
     items = []
     for overview in overviews:
@@ -85,11 +82,11 @@ def schedule_page(request: Request) -> Response:
     """``/schedules/NAME``: one schedule, its next slots, calendar and start-delay and duration charts."""
     rt = state_of(request).rt
     name = str(request.path_params["name"])
-    overview = read_schedules.schedule_overview(rt, name)
-    spec, fires = read_schedules.preview(rt, name, 8)
+    overview = schedule_queries.schedule_overview(rt, name)
+    spec, fires = schedule_queries.preview(rt, name, 8)
     nav = params.calendar_range(request.query_params, rt.clock.now().astimezone(ZoneInfo(spec.timezone)).date())
-    row = calendar.calendar(rt, name, weeks=nav.weeks, until=nav.until)
-    started = read_runs.chart_runs(rt, name)
+    row = calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
+    started = run_queries.chart_runs(rt, name)
     # A backfill's start delay is its age (a year-old period starts a year late): it would flatten the chart.
     delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
              for r in started if r.trigger is not RunTrigger.BACKFILL]
@@ -99,16 +96,16 @@ def schedule_page(request: Request) -> Response:
                 words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
-                alerts=notifications.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),
-                audit=audit_groups.group_audit(schedules.history(rt, name)[::-1])[:30],
-                held=read_runs.held_runs(rt, name))
+                alerts=alert_log.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),
+                audit=audit_groups.group_audit(definitions.history(rt, name)[::-1])[:30],
+                held=run_queries.held_runs(rt, name))
 
 
 def project_calendar_page(request: Request) -> Response:
     """``/projects/PROJECT/calendar``: a project's periods by status."""
     rt = state_of(request).rt
     project = str(request.path_params["project"])
-    rows = calendar.project_calendar(rt, project)
+    rows = calendar_view.project_calendar(rt, project)
     return page(request, "project.html", title=f"project {project}", project=project, rows=rows, legend_items=LEGEND,
                 cell_class=CELL_CLASS)
 
@@ -117,14 +114,14 @@ def runs_page(request: Request) -> Response:
     """``/runs``: runs by filters, paged."""
     rt = state_of(request).rt
     filt, echo = params.run_filter(rt, request.query_params)
-    result = read_runs.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=limits.WEB_PAGE)
+    result = run_queries.page_runs(rt, filt, after=request.query_params.get("after") or None, limit=limits.WEB_PAGE)
     next_url = None
     if result.next_cursor:
         query = [*echo.items(), *(("status", s) for s in filt.statuses), ("after", result.next_cursor)]
         next_url = "/runs?" + urlencode(query)
     return page(request, "runs.html", title="Runs", runs=result.runs, filters=echo, statuses=list(RunStatus),
                 chosen=set(filt.statuses), triggers=list(RunTrigger),
-                schedule_names=read_runs.schedule_names(rt), next_url=next_url,
+                schedule_names=run_queries.schedule_names(rt), next_url=next_url,
                 first_page=not request.query_params.get("after"))
 
 
@@ -154,7 +151,7 @@ def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str
 def run_page(request: Request) -> Response:
     """``/runs/ID``: one run, its steps, attempts and report."""
     rt = state_of(request).rt
-    run = read_runs.get_run(rt, _run_id(request))
+    run = run_queries.get_run(rt, _run_id(request))
     detail = views.run_detail(run, rt.clock.now())
     text, source, file_problem = _report_markdown(rt, run)
     commits: list[dict[str, Any]] = []
@@ -183,11 +180,11 @@ def run_page(request: Request) -> Response:
                 report_html=markdown.to_html(text) if text is not None else None, report_source=source,
                 file_problem=file_problem,
                 commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
-                audit=read_runs.run_audit(rt, run.id), step_names=step_names,
-                can_retry=run.status in operations.RETRYABLE, can_retry_from=run.status in
-                operations.RETRYABLE | {RunStatus.SUCCESS},
+                audit=run_queries.run_audit(rt, run.id), step_names=step_names,
+                can_retry=run.status in actions.RETRYABLE, can_retry_from=run.status in
+                actions.RETRYABLE | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
-                can_cancel=run.status in operations.CANCELLABLE | {RunStatus.RUNNING, RunStatus.WAITING},
+                can_cancel=run.status in actions.CANCELLABLE | {RunStatus.RUNNING, RunStatus.WAITING},
                 active=run.status in ACTIVE_STATUSES,
                 default_step=views.failed_step(run) or (step_names[0] if step_names else ""))
 
@@ -200,7 +197,7 @@ def backfill_preview(request: Request) -> Response:
     last = params.parse_date(request.query_params.get("to"), "to")
     if first is None or last is None:
         raise errors.InvalidInput("from and to are required (YYYY-MM-DD)")
-    report = operations.backfill(rt, name, first=first, last=last, dry_run=True)
+    report = actions.backfill(rt, name, first=first, last=last, dry_run=True)
     return page(request, "backfill.html", title=f"backfill {name}", name=name, first=first, last=last, report=report)
 
 
@@ -300,20 +297,20 @@ async def retry_action(request: Request) -> Response:
     run_id = _run_id(request)
 
     def act(rt: Runtime, form: Any) -> Any:
-        return operations.retry(rt, run_id, from_step=_field(form, "from_step") or None)
+        return actions.retry(rt, run_id, from_step=_field(form, "from_step") or None)
     return await _act(request, act, f"/runs/{run_id}")
 
 
 async def approve_action(request: Request) -> Response:
     """``POST /runs/ID/approve``: approve a MANUAL_REQUIRED run."""
     run_id = _run_id(request)
-    return await _act(request, lambda rt, form: operations.approve(rt, run_id), f"/runs/{run_id}")
+    return await _act(request, lambda rt, form: actions.approve(rt, run_id), f"/runs/{run_id}")
 
 
 async def cancel_action(request: Request) -> Response:
     """``POST /runs/ID/cancel``: cancel a run."""
     run_id = _run_id(request)
-    return await _act(request, lambda rt, form: operations.cancel(rt, run_id), f"/runs/{run_id}")
+    return await _act(request, lambda rt, form: actions.cancel(rt, run_id), f"/runs/{run_id}")
 
 
 async def enable_action(request: Request) -> Response:
@@ -326,7 +323,7 @@ async def enable_action(request: Request) -> Response:
         if not enabled and reason is None:
             raise errors.InvalidInput("a reason is required to disable a schedule")
         cancel_queued = not enabled and _field(form, "cancel_queued") is not None
-        schedule, changed = schedules.set_enabled(rt, name, enabled=enabled, reason=reason,
+        schedule, changed = definitions.set_enabled(rt, name, enabled=enabled, reason=reason,
                                                   cancel_queued=cancel_queued)
         word = "enabled" if enabled else "disabled"
         held = "" if enabled else (" (runs not yet started: cancelled)" if cancel_queued else
@@ -345,7 +342,7 @@ async def backfill_action(request: Request) -> Response:
         last = params.parse_date(_field(form, "to"), "to")
         if first is None or last is None:
             raise errors.InvalidInput("from and to are required (YYYY-MM-DD)")
-        report = operations.backfill(rt, name, first=first, last=last)
+        report = actions.backfill(rt, name, first=first, last=last)
         return {"message": f"backfill {name} {first}..{last}: {len(report.created)} created, "
                            f"{len(report.requeued)} re-queued, {len(report.present)} already present, "
                            f"{len(report.left)} left as they are, {len(report.future)} still in the future"}

@@ -13,11 +13,10 @@ import pytest
 from engine.core.clock import SystemClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
+from engine.operations import actions
 from engine.plugins.contract import ArtifactRef
-from engine.scheduling import definitions as schedules
-from engine.store import claims
-from engine.store import runs as run_rows
+from engine.scheduling import definitions
+from engine.store import claims, run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.support import REPO_ROOT, make_runtime, run_cli, write_config
 
@@ -114,11 +113,11 @@ def echo_runs(url: str, count: int) -> list[int]:
     """``count`` SUCCESS runs of the echo workflow (revisions of one period), on real time."""
     rt = make_runtime(url, schedules=[dict(name="e", workflow="echo", project="p", cron="0 * * * *",
                                            timezone="UTC")], clock=SystemClock())
-    schedules.apply(rt)
+    definitions.apply(rt)
     worker = Worker(rt, "w1")
     ids = []
     for index in range(count):
-        operations.trigger(rt, "e", force_new=index > 0)
+        actions.trigger(rt, "e", force_new=index > 0)
         outcome = worker.run_one()
         assert outcome is not None and outcome.status is RunStatus.SUCCESS
         ids.append(outcome.run_id)
@@ -172,8 +171,8 @@ def test_trashed_notion_page_and_schema(tmp_path: Path, monkeypatch: pytest.Monk
         monkeypatch.setenv("RF_TEST_NOTION_TOKEN", fake.token)
         rt = make_runtime(url, schedules=[DAILY], clock=SystemClock(), base_dir=tmp_path,
                           extra={"reports": {"dir": "reports"}, "notion": notion, "projects": projects})
-        schedules.apply(rt)
-        operations.trigger(rt, "main-daily")
+        definitions.apply(rt)
+        actions.trigger(rt, "main-daily")
         outcome = Worker(rt, "w1").run_one()
         assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
         with rt.store.read() as conn:

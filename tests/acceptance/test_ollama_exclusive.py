@@ -7,6 +7,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+
 from tests.acceptance import procs
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo

@@ -19,8 +19,7 @@ import pytest
 from engine.core.clock import ManualClock
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.web import server
 from tests.acceptance.test_web_browser import browser_page  # noqa: F401 - the fixture
 from tests.flows.testflows import FOUR_STEPS
@@ -38,7 +37,7 @@ def year(tmp_path: Path) -> Iterator[dict[str, Any]]:
     clock = ManualClock(T0)
     rt = make_runtime(url, schedules=[SPEC], clock=clock, registry={"four_steps": FOUR_STEPS},
                       extra={"worker": {"max_attempts": 1}, "testflow": {"log": str(tmp_path / "log")}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     first = date(2025, 9, 28)
     actions.backfill(rt, "daily", first=first, last=date(2026, 9, 27))
     assert len(Worker(rt, "w").work(until_idle=True)) == 365
@@ -47,7 +46,7 @@ def year(tmp_path: Path) -> Iterator[dict[str, Any]]:
                                   "testflow": {"log": str(tmp_path / "log"), "fail": {"FOUR": 9},
                                                "fail_code": "NOTION_UNAUTHORIZED"}})
     clock.set(T0 + timedelta(days=1))
-    scheduler.tick(failing)  # 2026-09-30 00:00, on time
+    tick.tick(failing)  # 2026-09-30 00:00, on time
     [partial] = Worker(failing, "w").work(until_idle=True)
     assert partial.status.value == "PARTIAL_SUCCESS"
     clock.set(T0 + timedelta(days=1, hours=1))  # past its deadline (grace + max_runtime): a due period
@@ -106,7 +105,7 @@ def test_the_schedule_page_for_operators(browser_page: Any, year: dict[str, Any]
     # The kill switch on the page: a queued run of a disabled schedule is listed as held, in claim order.
     rt = year["rt"]
     queued = actions.trigger(rt, "daily", day=date(2026, 9, 27), force_new=True)
-    schedules.set_enabled(rt, "daily", enabled=False, reason="repo migration")
+    definitions.set_enabled(rt, "daily", enabled=False, reason="repo migration")
     page.goto(f"{base}/schedules/daily")
     held = page.locator("#held-runs tbody tr")
     assert held.count() == 1 and "schedule disabled" in held.first.inner_text()

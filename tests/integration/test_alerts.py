@@ -15,9 +15,8 @@ import pytest
 
 from engine.core.clock import ManualClock
 from engine.execution.worker import Worker
-from engine.operations import actions, delivery
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.operations import actions, outbox_sender
+from engine.scheduling import definitions, tick
 from engine.store import outbox
 from tests.fakes import webhook
 from tests.flows.testflows import FOUR_STEPS
@@ -46,9 +45,9 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = _runtime(store_url, tmp_path, fail={"FOUR": 1}, notify={"webhook_env": "RF_HOOK"})
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-        scheduler.tick(rt)
+        tick.tick(rt)
         [outcome] = Worker(rt, "w").work(until_idle=True)
         assert outcome.status.value == "PARTIAL_SUCCESS"
         [partial] = _events(rt)
@@ -57,7 +56,7 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
         actions.retry(rt, outcome.run_id, from_step="FOUR")  # the step passes this time
         [again] = Worker(rt, "w").work(until_idle=True)
         assert again.status.value == "SUCCESS"
-        delivery.deliver_pending(rt)
+        outbox_sender.deliver_pending(rt)
     assert [r.body["event"] for r in hook.received] == ["run_partial", "recovered"]
     recovered = hook.received[1].body
     assert recovered["severity"] == "info" and recovered["business_key"] == partial.business_key
@@ -68,9 +67,9 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"})
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
-        scheduler.tick(rt)
+        tick.tick(rt)
         assert [o.status.value for o in Worker(rt, "w").work(until_idle=True)] == ["FAILED"] * 3
         for status in (503, 503, 302, 500, 500, 500, 500, 500, 500):  # down, then a redirect (not followed)
             hook.fail_next(status)
@@ -78,7 +77,7 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
         while sum(1 for r in hook.received if r.status == 200) < 3:
             passes += 1
             assert passes < 50, [r.status for r in hook.received]
-            report = delivery.deliver_pending(rt)
+            report = outbox_sender.deliver_pending(rt)
             with rt.store.read() as conn:
                 waiting = [e for e in outbox.list_events(conn, pending_only=True) if e.next_try_at]
             # Backoff: never more than 15 minutes between tries.
@@ -95,7 +94,7 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
         by_id.setdefault(r.body["id"], []).append(r.body)
     assert all(len({str(sorted(b.items())) for b in bodies}) == 1 for bodies in by_id.values())
     assert not [e for e in _events(rt) if e.status.value == "PENDING"]
-    assert delivery.deliver_pending(rt).delivered == []  # delivered once: never again
+    assert outbox_sender.deliver_pending(rt).delivered == []  # delivered once: never again
 
 
 def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: Path,
@@ -104,11 +103,11 @@ def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: 
         monkeypatch.setenv("RF_APPRISE", hook.url.replace("http://", "json://"))
         rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"apprise_env": "RF_APPRISE"},
                       criticality="critical")
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=2, minutes=1))
-        scheduler.tick(rt)
+        tick.tick(rt)
         Worker(rt, "w").work(until_idle=True)
-        assert delivery.deliver_pending(rt).failed == []
+        assert outbox_sender.deliver_pending(rt).failed == []
     bodies = [r.body for r in hook.received]
     assert [b["title"] for b in bodies] == ["reportflow: run_failed four"] * 2
     # critical: warning at c = 1, critical (Apprise "failure") from c = 2.
@@ -121,11 +120,11 @@ def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}, criticality="low")
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
-        scheduler.tick(rt)
+        tick.tick(rt)
         Worker(rt, "w").work(until_idle=True)
-        delivery.deliver_pending(rt)
+        outbox_sender.deliver_pending(rt)
     recorded = sorted(_events(rt), key=lambda e: e.run_id)
     assert [(e.severity.value, e.status.value) for e in recorded] == [
         ("info", "QUIET"), ("info", "QUIET"), ("warning", "DELIVERED")]
@@ -135,11 +134,11 @@ def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store
 def test_events_are_recorded_without_a_webhook_and_a_replayed_tick_adds_none(store_url: str,
                                                                            tmp_path: Path) -> None:
     rt = _runtime(store_url, tmp_path, fail={}, notify={}, misfire="SKIP")
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=3, minutes=5))
-    scheduler.tick(rt)  # two slots MISSED
-    scheduler.tick(rt)
-    assert delivery.deliver_pending(rt).delivered == []
+    tick.tick(rt)  # two slots MISSED
+    tick.tick(rt)
+    assert outbox_sender.deliver_pending(rt).delivered == []
     [missed] = _events(rt)
     assert missed.event == "slots_not_run" and missed.status.value == "PENDING"
     assert Counter(missed.details["counts"]) == {"MISSED": 2}  # type: ignore[index]
@@ -149,15 +148,15 @@ def test_serve_sends_alerts_from_its_sender_thread(store_url: str, tmp_path: Pat
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from engine.app import serve as service
+    from engine.app import serve
 
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"})
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=1, minutes=1))
         stop = threading.Event()
-        thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
+        thread = threading.Thread(target=serve.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
         thread.start()
         try:
             deadline = datetime.now(UTC) + timedelta(seconds=60)  # noqa: DTZ005 - a test's own timeout

@@ -6,10 +6,9 @@ from datetime import UTC, date, datetime, timedelta
 
 from engine.core.clock import ManualClock
 from engine.execution.worker import Worker
-from engine.operations import prune as lifecycle
-from engine.read import calendar as calendar_view
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.operations import prune
+from engine.read import calendar_view
+from engine.scheduling import definitions, tick
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 1, 0, 0, tzinfo=UTC)
@@ -19,11 +18,11 @@ def test_pruned_periods_show_pruned_and_are_not_offered_to_backfill(store_url: s
     spec = dict(name="daily", workflow="echo", project="p1", cron="0 9 * * *", timezone="UTC",
                 misfire="CATCH_UP_ALL", overlap="ALLOW", catchup_window="30d")
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(T0))
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(days=10))  # ten daily slots, 09-01 .. 09-10
-    scheduler.tick(rt)
+    tick.tick(rt)
     assert len(Worker(rt, "w").work(until_idle=True)) == 10
-    report = lifecycle.prune(rt, date(2026, 9, 6))  # the periods 09-01 .. 09-05
+    report = prune.prune(rt, date(2026, 9, 6))  # the periods 09-01 .. 09-05
     assert report.removed == 5
 
     row = calendar_view.calendar(rt, "daily", weeks=2)

@@ -18,11 +18,9 @@ from engine.core.models import RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.registry import load_registry
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
-from engine.store import pruning
-from engine.store import runs as run_rows
+from engine.plugins.workflow_registry import load_registry
+from engine.scheduling import definitions, tick
+from engine.store import pruning, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
 from tests.support import make_runtime
@@ -38,13 +36,13 @@ def runtime(url: str, tmp_path: Path, **flow: object):  # type: ignore[no-untype
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(T0),
                       registry={**load_registry(), "fan_parent": FAN_PARENT, "fan_child": FAN_CHILD},
                       extra={"familyflow": settings, "worker": {"retry_backoff": "1m", "lease": "60s"}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt
 
 
 def queue_parent(rt) -> int:  # type: ignore[no-untyped-def]
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-    scheduler.tick(rt)
+    tick.tick(rt)
     with rt.store.read() as conn:
         (run,) = run_rows.list_runs(conn)
     return run.id
@@ -215,14 +213,14 @@ def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_
 def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, tmp_path: Path) -> None:
     from datetime import date
 
-    from engine.operations import prune as lifecycle
+    from engine.operations import prune
 
     rt = runtime(store_url, tmp_path)
     queue_parent(rt)
     drain(Worker(rt, "w1"))
     assert len(rows_of(rt)) == 4
     rt.clock.set(T0 + timedelta(days=30))
-    report = lifecycle.prune(rt, date(2026, 10, 20))
+    report = prune.prune(rt, date(2026, 10, 20))
     assert rows_of(rt) == {} and report.removed >= 1
 
 

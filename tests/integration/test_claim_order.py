@@ -9,8 +9,7 @@ from sqlalchemy import event
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 0, 0, tzinfo=UTC)
@@ -21,9 +20,9 @@ def test_the_sqlite_claim_walks_the_claim_order_index_without_sorting_the_queue(
                 overlap="ALLOW", misfire="CATCH_UP_ALL")
     clock = ManualClock(T0)
     rt = make_runtime(sqlite_url, schedules=[spec], clock=clock)
-    schedules.apply(rt)
+    definitions.apply(rt)
     clock.advance(timedelta(minutes=300))
-    assert scheduler.tick(rt).created == {RunStatus.QUEUED.value: 300}
+    assert tick.tick(rt).created == {RunStatus.QUEUED.value: 300}
     issued: list[str] = []
 
     @event.listens_for(rt.store.engine, "connect")

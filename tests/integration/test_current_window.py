@@ -12,10 +12,10 @@ import sqlalchemy as sa
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
+from engine.operations import actions
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.scheduling import definitions
+from engine.store import run_rows
 from engine.store.tables import runs
 from tests.fakes.gitrepo import make_repo
 from tests.support import make_runtime
@@ -40,7 +40,7 @@ def _site(url: str, tmp_path: Path) -> tuple[Runtime, dict[str, str]]:
     # The run is made the next morning (a catch-up): the evening commit already exists.
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(SLOT.astimezone(UTC) + timedelta(hours=14)),
                       extra=extra)
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt, shas
 
 
@@ -52,7 +52,7 @@ def _collected(rt: Runtime, run_id: int) -> list[str]:
 
 def test_a_late_current_run_and_its_retry_a_day_later_collect_up_to_the_slot(store_url: str, tmp_path: Path) -> None:
     rt, shas = _site(store_url, tmp_path)
-    made = operations.trigger(rt, "today", day=DAY)
+    made = actions.trigger(rt, "today", day=DAY)
     with rt.store.read() as conn:
         pinned = run_rows.get_run(conn, made.run_id, detail=False).pinned
     assert (pinned["window_end"], pinned["window_rule"]) == ("2026-09-29T10:30:00Z", "until_slot")
@@ -60,14 +60,14 @@ def test_a_late_current_run_and_its_retry_a_day_later_collect_up_to_the_slot(sto
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert _collected(rt, made.run_id) == [shas["morning"]]
     rt.clock.advance(timedelta(days=1))  # type: ignore[attr-defined]
-    operations.retry(rt, made.run_id, from_step="COLLECT_GIT")
+    actions.retry(rt, made.run_id, from_step="COLLECT_GIT")
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert _collected(rt, made.run_id) == [shas["morning"]]
 
 
 def test_a_run_pinned_before_the_window_rule_keeps_its_whole_day(store_url: str, tmp_path: Path) -> None:
     rt, shas = _site(store_url, tmp_path)
-    made = operations.trigger(rt, "today", day=DAY)
+    made = actions.trigger(rt, "today", day=DAY)
     with rt.store.write() as conn:
         pinned = dict(run_rows.get_run(conn, made.run_id, detail=False).pinned)
         pinned.pop("window_rule", None)  # as a run created before this change was pinned

@@ -10,10 +10,8 @@ import pytest
 from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
-from engine.scheduling import drift
-from engine.store import audit as audit_rows
-from engine.store import schedules as schedule_rows
+from engine.scheduling import definitions, drift
+from engine.store import audit_rows, schedule_rows
 from tests.dbstate import fingerprint
 from tests.support import make_runtime
 
@@ -30,8 +28,8 @@ def _with_file(rt: Runtime, url: str, *specs: dict[str, Any]) -> Runtime:
 
 def _edited(store_url: str) -> Runtime:
     rt = make_runtime(store_url, schedules=[CD, OTHER], clock=ManualClock(NOW))
-    schedules.apply(rt)
-    schedules.set_schedule(rt, "cd", expect_version=1, changes={"cron": "0 20 * * *"}, reason="later build")
+    definitions.apply(rt)
+    definitions.set_schedule(rt, "cd", expect_version=1, changes={"cron": "0 20 * * *"}, reason="later build")
     return rt
 
 
@@ -41,7 +39,7 @@ def test_apply_refuses_drift_naming_the_field_and_both_values_and_writes_nothing
     changed = _with_file(rt, store_url, dict(CD, grace="20m"), dict(OTHER, cron="0 10 * * *"))
     before = fingerprint(store_url)
     with pytest.raises(errors.Conflict) as refused:
-        schedules.apply(changed)
+        definitions.apply(changed)
     assert refused.value.exit_code == 3
     assert "cd (cron: database '0 20 * * *', file '30 19 * * *')" in str(refused.value)
     assert fingerprint(store_url) == before
@@ -54,7 +52,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(store_url: str) -> None:
     changed = _with_file(rt, store_url, CD, dict(OTHER, cron="0 10 * * *"),
                          dict(name="new", workflow="echo", project="p3", cron="0 8 * * *", timezone="UTC"))
     before = fingerprint(store_url)
-    report = schedules.apply(changed, dry_run=True)
+    report = definitions.apply(changed, dry_run=True)
     assert fingerprint(store_url) == before
     plan = report.plan
     assert plan is not None and plan.created == ["new"] and plan.archived == [] and plan.unchanged == []
@@ -64,7 +62,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(store_url: str) -> None:
 
 def test_overwrite_lets_the_file_win_and_audits_the_drift(store_url: str) -> None:
     rt = _edited(store_url)
-    report = schedules.apply(rt, overwrite=True)
+    report = definitions.apply(rt, overwrite=True)
     assert report.updated == ["cd"]
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, "cd")
@@ -73,12 +71,12 @@ def test_overwrite_lets_the_file_win_and_audits_the_drift(store_url: str) -> Non
     overwritten = [e for e in events if e.action == "drift_overwritten"]
     assert [(e.before, e.after, e.reason) for e in overwritten] == [
         ({"cron": "0 20 * * *"}, {"cron": "30 19 * * *"}, "schedules apply --overwrite")]
-    assert schedules.apply(rt).unchanged == ["cd", "other"]  # no drift left
+    assert definitions.apply(rt).unchanged == ["cd", "other"]  # no drift left
 
 
 def test_a_file_that_caught_up_with_the_edit_is_not_drift(store_url: str) -> None:
     rt = _edited(store_url)
     caught_up = _with_file(rt, store_url, dict(CD, cron="0 20 * * *"), OTHER)
-    assert schedules.apply(caught_up).unchanged == ["cd", "other"]
+    assert definitions.apply(caught_up).unchanged == ["cd", "other"]
     later = _with_file(rt, store_url, dict(CD, cron="0 21 * * *"), OTHER)
-    assert schedules.apply(later).updated == ["cd"]  # the file moves on: an ordinary update
+    assert definitions.apply(later).updated == ["cd"]  # the file moves on: an ordinary update

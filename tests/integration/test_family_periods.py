@@ -26,12 +26,10 @@ from engine.core.models import PRIORITY, AttemptTrigger, RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.registry import load_registry
-from engine.read import calendar as calendar_view
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
-from engine.store import instances
-from engine.store import runs as run_rows
+from engine.plugins.workflow_registry import load_registry
+from engine.read import calendar_view
+from engine.scheduling import definitions, tick
+from engine.store import instances, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
 from tests.support import make_runtime
@@ -52,14 +50,14 @@ def runtime(url: str, tmp_path: Path, *, overlap: str = "SKIP_NEW", misfire: str
                       registry={**load_registry(), "fan_parent": FAN_PARENT, "fan_child": FAN_CHILD},
                       extra={"familyflow": settings,
                              "worker": {"retry_backoff": "1m", "lease": "60s", **(worker or {})}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt
 
 
 def waiting_parent(rt, worker: Worker) -> int:  # type: ignore[no-untyped-def]
     """Tick the 10:00 slot and run its parent's fan-out: the parent WAITING, its children QUEUED."""
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-    assert scheduler.tick(rt).created == {"QUEUED": 1}
+    assert tick.tick(rt).created == {"QUEUED": 1}
     outcome = worker.run_one()
     assert outcome is not None and outcome.key == KEY and outcome.status is RunStatus.WAITING
     return outcome.run_id
@@ -67,7 +65,7 @@ def waiting_parent(rt, worker: Worker) -> int:  # type: ignore[no-untyped-def]
 
 def tick_at(rt, hour: int):  # type: ignore[no-untyped-def]
     rt.clock.set(T0.replace(hour=hour, minute=1))
-    return scheduler.tick(rt)
+    return tick.tick(rt)
 
 
 def rows_of(rt) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -233,7 +231,7 @@ def test_trigger_of_a_partial_family_reruns_its_failed_child(store_url: str, tmp
     assert run.steps[1].output == {"done": {"a": 2, "b": 4, "c": 6}, "missing": {}}
 
 
-# --- the calendar (engine.read.calendar, the web page's) ----------------------------------------------------------
+# --- the calendar (engine.read.calendar_view, the web page's) ----------------------------------------------------------
 
 def test_the_calendar_shows_the_parents_status_for_its_period(store_url: str, tmp_path: Path) -> None:
     with warnings.catch_warnings():
@@ -288,14 +286,14 @@ def test_the_kill_switch_holds_a_waiting_familys_children_and_cancel_queued_canc
     rt = runtime(store_url, tmp_path)
     worker = Worker(rt, "w")
     parent = waiting_parent(rt, worker)
-    schedules.set_enabled(rt, "fan", enabled=False, reason="incident")
+    definitions.set_enabled(rt, "fan", enabled=False, reason="incident")
     assert worker.run_one() is None, "a held child was claimed"
     with rt.store.read() as conn:
         held = [run_rows.get_run(conn, r.id, detail=False) for r in children(rt).values()]
     assert [r.held for r in held] == ["schedule disabled"] * 3, [(r.status, r.held) for r in held]
-    schedules.set_enabled(rt, "fan", enabled=True, reason=None)
+    definitions.set_enabled(rt, "fan", enabled=True, reason=None)
     assert worker.run_one() is not None  # released: the first child runs
-    schedules.set_enabled(rt, "fan", enabled=False, reason="incident", cancel_queued=True)
+    definitions.set_enabled(rt, "fan", enabled=False, reason="incident", cancel_queued=True)
     statuses = sorted(r.status for r in children(rt).values())
     assert statuses == ["CANCELLED", "CANCELLED", "SUCCESS"], statuses
     assert rows_of(rt)[KEY].id == parent

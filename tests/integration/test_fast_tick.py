@@ -5,7 +5,7 @@ same bytes on stdout, exit 0. Whenever an input the full path validates
 changed (the config, a ``[[workflows]]`` file, an installed distribution), or
 something is due, or the schema is not at head, the full path runs, and its
 errors show. Which path ran is read from the modules a process had loaded when
-it exited: the full path loads ``engine.config.settings`` to validate the config.
+it exited: the full path loads ``engine.config.config_file`` to validate the config.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Tick:
     returncode: int
     stdout: str
     stderr: str
-    validated: bool  # the full path ran: it loaded engine.config.settings to validate the config
+    validated: bool  # the full path ran: it loaded engine.config.config_file to validate the config
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Project:
 
     def cli(self, *args: str, now: str = NOW) -> Tick:
         proc, modules = run_cli_modules("--now", now, *args, cwd=self.folder, env=self.env)
-        return Tick(proc.returncode, proc.stdout, proc.stderr, "engine.config.settings" in modules)
+        return Tick(proc.returncode, proc.stdout, proc.stderr, "engine.config.config_file" in modules)
 
     def tick(self, *args: str, now: str = NOW) -> Tick:
         return self.cli("tick", *args, now=now)

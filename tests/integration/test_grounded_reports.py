@@ -15,7 +15,7 @@ import pytest
 
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
+from engine.operations import actions
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import NOW, front_matter, runtime, show
@@ -45,7 +45,7 @@ def shas(rt: Any, run_id: int) -> list[str]:
 
 
 def run_day(rt: Any) -> int:
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
     return result.run_id
@@ -172,7 +172,7 @@ def test_a_run_pinned_before_grounding_is_retried_as_it_was(sqlite_url: str, tmp
 
     rt2 = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     rt2.clock.set(NOW + timedelta(minutes=5))
-    operations.retry(rt2, run_id, from_step="GENERATE_REPORT")
+    actions.retry(rt2, run_id, from_step="GENERATE_REPORT")
     assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert model.generations == 2  # one generation, no repair: what the v2 run did
     assert show(rt2, run_id).pinned["prompt_version"] == "v2"

@@ -10,14 +10,11 @@ from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.models import HELD_BY_DISABLED, RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.read import runs as read_runs
-from engine.read import views
+from engine.operations import actions
+from engine.read import run_queries, views
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
-from engine.store import audit as audit_rows
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
+from engine.scheduling import definitions
+from engine.store import audit_rows, run_rows, schedule_rows
 from tests.dbstate import fingerprint
 from tests.support import make_runtime
 
@@ -28,14 +25,14 @@ ECHO = [dict(name="cd", workflow="echo", project="p1", cron="0 9 * * *", timezon
 
 def _runtime(store_url: str) -> Runtime:
     rt = make_runtime(store_url, schedules=ECHO, clock=ManualClock(NOW))
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt
 
 
 def _queue_work(rt: Runtime) -> list[int]:
     """Three backfill runs and a manual one (ahead of them), in the order a worker would claim them."""
-    operations.backfill(rt, "cd", first=date(2026, 9, 25), last=date(2026, 9, 27))
-    operations.trigger(rt, "cd", day=date(2026, 9, 28))
+    actions.backfill(rt, "cd", first=date(2026, 9, 25), last=date(2026, 9, 27))
+    actions.trigger(rt, "cd", day=date(2026, 9, 28))
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, "cd")
         return [r.id for r in run_rows.unstarted_runs(conn, schedule.id)]
@@ -45,14 +42,14 @@ def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_orde
     rt = _runtime(store_url)
     order = _queue_work(rt)
     assert len(order) == 4
-    schedules.set_enabled(rt, "cd", enabled=False, reason="repo migration")
+    definitions.set_enabled(rt, "cd", enabled=False, reason="repo migration")
     assert Worker(rt, "w").work(until_idle=True) == []
-    listed = read_runs.list_runs(rt, statuses=[], schedule="cd", limit=0)
+    listed = run_queries.list_runs(rt, statuses=[], schedule="cd", limit=0)
     assert {r.status for r in listed} == {RunStatus.QUEUED}
     assert {views.run_summary(r, NOW)["held"] for r in listed} == {HELD_BY_DISABLED}
-    assert views.run_detail(read_runs.get_run(rt, order[0]), NOW)["held"] == "schedule disabled"
-    schedules.set_enabled(rt, "cd", enabled=True, reason="migrated")
-    assert read_runs.get_run(rt, order[0]).held is None
+    assert views.run_detail(run_queries.get_run(rt, order[0]), NOW)["held"] == "schedule disabled"
+    definitions.set_enabled(rt, "cd", enabled=True, reason="migrated")
+    assert run_queries.get_run(rt, order[0]).held is None
     claimed = []
     worker = Worker(rt, "w")
     while (outcome := worker.run_one()) is not None:
@@ -66,17 +63,17 @@ def test_a_running_run_is_not_interrupted_by_disable(store_url: str) -> None:
     worker = Worker(rt, "w")
     claim = worker.claim()
     assert claim is not None and claim.run.id == first
-    schedules.set_enabled(rt, "cd", enabled=False, reason="stop")
-    assert read_runs.get_run(rt, first).held is None
+    definitions.set_enabled(rt, "cd", enabled=False, reason="stop")
+    assert run_queries.get_run(rt, first).held is None
     assert worker.execute(claim).status is RunStatus.SUCCESS
-    assert [read_runs.get_run(rt, r).status for r in rest] == [RunStatus.QUEUED] * 3
+    assert [run_queries.get_run(rt, r).status for r in rest] == [RunStatus.QUEUED] * 3
 
 
 def test_other_schedules_keep_running_while_one_is_held(store_url: str) -> None:
     rt = _runtime(store_url)
     _queue_work(rt)
-    other = operations.trigger(rt, "other", day=date(2026, 9, 28))
-    schedules.set_enabled(rt, "cd", enabled=False, reason="stop")
+    other = actions.trigger(rt, "other", day=date(2026, 9, 28))
+    definitions.set_enabled(rt, "cd", enabled=False, reason="stop")
     assert [o.run_id for o in Worker(rt, "w").work(until_idle=True)] == [other.run_id]
 
 
@@ -84,17 +81,17 @@ def test_other_schedules_keep_running_while_one_is_held(store_url: str) -> None:
 def test_trigger_backfill_and_retry_on_a_disabled_schedule_exit_3_and_write_nothing(
         store_url: str, command: str) -> None:
     rt = _runtime(store_url)
-    done = operations.trigger(rt, "cd", day=date(2026, 9, 20))
-    operations.cancel(rt, done.run_id)
-    schedules.set_enabled(rt, "cd", enabled=False, reason="repo migration")
+    done = actions.trigger(rt, "cd", day=date(2026, 9, 20))
+    actions.cancel(rt, done.run_id)
+    definitions.set_enabled(rt, "cd", enabled=False, reason="repo migration")
     before = fingerprint(store_url)
     with pytest.raises(errors.Conflict, match="schedule 'cd' is disabled") as refused:
         if command == "trigger":
-            operations.trigger(rt, "cd", day=date(2026, 9, 28))
+            actions.trigger(rt, "cd", day=date(2026, 9, 28))
         elif command == "backfill":
-            operations.backfill(rt, "cd", first=date(2026, 9, 25), last=date(2026, 9, 27))
+            actions.backfill(rt, "cd", first=date(2026, 9, 25), last=date(2026, 9, 27))
         else:
-            operations.retry(rt, done.run_id)
+            actions.retry(rt, done.run_id)
     assert refused.value.exit_code == 3
     assert fingerprint(store_url) == before
 
@@ -102,8 +99,8 @@ def test_trigger_backfill_and_retry_on_a_disabled_schedule_exit_3_and_write_noth
 def test_cancel_queued_cancels_instead_and_audits_each_with_the_reason(store_url: str) -> None:
     rt = _runtime(store_url)
     order = _queue_work(rt)
-    schedules.set_enabled(rt, "cd", enabled=False, reason="bad data", cancel_queued=True)
-    assert [read_runs.get_run(rt, r).status for r in order] == [RunStatus.CANCELLED] * 4
+    definitions.set_enabled(rt, "cd", enabled=False, reason="bad data", cancel_queued=True)
+    assert [run_queries.get_run(rt, r).status for r in order] == [RunStatus.CANCELLED] * 4
     with rt.store.read() as conn:
         events = [e for e in audit_rows.list_audit(conn) if e.action == "run_cancelled"]
     assert sorted(e.run_id for e in events) == sorted(order)
@@ -113,8 +110,8 @@ def test_cancel_queued_cancels_instead_and_audits_each_with_the_reason(store_url
 def test_disable_all_is_the_global_switch(store_url: str) -> None:
     rt = _runtime(store_url)
     _queue_work(rt)
-    operations.trigger(rt, "other", day=date(2026, 9, 28))
-    changed = schedules.disable_all(rt, reason="incident 42")
+    actions.trigger(rt, "other", day=date(2026, 9, 28))
+    changed = definitions.disable_all(rt, reason="incident 42")
     assert sorted(s.name for s in changed) == ["cd", "other"]
     assert Worker(rt, "w").work(until_idle=True) == []
     with rt.store.read() as conn:

@@ -9,9 +9,9 @@ from pathlib import Path
 from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind, RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.operations import actions
+from engine.scheduling import definitions
+from engine.store import run_rows
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 
@@ -22,18 +22,18 @@ def test_backfill_leaves_r1_alone_once_a_forced_r2_succeeded(store_url: str, tmp
     spec = dict(name="cd", workflow="four_daily", project="p1", cron="30 19 * * *", timezone="UTC")
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(datetime(2026, 8, 20, 12, tzinfo=UTC)),
                       registry={"four_daily": DAILY}, extra={"testflow": {"log": str(tmp_path / "log")}})
-    schedules.apply(rt)
-    r1 = operations.trigger(rt, "cd", day=date(2026, 8, 10))
-    operations.cancel(rt, r1.run_id)  # r1 CANCELLED: a status backfill re-queues when it is the latest
-    r2 = operations.trigger(rt, "cd", day=date(2026, 8, 10), force_new=True)
+    definitions.apply(rt)
+    r1 = actions.trigger(rt, "cd", day=date(2026, 8, 10))
+    actions.cancel(rt, r1.run_id)  # r1 CANCELLED: a status backfill re-queues when it is the latest
+    r2 = actions.trigger(rt, "cd", day=date(2026, 8, 10), force_new=True)
     assert r2.action == "revision"
     assert Worker(rt, "w").work(until_idle=True)
-    report = operations.backfill(rt, "cd", first=date(2026, 8, 9), last=date(2026, 8, 11))
+    report = actions.backfill(rt, "cd", first=date(2026, 8, 9), last=date(2026, 8, 11))
     assert report.present == ["2026-08-10"] and report.requeued == []
     assert report.created == ["2026-08-09", "2026-08-11"]
     with rt.store.read() as conn:
         revisions = run_rows.find_period_runs(conn, "four_daily", "p1", "2026-08-10")
     assert [(r.revision, r.status) for r in revisions] == [(1, RunStatus.CANCELLED), (2, RunStatus.SUCCESS)]
     # trigger agrees: the period is done, whatever r1 says.
-    again = operations.trigger(rt, "cd", day=date(2026, 8, 10))
+    again = actions.trigger(rt, "cd", day=date(2026, 8, 10))
     assert (again.action, again.run_id) == ("unchanged", r2.run_id)

@@ -11,8 +11,7 @@ from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.read import metrics
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.store import claims
 from tests.support import make_runtime
 
@@ -41,16 +40,16 @@ def value(parsed: dict[str, list[tuple[dict[str, str], float]]], name: str, **la
 
 def setup(url: str) -> Any:
     rt = make_runtime(url, schedules=SCHEDULES, clock=ManualClock(T0))
-    schedules.apply(rt)  # next slot 11:00
+    definitions.apply(rt)  # next slot 11:00
     return rt
 
 
 def test_counts_misses_skips_attempts_and_timings(store_url: str) -> None:
     rt = setup(store_url)
     rt.clock.set(T0 + timedelta(hours=4, minutes=30))  # 14:30: 11:00..14:00 have all misfired
-    scheduler.tick(rt)
+    tick.tick(rt)
     rt.clock.set(T0 + timedelta(hours=5, minutes=1))  # 15:01: the 15:00 slot is on time
-    scheduler.tick(rt)
+    tick.tick(rt)
 
     before = samples(metrics.exposition(rt))
     # late (SKIP): 4 misfired slots MISSED, the on-time 15:00 QUEUED.
@@ -110,7 +109,7 @@ def test_counts_misses_skips_attempts_and_timings(store_url: str) -> None:
 def test_stalled_run_and_too_old_slots(store_url: str) -> None:
     rt = setup(store_url)
     rt.clock.set(T0 + timedelta(days=10, minutes=1))  # ten days down: past the 7-day catch-up window
-    report = scheduler.tick(rt)
+    report = tick.tick(rt)
     assert report.too_old_slots > 0
     # A worker that claims a run and keeps its lease alive, but never finishes.
     with rt.store.write() as conn:
@@ -139,17 +138,17 @@ def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(stor
                                                                               monkeypatch: Any) -> None:
     import urllib.request
 
-    from engine.app import serve as service
+    from engine.app import serve
 
     monkeypatch.setenv("RF_HOOK", "http://127.0.0.1:9/never")
     rt = make_runtime(store_url, schedules=SCHEDULES, clock=ManualClock(T0),
                       extra={"notify": {"webhook_env": "RF_HOOK"}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-    scheduler.tick(rt)
-    assert rt.notifier.post_webhook({"event": "run_failed", "run_id": 1}) == "URLError"
-    rt.notifier.count_failure("run_failed")  # what the sender does with a refused send
-    server = service._start_metrics(rt, 0)
+    tick.tick(rt)
+    assert rt.transports.post_webhook({"event": "run_failed", "run_id": 1}) == "URLError"
+    rt.transports.count_failure("run_failed")  # what the sender does with a refused send
+    server = serve._start_metrics(rt, 0)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
         with urllib.request.urlopen(url, timeout=10) as response:

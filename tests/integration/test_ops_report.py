@@ -13,8 +13,8 @@ from engine.core import error_codes
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedules
+from engine.operations import actions
+from engine.scheduling import definitions
 from engine.store.tables import runs
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import SEOUL, show
@@ -34,7 +34,7 @@ def ops_runtime(url: str, tmp_path: Path, repo: GitRepo) -> Any:
              dict(name="echo-tick", workflow="echo", project="platform", cron="0 9 * * *",
                   timezone="UTC")]
     rt = make_runtime(url, schedules=specs, clock=ManualClock(NOW - timedelta(days=5)), extra=extra)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(NOW)
     return rt
 
@@ -43,20 +43,20 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
                                                          repo: GitRepo) -> None:
     rt = ops_runtime(store_url, tmp_path, repo)
     for day in (27, 28):  # two good days
-        operations.trigger(rt, "platform-report", day=date(2026, 9, day))
+        actions.trigger(rt, "platform-report", day=date(2026, 9, day))
         assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     repo.git("branch", "-m", "main", "gone")  # then the branch disappears: a permanent failure
     for day in (29, 30):
-        operations.trigger(rt, "platform-report", day=date(2026, 9, day))
+        actions.trigger(rt, "platform-report", day=date(2026, 9, day))
         assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
-    cancelled = operations.trigger(rt, "platform-report", day=date(2026, 10, 2))
-    operations.cancel(rt, cancelled.run_id)  # a slot that will not run
+    cancelled = actions.trigger(rt, "platform-report", day=date(2026, 10, 2))
+    actions.cancel(rt, cancelled.run_id)  # a slot that will not run
     rt.clock.set(datetime(2026, 10, 2, 12, 0, tzinfo=UTC))  # an operator makes echo hourly
-    echo = schedules.set_schedule(rt, "echo-tick", expect_version=1, changes={"cron": "0 * * * *"},
+    echo = definitions.set_schedule(rt, "echo-tick", expect_version=1, changes={"cron": "0 * * * *"},
                                   confirmed=True)
     assert echo[1] is not None and "high risk" in echo[1]
     rt.clock.set(NOW)
-    ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+    ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, ops.run_id)
     assert run.idempotency_key == "ops_weekly_report:ops:2026-W40"
@@ -96,9 +96,9 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
 
     # A retry re-reads nothing: a new failure after the facts were read is not in the rerun.
     first = path.read_bytes()
-    operations.trigger(rt, "platform-report", day=date(2026, 10, 1))
+    actions.trigger(rt, "platform-report", day=date(2026, 10, 1))
     assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
-    operations.retry(rt, ops.run_id, from_step="WRITE_OPS")
+    actions.retry(rt, ops.run_id, from_step="WRITE_OPS")
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert path.read_bytes() == first
 
@@ -132,9 +132,9 @@ def test_the_ops_report_goes_to_notion_when_enabled(sqlite_url: str, tmp_path: P
         spec = dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1", timezone="UTC")
         rt = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=5)),
                           extra=extra)
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(NOW)
-        ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+        ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
         assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
         (page,) = notion.live_pages("ops_weekly_report:ops:2026-W40")
         assert {a.kind for a in show(rt, ops.run_id).artifacts} == {"markdown", "notion_page"}
@@ -156,16 +156,16 @@ def test_a_model_summary_may_cite_only_what_the_facts_hold(sqlite_url: str, tmp_
                       timezone="Asia/Seoul")]
         rt = make_runtime(sqlite_url, schedules=specs, clock=ManualClock(NOW - timedelta(days=5)),
                           extra=extra)
-        schedules.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(NOW)
         repo.git("branch", "-m", "main", "gone")
-        failed = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+        failed = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
         assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
         invented = json.dumps({"summary": "Run 999 hit GIT_TIMEOUT_ERROR in `nightly-backup`."})
         grounded = json.dumps({"summary": f"Run {failed.run_id} of `platform-report` failed "
                                           "with CONFIG_INVALID."})
         model.replies([invented, grounded])
-        ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+        ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
         assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
         schema = model.formats[-1]
         repair = model.requests_to("/api/chat")[-1].body["messages"][-1]["content"]
@@ -180,7 +180,7 @@ def test_a_model_summary_may_cite_only_what_the_facts_hold(sqlite_url: str, tmp_
 
 def test_the_ops_report_lists_stuck_runs_and_slots_too_old_to_record(store_url: str, tmp_path: Path,
                                                                     repo: GitRepo) -> None:
-    from engine.scheduling import tick as scheduler
+    from engine.scheduling import tick
 
     extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
              "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}}
@@ -188,14 +188,14 @@ def test_the_ops_report_lists_stuck_runs_and_slots_too_old_to_record(store_url: 
              dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1", timezone="Asia/Seoul")]
     rt = make_runtime(store_url, schedules=specs, clock=ManualClock(datetime(2026, 9, 10, tzinfo=UTC)),
                       extra=extra)
-    schedules.apply(rt)
-    schedules.set_enabled(rt, "ops-weekly", enabled=False, reason="only triggered here")
+    definitions.apply(rt)
+    definitions.set_enabled(rt, "ops-weekly", enabled=False, reason="only triggered here")
     rt.clock.set(datetime(2026, 10, 4, 12, 0, tzinfo=UTC))  # the scheduler was down for 24 days
-    scheduler.tick(rt)  # a week of catch-up runs, the 18 slots before the 7-day window too old to record
-    schedules.set_enabled(rt, "nightly", enabled=False, reason="held while the repository moves")
-    schedules.set_enabled(rt, "ops-weekly", enabled=True, reason=None)
+    tick.tick(rt)  # a week of catch-up runs, the 18 slots before the 7-day window too old to record
+    definitions.set_enabled(rt, "nightly", enabled=False, reason="held while the repository moves")
+    definitions.set_enabled(rt, "ops-weekly", enabled=True, reason=None)
     rt.clock.set(NOW)
-    ops = operations.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+    ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     facts = show(rt, ops.run_id).steps[0].output["facts"]
     with rt.store.read() as conn:

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from engine.core import pacing
 from engine.core.clock import ManualClock
-from engine.execution import pacing as pacing_shell
+from engine.execution import worker
 from engine.store.handle import Store
 from tests.conftest import utc
 
@@ -43,7 +43,7 @@ def test_wait_for_slot_sleeps_until_the_reserved_slot(store_url: str) -> None:
     clock = ManualClock(T0)
     try:
         for _ in range(3):
-            pacing_shell.wait_for_slot(store, clock, "notion:a", STEP)
+            worker.wait_for_slot(store, clock, "notion:a", STEP)
         assert clock.now() == T0 + 2 * STEP  # the third request waited for two slots
     finally:
         store.dispose()

@@ -9,7 +9,7 @@ from pathlib import Path
 from engine.core.models import RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
+from engine.operations import actions
 from engine.read import views
 from engine.store import claims
 from tests.flows.testflows import FOUR_STEPS
@@ -57,11 +57,11 @@ def test_cancel_before_a_worker_takes_the_recovery_closes_it_cancelled(store_url
     _claim_and_die(rt)
     rt.clock.advance(timedelta(seconds=61))
     reconciler.sweep(rt)
-    assert operations.cancel(rt, run_id).status == "CANCELLED"
+    assert actions.cancel(rt, run_id).status == "CANCELLED"
     assert _attempts(rt, run_id) == [(1, "scheduled", "ONE", "lost"), (2, "recovery", "ONE", "cancelled")]
     assert Worker(rt, "w").run_one() is None
     # A later retry is a new attempt after the closed one, never a reuse of its number.
-    operations.retry(rt, run_id)
+    actions.retry(rt, run_id)
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert _attempts(rt, run_id) == [(1, "scheduled", "ONE", "lost"), (2, "recovery", "ONE", "cancelled"),
                                      (3, "manual", "ONE", "success")]
@@ -73,7 +73,7 @@ def test_retry_before_a_worker_takes_the_recovery_supersedes_it(store_url: str, 
     _claim_and_die(rt)
     rt.clock.advance(timedelta(seconds=61))
     reconciler.sweep(rt)
-    operations.retry(rt, run_id)
+    actions.retry(rt, run_id)
     attempts = show(rt, run_id).attempts
     assert [(a.number, a.trigger.value, a.outcome.value) for a in attempts] == [
         (1, "scheduled", "lost"), (2, "recovery", "superseded")]

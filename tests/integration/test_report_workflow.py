@@ -14,9 +14,9 @@ import pytest
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus, StepStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.operations import actions
+from engine.scheduling import definitions
+from engine.store import run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama, closed_port
 from tests.fakes.gitrepo import GitRepo, make_repo
@@ -69,7 +69,7 @@ def runtime(url: str, tmp_path: Path, repo: GitRepo, *, llm: dict[str, Any] | No
                            "base_url": notion.url, "retry_budget": "0.3s", "timeout": "5s"}
     spec = dict(name="platform-report", workflow=workflow, project="platform", cron=cron, timezone="Asia/Seoul")
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), extra=extra)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(NOW)
     return rt
 
@@ -89,7 +89,7 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
     rt = runtime(store_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url}, notion=notion)
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
     run = show(rt, result.run_id)
@@ -113,13 +113,13 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
 
 def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
     rt = runtime(sqlite_url, tmp_path, repo, llm={"prompt_version": "v1"})
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     Worker(rt, "w").run_one()
     first = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_bytes()
     # A late commit authored inside the window, and a new prompt version in the config.
     repo.commit("late but inside the window", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
     rt2 = runtime(sqlite_url, tmp_path, repo, llm={"prompt_version": "v2"})
-    operations.retry(rt2, result.run_id, from_step="COLLECT_GIT")
+    actions.retry(rt2, result.run_id, from_step="COLLECT_GIT")
     assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt2, result.run_id)
     assert "late but inside the window" not in [c["subject"] for c in run.steps[0].output["commits"]]
@@ -134,7 +134,7 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
     rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url}, notion=notion)
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     notion.fail_next(1000, 500)
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.RETRY_PENDING
@@ -143,7 +143,7 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
     assert [s.status for s in run.steps] == [StepStatus.SUCCESS] * 3 + [StepStatus.FAILED]
     assert run.not_before is not None and run.not_before > rt.clock.now()
     notion.heal()
-    operations.retry(rt, result.run_id)
+    actions.retry(rt, result.run_id)
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert ollama.generations == 1
     assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
@@ -156,7 +156,7 @@ def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_pa
                                                          repo: GitRepo) -> None:
     port = closed_port()
     rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": f"http://127.0.0.1:{port}"})
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.RETRY_PENDING
     run = show(rt, result.run_id)
@@ -180,7 +180,7 @@ def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Pat
     repo.commit("next monday", at=datetime(2026, 10, 5, 0, 0, tzinfo=SEOUL))
     rt = runtime(sqlite_url, tmp_path, repo, workflow="weekly_report", cron="0 9 * * 1")
     rt.clock.set(datetime(2026, 10, 6, 0, 0, tzinfo=UTC))
-    result = operations.trigger(rt, "platform-report", day=date(2026, 10, 1))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 10, 1))
     assert result.business_key == "2026-W40"
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
@@ -192,7 +192,7 @@ def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Pat
 
 def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
     rt = runtime(sqlite_url, tmp_path, repo)
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 20))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
     assert [s.status for s in run.steps] == [StepStatus.SUCCESS] + [StepStatus.SKIPPED] * 3
@@ -203,7 +203,7 @@ def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Pa
 def test_an_empty_window_with_on_empty_report_writes_a_short_report(sqlite_url: str, tmp_path: Path,
                                                                    repo: GitRepo) -> None:
     rt = runtime(sqlite_url, tmp_path, repo, on_empty="report")
-    operations.trigger(rt, "platform-report", day=date(2026, 9, 20))
+    actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     text = (tmp_path / "reports/platform/2026-09-20-platform-daily-summary.md").read_text()
     assert re.search(r"no (commits|activity)", text, re.IGNORECASE)
@@ -213,9 +213,9 @@ def test_force_new_revision_gets_its_own_file_and_page(sqlite_url: str, tmp_path
                                                        notion: FakeNotion, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
     rt = runtime(sqlite_url, tmp_path, repo, notion=notion)
-    operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     Worker(rt, "w").run_one()
-    forced = operations.trigger(rt, "platform-report", day=date(2026, 9, 29), force_new=True)
+    forced = actions.trigger(rt, "platform-report", day=date(2026, 9, 29), force_new=True)
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     names = sorted(p.name for p in (tmp_path / "reports/platform").iterdir())
     assert names == ["2026-09-29-platform-daily-summary.md", "2026-09-29-platform-daily-summary.r2.md"]
@@ -233,7 +233,7 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
 
     down = f"http://127.0.0.1:{closed_port()}"
     rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": down, "prompt_version": "v1"})
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]
     if legacy:  # rows written before the language existed pinned none
         pinned = dict(show(rt, result.run_id).pinned)
@@ -259,7 +259,7 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
 
 def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
     rt = runtime(sqlite_url, tmp_path, repo, language="ko-KR")
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
     assert (run.pinned["language"], run.pinned["prompt_version"]) == ("ko", "v3")
@@ -269,7 +269,7 @@ def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path,
 
 def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
     rt = runtime(sqlite_url, tmp_path, repo, exclude=["steps/"])
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
     assert run.pinned["exclude"] == ["steps/"]

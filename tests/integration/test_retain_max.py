@@ -7,11 +7,9 @@ from pathlib import Path
 
 from engine.core.clock import ManualClock
 from engine.execution.worker import Worker
-from engine.operations import prune as lifecycle
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
-from engine.store import outbox
-from engine.store import runs as run_rows
+from engine.operations import prune
+from engine.scheduling import definitions, tick
+from engine.store import outbox, run_rows
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 
@@ -24,12 +22,12 @@ def test_a_daily_prune_over_retain_max_deletes_none_and_raises_prune_held(store_
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
                       extra={"store": {"retain": "2d", "retain_max": 3}, "testflow": {"log": str(tmp_path / "log")}})
     assert rt.config.retain_max == 3
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=4, minutes=1))
-    scheduler.tick(rt)
+    tick.tick(rt)
     assert len(Worker(rt, "w").work(until_idle=True)) == 4  # 10:00 .. 13:00, SUCCESS
     rt.clock.set(T0 + timedelta(days=10))
-    held = lifecycle.RetentionTimer(rt.config.retain, rt.config.retain_max).maybe_prune(rt)
+    held = prune.RetentionTimer(rt.config.retain, rt.config.retain_max).maybe_prune(rt)
     assert held is not None and held.removed == 4 and held.dry_run
     with rt.store.read() as conn:
         assert len(run_rows.list_runs(conn)) == 4  # deleted none
@@ -38,7 +36,7 @@ def test_a_daily_prune_over_retain_max_deletes_none_and_raises_prune_held(store_
     assert event.details == {"count": 4, "retain_max": 3, "oldest_period": "2026-09-29",
                              "before": held.before.isoformat()}
     # Within the limit the same daily prune deletes them.
-    done = lifecycle.RetentionTimer(rt.config.retain, 4).maybe_prune(rt)
+    done = prune.RetentionTimer(rt.config.retain, 4).maybe_prune(rt)
     assert done is not None and done.removed == 4 and not done.dry_run
     with rt.store.read() as conn:
         assert run_rows.list_runs(conn) == []

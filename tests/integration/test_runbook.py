@@ -8,7 +8,7 @@ from pathlib import Path
 from engine.core import error_codes
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
+from engine.operations import actions
 from engine.read import doctor
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
@@ -19,7 +19,7 @@ from tests.support import run_cli, write_config
 def test_a_failed_run_names_what_to_do(store_url: str, tmp_path: Path, repo: GitRepo) -> None:
     rt = runtime(store_url, tmp_path, repo)
     repo.git("branch", "-m", "main", "renamed")  # the configured branch is gone
-    result = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
     line = error_codes.runbook("CONFIG_INVALID")
     [finding] = doctor.check_failures(rt)

@@ -172,14 +172,14 @@ def test_the_schedules_page_drafts_with_the_same_validation(tmp_path: Path) -> N
     from starlette.testclient import TestClient
 
     from engine.core.clock import ManualClock
-    from engine.plugins import registry as registry_mod
+    from engine.plugins import workflow_registry
     from engine.runtime import Runtime
     from engine.store.handle import Store
     from engine.web.app import create_app
 
     path = config(tmp_path)
     before = path.read_bytes()
-    cfg, registry = registry_mod.load_with_config(path)
+    cfg, registry = workflow_registry.load_with_config(path)
     from datetime import UTC, datetime
     rt = Runtime(store=Store.open(cfg.store_url, auto_migrate=True), registry=registry, config=cfg,
                  clock=ManualClock(datetime(2026, 3, 5, tzinfo=UTC)))

@@ -8,10 +8,9 @@ from pathlib import Path
 from engine.core.clock import ManualClock
 from engine.execution import reconciler
 from engine.execution.worker import Worker
-from engine.read import slo as read_slo
+from engine.read import schedule_queries
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.store import outbox
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
@@ -29,22 +28,22 @@ def _rt(url: str, tmp: Path, **extra: object) -> Runtime:
 
 def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: str, tmp_path: Path) -> None:
     rt = _rt(store_url, tmp_path)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-    scheduler.tick(rt)
+    tick.tick(rt)
     Worker(rt, "w").work(until_idle=True)  # 10:00 SUCCESS, on time
     rt.clock.set(T0 + timedelta(hours=2, minutes=1))
-    scheduler.tick(rt)
+    tick.tick(rt)
     Worker(rt, "w").work(until_idle=True)  # 11:00 SUCCESS, on time
     rt.clock.set(T0 + timedelta(hours=4, minutes=31))  # nobody ticked for 12:00 and 13:00 until now
     reconciler.sweep(rt)  # 12:00 and 13:00 are past their deadline with no row: run_late
-    scheduler.tick(rt)
+    tick.tick(rt)
     Worker(rt, "w").work(until_idle=True)  # 12:00 and 13:00 SUCCESS, late
-    got = read_slo.schedule_slo(rt, "four")
+    got = schedule_queries.schedule_slo(rt, "four")
     assert (got.periods_due, got.succeeded, got.fresh) == (4, 4, 2)  # 14:00 is not due yet (deadline 30m)
     assert got.success_rate == 1.0 and got.freshness == 0.5 and got.window == timedelta(days=1)
     rt.clock.set(T0 + timedelta(hours=6, minutes=30))  # 14:00 and 15:00 due now, with no row: not successful
-    got = read_slo.schedule_slo(rt, "four")
+    got = schedule_queries.schedule_slo(rt, "four")
     assert (got.periods_due, got.succeeded, got.fresh) == (6, 4, 2)
     with rt.store.read() as conn:
         names = sorted(e.event for e in outbox.list_events(conn))
@@ -54,6 +53,6 @@ def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: 
 
 def test_a_schedule_with_no_period_due_has_no_rate(store_url: str, tmp_path: Path) -> None:
     rt = _rt(store_url, tmp_path)
-    schedules.apply(rt)
-    got = read_slo.schedule_slo(rt, "four")
+    definitions.apply(rt)
+    got = schedule_queries.schedule_slo(rt, "four")
     assert (got.success_rate, got.freshness, got.periods_due) == (None, None, 0)

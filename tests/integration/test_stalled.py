@@ -10,11 +10,9 @@ import pytest
 
 from engine.cli import render
 from engine.core.clock import ManualClock
-from engine.read import doctor, metrics
-from engine.read import runs as queries
-from engine.scheduling import definitions as schedules
-from engine.store import claims
-from engine.store import runs as run_rows
+from engine.read import doctor, metrics, run_queries
+from engine.scheduling import definitions
+from engine.store import claims, run_rows
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 
@@ -37,12 +35,12 @@ def _running(rt, key: str, *, claimed_at: datetime, lease_until: datetime) -> in
 
 def test_stalled_means_the_same_everywhere(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rt = make_runtime(store_url, clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS})
-    schedules.apply(rt)
+    definitions.apply(rt)
     now = rt.clock.now()
     live = _running(rt, "live", claimed_at=now - timedelta(minutes=20), lease_until=now + timedelta(minutes=1))
     lost = _running(rt, "lost", claimed_at=now - timedelta(minutes=21), lease_until=now - timedelta(minutes=1))
     fresh = _running(rt, "fresh", claimed_at=now - timedelta(minutes=1), lease_until=now + timedelta(minutes=1))
-    listed = queries.list_runs(rt, statuses=[], schedule=None, limit=0)
+    listed = run_queries.list_runs(rt, statuses=[], schedule=None, limit=0)
     render.runs(listed, now, as_json=True)
     flags = {row["id"]: row["stalled"] for row in json.loads(capsys.readouterr().out)}
     assert flags == {live: True, lost: False, fresh: False}

@@ -9,8 +9,7 @@ from engine.core.clock import ManualClock
 from engine.execution import reconciler
 from engine.read import doctor
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.store import instances, outbox
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
@@ -27,9 +26,9 @@ def _rt(url: str, tmp: Path, overlap: str = "ALLOW") -> Runtime:
 
 def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url: str, tmp_path: Path) -> None:
     rt = _rt(store_url, tmp_path)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-    scheduler.tick(rt)
+    tick.tick(rt)
     for minutes in (10, 40, 45):  # a worker beats all along, but it can open only project p2's repository
         rt.clock.set(T0 + timedelta(hours=1, minutes=minutes))
         with rt.store.write() as conn:
@@ -51,15 +50,15 @@ def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url
 def test_a_pending_run_names_the_run_it_waits_behind_and_a_disabled_schedule_says_so(store_url: str,
                                                                                      tmp_path: Path) -> None:
     rt = _rt(store_url, tmp_path, overlap="QUEUE_NEW")
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=2, minutes=1))
-    scheduler.tick(rt)  # 10:00 QUEUED, 11:00 PENDING behind it
+    tick.tick(rt)  # 10:00 QUEUED, 11:00 PENDING behind it
     rt.clock.set(T0 + timedelta(hours=2, minutes=40))
     with rt.store.write() as conn:
         instances.beat(conn, instance_id="w:1", role="worker", host="h", pid=1, projects=None,
                        now=rt.clock.now())
     reasons = {s.status: s.reason for s in reconciler.find_stuck(rt, rt.clock.now())}
     assert reasons["PENDING"] is not None and reasons["PENDING"].startswith("waits behind run ")
-    schedules.set_enabled(rt, "four", enabled=False, reason="maintenance")
+    definitions.set_enabled(rt, "four", enabled=False, reason="maintenance")
     reasons = {s.status: s.reason for s in reconciler.find_stuck(rt, rt.clock.now())}
     assert set(reasons.values()) == {"schedule disabled"}

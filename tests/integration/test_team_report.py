@@ -19,9 +19,9 @@ from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.registry import load_registry
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.plugins.workflow_registry import load_registry
+from engine.scheduling import definitions
+from engine.store import run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo
@@ -50,7 +50,7 @@ def team_runtime(url: str, tmp_path: Path, **sections: Any):  # type: ignore[no-
     registry = {**load_registry(), "team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), registry=registry,
                       extra=extra)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(NOW)
     return rt
 
@@ -141,7 +141,7 @@ def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: s
                 timezone="Asia/Seoul")
     rt2 = make_runtime(sqlite_url, schedules=[spec], clock=rt.clock, registry=rt.registry,
                        extra={**dict(rt.config.raw), **extra, "schedules": [spec]})
-    schedules.apply(rt2)
+    definitions.apply(rt2)
     result = actions.trigger(rt2, "alice-daily", day=date(2026, 9, 29))
     drain(Worker(rt2, "w"))
     with rt2.store.read() as conn:

@@ -9,12 +9,9 @@ import pytest
 from sqlalchemy import func, select
 
 from engine.core.clock import ManualClock
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
-from engine.store import audit as audit_rows
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
+from engine.operations import actions
+from engine.scheduling import definitions, tick
+from engine.store import audit_rows, run_rows, schedule_rows
 from engine.store.tables import audit_events, runs
 from tests.support import make_runtime
 
@@ -35,7 +32,7 @@ def all_runs(rt):  # type: ignore[no-untyped-def]
 
 def apply_at(rt, instant: datetime) -> None:  # type: ignore[no-untyped-def]
     rt.clock.set(instant)
-    schedules.apply(rt)
+    definitions.apply(rt)
 
 
 @pytest.mark.parametrize(("misfire", "tick_at", "expected"), [
@@ -51,7 +48,7 @@ def test_worked_cases_through_the_database(store_url: str, misfire: str, tick_at
     rt = make_runtime(store_url, schedules=[hourly(misfire)], clock=ManualClock(at(29, 9, 30)))
     apply_at(rt, at(29, 9, 30))  # next_run_at = 10:00
     rt.clock.set(tick_at)
-    report = scheduler.tick(rt)
+    report = tick.tick(rt)
     found = all_runs(rt)
     assert [r.scheduled_for for r in found] == [at(29, h) for h in (10, 11, 12, 13, 14)]
     assert [r.status.value for r in found] == expected
@@ -60,7 +57,7 @@ def test_worked_cases_through_the_database(store_url: str, misfire: str, tick_at
     with rt.store.read() as conn:
         assert schedule_rows.get_schedule(conn, "hourly").next_run_at == at(29, 15)
     # A second tick at the same instant changes nothing.
-    again = scheduler.tick(rt)
+    again = tick.tick(rt)
     assert again.runs_created == 0 and len(all_runs(rt)) == 5
 
 
@@ -68,7 +65,7 @@ def test_catch_up_with_queue_new_queues_one_and_holds_the_rest(store_url: str) -
     rt = make_runtime(store_url, schedules=[hourly("CATCH_UP_ALL", "QUEUE_NEW")], clock=ManualClock(at(29, 9, 30)))
     apply_at(rt, at(29, 9, 30))
     rt.clock.set(at(29, 14, 5))
-    scheduler.tick(rt)
+    tick.tick(rt)
     assert [r.status.value for r in all_runs(rt)] == ["QUEUED"] + ["PENDING"] * 4
 
 
@@ -77,7 +74,7 @@ def test_pinned_inputs_are_recorded_at_creation(store_url: str) -> None:
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(at(29, 0)))
     apply_at(rt, at(29, 0))
     rt.clock.set(at(29, 10, 31))
-    scheduler.tick(rt)
+    tick.tick(rt)
     (run,) = all_runs(rt)
     assert run.idempotency_key == "echo:p1:2026-09-29T10:30Z"
     for key in ("business_key", "window_start", "window_end", "window_start_local", "timezone",
@@ -89,7 +86,7 @@ def test_pinned_inputs_are_recorded_at_creation(store_url: str) -> None:
 def test_a_workflow_pin_cannot_replace_the_engines(store_url: str) -> None:
     from dataclasses import replace
 
-    from engine.plugins.registry import load_registry
+    from engine.plugins.workflow_registry import load_registry
 
     installed = load_registry()
     echo = replace(installed["echo"], pin=lambda settings, project: {"payload_version": 99, "window_start": "x",
@@ -98,7 +95,7 @@ def test_a_workflow_pin_cannot_replace_the_engines(store_url: str) -> None:
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(at(29, 0)), registry={**installed, "echo": echo})
     apply_at(rt, at(29, 0))
     rt.clock.set(at(29, 19, 31))
-    scheduler.tick(rt)
+    tick.tick(rt)
     (run,) = all_runs(rt)
     assert run.pinned["payload_version"] == echo.payload_version
     assert run.pinned["window_start"] == "2026-09-29T19:30:00Z" and run.pinned["colour"] == "blue"
@@ -111,7 +108,7 @@ def test_year_of_downtime_creates_only_the_window(store_url: str) -> None:
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(at(1, 0) - timedelta(days=365)))
     apply_at(rt, at(1, 0) - timedelta(days=365))
     rt.clock.set(at(1, 0))
-    report = scheduler.tick(rt)
+    report = tick.tick(rt)
     window_slots = 7 * 24 * 60
     assert report.runs_created == window_slots + 1  # every minute of [now - 7d, now], both ends included
     assert report.too_old_slots == pytest.approx(358 * 24 * 60, rel=0.01)
@@ -135,7 +132,7 @@ def test_eight_ticks_race_in_process_threads_create_each_run_once(store_url: str
     def go() -> None:
         try:
             barrier.wait()
-            scheduler.tick(rt)
+            tick.tick(rt)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -155,10 +152,10 @@ def test_backfill_twice_creates_nothing_the_second_time(store_url: str) -> None:
     extra = {"projects": [{"key": "p1", "repo": "."}]}
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(at(29, 0)), extra=extra)
     apply_at(rt, at(29, 0))
-    first = operations.backfill(rt, "daily", first=date(2026, 8, 28), last=date(2026, 9, 29))
+    first = actions.backfill(rt, "daily", first=date(2026, 8, 28), last=date(2026, 9, 29))
     # Slots are at 03:00 Seoul the next day: 09-29's report fires 09-30 03:00, still in the future.
     assert len(first.created) == 32 and first.future == ["2026-09-29"]
-    second = operations.backfill(rt, "daily", first=date(2026, 8, 28), last=date(2026, 9, 29))
+    second = actions.backfill(rt, "daily", first=date(2026, 8, 28), last=date(2026, 9, 29))
     assert second.created == [] and len(second.present) == 32
     runs_now = all_runs(rt)
     assert len(runs_now) == 32
@@ -170,8 +167,8 @@ def test_backfill_requeues_missed_and_lists_failed(store_url: str) -> None:
     rt = make_runtime(store_url, schedules=[hourly("SKIP")], clock=ManualClock(at(29, 9, 30)))
     apply_at(rt, at(29, 9, 30))
     rt.clock.set(at(29, 14, 5))
-    scheduler.tick(rt)
-    report = operations.backfill(rt, "hourly", first=date(2026, 9, 29), last=date(2026, 9, 29))
+    tick.tick(rt)
+    report = actions.backfill(rt, "hourly", first=date(2026, 9, 29), last=date(2026, 9, 29))
     # 00:00-09:00 had no row: created; 10:00-13:00 were MISSED: re-queued; 14:00 is queued already;
     # 15:00-23:00 are still in the future.
     assert len(report.created) == 10 and len(report.requeued) == 4 and len(report.present) == 1
@@ -187,31 +184,31 @@ def test_trigger_follows_the_period_table(store_url: str) -> None:
     rt = make_runtime(store_url, schedules=[hourly("MANUAL")], clock=ManualClock(at(29, 9, 30)))
     apply_at(rt, at(29, 9, 30))
     rt.clock.set(at(29, 14, 15))
-    scheduler.tick(rt)  # five MANUAL_REQUIRED
-    result = operations.trigger(rt, "hourly")  # latest slot 14:00: approves it
+    tick.tick(rt)  # five MANUAL_REQUIRED
+    result = actions.trigger(rt, "hourly")  # latest slot 14:00: approves it
     assert result.action == "approved"
-    again = operations.trigger(rt, "hourly")
+    again = actions.trigger(rt, "hourly")
     assert again.action == "unchanged"
-    forced = operations.trigger(rt, "hourly", force_new=True)
+    forced = actions.trigger(rt, "hourly", force_new=True)
     assert forced.action == "revision"
     with rt.store.read() as conn:
         revision = run_rows.get_run(conn, forced.run_id)
     assert revision.revision == 2 and revision.idempotency_key.endswith("#2")
     with pytest.raises(Exception) as info:
-        operations.trigger(rt, "hourly", day=date(2026, 10, 5))
+        actions.trigger(rt, "hourly", day=date(2026, 10, 5))
     assert getattr(info.value, "exit_code", None) == 2
 
 
 def test_disabled_schedule_is_not_ticked_and_restarts_from_now(store_url: str) -> None:
     rt = make_runtime(store_url, schedules=[hourly("CATCH_UP_ALL")], clock=ManualClock(at(29, 9, 30)))
     apply_at(rt, at(29, 9, 30))
-    schedules.set_enabled(rt, "hourly", enabled=False, reason="maintenance")
+    definitions.set_enabled(rt, "hourly", enabled=False, reason="maintenance")
     rt.clock.set(at(29, 14, 5))
-    assert scheduler.tick(rt).runs_created == 0
-    schedules.apply(rt)  # the config says enabled, but the CLI disabled it: stays disabled
+    assert tick.tick(rt).runs_created == 0
+    definitions.apply(rt)  # the config says enabled, but the CLI disabled it: stays disabled
     with rt.store.read() as conn:
         assert not schedule_rows.get_schedule(conn, "hourly").enabled
-    schedules.set_enabled(rt, "hourly", enabled=True, reason="back")
+    definitions.set_enabled(rt, "hourly", enabled=True, reason="back")
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, "hourly")
         actions = [e.action for e in audit_rows.list_audit(conn, schedule_id=schedule.id)]

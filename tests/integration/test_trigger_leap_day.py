@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.core.clock import ManualClock
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.operations import actions
+from engine.scheduling import definitions
+from engine.store import run_rows
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 
@@ -18,8 +18,8 @@ def test_trigger_without_a_date_reaches_the_last_29_february(store_url: str, tmp
     # 2026-07-01: the last 29 February (2024) is 853 days back, past a 400-day look-back
     rt = make_runtime(store_url, schedules=[leap], clock=ManualClock(datetime(2026, 7, 1, 12, tzinfo=UTC)),
                       registry={"four_steps": FOUR_STEPS}, extra={"testflow": {"log": str(tmp_path / "log")}})
-    schedules.apply(rt)
-    result = operations.trigger(rt, "leap")
+    definitions.apply(rt)
+    result = actions.trigger(rt, "leap")
     assert result.action == "created"
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, result.run_id)

@@ -17,10 +17,10 @@ from engine.core import logs
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus, StepStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.plugins import registry
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.operations import actions
+from engine.plugins import workflow_registry
+from engine.scheduling import definitions
+from engine.store import run_rows
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -84,11 +84,11 @@ def write_flow(tmp: Path, *, count_returns: str = "Count(n=21)", budget: str = "
 
 
 def runtime(url: str, tmp: Path, flow: Path, clock: ManualClock):  # type: ignore[no-untyped-def]
-    reg = registry.load_registry([registry.Source(key="workflows[0].path", path=flow)])
+    reg = workflow_registry.load_registry([workflow_registry.Source(key="workflows[0].path", path=flow)])
     spec = dict(name="typed", workflow="typed", project="p1", cron="0 * * * *", timezone="UTC", overlap="ALLOW")
     rt = make_runtime(url, schedules=[spec], clock=clock, registry=reg, base_dir=tmp,
                       extra={"worker": {"retry_backoff": "1m"}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt
 
 
@@ -107,7 +107,7 @@ def start(url: str, tmp: Path, flow: Path):  # type: ignore[no-untyped-def]
     clock = ManualClock(T0)
     rt = runtime(url, tmp, flow, clock)
     clock.set(T0 + timedelta(minutes=1))
-    operations.trigger(rt, "typed")
+    actions.trigger(rt, "typed")
     return rt, clock
 
 

@@ -14,8 +14,7 @@ from notion_client.errors import APIResponseError
 from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.pacing import LocalLimits
-from steps import notion_blocks as nb
-from steps import upload_notion as un
+from steps import notion_blocks, upload_notion
 from tests.fakes.fake_notion import FakeNotion
 
 KEY = "daily_report:platform:2026-09-29"
@@ -40,9 +39,9 @@ class FakeTime(ManualClock):
         return (self.now() - START).total_seconds()
 
 
-def paced(clock: FakeTime, limits: LocalLimits | None = None) -> un.SharedPace:
+def paced(clock: FakeTime, limits: LocalLimits | None = None) -> upload_notion.SharedPace:
     """A pacer like doctor's: Notion's interval, slots held in this process."""
-    return un.SharedPace((limits or LocalLimits(clock)).pace, "notion:test", clock.sleep)
+    return upload_notion.SharedPace((limits or LocalLimits(clock)).pace, "notion:test", clock.sleep)
 
 
 def _unpaced(name: str, interval: timedelta) -> None:
@@ -57,7 +56,7 @@ def fake() -> Iterator[FakeNotion]:
 
 @pytest.fixture
 def client(fake: FakeNotion) -> Iterator[notion_client.Client]:
-    made = un.make_client(fake.token, base_url=fake.url, timeout_s=5)
+    made = upload_notion.make_client(fake.token, base_url=fake.url, timeout_s=5)
     yield made
     made.close()
 
@@ -68,17 +67,17 @@ def clock() -> FakeTime:
 
 
 def upload(client: notion_client.Client, fake: FakeNotion, clock: FakeTime, *, unpaced: bool = False,
-           **kwargs: Any) -> un.UploadOutput:
+           **kwargs: Any) -> upload_notion.UploadOutput:
     """upload() with test defaults; ``unpaced`` lifts pacing so only retry waits are slept."""
-    pace = un.SharedPace(_unpaced, "notion:test", clock.sleep) if unpaced else paced(clock)
+    pace = upload_notion.SharedPace(_unpaced, "notion:test", clock.sleep) if unpaced else paced(clock)
     args: dict[str, Any] = {"report_key": KEY, "title": "Platform 2026-09-29", "markdown": REPORT, "pace": pace}
     args.update(kwargs)
-    target = args.pop("target", un.NotionTarget(database_id=fake.database_id))
-    return un.upload(client, target, **args)
+    target = args.pop("target", upload_notion.NotionTarget(database_id=fake.database_id))
+    return upload_notion.upload(client, target, **args)
 
 
 def texts(fake: FakeNotion, page_id: str) -> list[str]:
-    return [nb.block_text(block) for block in fake.content(page_id)]
+    return [notion_blocks.block_text(block) for block in fake.content(page_id)]
 
 
 def test_create_then_reupload_updates_the_same_page(fake: FakeNotion, client: notion_client.Client,
@@ -100,7 +99,7 @@ def test_create_then_reupload_updates_the_same_page(fake: FakeNotion, client: no
 
 def test_plain_client_and_data_source_target(fake: FakeNotion, clock: FakeTime) -> None:
     with notion_client.Client(auth=fake.token, base_url=fake.url) as plain:
-        out = upload(plain, fake, clock, target=un.NotionTarget(data_source_id=fake.data_source_id),
+        out = upload(plain, fake, clock, target=upload_notion.NotionTarget(data_source_id=fake.data_source_id),
                      properties_extra={})
     assert out.action == "created"
     assert fake.requests_matching("GET", r"^/v1/databases/") == []
@@ -200,7 +199,7 @@ def test_server_error_then_success(fake: FakeNotion, client: notion_client.Clien
 
 
 def test_timeout_is_retried(fake: FakeNotion, clock: FakeTime) -> None:
-    impatient = un.make_client(fake.token, base_url=fake.url, timeout_s=0.3)
+    impatient = upload_notion.make_client(fake.token, base_url=fake.url, timeout_s=0.3)
     fake.timeout_next(1, delay_s=3.0)
     try:
         assert upload(impatient, fake, clock, unpaced=True).action == "created"
@@ -216,9 +215,9 @@ def test_timeout_is_retried(fake: FakeNotion, clock: FakeTime) -> None:
 def test_connection_refused_is_unavailable(clock: FakeTime) -> None:
     with FakeNotion() as gone:
         url = gone.url
-    refused = un.make_client("t", base_url=url, timeout_s=1)
+    refused = upload_notion.make_client("t", base_url=url, timeout_s=1)
     with pytest.raises(errors.StepError) as caught:
-        un.upload(refused, un.NotionTarget(database_id="db"), report_key=KEY, title="t", markdown="x",
+        upload_notion.upload(refused, upload_notion.NotionTarget(database_id="db"), report_key=KEY, title="t", markdown="x",
                   pace=paced(clock), retry_wait_max_s=0)
     assert caught.value.code == "NOTION_UNAVAILABLE"
 
@@ -226,7 +225,7 @@ def test_connection_refused_is_unavailable(clock: FakeTime) -> None:
 @pytest.mark.parametrize("status", [401, 403])
 def test_unauthorized_never_shows_the_token(fake: FakeNotion, clock: FakeTime, status: int) -> None:
     token = "secret_wrong_token_0123456789"
-    bad = un.make_client(token if status == 401 else fake.token, base_url=fake.url, timeout_s=5)
+    bad = upload_notion.make_client(token if status == 401 else fake.token, base_url=fake.url, timeout_s=5)
     if status == 403:
         fake.fail_next(1, 403)
     with pytest.raises(errors.StepError) as caught:
@@ -244,12 +243,12 @@ def test_unauthorized_never_shows_the_token(fake: FakeNotion, clock: FakeTime, s
 def test_unknown_database_is_not_found(fake: FakeNotion, client: notion_client.Client, clock: FakeTime) -> None:
     missing = "0badbad0-0000-4000-8000-000000000bad"
     with pytest.raises(errors.StepError) as caught:
-        upload(client, fake, clock, target=un.NotionTarget(database_id=missing))
+        upload(client, fake, clock, target=upload_notion.NotionTarget(database_id=missing))
     assert caught.value.code == "NOTION_NOT_FOUND"
     assert not caught.value.retryable
     assert missing in caught.value.message and "shared with the integration" in caught.value.message
     with pytest.raises(errors.StepError) as caught:
-        upload(client, fake, clock, target=un.NotionTarget(data_source_id=missing))
+        upload(client, fake, clock, target=upload_notion.NotionTarget(data_source_id=missing))
     assert caught.value.code == "NOTION_NOT_FOUND"
 
 
@@ -305,21 +304,21 @@ def test_requests_are_paced_at_three_per_second(fake: FakeNotion, client: notion
     upload(client, fake, clock, markdown="short", pace=paced(clock, shared))  # an update: one delete per old block
     sent = len(fake.requests)
     assert sent > 20
-    assert clock.elapsed() >= (sent - 1) * un.REQUEST_INTERVAL.total_seconds() - 1e-6
+    assert clock.elapsed() >= (sent - 1) * upload_notion.REQUEST_INTERVAL.total_seconds() - 1e-6
     assert clock.elapsed() <= sent / 2.5  # under Notion's 3/s average, and not much slower
 
 
 def test_local_limits_space_slots_and_let_the_first_after_a_quiet_spell_go_at_once(clock: FakeTime) -> None:
     limits = LocalLimits(clock)
     for _ in range(9):
-        limits.pace("notion:a", un.REQUEST_INTERVAL)
-    assert clock.elapsed() == pytest.approx(8 * un.REQUEST_INTERVAL.total_seconds())
-    limits.pace("notion:b", un.REQUEST_INTERVAL)  # another integration's limit is its own
+        limits.pace("notion:a", upload_notion.REQUEST_INTERVAL)
+    assert clock.elapsed() == pytest.approx(8 * upload_notion.REQUEST_INTERVAL.total_seconds())
+    limits.pace("notion:b", upload_notion.REQUEST_INTERVAL)  # another integration's limit is its own
     clock.advance(timedelta(seconds=10))
     slept = len(clock.sleeps)
-    limits.pace("notion:a", un.REQUEST_INTERVAL)
+    limits.pace("notion:a", upload_notion.REQUEST_INTERVAL)
     assert len(clock.sleeps) == slept
-    assert clock.elapsed() == pytest.approx(8 * un.REQUEST_INTERVAL.total_seconds() + 10)
+    assert clock.elapsed() == pytest.approx(8 * upload_notion.REQUEST_INTERVAL.total_seconds() + 10)
 
 
 FORGED = "bad request\n2026-09-29T10:30:00Z INFO step_finished run=1 FORGED\x1b[2J\x07"

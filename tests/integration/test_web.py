@@ -21,13 +21,11 @@ import pytest
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.read import runs as read_runs
+from engine.operations import actions
+from engine.read import run_queries
 from engine.runtime import Runtime
-from engine.scheduling import definitions as schedules
-from engine.store import history as history_rows
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
+from engine.scheduling import definitions
+from engine.store import history_rows, run_rows, schedule_rows
 from engine.web.app import create_app
 from engine.web.pages import SESSION_COOKIE
 from tests.fakes.gitrepo import make_repo
@@ -62,13 +60,13 @@ def build_site(url: str, tmp_path: Path) -> Site:
     spec = dict(name="platform-report", workflow="daily_report", project="platform", cron="0 3 * * *",
                 timezone="Asia/Seoul")
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), extra=extra)
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(NOW)  # type: ignore[attr-defined]
-    ok = operations.trigger(rt, "platform-report", day=date(2026, 9, 28))
+    ok = actions.trigger(rt, "platform-report", day=date(2026, 9, 28))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     blocker = tmp_path / "reports" / "platform" / "2026-09-29-platform-daily-summary.md"
     blocker.mkdir(parents=True)
-    failed = operations.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    failed = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
     return Site(rt, ok.run_id, failed.run_id, blocker)
 
@@ -139,7 +137,7 @@ def test_the_run_page_lists_each_pinned_input_once(site: Site) -> None:
     terms = re.findall(r"<dt>([^<]+)</dt>", pinned)
     assert {"provider", "model", "prompt_version", "head main"} <= set(terms), terms
     assert len(terms) == len(set(terms)), [t for t in terms if terms.count(t) > 1]
-    head = read_runs.get_run(site.rt, site.ok_id).pinned["head_sha"]
+    head = run_queries.get_run(site.rt, site.ok_id).pinned["head_sha"]
     assert pinned.count(head) == 1, "the head commit is listed once"
 
 
@@ -265,7 +263,7 @@ def test_untrusted_commit_text_and_markdown_are_escaped(site: Site) -> None:
 
 def test_keyset_pages_cover_every_run_once_in_slot_order(store_url: str, tmp_path: Path) -> None:
     site = build_site(store_url, tmp_path)
-    operations.backfill(site.rt, "platform-report", first=date(2026, 9, 20), last=date(2026, 9, 27))
+    actions.backfill(site.rt, "platform-report", first=date(2026, 9, 20), last=date(2026, 9, 27))
     c = client(site.rt)
     seen: list[dict[str, Any]] = []
     url: str | None = "/api/runs?limit=3"

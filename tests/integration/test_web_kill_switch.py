@@ -7,15 +7,14 @@ from pathlib import Path
 
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.store import audit as audit_rows
-from engine.store import runs as run_rows
+from engine.operations import actions
+from engine.store import audit_rows, run_rows
 from tests.integration.test_web import build_site, client, logged_in, status_of
 
 
 def test_disable_from_the_page_holds_the_queued_runs_and_lists_them(store_url: str, tmp_path: Path) -> None:
     site = build_site(store_url, tmp_path)
-    queued = operations.backfill(site.rt, "platform-report", first=date(2026, 9, 25), last=date(2026, 9, 26))
+    queued = actions.backfill(site.rt, "platform-report", first=date(2026, 9, 25), last=date(2026, 9, 26))
     assert queued.created == ["2026-09-25", "2026-09-26"]
     c, csrf = logged_in(site.rt)
     off = c.post("/schedules/platform-report/disable", data={"csrf_token": csrf, "reason": "repo move"})
@@ -33,7 +32,7 @@ def test_disable_from_the_page_holds_the_queued_runs_and_lists_them(store_url: s
 
 def test_disable_from_the_page_can_cancel_the_queued_runs(store_url: str, tmp_path: Path) -> None:
     site = build_site(store_url, tmp_path)
-    operations.backfill(site.rt, "platform-report", first=date(2026, 9, 25), last=date(2026, 9, 26))
+    actions.backfill(site.rt, "platform-report", first=date(2026, 9, 25), last=date(2026, 9, 26))
     with site.rt.store.read() as conn:
         queued = [r.id for r in run_rows.list_runs(conn) if r.status is RunStatus.QUEUED]
     c, csrf = logged_in(site.rt)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config.settings import UiConfig
+from engine.config.config_file import UiConfig
 from engine.core.models import RunStatus
-from engine.read import runs as read_runs
+from engine.read import run_queries
 from engine.runtime import Runtime
 from engine.web.app import create_app
 from engine.web.pages import SESSION_COOKIE
@@ -125,7 +125,7 @@ def test_the_cookie_is_secure_over_https_or_on_request(site: Site, how: str) -> 
 
 
 def _report_artifact(site: Site) -> Path:
-    run = read_runs.get_run(site.rt, site.ok_id)
+    run = run_queries.get_run(site.rt, site.ok_id)
     location = next(a.location for a in run.artifacts if a.kind == "markdown")
     return Path(location.partition(":")[2])
 
@@ -167,7 +167,7 @@ def test_a_non_ascii_csrf_value_is_refused_not_a_500(site: Site) -> None:
 def test_a_bug_answers_500_with_the_security_headers(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(rt: Runtime, run_id: int) -> None:
         raise RuntimeError("a bug")
-    monkeypatch.setattr(read_runs, "get_run", broken)
+    monkeypatch.setattr(run_queries, "get_run", broken)
     answer = client(site.rt).get(f"/runs/{site.ok_id}")
     assert answer.status_code == 500 and "content-security-policy" in answer.headers
     assert "a bug" not in answer.text

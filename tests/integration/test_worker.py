@@ -14,12 +14,10 @@ from engine.core.clock import ManualClock
 from engine.core.models import RunStatus, StepStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.plugins.registry import load_registry
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
-from engine.store import claims
-from engine.store import runs as run_rows
+from engine.operations import actions
+from engine.plugins.workflow_registry import load_registry
+from engine.scheduling import definitions, tick
+from engine.store import claims, run_rows
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
 
@@ -37,7 +35,7 @@ def runtime(url: str, tmp_path: Path, **flow: object):  # type: ignore[no-untype
                 misfire="CATCH_UP_ALL", overlap="ALLOW")
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry=registry(),
                       extra={"testflow": settings, "worker": {"retry_backoff": "1m", "lease": "60s"}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt, log
 
 
@@ -49,7 +47,7 @@ def lines(log: Path, kind: str) -> Counter[str]:
 
 def queue_one(rt) -> int:  # type: ignore[no-untyped-def]
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
-    scheduler.tick(rt)
+    tick.tick(rt)
     with rt.store.read() as conn:
         (run,) = run_rows.list_runs(conn)
     return run.id
@@ -95,7 +93,7 @@ def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_u
     assert run.status is RunStatus.FAILED and run.error_code == "MODEL_UNAVAILABLE"
     assert "failed on purpose" in (run.error_message or "")
     assert worker.run_one() is None
-    operations.retry(rt, run_id)
+    actions.retry(rt, run_id)
     assert worker.run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]  # 4th failure
     rt.clock.advance(timedelta(hours=1))
     assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
@@ -113,7 +111,7 @@ def test_permanent_error_fails_at_once_and_optional_step_gives_partial_success(s
     assert [s.status for s in run.steps] == [StepStatus.SUCCESS] * 3 + [StepStatus.FAILED]
     assert run.steps[3].error_code == "NOTION_UNAUTHORIZED"
     # Retrying runs only the failed step.
-    operations.retry(rt, run_id)
+    actions.retry(rt, run_id)
     assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert lines(log, "end") == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
 
@@ -123,10 +121,10 @@ def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp
     run_id = queue_one(rt)
     Worker(rt, "w1").run_one()
     with pytest.raises(errors.InvalidTransition):
-        operations.retry(rt, run_id)  # SUCCESS needs --from-step
+        actions.retry(rt, run_id)  # SUCCESS needs --from-step
     with pytest.raises(errors.InvalidInput):
-        operations.retry(rt, run_id, from_step="NOPE")
-    operations.retry(rt, run_id, from_step="THREE")
+        actions.retry(rt, run_id, from_step="NOPE")
+    actions.retry(rt, run_id, from_step="THREE")
     assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     assert lines(log, "end") == {"ONE": 1, "TWO": 1, "THREE": 2, "FOUR": 2}
     run = show(rt, run_id)
@@ -173,7 +171,7 @@ def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tm
     rt, log = runtime(store_url, tmp_path, block_on=["TWO"])
     run_id = queue_one(rt)
     thread, result = _start_blocked(rt, log, "TWO")
-    assert operations.cancel(rt, run_id).action == "cancel_requested"
+    assert actions.cancel(rt, run_id).action == "cancel_requested"
     (tmp_path / "gate").touch()
     thread.join(timeout=60)
     run = show(rt, run_id)
@@ -182,7 +180,7 @@ def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tm
                                              StepStatus.PENDING]
     assert lines(log, "start")["THREE"] == 0
     with pytest.raises(errors.InvalidTransition):
-        operations.cancel(rt, run_id)
+        actions.cancel(rt, run_id)
 
 
 def test_recovery_attempts_count_toward_max_attempts(store_url: str, tmp_path: Path) -> None:
@@ -237,7 +235,7 @@ def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: st
     rt.clock.set(T0 + timedelta(hours=5, minutes=1))
     from datetime import date
 
-    operations.backfill(rt, "four", first=date(2026, 9, 29), last=date(2026, 9, 29))
+    actions.backfill(rt, "four", first=date(2026, 9, 29), last=date(2026, 9, 29))
     names = {"four_steps": FOUR_STEPS.step_names()}
     now = rt.clock.now()
 
@@ -250,7 +248,7 @@ def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: st
     assert first is not None and first.run.trigger.value == "BACKFILL"
     assert claim("b") is None  # backfill_concurrency = 1
     # Revision 2 of the period whose revision 1 is RUNNING (the first slot of the backfilled date).
-    forced = operations.trigger(rt, "four", day=date(2026, 9, 29), force_new=True)
+    forced = actions.trigger(rt, "four", day=date(2026, 9, 29), force_new=True)
     with rt.store.read() as conn:
         latest = run_rows.get_run(conn, forced.run_id)
     assert latest.revision == 2 and latest.business_key == first.run.business_key
@@ -271,8 +269,8 @@ def test_heartbeat_keeps_a_long_step_leased(sqlite_url: str, tmp_path: Path) -> 
     rt = make_runtime(sqlite_url, schedules=[spec], clock=SystemClock(), registry=registry(),
                       extra={"testflow": {"log": str(log), "gate": str(tmp_path / "gate"), "block_on": ["TWO"]},
                              "worker": {"lease": "1s"}})
-    schedules.apply(rt)
-    operations.trigger(rt, "four")
+    definitions.apply(rt)
+    actions.trigger(rt, "four")
     thread, result = _start_blocked(rt, log, "TWO")
     with rt.store.read() as conn:
         (run,) = run_rows.list_runs(conn)

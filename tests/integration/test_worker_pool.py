@@ -21,10 +21,10 @@ from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind, RunStatus
 from engine.execution.group_commit import GroupCommitter
 from engine.execution.pool import WorkerPool
-from engine.operations import actions as operations
+from engine.operations import actions
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
-from engine.scheduling import definitions as schedules
-from engine.store import runs as run_rows
+from engine.scheduling import definitions
+from engine.store import run_rows
 from engine.store.tables import rate_limits, runs, steps
 from tests.support import make_runtime
 
@@ -85,7 +85,7 @@ def schedule(name: str, project: str) -> dict[str, object]:
 def runtime(url: str, workflow: WorkflowDef, specs: list[dict[str, object]], **worker: object):  # type: ignore[no-untyped-def]
     rt = make_runtime(url, schedules=specs, clock=ManualClock(T0), registry={"pooled": workflow},
                       extra={"worker": {"lease": "60s", **worker}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     return rt
 
 
@@ -98,9 +98,9 @@ def test_limits_hold_with_eight_runs_in_flight(store_url: str) -> None:
     witness = Witness()
     rt = runtime(store_url, flow(witness, ("ONE", "TWO"), wait_s=0.01),
                  [schedule("keyed", "k"), schedule("bf", "bf")], concurrency=8, backfill_concurrency=2)
-    first = operations.trigger(rt, "keyed")
-    revisions = [operations.trigger(rt, "keyed", force_new=True) for _ in range(3)]  # one base key, 4 revisions
-    backfill = operations.backfill(rt, "bf", first=date(2026, 9, 28), last=date(2026, 9, 28))
+    first = actions.trigger(rt, "keyed")
+    revisions = [actions.trigger(rt, "keyed", force_new=True) for _ in range(3)]  # one base key, 4 revisions
+    backfill = actions.backfill(rt, "bf", first=date(2026, 9, 28), last=date(2026, 9, 28))
     assert len(backfill.created) == 24 and first.run_id is not None and all(r.run_id for r in revisions)
     pool = WorkerPool(rt, "pool")
     try:
@@ -157,8 +157,8 @@ def test_a_run_whose_lease_was_taken_mid_step_gets_lease_lost_and_its_batch_mate
     witness = Witness()
     rt = runtime(store_url, flow(witness, ("ONE", "TWO")), [schedule("a", "pa"), schedule("b", "pb")],
                  concurrency=2)
-    victim = operations.trigger(rt, "a").run_id
-    other = operations.trigger(rt, "b").run_id
+    victim = actions.trigger(rt, "a").run_id
+    other = actions.trigger(rt, "b").run_id
 
     def wait_for_both() -> None:  # from here on a leader waits for both boundaries, however slow the machine
         assert pool.committer is not None
@@ -194,8 +194,8 @@ def test_every_step_runs_once_with_concurrency_four(store_url: str, group_commit
     witness = Witness()
     rt = runtime(store_url, flow(witness, ("ONE", "TWO", "THREE", "FOUR")),
                  [schedule(f"s{i}", f"p{i}") for i in range(10)], concurrency=4, group_commit=group_commit)
-    ids = [operations.trigger(rt, f"s{i}").run_id for i in range(10)]
-    ids += [operations.trigger(rt, f"s{i}", day=date(2026, 9, 28)).run_id for i in range(10)]
+    ids = [actions.trigger(rt, f"s{i}").run_id for i in range(10)]
+    ids += [actions.trigger(rt, f"s{i}", day=date(2026, 9, 28)).run_id for i in range(10)]
     pool = WorkerPool(rt, "pool")
     try:
         done = pool.work(until_idle=True)
@@ -211,7 +211,7 @@ def test_max_runs_is_exact_across_threads(sqlite_url: str) -> None:
     rt = runtime(sqlite_url, flow(Witness(), ("ONE",)), [schedule(f"s{i}", f"p{i}") for i in range(8)],
                  concurrency=4)
     for i in range(8):
-        operations.trigger(rt, f"s{i}")
+        actions.trigger(rt, f"s{i}")
     pool = WorkerPool(rt, "pool")
     try:
         assert len(pool.work(until_idle=True, max_runs=5)) == 5
@@ -229,7 +229,7 @@ def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Pa
     """Real time: a 1 s lease, three runs blocked in TWO at once; each lease is renewed past its first expiry."""
     from engine.core.clock import SystemClock
     from engine.execution import reconciler
-    from engine.plugins.registry import load_registry
+    from engine.plugins.workflow_registry import load_registry
     from tests.flows.testflows import FOUR_STEPS
 
     log, gate = tmp_path / "steps.log", tmp_path / "gate"
@@ -239,9 +239,9 @@ def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Pa
                       registry={**load_registry(), "four_steps": FOUR_STEPS},
                       extra={"testflow": {"log": str(log), "gate": str(gate), "block_on": ["TWO"]},
                              "worker": {"lease": "1s", "concurrency": 3}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     for i in range(3):
-        operations.trigger(rt, f"f{i}")
+        actions.trigger(rt, f"f{i}")
     pool = WorkerPool(rt, "pool")
     result: dict[str, object] = {}
     thread = threading.Thread(target=lambda: result.update(done=pool.work(until_idle=True)))
@@ -292,7 +292,7 @@ def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(st
                            steps=(StepSpec("QUICK", quick, inline=True), StepSpec("SLOW", slow, timeout_s=10,
                                                                                     inline=True)))
     rt = runtime(store_url, workflow, [schedule("s", "p")])
-    run_id = operations.trigger(rt, "s").run_id
+    run_id = actions.trigger(rt, "s").run_id
     pool = WorkerPool(rt, "pool")
     try:
         (outcome,) = pool.work(max_runs=1)
@@ -312,9 +312,9 @@ def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str)
     spec = schedule("s", "p") | {"overlap": "QUEUE_NEW"}
     rt = runtime(store_url, flow(witness, ("ONE",)), [spec])
     rt.clock.set(T0 + timedelta(hours=2))  # two hourly slots due at once
-    from engine.scheduling import tick as scheduler
+    from engine.scheduling import tick
 
-    scheduler.tick(rt)
+    tick.tick(rt)
     assert statuses(rt) == {"QUEUED": 1, "PENDING": 1}
     pool = WorkerPool(rt, "pool")
     try:
@@ -327,7 +327,7 @@ def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str)
 
 def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
     """Each step waits for a second run to be inside a step too: only two runs in flight get past it."""
-    from engine.app import serve as service
+    from engine.app import serve
 
     together = threading.Barrier(2)
 
@@ -339,7 +339,7 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
     rt = runtime(sqlite_url, workflow, [schedule("a", "pa"), schedule("b", "pb")], concurrency=2)
     rt.clock.set(T0 + timedelta(minutes=59))  # the 06:00 slot of both schedules is due
     stop = threading.Event()
-    thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop})
+    thread = threading.Thread(target=serve.serve, args=(rt,), kwargs={"stop": stop})
     thread.start()
     waiter = threading.Event()
     try:
@@ -356,10 +356,10 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
 @contextmanager
 def serving(rt) -> Iterator[None]:  # type: ignore[no-untyped-def]
     """``serve`` in a thread for the block; stopped as by SIGTERM, and joined, at its end."""
-    from engine.app import serve as service
+    from engine.app import serve
 
     stop = threading.Event()
-    thread = threading.Thread(target=service.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
+    thread = threading.Thread(target=serve.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})
     thread.start()
     try:
         yield
@@ -429,7 +429,7 @@ def test_serve_starts_a_run_its_tick_creates_without_waiting_for_the_poll_interv
     spec = schedule("every_minute", "p") | {"cron": "* * * * *", "allow_frequent": True}
     applied = make_runtime(sqlite_url, schedules=[spec], clock=ManualClock(slot - timedelta(seconds=30)),
                            registry={"pooled": workflow})
-    schedules.apply(applied)  # next_run_at: the 06:00 slot
+    definitions.apply(applied)  # next_run_at: the 06:00 slot
     # serve's clock reaches the slot one real second after it starts: its threads are idle by then.
     clock = SystemClock(offset=slot - timedelta(seconds=1) - datetime.now(UTC))
     rt = make_runtime(sqlite_url, schedules=[spec], clock=clock, registry={"pooled": workflow},

@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 
 from engine.core.clock import ManualClock
-from engine.scheduling import tick as scheduler
+from engine.scheduling import tick
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
@@ -156,7 +156,7 @@ class Lane:
             slot = FIRST_SLOT + timedelta(days=day)
             key = f"daily_report:{PROJECT}:{(slot - timedelta(days=1)).date()}"
             self.ticker.clock.set(slot + timedelta(seconds=20))  # type: ignore[attr-defined]
-            assert scheduler.tick(self.ticker).runs_created == 1
+            assert tick.tick(self.ticker).runs_created == 1
             kills: list[Kill] = []
             try:
                 self.iteration(rng, slot, key, kills, FIRST_KILLS.get(i))

@@ -24,8 +24,7 @@ import pytest
 from sqlalchemy import select
 
 from engine.core.clock import ManualClock
-from engine.scheduling import definitions as schedule_ops
-from engine.scheduling import tick as scheduler
+from engine.scheduling import definitions, tick
 from engine.store.tables import runs, schedules
 from tests.support import make_runtime
 
@@ -124,11 +123,11 @@ def test_daily_schedules_get_one_run_per_local_date_across_the_transition(
     clock = ManualClock(start)
     rt = make_runtime(store_url, schedules=specs, clock=clock, extra={"projects": projects})
     try:
-        schedule_ops.apply(rt)
+        definitions.apply(rt)
         ticks = 0
         while clock.now() < end:
             clock.advance(step)
-            scheduler.tick(rt)
+            tick.tick(rt)
             ticks += 1
         with rt.store.read() as conn:
             names = dict(conn.execute(select(schedules.c.id, schedules.c.name)).all())

@@ -23,8 +23,8 @@ import pytest
 
 from engine.core.clock import ManualClock, parse_instant
 from engine.execution.worker import Worker
-from engine.operations import actions as operations
-from engine.scheduling import definitions as schedule_ops
+from engine.operations import actions
+from engine.scheduling import definitions
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import DEFAULT_REPLY, FakeOllama, closed_port
 from tests.reliability.harness import daily_history, daily_schedule, open_runtime, page_key, report_config, utc
@@ -89,13 +89,13 @@ class Setup:
                                     worker={"max_attempts": 2, "retry_backoff": "1m"}, llm=llm, notion=notion)
         self.monkeypatch.setenv(TOKEN_ENV, self.notion.token if token is None else token)
         rt = open_runtime(self.config, ManualClock(utc(2026, 3, 1)))
-        schedule_ops.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(NOW)
         self.rt = rt
         return rt
 
     def trigger(self, day: date = DAY) -> int:
-        return operations.trigger(self.rt, "daily", day=day).run_id
+        return actions.trigger(self.rt, "daily", day=day).run_id
 
     def attempt(self, worker: Worker | None = None) -> str:
         """One claim and execution; returns the run's status afterwards."""

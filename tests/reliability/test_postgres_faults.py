@@ -307,9 +307,8 @@ def test_a_worker_whose_lease_ran_out_while_beats_could_not_land_makes_no_extern
 
     from engine.core.clock import ManualClock
     from engine.execution.worker import Worker
-    from engine.plugins.registry import load_registry
-    from engine.scheduling import definitions as schedule_ops
-    from engine.scheduling import tick as scheduler
+    from engine.plugins.workflow_registry import load_registry
+    from engine.scheduling import definitions, tick
     from tests.flows.testflows import FOUR_STEPS
     from tests.support import make_runtime
 
@@ -320,9 +319,9 @@ def test_a_worker_whose_lease_ran_out_while_beats_could_not_land_makes_no_extern
                       extra={"testflow": {"log": str(log), "gate": str(gate), "block_on": ["TWO"]},
                              "worker": {"lease": "30s"}})
     try:
-        schedule_ops.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(APPLIED + timedelta(minutes=3))  # type: ignore[attr-defined]
-        assert scheduler.tick(rt).runs_created == 1
+        assert tick.tick(rt).runs_created == 1
         outcome: list[Any] = []
         worker = threading.Thread(target=lambda: outcome.append(Worker(rt, "w").run_one()))
         worker.start()

@@ -201,9 +201,8 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
 
     from engine.core.clock import ManualClock
     from engine.execution.worker import Worker
-    from engine.plugins.registry import load_registry
-    from engine.scheduling import definitions as schedule_ops
-    from engine.scheduling import tick as scheduler
+    from engine.plugins.workflow_registry import load_registry
+    from engine.scheduling import definitions, tick
     from tests.flows.testflows import FOUR_STEPS
     from tests.support import make_runtime
 
@@ -213,9 +212,9 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
                       registry={**load_registry(), "four_steps": FOUR_STEPS},
                       extra={"testflow": {"log": str(tmp_path / "steps.log")}})
     try:
-        schedule_ops.apply(rt)
+        definitions.apply(rt)
         rt.clock.set(APPLIED_AT + timedelta(hours=2, minutes=1))  # type: ignore[attr-defined]
-        assert scheduler.tick(rt).runs_created == 2
+        assert tick.tick(rt).runs_created == 2
         barrier = threading.Barrier(2, timeout=20)
         met: list[str] = []
 

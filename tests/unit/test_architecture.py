@@ -91,7 +91,7 @@ def test_in_step_retries_have_one_definition() -> None:
 
 
 def test_workflows_are_declared_as_entry_points() -> None:
-    from engine.plugins.registry import load_registry
+    from engine.plugins.workflow_registry import load_registry
 
     registry = load_registry()
     assert {"daily_report", "weekly_report", "echo"} <= set(registry)

@@ -16,8 +16,7 @@ import pytest
 import sqlalchemy
 
 from engine.cli import fast_tick
-from engine.config import defaults
-from engine.config import settings as config
+from engine.config import config_file, defaults
 from engine.store import due, fingerprints, tables
 
 ENV_NONE: dict[str, str] = {}
@@ -74,7 +73,7 @@ def test_the_store_url_resolves_in_one_place(tmp_path: Path, monkeypatch: pytest
         monkeypatch.setenv(name, value)
     request = fast_tick.parse_argv(["--config", str(path), *argv], env)
     assert request is not None
-    full = config.load_config(path, {}, db_override=request.db_override).store_url
+    full = config_file.load_config(path, {}, db_override=request.db_override).store_url
     assert fast_tick._store_url(path.read_bytes(), request) == full
     assert full != defaults.DEFAULT_DB_URL  # resolved against the config's folder, never the working directory
 

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from engine.core import cron_words
 from engine.core.models import PeriodKind, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec
-from engine.read.calendar import AuditRange, CalendarRow, plan_cells
+from engine.read.calendar_view import AuditRange, CalendarRow, plan_cells
 
 T0 = datetime(2026, 9, 20, 0, 0, tzinfo=UTC)
 SPEC = ScheduleSpec(name="d", workflow="daily_report", project="p", cron="0 3 * * *", timezone="UTC")

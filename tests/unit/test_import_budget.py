@@ -99,9 +99,9 @@ def test_the_next_nothing_due_tick_imports_neither_typer_nor_pydantic_nor_the_wo
 
     assert stdout == first and "0 schedule(s) due, no runs" in stdout
     assert "engine.cli.fast_tick" in modules and "sqlalchemy.dialects.sqlite" in modules  # it read the store
-    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.settings",
+    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.config_file",
                   "engine.plugins", "engine.runtime", "engine.scheduling", "engine.core.models", "engine.store.tables",
-                  "engine.store.runs", "workflows", "steps", "git", "ollama", "notion_client", "httpx",
+                  "engine.store.run_rows", "workflows", "steps", "git", "ollama", "notion_client", "httpx",
                   *CLIENTS_AND_SERVERS) == []
     assert loaded(modules, "sqlalchemy.dialects.postgresql", "urllib.request") == []
 
@@ -127,7 +127,7 @@ def test_an_idle_cycle_takes_the_fast_path_with_the_full_paths_report(tmp_path: 
 
     assert stdout == first  # the same report, printed by the same functions
     assert "engine.cli.fast_tick" in modules
-    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.settings",
+    assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.config_file",
                   "engine.plugins", "engine.runtime", "engine.scheduling", "engine.execution", "engine.store.tables",
                   "workflows", "steps", *CLIENTS_AND_SERVERS) == []
     _, as_json = modules_of("--now", NOW, "cycle", "--json", cwd=tmp_path, env=applied)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 # Ground first, doors last (docs/DESIGN.md, "The map").
-LAYERS = ("core", "config", "plugins", "store", "notify", "runtime", "scheduling", "execution", "operations",
+LAYERS = ("core", "config", "plugins", "store", "alert_transports", "runtime", "scheduling", "execution", "operations",
           "read", "web", "app", "cli")
 
 

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from engine.core import errors
-from steps import save_markdown as sm
+from steps import save_markdown
 
 FRONT = {"run_id": 7, "business_key": "2026-09-29", "heads": {"main": "abc123", "dev": "def456"},
          "model": "builtin", "prompt_version": "v1", "window": ["2026-09-28T15:00:00Z", "2026-09-29T15:00:00Z"]}
 
 
-def save(reports: Path, document: str, **kwargs: Any) -> sm.SaveOutput:
-    return sm.save(reports, "platform", "2026-09-29", "daily", 1, document, hostname="node-a", **kwargs)
+def save(reports: Path, document: str, **kwargs: Any) -> save_markdown.SaveOutput:
+    return save_markdown.save(reports, "platform", "2026-09-29", "daily", 1, document, hostname="node-a", **kwargs)
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -29,10 +29,10 @@ def leftovers(directory: Path) -> list[str]:
 
 def test_report_paths(tmp_path: Path) -> None:
     root = tmp_path.resolve()
-    assert sm.report_path(tmp_path, "platform", "2026-09-29", "daily", 1) == \
+    assert save_markdown.report_path(tmp_path, "platform", "2026-09-29", "daily", 1) == \
         root / "platform" / "2026-09-29-platform-daily-summary.md"
-    assert sm.report_path(tmp_path, "platform", "2026-W40", "weekly", 1).name == "2026-W40-platform-weekly-summary.md"
-    assert sm.report_path(tmp_path, "p_1", "2026-09-29T10:30Z", "daily", 3).name == \
+    assert save_markdown.report_path(tmp_path, "platform", "2026-W40", "weekly", 1).name == "2026-W40-platform-weekly-summary.md"
+    assert save_markdown.report_path(tmp_path, "p_1", "2026-09-29T10:30Z", "daily", 3).name == \
         "2026-09-29T10:30Z-p_1-daily-summary.r3.md"
 
 
@@ -50,7 +50,7 @@ def test_report_paths(tmp_path: Path) -> None:
 ])
 def test_unsafe_names_are_refused(tmp_path: Path, project: str, key: str, kind: str, revision: int) -> None:
     with pytest.raises(errors.StepError) as caught:
-        sm.save(tmp_path / "reports", project, key, kind, revision, "x")
+        save_markdown.save(tmp_path / "reports", project, key, kind, revision, "x")
     assert caught.value.code == "REPORT_WRITE_FAILED"
     assert not caught.value.retryable
     assert list(tmp_path.iterdir()) == []
@@ -72,14 +72,14 @@ def test_a_symlink_swapped_in_after_the_path_was_checked_creates_no_folder_out_t
     reports, outside = tmp_path / "reports", tmp_path / "outside"
     reports.mkdir()
     outside.mkdir()
-    checked = sm.report_path
+    checked = save_markdown.report_path
 
     def then_swapped(*args: Any) -> Path:
         path = checked(*args)  # the path is checked while the folder is not there yet...
         (reports / "platform").symlink_to(outside / "made-by-us", target_is_directory=True)  # ...then it is
         return path
 
-    monkeypatch.setattr(sm, "report_path", then_swapped)
+    monkeypatch.setattr(save_markdown, "report_path", then_swapped)
     with pytest.raises(errors.StepError, match="outside the reports directory"):
         save(reports, "doc")
     assert list(outside.iterdir()) == []  # checked again before the folder was created, not only after
@@ -99,22 +99,22 @@ def test_symlinked_file_out_of_the_reports_dir_is_refused(tmp_path: Path) -> Non
 def test_render_is_deterministic_and_has_front_matter() -> None:
     reordered = dict(reversed(list(FRONT.items())))
     reordered["heads"] = {"dev": "def456", "main": "abc123"}
-    first = sm.render_document(FRONT, "# Report\n\nbody\n\n")
-    assert first == sm.render_document(reordered, "# Report\n\nbody")
+    first = save_markdown.render_document(FRONT, "# Report\n\nbody\n\n")
+    assert first == save_markdown.render_document(reordered, "# Report\n\nbody")
     assert first.startswith("---\nbusiness_key: \"2026-09-29\"\nheads:\n  dev: \"def456\"\n  main: \"abc123\"\n")
     assert first.endswith("---\n\n# Report\n\nbody\n")
     assert 'window: ["2026-09-28T15:00:00Z", "2026-09-29T15:00:00Z"]' in first
 
 
 def test_created_then_unchanged_writes_identical_bytes_once(tmp_path: Path) -> None:
-    document = sm.render_document(FRONT, "# Report")
+    document = save_markdown.render_document(FRONT, "# Report")
     first = save(tmp_path, document)
     assert (first.action, first.written) == ("created", True)
     path = Path(first.path)
     assert path.read_bytes() == document.encode()
     assert first.location == f"node-a:{path}"
     before = path.stat()
-    again = save(tmp_path, sm.render_document(dict(FRONT), "# Report"))
+    again = save(tmp_path, save_markdown.render_document(dict(FRONT), "# Report"))
     assert (again.action, again.written, again.path, again.sha256) == ("unchanged", False, first.path, first.sha256)
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
@@ -137,9 +137,9 @@ def test_different_content_is_versioned_once_per_content(tmp_path: Path) -> None
 
 
 def test_revision_files_are_separate(tmp_path: Path) -> None:
-    out = sm.save(tmp_path, "platform", "2026-09-29", "daily", 2, "r2", hostname="h")
+    out = save_markdown.save(tmp_path, "platform", "2026-09-29", "daily", 2, "r2", hostname="h")
     assert Path(out.path).name == "2026-09-29-platform-daily-summary.r2.md"
-    assert sm.save(tmp_path, "platform", "2026-09-29", "daily", 2, "r2b", hostname="h").path.endswith(".r2-v2.md")
+    assert save_markdown.save(tmp_path, "platform", "2026-09-29", "daily", 2, "r2b", hostname="h").path.endswith(".r2-v2.md")
 
 
 def test_overwrite_and_skip(tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ def test_failed_rename_removes_the_temp_file(tmp_path: Path, monkeypatch: pytest
 def test_a_report_follows_the_umask_as_the_database_does(tmp_path: Path, umask: int, mode: int) -> None:
     previous = os.umask(umask)
     try:
-        first = save(tmp_path, sm.render_document(FRONT, "# Report"))
+        first = save(tmp_path, save_markdown.render_document(FRONT, "# Report"))
     finally:
         os.umask(previous)
     assert oct(Path(first.path).stat().st_mode & 0o777) == oct(mode)

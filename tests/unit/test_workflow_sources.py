@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins import registry
+from engine.plugins import workflow_registry
 from engine.plugins.authoring import StepContext, Workflow
 from tests.support import write_config
 
@@ -37,7 +37,7 @@ def test_a_file_relative_to_the_config_and_a_module_load_with_their_origins(tmp_
     config = config_with(tmp_path, 'path = "flows/nightly.py"', 'module = "tests.flows.authored:HELLO"',
                          flow="nightly.py")
     monkeypatch.chdir("/")  # relative to the config's folder, not the working directory
-    cfg, reg = registry.load_with_config(config)
+    cfg, reg = workflow_registry.load_with_config(config)
     assert reg["nightly"].origin == f"file {tmp_path / 'flows' / 'nightly.py'}"
     assert reg["nightly"].period is PeriodKind.WEEK and reg["nightly"].step_names() == ("ONLY",)
     hello = reg["hello"]
@@ -50,7 +50,7 @@ def test_a_file_relative_to_the_config_and_a_module_load_with_their_origins(tmp_
 def test_a_file_workflow_named_like_an_installed_one_is_refused_naming_both(tmp_path: Path) -> None:
     config = config_with(tmp_path, 'path = "flows/echo.py"', flow="echo.py", name="echo")
     with pytest.raises(errors.ConfigInvalid) as caught:
-        registry.load_with_config(config)
+        workflow_registry.load_with_config(config)
     message = caught.value.message
     assert "workflows[0].path" in message and caught.value.exit_code == 2
     assert f"file {tmp_path / 'flows' / 'echo.py'}" in message and "entry point echo = workflows.echo:WORKFLOW" in message
@@ -66,14 +66,14 @@ def test_a_file_workflow_named_like_an_installed_one_is_refused_naming_both(tmp_
 ])
 def test_bad_workflow_sources_are_config_errors(tmp_path: Path, entry: str, expected: str) -> None:
     with pytest.raises(errors.ConfigInvalid) as caught:
-        registry.load_with_config(config_with(tmp_path, entry))
+        workflow_registry.load_with_config(config_with(tmp_path, entry))
     assert expected in caught.value.message
 
 
 def test_a_file_that_fails_to_import_names_the_file_and_the_error(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("import no_such_module_here\n")
     with pytest.raises(errors.ConfigInvalid) as caught:
-        registry.load_with_config(config_with(tmp_path, 'path = "broken.py"'))
+        workflow_registry.load_with_config(config_with(tmp_path, 'path = "broken.py"'))
     assert "ModuleNotFoundError" in caught.value.message and "broken.py" in caught.value.message
 
 

@@ -14,8 +14,7 @@ from engine.core import cron, errors, logs, policies, slo
 from engine.core.clock import format_instant
 from engine.core.models import Schedule
 from engine.runtime import Runtime
-from engine.store import outbox, periods
-from engine.store import schedules as schedule_rows
+from engine.store import outbox, periods, schedule_rows
 
 log = logging.getLogger(__name__)
 LOOKBACK = timedelta(days=2)  # how far back past a deadline a pass looks for late periods

@@ -2,7 +2,7 @@
 
 The engine validates ``[store]``, ``[worker]``, ``[notify]``, ``[ui]``,
 ``[[schedules]]`` and ``[[workflows]]`` (loaded by
-``engine.plugins.registry.load_with_config``); every other top-level section is handed, raw, to the
+``engine.plugins.workflow_registry.load_with_config``); every other top-level section is handed, raw, to the
 installed workflows (``WorkflowDef.load_settings``), which own them. Any
 problem is reported with the file, the key path and what is wrong, before
 anything is written.

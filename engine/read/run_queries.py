@@ -11,11 +11,8 @@ from engine.core import errors, inputs, limits
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import AuditEvent, Run
 from engine.runtime import Runtime
-from engine.store import families
-from engine.store import history as history_rows
-from engine.store import runs as run_rows
-from engine.store import schedules as schedule_rows
-from engine.store.history import RunFilter
+from engine.store import families, history_rows, run_rows, schedule_rows
+from engine.store.history_rows import RunFilter
 
 
 def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None = None,

@@ -8,13 +8,10 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from engine.core import cron
-from engine.core import slo as slo_maths
+from engine.core import cron, slo
 from engine.core.models import Run, Schedule, ScheduleSpec
-from engine.read import slo
 from engine.runtime import Runtime
-from engine.store import rows
-from engine.store import schedules as schedule_rows
+from engine.store import periods, rows, schedule_rows
 from engine.store.tables import runs as runs_table
 
 
@@ -22,7 +19,7 @@ from engine.store.tables import runs as runs_table
 class ScheduleOverview:
     schedule: Schedule
     last_run: Run | None
-    slo: slo_maths.Slo | None = None  # success rate and freshness (SPEC §15.2)
+    slo: slo.Slo | None = None  # success rate and freshness (SPEC §15.2)
 
 
 def _last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
@@ -45,7 +42,7 @@ def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[S
         schedules = schedule_rows.list_schedules(conn, include_archived=include_archived)
         last = _last_runs(conn, [s.id for s in schedules]) if schedules else {}
         now, window = rt.clock.now(), rt.config.notify.slo_window
-        measured = {s.id: slo.slo_of(conn, s, now, window) for s in schedules if not s.archived}
+        measured = {s.id: periods.measure(conn, s, now, window) for s in schedules if not s.archived}
     return [ScheduleOverview(s, last.get(s.id), measured.get(s.id)) for s in schedules]
 
 
@@ -54,7 +51,7 @@ def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, name)
         last = _last_runs(conn, [schedule.id])
-        measured = slo.slo_of(conn, schedule, rt.clock.now(), rt.config.notify.slo_window)
+        measured = periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window)
     return ScheduleOverview(schedule, last.get(schedule.id), measured)
 
 
@@ -64,3 +61,10 @@ def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[cron
         spec = schedule_rows.get_schedule(conn, name).spec
     return spec, cron.preview(spec.cron, spec.timezone, rt.clock.now(), count,
                               dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+
+
+def schedule_slo(rt: Runtime, schedule_name: str) -> slo.Slo:
+    """Success rate, freshness, periods due and window of one schedule at ``rt.clock.now()``."""
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+        return periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window)

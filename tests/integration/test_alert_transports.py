@@ -17,12 +17,10 @@ from sqlalchemy import create_engine, text
 from engine.core.clock import ManualClock
 from engine.execution import reconciler
 from engine.execution.worker import Worker
-from engine.operations import delivery
+from engine.operations import outbox_sender
 from engine.read import metrics
-from engine.scheduling import definitions as schedules
-from engine.scheduling import tick as scheduler
-from engine.store import claims, outbox
-from engine.store import runs as run_rows
+from engine.scheduling import definitions, tick
+from engine.store import claims, outbox, run_rows
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime, write_config
 
@@ -69,17 +67,17 @@ def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, 
                       extra={"notify": {"webhook_env": "RF_HOOK"},
                              "testflow": {"log": str(tmp_path / "log"), "fail": {"ONE": 9},
                                           "fail_code": "NOTION_UNAUTHORIZED"}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=3, minutes=5))
-    scheduler.tick(rt)  # 10:00 and 11:00 MISSED, 12:00 queued
+    tick.tick(rt)  # 10:00 and 11:00 MISSED, 12:00 queued
     assert hook.events == []  # recorded in the tick's transaction; sent by the sender, not the tick
-    delivery.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt)
     first = hook.events[0]
     assert (first["event"], first["schedule"], first["counts"], first["severity"]) == (
         "slots_not_run", "four", {"MISSED": 2}, "warning")
     assert first["id"] and first["summary"].startswith("four: slots that will not run")
     Worker(rt, "w").run_one()  # permanent error: FAILED
-    delivery.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt)
     assert hook.names()[-1] == "run_failed" and hook.events[-1]["error_code"] == "NOTION_UNAUTHORIZED"
     assert hook.events[-1]["run_id"] == 3 and hook.events[-1]["business_key"]
     # A run stuck past max_runtime under a live lease, and a scheduler gone quiet.
@@ -94,8 +92,8 @@ def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, 
     rt.clock.set(T0 + timedelta(hours=4, minutes=30))
     reconciler.sweep(rt)
     reconciler.sweep(rt)  # recorded once, not every sweep
-    delivery.deliver_pending(rt)
-    delivery.deliver_pending(rt)  # nothing is sent twice once delivered
+    outbox_sender.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt)  # nothing is sent twice once delivered
     assert hook.names().count("stalled") == 1 and hook.names().count("silent") == 1
     # Nobody ticked for 13:00: that period is also late (its deadline, grace + max_runtime, has passed).
     assert [e["scheduled_for"] for e in hook.events if e["event"] == "run_late"] == ["2026-09-29T13:00:00Z"]
@@ -117,18 +115,18 @@ def test_a_dead_webhook_never_fails_the_run(sqlite_url: str, tmp_path: Path, mon
                       extra={"notify": {"webhook_env": "RF_HOOK"},
                              "testflow": {"log": str(tmp_path / "log"), "fail": {"TWO": 9},
                                           "fail_code": "NOTION_UNAUTHORIZED"}})
-    schedules.apply(rt)
+    definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=2, minutes=5))
-    assert scheduler.tick(rt).runs_created == 2
+    assert tick.tick(rt).runs_created == 2
     # Each run fails permanently, so a run_failed alert is due, and the webhook is down.
     done = Worker(rt, "w").work(until_idle=True)
     assert [o.status.value for o in done] == ["FAILED", "FAILED"]  # the worker carried on to the second run
     with rt.store.read() as conn:
         recorded = run_rows.list_runs(conn)
     assert {(r.status.value, r.error_code) for r in recorded} == {("FAILED", "NOTION_UNAUTHORIZED")}
-    sent = delivery.deliver_pending(rt)
+    sent = outbox_sender.deliver_pending(rt)
     assert sent.delivered == [] and len(sent.failed) == 1  # the first refusal ends the pass; the other waits
-    assert rt.notifier.failures.labels(event="run_failed")._value.get() == 1
+    assert rt.transports.failures.labels(event="run_failed")._value.get() == 1
     assert 'reportflow_notification_failures_total{event="run_failed"} 1.0' in metrics.exposition(rt)
     with rt.store.read() as conn:
         pending = outbox.list_events(conn, pending_only=True)

@@ -3,7 +3,7 @@
 The URLs live in the variables ``[notify] webhook_env`` and ``apprise_env`` name; they
 are secrets (webhook and Apprise URLs carry tokens) and are never logged or stored.
 Nothing here touches the database: the outbox (``engine.store.outbox``) and the sender
-(``engine.operations.delivery``) decide what is sent and when. A send never raises:
+(``engine.operations.outbox_sender``) decide what is sent and when. A send never raises:
 it returns the reason it failed, or None. Redirects are not followed (a 3xx is a failure:
 a webhook that moved must be reconfigured, not chased to wherever it points).
 """
@@ -27,7 +27,7 @@ TIMEOUT_S = 5.0
 APPRISE_TYPES = {"info": "info", "warning": "warning", "critical": "failure"}
 
 
-class Notifier:
+class AlertTransports:
     """The webhook and Apprise targets of this process, and its count of failed sends (by event)."""
 
     def __init__(self, webhook_env: str, apprise_env: str = "", *, timeout_s: float = TIMEOUT_S) -> None:

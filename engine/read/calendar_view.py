@@ -18,9 +18,7 @@ from engine.core import cron, errors, policies, retention, revisions
 from engine.core.clock import parse_instant
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
-from engine.store import history as history_rows
-from engine.store import pruning as pruning_rows
-from engine.store import schedules as schedule_rows
+from engine.store import history_rows, pruning, schedule_rows
 
 # States of a period without a run row (cells that carry a RunStatus value have a row).
 NOT_YET_DUE = "NOT_YET_DUE"
@@ -186,7 +184,7 @@ def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int, until: date
     with rt.store.read() as conn:
         found = history_rows.period_runs(conn, schedule.spec.workflow, schedule.spec.project, min(keys), max(keys))
         events = history_rows.slot_audits(conn, schedule.id, ("slots_too_old", "slots_disabled"))
-        pruned = pruning_rows.pruned_ranges(conn, schedule.id)
+        pruned = pruning.pruned_ranges(conn, schedule.id)
     latest: dict[str, Run] = {}
     for run in found:  # ordered by key, then revision: the latest revision wins
         latest[run.business_key] = run

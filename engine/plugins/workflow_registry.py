@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from engine.config import settings as config_mod
+from engine.config import config_file
 from engine.core import errors
 from engine.plugins import authoring
 from engine.plugins.contract import WorkflowDef
@@ -61,21 +61,21 @@ def load_registry(sources: Sequence[Source] = (), *, config_file: str | None = N
     return registry
 
 
-def load_with_config(config_path: Path, *, db_override: str | None = None) -> tuple[config_mod.AppConfig, Registry]:
+def load_with_config(config_path: Path, *, db_override: str | None = None) -> tuple[config_file.AppConfig, Registry]:
     """Read ``config_path``, load the installed workflows and its ``[[workflows]]``, then validate it all.
 
     Every process started with the same config file (CLI, workers, ``serve``)
     sees the same workflows. Raises ``ConfigInvalid`` before anything is written.
     """
-    raw = config_mod.read_toml(config_path)
+    raw = config_file.read_toml(config_path)
     file = str(config_path)
     base_dir = config_path.parent.resolve()
     sources = [Source(key=f"workflows[{index}].{'path' if entry.path is not None else 'module'}",
                       path=(base_dir / entry.path).resolve() if entry.path is not None else None,
                       module=entry.module)
-               for index, entry in enumerate(config_mod.workflow_sources(raw, file))]
+               for index, entry in enumerate(config_file.workflow_sources(raw, file))]
     registry = load_registry(sources, config_file=file)
-    return config_mod.build_config(raw, path=config_path, registry=registry, db_override=db_override), registry
+    return config_file.build_config(raw, path=config_path, registry=registry, db_override=db_override), registry
 
 
 def _as_def(obj: Any) -> WorkflowDef | None:

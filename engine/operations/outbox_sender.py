@@ -33,8 +33,8 @@ class DeliveryReport:
 def deliver_pending(rt: Runtime, *, limit: int = BATCH) -> DeliveryReport:
     """Send the pending events due now to every configured target and mark them; never raises."""
     report = DeliveryReport()
-    notifier = rt.notifier
-    if not notifier.has_targets:
+    transports = rt.transports
+    if not transports.has_targets:
         return report  # recorded, shown by `notifications list`; sent once a target is configured
     try:
         now = rt.clock.now()
@@ -67,7 +67,7 @@ def deliver_pending(rt: Runtime, *, limit: int = BATCH) -> DeliveryReport:
             logs.event(log, logging.INFO, "notified", notified=alert.event, id=alert.id)
         else:
             report.failed.append(alert.id)
-            notifier.count_failure(alert.event)
+            transports.count_failure(alert.event)
             logs.event(log, logging.WARNING, "notify_failed", notified=alert.event, id=alert.id, reason=reason,
                        attempt=alert.attempts + 1)
     return report
@@ -75,11 +75,11 @@ def deliver_pending(rt: Runtime, *, limit: int = BATCH) -> DeliveryReport:
 
 def _send(rt: Runtime, alert: alerts.Alert) -> str | None:
     """Send one event to the webhook, then Apprise; the first failure's reason, or None."""
-    notifier = rt.notifier
-    reason = notifier.post_webhook(alerts.payload(alert))
+    transports = rt.transports
+    reason = transports.post_webhook(alerts.payload(alert))
     if reason is not None:
         return f"webhook: {reason}"
-    reason = notifier.send_apprise(alerts.title(alert), alerts.body_text(alert), alert.severity.value)
+    reason = transports.send_apprise(alerts.title(alert), alerts.body_text(alert), alert.severity.value)
     return None if reason is None else f"apprise: {reason}"
 
 

@@ -16,9 +16,7 @@ from sqlalchemy.engine import Connection
 from engine.core import logs
 from engine.core.models import PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
 from engine.runtime import Runtime
-from engine.store import audit as audit_rows
-from engine.store import families, recovery
-from engine.store import runs as run_rows
+from engine.store import audit_rows, families, recovery, run_rows
 
 log = logging.getLogger(__name__)
 
