@@ -44,15 +44,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Literal
 
 import git
 from pydantic import BaseModel
 
 from engine.core import errors
-from steps import git_log
+from steps import git_log, git_range
 from steps.git_log import CommitInfo, FileChange, GitFailure
 
-__all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect"]
+__all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect", "collect_between", "current_heads",
+           "heads_at"]
 
 FETCH_TIMEOUT_S = 120.0
 
@@ -90,14 +92,33 @@ class Repo:
     objects_dir: Path
 
 
+Attribution = Literal["landed", "authored"]
+
+
 class CollectOutput(BaseModel):
-    """COLLECT_GIT's persisted output; ``heads`` is what the run pins."""
+    """COLLECT_GIT's persisted output; ``heads`` is what the run pins.
+
+    The coverage fields are set for runs pinned with an attribution (``collect_between``):
+    ``since`` is where this report's coverage starts (the previous report's end),
+    ``since_heads`` the heads it starts from; ``also_covers`` names earlier periods that
+    had no report of their own and are held here; ``covered``: a later report already
+    holds this window's commits; ``arrived_late`` (``authored``): commits authored
+    before ``since`` that arrived since the previous report; ``rewritten``: branches
+    whose history was rewritten (force-pushed) since the previous report.
+    """
 
     heads: dict[str, str]
     head_sha: str
     commits: list[CommitInfo]
     window_start: str
     window_end: str
+    attribution: Attribution | None = None
+    since: str | None = None
+    since_heads: dict[str, str] | None = None
+    also_covers: list[str] = []
+    covered: bool = False
+    arrived_late: list[CommitInfo] = []
+    rewritten: list[str] = []
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
@@ -167,6 +188,108 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
     kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
     return [c for _, c in kept]
 
+
+
+def current_heads(repo_path: Path, branches: list[str]) -> dict[str, str]:
+    """Each configured branch's head now; GIT_REPO_SHALLOW for a shallow clone (its history is cut)."""
+    handle = _open_repo(repo_path)
+    repo_dir = Path(handle.working_tree_dir or handle.git_dir)
+    try:
+        shallow = git_range.is_shallow(repo_dir)
+    except GitFailure as exc:
+        raise _unreadable(repo_dir, exc) from exc
+    if shallow:
+        raise errors.step_error("GIT_REPO_SHALLOW", f"{repo_dir} is a shallow clone: its history stops short, so "
+                                "what a report holds cannot be told; run `git fetch --unshallow` there")
+    return _resolve_branches(handle, repo_dir, branches)
+
+
+def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, str]:
+    """The branches whose heads are ``heads`` as they stood just before ``at`` (refs with no commit then left out)."""
+    repo_dir = _repo_dir(repo_path)
+    before = math.ceil(at.timestamp()) - 1  # a window's edge belongs to the window after it
+    try:
+        dated = {ref: git_range.dated_head(repo_dir, sha, before) for ref, sha in heads.items()}
+    except GitFailure as exc:
+        raise _unreadable(repo_dir, exc) from exc
+    return {ref: sha for ref, sha in dated.items() if sha is not None}
+
+
+def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str], lower: dict[str, str], *,
+                    attribution: Attribution, since: datetime, window_start: datetime, window_end: datetime,
+                    until: datetime | None = None, covered: bool = False, also_covers: Sequence[str] = (), authors: Sequence[str] = (),
+                    include_merges: bool = False, exclude: Sequence[str] | None = None) -> CollectOutput:
+    """The commits of a report whose range runs from the heads ``lower`` to the heads ``upper``.
+
+    ``landed``: every commit reachable from ``upper`` and from none of ``lower``.
+    ``authored``: commits reachable from ``upper`` whose author date is in
+    [``since``, ``until``) (``until``: the window's end unless the report reaches a
+    later mark), and apart (``arrived_late``) those of the range
+    authored before ``since``. ``covered``: a later report holds the window; none.
+    The author filter applies after attribution. A head missing here is fetched
+    once (another node may have recorded it); a lower head still missing, or one
+    that no longer leads to the upper head, means the branch was rewritten.
+    """
+    start, end = _check_window(window_start, window_end)
+    since_utc = since.astimezone(timezone.utc)
+    until_utc = end if until is None else until.astimezone(timezone.utc)
+    handle = _open_repo(repo_path)
+    repo = Repo(Path(handle.working_tree_dir or handle.git_dir), Path(handle.common_dir) / "objects")
+    upper, lower = _check_pinned(upper), _check_pinned(lower)
+    # No head at all: no branch had a commit yet at the report's end, so it holds nothing.
+    first = branches[0] if branches and branches[0] in upper else next(iter(upper), None)
+    wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
+    try:
+        present = _present_or_fetched(repo.path, [*upper.values(), *lower.values()])
+        missing_upper = [f"{ref}={sha[:12]}" for ref, sha in upper.items() if sha not in present]
+        if missing_upper:
+            raise errors.step_error("GIT_COMMIT_NOT_FOUND",
+                                    f"head(s) {', '.join(missing_upper)} not found in {repo.path} after a fetch")
+        rewritten = sorted(ref for ref, sha in lower.items() if ref in upper and (
+            sha not in present or not git_range.is_ancestor(repo.path, sha, upper[ref])))
+        commits: list[git_log.RawCommit] = []
+        late: list[git_log.RawCommit] = []
+        if not covered and upper:
+            shas = git_range.range_shas(repo.path, list(dict.fromkeys(upper.values())),
+                                        [s for s in dict.fromkeys(lower.values()) if s in present],
+                                        include_merges=include_merges)
+            ranged = _by_author_time(git_log.details(repo.path, shas) if shas else [], wanted)
+            if attribution == "landed":
+                commits = ranged
+            else:
+                commits = _commits(repo, list(dict.fromkeys(upper.values())), since_utc, until_utc, wanted,
+                                   include_merges, WalkBounds())
+                late = [c for c in ranged if c["authored_at"] < _iso(since_utc)]
+        if exclude is not None and first is not None:
+            _mark_excluded(repo.path, upper[first], [*commits, *late], exclude)
+    except GitFailure as exc:
+        raise _unreadable(repo.path, exc) from exc
+    return CollectOutput.model_validate({
+        "heads": upper, "head_sha": upper[first] if first else "", "commits": commits, "window_start": _iso(start),
+        "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "since_heads": lower,
+        "also_covers": list(also_covers), "covered": covered, "arrived_late": late, "rewritten": rewritten})
+
+
+def _by_author_time(found: list[tuple[int, git_log.RawCommit]], wanted: frozenset[str]) -> list[git_log.RawCommit]:
+    kept = [(at, c) for at, c in found
+            if not wanted or wanted & {c["author_name"].casefold(), c["author_email"].casefold()}]
+    kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
+    return [c for _, c in kept]
+
+
+def _repo_dir(repo_path: Path) -> Path:
+    handle = _open_repo(repo_path)
+    return Path(handle.working_tree_dir or handle.git_dir)
+
+
+def _present_or_fetched(repo_dir: Path, shas: Sequence[str]) -> set[str]:
+    """The commits of ``shas`` present here, after one fetch if some were missing."""
+    wanted = list(dict.fromkeys(shas))
+    present = git_range.existing(repo_dir, wanted)
+    if len(present) < len(wanted):
+        _fetch(repo_dir)
+        present = git_range.existing(repo_dir, wanted)
+    return present
 
 def exclude_matches(path: str, globs: Sequence[str]) -> bool:
     """Whether a repository path matches one of ``globs``.

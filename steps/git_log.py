@@ -77,6 +77,7 @@ class GitFailure(Exception):
     def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
         text = stderr.strip()
         super().__init__(f"git {' '.join(args[:1])} exited {returncode}: {text}")
+        self.returncode = returncode
         self.missing_object = any(s in text for s in ("bad object", "unknown revision",
                                                       "bad revision", "not a valid object"))
 

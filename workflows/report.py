@@ -12,12 +12,15 @@ imported when a step runs, not when the workflow is registered.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
-from engine.core import errors
-from engine.core.models import PeriodKind, StepStatus
+from engine.core import errors, policies
+from engine.core.clock import format_instant, parse_instant
+from engine.core.models import Mark, PeriodKind, StepStatus
 from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, drafting, report_settings
 from workflows.report_settings import ReportSettings
@@ -42,6 +45,8 @@ def collect(ctx: StepContext) -> StepResult:
         project = _settings(ctx).project(ctx.project)
     except errors.ConfigInvalid as exc:
         raise errors.step_error("CONFIG_INVALID", exc.message) from exc
+    if ctx.pinned.get("attribution") and ctx.pinned.get("schedule"):
+        return coverage_collect(ctx, project.repo)
     pinned_heads = ctx.pinned.get("heads")
     out = collect_git.collect(project.repo, list(ctx.pinned["branches"]), ctx.period_start_at, ctx.period_end_at,
                               pinned_heads=pinned_heads, authors=list(ctx.pinned.get("authors", [])),
@@ -51,6 +56,80 @@ def collect(ctx: StepContext) -> StepResult:
     pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
     skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
+
+
+#: Decisions retried when another run of the same line recorded marks in between.
+_MARK_TRIES = 8
+
+
+def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
+    """COLLECT_GIT of a run pinned with an attribution: its range runs between two marks of its line.
+
+    The line is the schedule's timeline for this project (a team report's children share
+    their parent's schedule). The bounds are decided by ``steps.coverage.plan`` from the
+    marks recorded so far and recorded under the line's compare-and-set; a retry reuses
+    the bounds it pinned, so it reports the same commits.
+    """
+    from steps import collect_git, coverage
+
+    branches = list(ctx.pinned["branches"])
+    start, end = ctx.period_start_at, ctx.period_end_at
+    if ctx.pinned.get("since_heads") is not None:
+        upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
+        since, covered = parse_instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
+        until = parse_instant(str(ctx.pinned.get("until") or format_instant(end)))
+        also = list(ctx.pinned.get("also_covers", []))
+    else:
+        line = f"{ctx.pinned['schedule']}:{ctx.project}"
+        for _ in range(_MARK_TRIES):
+            book = ctx.marks.read(line)
+            plan = coverage.plan(book.marks, start, end)
+            now_heads: dict[str, str] = {}
+
+            def heads_of(bound: coverage.Bound) -> dict[str, str]:
+                if bound.heads is not None:
+                    return bound.heads
+                if not now_heads:
+                    now_heads.update(collect_git.current_heads(repo, branches))
+                return collect_git.heads_at(repo, now_heads, bound.at)
+
+            lower, upper = heads_of(plan.lower), heads_of(plan.upper)
+            new = [Mark(b.at, v) for b, v in ((plan.lower, lower), (plan.upper, upper)) if b.at in plan.to_record]
+            ctx.check_fence()
+            if ctx.marks.record(line, book.version, new):
+                break
+        else:
+            raise errors.step_error("COVERAGE_BUSY", f"the marks of {line} kept changing while this run decided; "
+                                    "it retries")
+        since, until, covered = plan.since, plan.until, plan.covered
+        also = periods_between(ctx, since, start) + periods_between(ctx, end, plan.until)
+    out = collect_git.collect_between(
+        repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
+        window_end=end, until=until, covered=covered, also_covers=also, authors=list(ctx.pinned.get("authors", [])),
+        include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
+    pins = {} if ctx.pinned.get("since_heads") is not None else {
+        "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
+        "until": format_instant(until), "covered": covered, "also_covers": also}
+    empty = not out.commits and not out.arrived_late
+    skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
+    return StepResult(output=out, pins=pins, skip_remaining=skip)
+
+
+def periods_between(ctx: StepContext, since: datetime, start: datetime) -> list[str]:
+    """Business keys of the periods that begin in [since, start): held by a report that reaches beyond its window."""
+    kind = PeriodKind.WEEK if ctx.workflow in WEEKLY_WORKFLOWS else PeriodKind.DAY
+    zone = ZoneInfo(ctx.timezone)
+    day, keys = since.astimezone(zone).date(), list[str]()
+    while True:
+        period = policies.period_of_date(kind, day, ctx.timezone)
+        if period.start_at >= start:
+            return keys
+        if period.start_at >= since and period.key not in keys:
+            keys.append(period.key)
+        day = period.end_at.astimezone(zone).date()
+
+
+WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
 def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResult:
@@ -195,7 +274,7 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         ),
         load_settings=report_settings.load,
         check_project=report_settings.check_project,
-        pin=report_settings.pins,
+        pin=partial(report_settings.pins, workflow=name),
         can_serve=can_serve,
         diagnose=diagnose.diagnose,
         files_root=reports_root,

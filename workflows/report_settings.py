@@ -82,6 +82,13 @@ class ReportSettings(Strict):
     llm: LlmSettings = LlmSettings()
     notion: NotionSettings = NotionSettings()
     projects: list[ProjectSettings] = []
+    #: ``attribution`` of each report schedule that names one, by ``"{workflow}:{project}"``
+    #: (one live schedule per workflow and project); read from ``[[schedules]]`` at load.
+    attributions: dict[str, Literal["landed", "authored"]] = {}
+
+    def attribution(self, workflow: str, project: str) -> Literal["landed", "authored"]:
+        """How the schedule of ``workflow`` for ``project`` places commits (unnamed: ``authored``)."""
+        return self.attributions.get(f"{workflow}:{project}", "authored")
 
     def project(self, key: str) -> ProjectSettings:
         for project in self.projects:
@@ -111,7 +118,9 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
                                    key="llm.prompt_version")
     reports = settings.reports.model_copy(update={"dir": (base_dir / settings.reports.dir).resolve()})
     projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
-    return settings.model_copy(update={"reports": reports, "projects": projects})
+    attributions = {f"{s.get('workflow')}:{s.get('project')}": s["attribution"] for s in raw.get("schedules", [])
+                    if isinstance(s, Mapping) and s.get("attribution") in ("landed", "authored")}
+    return settings.model_copy(update={"reports": reports, "projects": projects, "attributions": attributions})
 
 
 def check_project(settings: ReportSettings, key: str) -> None:
@@ -122,11 +131,16 @@ def check_project(settings: ReportSettings, key: str) -> None:
 TEXT_RULES = 1
 
 
-def pins(settings: ReportSettings, key: str) -> dict[str, Any]:
-    """Everything that shapes a report's content, fixed when the run is created."""
+def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> dict[str, Any]:
+    """Everything that shapes a report's content, fixed when the run is created.
+
+    ``workflow``: the report workflow whose schedule's attribution to pin (a team's child
+    run takes its parent's instead, with the period).
+    """
     project = settings.project(key)
     llm = settings.llm
     return {
+        **({"attribution": settings.attribution(workflow, key)} if workflow else {}),
         "provider": llm.provider,
         "model": llm.model if llm.provider == "ollama" else "builtin",
         "prompt_version": llm.prompt_version,

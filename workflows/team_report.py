@@ -92,11 +92,12 @@ def check_team(settings: Settings, key: str) -> None:
     settings.team(key)
 
 
-def team_pins(settings: Settings, key: str) -> dict[str, Any]:
+def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     """The team's projects and authors, and the writer's inputs, fixed when the run is created."""
     llm = settings.llm
     team = settings.team(key)
     return {"projects": settings.team_projects(key), "authors": list(team.authors), "provider": llm.provider,
+            "attribution": settings.attribution(workflow, key),
             "model": llm.model if llm.provider == "ollama" else "builtin", "prompt_version": llm.prompt_version,
             "language": settings.reports.language, "text_rules": report_settings.TEXT_RULES,
             "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
@@ -192,7 +193,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
             StepSpec("UPLOAD_NOTION", partial(report.upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
         ),
-        load_settings=partial(load, name), check_project=check_team, pin=team_pins,
+        load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
         child_projects=lambda settings, key: settings.team_projects(key),
         files_root=report.reports_root,
     )

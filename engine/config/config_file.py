@@ -180,6 +180,10 @@ class ScheduleConfig(Strict):
     # team workflows from the config, pinned into each run, not part of the schedule's definition.
     projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None
     authors: list[str] | None = None
+    # How a report workflow places commits in its reports: "landed" (what became reachable since the
+    # previous report) or "authored" (by author date, plus what arrived late); read and pinned by the
+    # report workflows. Unnamed: "authored", what configurations written before it meant.
+    attribution: Literal["landed", "authored"] | None = None
 
     def to_spec(self) -> ScheduleSpec:
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""

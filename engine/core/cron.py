@@ -32,7 +32,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from engine.core import cron_fields, errors
 from engine.core.clock import to_utc
-from engine.core.models import DstFold, DstGap, PeriodKind, ScheduleSpec
+from engine.core.models import DstFold, DstGap, PeriodKind, ReportOn, ScheduleSpec
 
 _DAY = timedelta(days=1)
 _TICK = timedelta(microseconds=1)
@@ -454,4 +454,21 @@ def check_schedule(spec: ScheduleSpec, period: PeriodKind, *, now: datetime | No
     if result.problems:
         key, problem = result.problems[0]
         raise errors.ConfigInvalid(problem, key=key)
+    empty = _empty_current_window(spec, period, now or _REFERENCE)
+    if empty:
+        raise errors.ConfigInvalid(empty, key="report_on")
     return result
+
+
+def _empty_current_window(spec: ScheduleSpec, period: PeriodKind, now: datetime) -> str | None:
+    """A ``current`` window whose slot is at its period's start covers nothing: the problem, or None."""
+    if spec.report_on is not ReportOn.CURRENT or period is PeriodKind.SLOT:
+        return None
+    for fire in preview(spec.cron, spec.timezone, now, 20, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold):
+        local = fire.local
+        starts_day = (local.hour, local.minute, local.second) == (0, 0, 0)
+        if starts_day and (period is PeriodKind.DAY or local.weekday() == 0):
+            unit = "day" if period is PeriodKind.DAY else "ISO week"
+            return (f'report_on = "current" with a slot at the start of its {unit} ({local:%a %H:%M}) reports an '
+                    f'empty window; use "previous" (the {unit} before the slot) or "interval" (since the previous slot)')
+    return None

@@ -50,8 +50,26 @@ CODES: tuple[ErrorCode, ...] = (
               "a step ran past its timeout (its late effects are fenced off); the run retries "
               "with backoff"),
     ErrorCode("LEASE_EXPIRED", "recovery", "the worker died or stalled; the reconciler resumed the run"),
+    ErrorCode("STEP_CRASHED", "yes",
+              "a step raised an unexpected exception (a bug: the log line `step_crashed` has its traceback); "
+              "the run retries with backoff"),
+    ErrorCode("GIT_REPO_SHALLOW", "no",
+              "the repository is a shallow clone, so what a report holds cannot be told: "
+              "`git fetch --unshallow` in it, then `runs retry`"),
+    ErrorCode("COVERAGE_BUSY", "yes",
+              "other runs of the same schedule kept deciding their windows at the same moment; the run retries"),
+    ErrorCode("NOTION_INVALID_REQUEST", "no",
+              "Notion refused the page's content (a property or block it does not accept); check the database's "
+              "title property and `reportflow doctor`, then `runs retry`"),
+    ErrorCode("CHILD_INVALID", "no", "a workflow asked for a child run without a valid name; fix the workflow"),
+    ErrorCode("CHILDREN_FAILED", "no",
+              "some child runs of a team report did not succeed (they are named); fix their cause, then "
+              "`runs retry` the parent (it re-queues only the failed children)"),
+    ErrorCode("CANCELLED", "no", "an operator cancelled the run; `runs retry` runs it again"),
 )
 BY_CODE = {entry.code: entry for entry in CODES}
+#: The codes a run-level retry follows (``yes``) and those the reconciler resumes (``recovery``).
+RETRYABLE = frozenset(entry.code for entry in CODES if entry.retried != "no")
 
 
 def runbook(code: str | None) -> str | None:

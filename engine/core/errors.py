@@ -6,7 +6,7 @@ Exit codes (SPEC §8): 1 failed at run time, 2 invalid input (nothing written),
 
 from __future__ import annotations
 
-from engine.core import redact
+from engine.core import error_codes, redact
 
 
 class ReportflowError(Exception):
@@ -102,10 +102,8 @@ class StepError(ReportflowError):
         self.retry_after_s = retry_after_s
 
 
-RETRYABLE_CODES = frozenset({
-    "MODEL_UNAVAILABLE", "NOTION_RATE_LIMITED", "NOTION_UNAVAILABLE", "GIT_COMMIT_NOT_FOUND",
-    "STEP_TIMEOUT", "LEASE_EXPIRED",
-})
+#: Read from the error table (``core.error_codes``), the one place a code's class is written.
+RETRYABLE_CODES = error_codes.RETRYABLE
 
 
 def step_error(code: str, message: str, *, retry_after_s: float | None = None) -> StepError:

@@ -96,8 +96,9 @@ class Misfire(StrEnum):
 
 
 class ReportOn(StrEnum):
-    PREVIOUS = "previous"
-    CURRENT = "current"
+    PREVIOUS = "previous"  # the period before the slot's, whole
+    CURRENT = "current"  # the slot's own period, up to the slot
+    INTERVAL = "interval"  # from the previous slot to this one: consecutive slots tile time
 
 
 class PeriodKind(StrEnum):
@@ -315,3 +316,26 @@ class AuditEvent:
 
 SYSTEM_SCHEDULER = "SYSTEM_SCHEDULER"
 SYSTEM_RECONCILER = "SYSTEM_RECONCILER"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A value a workflow recorded at an instant of one of its timelines (a *line*).
+
+    Marks are written once (the first writer of an instant wins) and never change:
+    a report workflow keeps the branch heads as they stood at its windows' edges
+    here, so that consecutive reports agree on where one ends and the next begins.
+    """
+
+    at: datetime
+    value: dict[str, Any]
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class MarkLine:
+    """Every mark of one line, in time order, and the line's version (a compare-and-set token)."""
+
+    line: str
+    version: int
+    marks: tuple[Mark, ...] = ()

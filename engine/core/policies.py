@@ -42,7 +42,7 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
     """The period a run for ``slot_at`` reports on; fixed when the run is created.
 
     ``previous`` reports on the period before the slot's local date (complete);
-    ``current`` on the slot's own period. A ``slot`` period is the fire itself.
+    ``current`` and ``interval`` on the slot's own period. A ``slot`` period is the fire itself.
     """
     if kind is PeriodKind.SLOT:
         at = slot_at.astimezone(UTC)
@@ -56,16 +56,25 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
 # Pinned as ``window_rule``: runs created before it existed have none, and keep the window they pinned.
 WINDOW_UNTIL_SLOT = "until_slot"
 WINDOW_WHOLE_PERIOD = "whole_period"
+WINDOW_SINCE_PREVIOUS_SLOT = "since_previous_slot"
 
 
-def collect_window(period: Period, slot_at: datetime, report_on: ReportOn) -> tuple[Period, str]:
-    """The window a run collects, and its rule: a ``current`` run's window ends at its slot (SPEC §2).
+def collect_window(period: Period, slot_at: datetime, report_on: ReportOn,
+                   previous_slot_at: datetime | None = None) -> tuple[Period, str]:
+    """The window a run collects, and its rule.
 
-    Its end is the slot, never the moment the run executes, so a run that starts
-    late or is retried a day later reports exactly the same commits.
+    ``current``: the period up to the slot. ``interval``: from the schedule's previous
+    slot (``previous_slot_at``; the period's start when there is none) to this one, so
+    consecutive slots tile time. ``previous``: the whole period. The end is the slot,
+    never the moment the run executes, so a run that starts late or is retried a day
+    later reports exactly the same commits.
     """
-    if report_on is ReportOn.CURRENT and period.start_at < slot_at < period.end_at:
-        return replace(period, end_at=slot_at.astimezone(UTC)), WINDOW_UNTIL_SLOT
+    slot = slot_at.astimezone(UTC)
+    if report_on is ReportOn.INTERVAL:
+        start = previous_slot_at.astimezone(UTC) if previous_slot_at is not None else min(period.start_at, slot)
+        return replace(period, start_at=start, end_at=slot), WINDOW_SINCE_PREVIOUS_SLOT
+    if report_on is ReportOn.CURRENT and period.start_at < slot < period.end_at:
+        return replace(period, end_at=slot), WINDOW_UNTIL_SLOT
     return period, WINDOW_WHOLE_PERIOD
 
 

@@ -29,7 +29,7 @@ from engine.execution import fan_out, loop
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims, instances, ops_facts, outbox
+from engine.store import claims, instances, marks, ops_facts, outbox
 from engine.store.claims import Claim
 from engine.store.handle import Store
 
@@ -255,7 +255,8 @@ class Worker:
             attempt=claim.attempt, settings=self.rt.settings(workflow.name), check_fence=lease.check,
             exclusive=self.rt.store.exclusive, pace=partial(wait_for_slot, self.rt.store, self.rt.clock),
             sleep=partial(self._step_sleep, lease), engine_facts=partial(_engine_facts, self.rt),
-            output_models=workflow.output_models(), children=partial(fan_out.outcomes, self.rt, run.id))
+            output_models=workflow.output_models(), children=partial(fan_out.outcomes, self.rt, run.id),
+            marks=marks.StoreMarks(self.rt.store, self.rt.clock, run.id))
 
     def _context(self, claim: Claim, fixed: dict[str, Any], pinned: dict[str, Any], outputs: dict[str, Any],
                  position: int) -> StepContext:

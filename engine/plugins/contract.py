@@ -22,18 +22,19 @@ definitions from decorated functions.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
-from engine.core.models import PeriodKind, StepStatus
+from engine.core.models import Mark, MarkLine, PeriodKind, StepStatus
 from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)
@@ -104,6 +105,48 @@ def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
     raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
 
 
+class MarkBook(Protocol):
+    """A timeline's marks, kept by the engine for every run (``engine.store.marks``): read, then record.
+
+    ``record`` adds marks only if the line is still at the version read (False: read again and
+    decide again), and an instant already marked keeps its first value.
+    """
+
+    def read(self, line: str) -> MarkLine:
+        """The line's version and its marks in time order."""
+        ...
+
+    def record(self, line: str, version: int, marks: Sequence[Mark]) -> bool:
+        """Add ``marks`` if the line is still at ``version``; False (nothing written) if it moved on."""
+        ...
+
+
+class MemoryMarks:
+    """A ``MarkBook`` in memory: for a step called outside a worker (a test, a script)."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, MarkLine] = {}
+        self._lock = threading.Lock()
+
+    def read(self, line: str) -> MarkLine:
+        """The line's version and its marks in time order."""
+        return self._lines.get(line, MarkLine(line, 0))
+
+    def record(self, line: str, version: int, marks: Sequence[Mark]) -> bool:
+        """Add ``marks`` if the line is still at ``version`` (first value of an instant kept)."""
+        with self._lock:
+            current = self.read(line)
+            if current.version != version:
+                return False
+            if not marks:
+                return True
+            known = {m.at: m for m in current.marks}
+            for mark in marks:
+                known.setdefault(mark.at, mark)
+            self._lines[line] = MarkLine(line, version + 1, tuple(sorted(known.values(), key=lambda m: m.at)))
+            return True
+
+
 @dataclass(frozen=True)
 class StepContext:
     run_id: int
@@ -135,6 +178,8 @@ class StepContext:
     # ``engine_facts(start, end)``: the engine's own record of the runs whose slot is in
     # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
     engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
+    # Timelines of marks shared by every run on the store (``MarkBook``): a report's window edges.
+    marks: MarkBook = field(default_factory=MemoryMarks)
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
     # The inputs a parent's fan-out step gave this child run (empty for a run that is no child).

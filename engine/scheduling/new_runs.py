@@ -7,12 +7,23 @@ retry a day later reproduces the same inputs.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from engine.core import policies
+from engine.core import cron, policies
 from engine.core.clock import format_instant
-from engine.core.models import PRIORITY, AttemptTrigger, Period, Run, RunStatus, RunTrigger, Schedule, SlotReason
+from engine.core.models import (
+    PRIORITY,
+    AttemptTrigger,
+    Period,
+    ReportOn,
+    Run,
+    RunStatus,
+    RunTrigger,
+    Schedule,
+    ScheduleSpec,
+    SlotReason,
+)
 from engine.plugins.contract import ChildRun, WorkflowDef
 
 
@@ -21,8 +32,10 @@ def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
     """The inputs a run keeps for life: period, window (to the slot for ``current``), versions, and the
     workflow's own pins (``WorkflowDef.pin``), which cannot replace the engine's (``payload_version``...)."""
     spec = schedule.spec
-    window, rule = (period, policies.WINDOW_WHOLE_PERIOD) if slot_at is None else \
-        policies.collect_window(period, slot_at, spec.report_on)
+    if slot_at is None:
+        window, rule = period, policies.WINDOW_WHOLE_PERIOD
+    else:
+        window, rule = policies.collect_window(period, slot_at, spec.report_on, previous_slot(spec, slot_at))
     local_start, local_end = window.window_local()
     return {
         **workflow_pins,
@@ -35,12 +48,21 @@ def pinned_inputs(schedule: Schedule, workflow: WorkflowDef, period: Period,
         "timezone": spec.timezone,
         "report_on": spec.report_on.value,
         "business_key": period.key,
-        "window_start": format_instant(period.start_at),
+        "window_start": format_instant(window.start_at),
         "window_end": format_instant(window.end_at),
         "window_start_local": local_start,
         "window_end_local": local_end,
         "window_rule": rule,
     }
+
+
+def previous_slot(spec: ScheduleSpec, slot_at: datetime) -> datetime | None:
+    """The schedule's slot before ``slot_at`` (the start of an ``interval`` window); None for other windows."""
+    if spec.report_on is not ReportOn.INTERVAL:
+        return None
+    fire = cron.latest_fire_at_or_before(spec.cron, spec.timezone, slot_at - timedelta(seconds=1),
+                                         dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+    return fire.at if fire is not None else None
 
 
 def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, trigger: RunTrigger,
@@ -92,4 +114,4 @@ def child_run(parent: Run, child: ChildRun, workflow: WorkflowDef, *, now: datet
 
 # What a child takes over from its parent's pins: the business period, never the parent's own inputs.
 _PERIOD_PINS = frozenset({"schedule", "schedule_version", "timezone", "report_on", "business_key", "window_start",
-                          "window_end", "window_start_local", "window_end_local"})
+                          "window_end", "window_start_local", "window_end_local", "attribution"})

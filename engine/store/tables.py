@@ -21,6 +21,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -199,6 +200,25 @@ instances = Table(
     Column("projects", JSON),
     Column("started_at", UTCDateTime, nullable=False),
     Column("last_seen_at", UTCDateTime, nullable=False),
+)
+
+# Marks (engine.store.marks): values a workflow records at instants of a named timeline (a line),
+# once each. ``mark_lines.version`` is the line's compare-and-set token: a writer that decided on
+# version N records only while the line is still at N, so two writers never both extend one line.
+mark_lines = Table(
+    "mark_lines", metadata,
+    Column("line", String(255), primary_key=True),
+    Column("version", Integer, nullable=False),
+)
+
+marks = Table(
+    "marks", metadata,
+    Column("line", String(255), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("value", JSON, nullable=False),
+    Column("run_id", BigInteger),
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("line", "at"),
 )
 
 # One row per shared external rate limit (e.g. the Notion integration): the

@@ -95,14 +95,15 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
     run = show(rt, result.run_id)
     commits = run.steps[0].output["commits"]
     assert [c["subject"] for c in commits] == ["first of the day", "afternoon", "just before midnight"]
-    assert run.pinned["head_sha"] == repo.head("main")
+    # The branch as it stood at the window's end (the 30th's first commit landed after it).
+    assert run.pinned["head_sha"] == repo.head("main~1")
     path = tmp_path / "reports" / "platform" / "2026-09-29-platform-daily-summary.md"
     meta = front_matter(path)
     assert meta["report_key"] == '"daily_report:platform:2026-09-29"'
     assert meta["window_start"] == f'"{run.pinned["window_start"]}"' == '"2026-09-28T15:00:00Z"'
     assert meta["window_end"] == '"2026-09-29T15:00:00Z"'
     assert meta["prompt_version"] == '"v3"' and meta["grounding"] == '"ok"' and meta["model"] == '"llama3.1:8b"'
-    assert repo.head("main") in path.read_text()
+    assert repo.head("main~1") in path.read_text()
     assert ollama.generations == 1
     (page,) = notion.live_pages("daily_report:platform:2026-09-29")
     kinds = {a.kind: a for a in run.artifacts}

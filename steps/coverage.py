@@ -1,0 +1,101 @@
+"""Coverage: which commits a report of a schedule holds, so that each commit is in exactly one report.
+
+A schedule's reports read one timeline per project (a *line*): at the edges of their
+windows the engine keeps *marks*, the branch heads as they stood there, recorded
+once (the first writer wins, under a compare-and-set on the line). A report holds
+the commits reachable from the mark at its window's end and not from the mark
+before it (``git rev-list UPPER --not LOWER``, what a forge's compare view shows).
+Consecutive reports therefore telescope: whatever their dates, however late a
+commit landed, each commit reachable from the branches is in exactly one of them.
+
+``plan`` is the rule, a pure function of the marks already recorded and the
+window:
+
+- lower bound: the latest mark before the window's end. It is usually the mark
+  at the window's start (the previous report's end); when it is older, the
+  periods in between had no report of their own and this one also covers them
+  (*carried*); with no mark at all (the first report, a backfill of last year)
+  it is the branch as it stood at the window's start (*dated*: read from the
+  first-parent chain's committer dates) and is recorded.
+- upper bound: the mark at the window's end when one is recorded (a retry, a
+  revision); when a later mark exists and an earlier one too, a report after this
+  one already holds this window's commits, so this one holds none (*covered*);
+  when only later marks exist (a backfill before the first report), this report
+  reaches to the first of them and also holds the periods up to it (*ahead*, its
+  heads recorded at the window's end); otherwise the branch as it stands at the
+  window's end (*dated*), recorded.
+
+Whatever a run pins (its bounds) it keeps: a retry reports the same commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from engine.core.models import Mark
+
+How = Literal["recorded", "carried", "ahead", "dated", "covered"]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One end of a report's range: the edge's instant, how its heads were found (None: to read from git).
+
+    ``source``: the instant of the mark whose heads it takes (``at`` itself unless carried).
+    """
+
+    at: datetime
+    how: How
+    heads: dict[str, str] | None
+    source: datetime
+
+
+@dataclass(frozen=True)
+class Plan:
+    lower: Bound
+    upper: Bound
+
+    @property
+    def since(self) -> datetime:
+        """Where the report's coverage starts: the instant of the mark it starts from."""
+        return self.lower.source
+
+    @property
+    def until(self) -> datetime:
+        """Where the report's coverage ends: the window's end, or the later mark it was carried to."""
+        return self.upper.source
+
+    @property
+    def covered(self) -> bool:
+        """A later report already holds this window's commits: this one holds none."""
+        return self.upper.how == "covered"
+
+    @property
+    def to_record(self) -> tuple[datetime, ...]:
+        """The window edges this run marks: those read from git, and an end carried from a later mark."""
+        return tuple(b.at for b in (self.lower, self.upper) if b.how in ("dated", "ahead"))
+
+
+def plan(marks: Sequence[Mark], start: datetime, end: datetime) -> Plan:
+    """The bounds of a report of window [start, end) given the line's recorded marks (see the module)."""
+    before = [m for m in marks if m.at < end]
+    at_end = next((m for m in marks if m.at == end), None)
+    later = [m for m in marks if m.at > end]
+    if before:
+        latest = max(before, key=lambda m: m.at)
+        lower = Bound(start, "recorded" if latest.at >= start else "carried", dict(latest.value), latest.at)
+    else:
+        lower = Bound(start, "dated", None, start)
+    if at_end is not None:
+        upper = Bound(end, "recorded", dict(at_end.value), end)
+    elif later and before:
+        upper = Bound(end, "covered", lower.heads, lower.source)
+    elif later:
+        first = min(later, key=lambda m: m.at)
+        upper = Bound(end, "ahead", dict(first.value), first.at)
+    else:
+        upper = Bound(end, "dated", None, end)
+    return Plan(lower, upper)

@@ -1,0 +1,75 @@
+"""The git that coverage needs: the branch as it stood at an instant, and the commits between two sets of heads.
+
+- ``dated_head``: the newest commit of a branch's first-parent chain such that it
+  and every first-parent ancestor were committed at or before the instant: the
+  branch as it stood then, read from committer dates (a commit cannot be on a
+  branch before its ancestors, so one clock-skewed commit cannot pull newer work
+  into the past). Read from the head down, in growing slices.
+- ``range_shas``: ``git rev-list UPPER… --not LOWER…``, the commits reachable from
+  the upper heads and from none of the lower ones (what ``git log A..B`` shows).
+- ``is_ancestor``, ``existing``: whether a head still leads to an older one (a
+  force-push rewrote it otherwise), and which objects this clone has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from steps import git_log
+from steps.git_log import GitFailure
+
+#: When a slice of the first-parent chain holds this many commits older than the instant, and the
+#: oldest is a day older, nothing deeper can be newer than the instant but a clock error.
+_SETTLED = 32
+_DAY_S = 86400
+
+
+def is_shallow(repo_dir: Path) -> bool:
+    """Whether the clone is shallow (its history stops at a grafted boundary)."""
+    return git_log.run(repo_dir, ["rev-parse", "--is-shallow-repository"]).strip() == b"true"
+
+
+def dated_head(repo_dir: Path, head: str, at_ts: int) -> str | None:
+    """The branch whose head is ``head`` as it stood at Unix time ``at_ts``; None if it had no commit then."""
+    count = 256
+    while True:
+        out = git_log.run(repo_dir, ["log", "--first-parent", "--format=%H %ct", f"-n{count}", head])
+        chain = [(sha, int(ct)) for sha, ct in (line.split() for line in out.decode().splitlines())]
+        exhausted = len(chain) < count
+        newer = max((i for i, (_, ct) in enumerate(chain) if ct > at_ts), default=-1)
+        older = chain[newer + 1:]
+        if exhausted or (len(older) >= _SETTLED and older[-1][1] < at_ts - _DAY_S):
+            return older[0][0] if older else None
+        count *= 4
+
+
+def range_shas(repo_dir: Path, upper: Sequence[str], lower: Sequence[str], *, include_merges: bool) -> list[str]:
+    """SHAs reachable from ``upper`` and from none of ``lower``, newest first."""
+    if not upper:
+        return []
+    args = ["rev-list", *([] if include_merges else ["--no-merges"]), *upper]
+    if lower:
+        args += ["--not", *lower]
+    return git_log.run(repo_dir, [*args, "--"]).decode().split()
+
+
+def is_ancestor(repo_dir: Path, older: str, newer: str) -> bool:
+    """Whether ``older`` is ``newer`` or one of its ancestors."""
+    try:
+        git_log.run(repo_dir, ["merge-base", "--is-ancestor", older, newer])
+    except GitFailure as exc:
+        if exc.returncode == 1:
+            return False
+        raise
+    return True
+
+
+def existing(repo_dir: Path, shas: Sequence[str]) -> set[str]:
+    """The commits of ``shas`` present in this clone."""
+    if not shas:
+        return set()
+    out = git_log.run(repo_dir, ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+                      stdin="".join(f"{s}\n" for s in shas).encode())
+    return {fields[0] for fields in (line.split() for line in out.decode().splitlines())
+            if len(fields) == 2 and fields[1] == "commit"}

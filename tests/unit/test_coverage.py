@@ -1,0 +1,176 @@
+"""Coverage (steps.coverage.plan): each commit in exactly one report of a schedule, on random histories.
+
+A model of git and of the engine, small enough to enumerate: a branch whose first-parent
+chain grows by pushes (some carrying merged side branches, some commits dated days before
+they land, some force-pushes), reports whose windows tile the days, and runs that execute
+late, out of order, or never (an outage), each deciding its bounds with ``plan`` from the
+marks recorded so far and recording the new ones, as the report workflow does. Whatever
+the arrival order, the reports never share a commit, and every commit between the first
+and the last mark is in one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.core.models import Mark
+from steps import coverage
+
+T0 = datetime(2026, 11, 2, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+@dataclass
+class Branch:
+    """A branch: first-parent commits (id, committer time), each with the side commits its merge brings."""
+
+    chain: list[tuple[int, datetime]] = field(default_factory=list)
+    sides: dict[int, set[int]] = field(default_factory=dict)
+    next_id: int = 1
+
+    def push(self, when: datetime, dates: list[datetime], side_sizes: list[int]) -> None:
+        for date, size in zip(dates, side_sizes, strict=False):  # one merge size per commit, the rest unused
+            commit = self.next_id
+            self.next_id += 1
+            self.sides[commit] = set(range(self.next_id, self.next_id + size))
+            self.next_id += size
+            self.chain.append((commit, min(date, when)))
+
+    def force_push(self, drop: int) -> None:
+        del self.chain[max(0, len(self.chain) - drop):]
+
+    def head(self) -> int | None:
+        return self.chain[-1][0] if self.chain else None
+
+    def dated(self, at: datetime) -> int | None:
+        """As ``git_range.dated_head``: the newest commit whose running maximum date is before ``at``."""
+        best, latest = None, None
+        for commit, date in self.chain:
+            latest = date if latest is None else max(latest, date)
+            if latest >= at:
+                break
+            best = commit
+        return best
+
+    def reach(self, head: int | None, history: dict[int, tuple[int, ...]]) -> set[int]:
+        """Every commit reachable from ``head``: its first-parent ancestors and what their merges brought."""
+        if head is None:
+            return set()
+        out: set[int] = set()
+        for commit in history[head]:
+            out.add(commit)
+            out |= self.sides[commit]
+        return out
+
+
+def run_report(branch: Branch, history: dict[int, tuple[int, ...]], marks: list[Mark],
+               start: datetime, end: datetime) -> set[int]:
+    """One report run as the workflow does it: plan, read the branch for dated bounds, record, take the range."""
+    plan = coverage.plan(marks, start, end)
+
+    def value(bound: coverage.Bound) -> dict[str, str]:
+        if bound.heads is not None:
+            return bound.heads
+        head = branch.dated(bound.at)
+        return {} if head is None else {"main": str(head)}
+
+    lower, upper = value(plan.lower), value(plan.upper)
+    for bound, heads in ((plan.lower, lower), (plan.upper, upper)):
+        if bound.at in plan.to_record and all(m.at != bound.at for m in marks):
+            marks.append(Mark(bound.at, heads))
+    marks.sort(key=lambda m: m.at)
+    if plan.covered:
+        assert upper == lower
+        return set()
+
+    def reach(heads: dict[str, str]) -> set[int]:
+        return branch.reach(int(heads["main"]) if heads else None, history)
+
+    return reach(upper) - reach(lower)
+
+
+pushes = st.lists(st.tuples(
+    st.integers(0, 20 * 24),  # hour of the push
+    st.lists(st.integers(-72, 0), min_size=1, max_size=3),  # each commit's date, hours before the push
+    st.lists(st.integers(0, 3), min_size=3, max_size=3),  # side commits each merge brings
+    st.integers(0, 12),  # a force-push dropping this many commits first (0 or 1-in-12: most pushes do not)
+), min_size=1, max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pushes=pushes, run_days=st.lists(st.tuples(st.integers(0, 19), st.integers(0, 30 * 24)), max_size=40),
+       rewrite=st.booleans())
+def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int], list[int], int]],
+                                                run_days: list[tuple[int, int]], rewrite: bool) -> None:
+    """Runs of 20 daily windows execute at random hours after their window (or never, or twice)."""
+    events: list[tuple[datetime, int, object]] = []
+    for hour, offsets, sides, force in pushes:
+        events.append((T0 + timedelta(hours=hour), 0, (offsets, sides, force if rewrite and force == 12 else 0)))
+    for day, delay in run_days:
+        events.append((T0 + (day + 1) * DAY + timedelta(hours=delay), 1, day))
+    events.sort(key=lambda e: (e[0], e[1]))
+
+    branch, marks, history = Branch(), list[Mark](), dict[int, tuple[int, ...]]()
+    reports: dict[int, list[set[int]]] = {}
+    for when, kind, payload in events:
+        if kind == 0:
+            offsets, sides, drop = payload  # type: ignore[misc]
+            if drop:
+                branch.force_push(3)
+            branch.push(when, [when + timedelta(hours=h) for h in offsets], sides)
+            chain = [c for c, _ in branch.chain]
+            for i, commit in enumerate(chain):
+                history.setdefault(commit, tuple(chain[:i + 1]))
+        else:
+            day = int(payload)  # type: ignore[call-overload]
+            reports.setdefault(day, []).append(run_report(branch, history, marks, T0 + day * DAY, T0 + (day + 1) * DAY))
+
+    # A run of the same window again (a retry, a revision) reports what the first did: its bounds are marks.
+    per_window = [runs[0] for runs in reports.values()]
+    for runs in reports.values():
+        assert all(r == runs[0] for r in runs[1:])
+    seen: dict[int, int] = {}
+    for held in per_window:
+        for commit in held:
+            seen[commit] = seen.get(commit, 0) + 1
+    assert [c for c, n in seen.items() if n > 1] == []  # never in two reports
+    if not rewrite and marks:
+        first, last = marks[0].value, marks[-1].value
+        expected = (branch.reach(int(last["main"]) if last else None, history)
+                    - branch.reach(int(first["main"]) if first else None, history))
+        assert expected <= set(seen)  # every commit between the first and the last mark is in one
+
+
+def test_a_window_after_an_outage_holds_the_periods_without_a_report() -> None:
+    marks = [Mark(T0, {"main": "a"}), Mark(T0 + DAY, {"main": "b"})]
+    plan = coverage.plan(marks, T0 + 3 * DAY, T0 + 4 * DAY)
+    assert (plan.lower.how, plan.lower.source, plan.lower.heads) == ("carried", T0 + DAY, {"main": "b"})
+    assert plan.since == T0 + DAY and plan.to_record == (T0 + 4 * DAY,)
+
+
+def test_a_backfilled_window_inside_a_later_report_holds_nothing() -> None:
+    marks = [Mark(T0, {"main": "a"}), Mark(T0 + 4 * DAY, {"main": "e"})]  # the T0+3d report carried from T0
+    plan = coverage.plan(marks, T0 + DAY, T0 + 2 * DAY)
+    assert plan.covered and plan.upper.heads == plan.lower.heads == {"main": "a"} and plan.to_record == ()
+
+
+def test_a_backfill_before_the_first_report_reaches_to_it() -> None:
+    marks = [Mark(T0 + 2 * DAY, {"main": "c"})]  # the T0+2d report ran first, before this backfill
+    plan = coverage.plan(marks, T0, T0 + DAY)
+    assert (plan.lower.how, plan.upper.how, plan.upper.heads) == ("dated", "ahead", {"main": "c"})
+    assert plan.until == T0 + 2 * DAY and plan.to_record == (T0, T0 + DAY)
+
+
+def test_the_first_report_reads_both_edges_from_the_branch() -> None:
+    plan = coverage.plan([], T0, T0 + DAY)
+    assert (plan.lower.how, plan.upper.how) == ("dated", "dated") and plan.to_record == (T0, T0 + DAY)
+
+
+def test_a_retry_finds_both_edges_recorded() -> None:
+    marks = [Mark(T0, {"main": "a"}), Mark(T0 + DAY, {"main": "b"})]
+    plan = coverage.plan(marks, T0, T0 + DAY)
+    assert (plan.lower.how, plan.upper.how, plan.to_record) == ("recorded", "recorded", ())
