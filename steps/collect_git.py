@@ -99,7 +99,7 @@ class CollectOutput(BaseModel):
     """COLLECT_GIT's persisted output; ``heads`` is what the run pins.
 
     The coverage fields are set for runs pinned with an attribution (``collect_between``):
-    ``since`` is where this report's coverage starts (the previous report's end),
+    ``since`` and ``until`` are where this report's coverage starts (the previous report's end) and ends,
     ``since_heads`` the heads it starts from; ``also_covers`` names earlier periods that
     had no report of their own and are held here; ``covered``: a later report already
     holds this window's commits; ``arrived_late`` (``authored``): commits authored
@@ -114,6 +114,7 @@ class CollectOutput(BaseModel):
     window_end: str
     attribution: Attribution | None = None
     since: str | None = None
+    until: str | None = None
     since_heads: dict[str, str] | None = None
     also_covers: list[str] = []
     covered: bool = False
@@ -217,7 +218,8 @@ def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, 
 
 def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str], lower: dict[str, str], *,
                     attribution: Attribution, since: datetime, window_start: datetime, window_end: datetime,
-                    until: datetime | None = None, covered: bool = False, also_covers: Sequence[str] = (), authors: Sequence[str] = (),
+                    until: datetime | None = None, covered: bool = False, also_covers: Sequence[str] = (),
+                    authors: Sequence[str] = (),
                     include_merges: bool = False, exclude: Sequence[str] | None = None) -> CollectOutput:
     """The commits of a report whose range runs from the heads ``lower`` to the heads ``upper``.
 
@@ -266,7 +268,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         raise _unreadable(repo.path, exc) from exc
     return CollectOutput.model_validate({
         "heads": upper, "head_sha": upper[first] if first else "", "commits": commits, "window_start": _iso(start),
-        "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "since_heads": lower,
+        "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "until": _iso(until_utc), "since_heads": lower,
         "also_covers": list(also_covers), "covered": covered, "arrived_late": late, "rewritten": rewritten})
 
 

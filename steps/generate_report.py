@@ -38,6 +38,7 @@ from steps.git_log import CommitInfo
 from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (
     BuiltinWriter,
+    arrived_late_section,
     assemble,
     header,
     inline,
@@ -45,6 +46,7 @@ from steps.report_markdown import (
     local_time,
     no_activity,
     short,
+    span,
     statistics_section,
     trim_note,
     zone,
@@ -237,13 +239,14 @@ def _system(template: PromptTemplate, language: str) -> str:
 
 def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
             budget_chars: int) -> tuple[str, Listing]:
-    listing = build_listing(inp.commits, zone(inp.timezone), budget_chars, inp.text_rules)
+    listing = build_listing(inp.reported, zone(inp.timezone), budget_chars, inp.text_rules)
     summary = (f"all {listing.total}" if listing.listed == listing.total
                else f"{listing.listed} of {listing.total} listed")
     try:
         prompt = template.user.substitute(
             project=inp.project, business_key=inp.business_key, window_local=local_span(inp),
-            window_start=inp.window_start, window_end=inp.window_end, timezone=inp.timezone,
+            window_start=span(inp)[0], window_end=span(inp)[1], timezone=inp.timezone,
+            coverage=coverage_text(inp),
             commit_count=listing.total, listing_summary=summary, stats=stats_text(stats, inp.text_rules),
             commits=listing.text or "(none listed)", trim_note=_prompt_note(listing),
             **_language_fields(inp.language))
@@ -251,6 +254,21 @@ def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
         raise errors.step_error("CONFIG_INVALID", f"prompt template {template.workflow}."
                                 f"{template.version}.md has a bad placeholder: {exc}") from exc
     return prompt.rstrip("\n") + "\n", listing
+
+
+def coverage_text(inp: ReportInput) -> str:
+    """What the report holds, for the prompt (v4 and later): the model must not call a window a day."""
+    cover = inp.coverage
+    if cover is None:
+        return f"the commits authored during {local_span(inp)}."
+    late = len(cover.arrived_late)
+    text = (f"the commits that landed on the tracked branches during {local_span(inp)}"
+            if cover.attribution == "landed" else
+            f"the commits authored during {local_span(inp)}"
+            + (f", and {late} authored earlier that arrived since the last report" if late else ""))
+    if cover.also_covers:
+        text += f"; it also covers {', '.join(cover.also_covers)}, which had no report of their own"
+    return text + ". Say \"in this window\", not \"today\" or \"this week\", when the window is not exactly that."
 
 
 def render_prompt(inp: ReportInput, stats: ReportStats | Mapping[str, Any], *,
@@ -278,10 +296,10 @@ def facts_of(inp: ReportInput) -> grounding.Facts:
     """What the narrative of ``inp`` may cite and must contain (SPEC §16.1)."""
     t = texts(inp.language)
     verbatim = [inp.project]
-    for commit in inp.commits:
+    for commit in inp.reported:
         verbatim += [commit.subject, commit.author_name, *(f.path for f in commit.files)]
         verbatim += [area_of(f.path) for f in commit.files]
-    return grounding.Facts(commits=tuple(c.sha for c in inp.commits),
+    return grounding.Facts(commits=tuple(c.sha for c in inp.reported),
                            headings=(t.summary, t.areas, t.notable), language=inp.language,
                            verbatim=tuple(dict.fromkeys(inline(v) for v in verbatim)))
 
@@ -318,9 +336,9 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     """
     template = load_template(inp.workflow, inp.prompt_version)
     t = texts(inp.language)
-    stats = summarize(inp.commits)
+    stats = summarize(inp.reported)
     opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
-    if not inp.commits:
+    if not inp.reported:
         return ReportOutput(text=no_activity(inp), model="none", model_digest=None,
                             prompt_version=inp.prompt_version, prompt_sha256="",
                             template_sha256=template.sha256, options=opts,
@@ -351,7 +369,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     by += f", {t.prompt_word} {inp.workflow} {inp.prompt_version}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
-    text = assemble([header(inp, stats, writer_line=by), note, fallback_note, narrative,
+    text = assemble([header(inp, stats, writer_line=by), note, fallback_note, narrative, arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

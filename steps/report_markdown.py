@@ -43,11 +43,19 @@ def zone(name: str) -> ZoneInfo:
         raise errors.step_error("CONFIG_INVALID", f"unknown timezone {name!r}") from exc
 
 
+def span(inp: ReportInput) -> tuple[str, str]:
+    """What the report spans (UTC ISO): its coverage when it has one, else its window."""
+    if inp.coverage is not None:
+        return inp.coverage.since, inp.coverage.until
+    return inp.window_start, inp.window_end
+
+
 def local_span(inp: ReportInput) -> str:
-    """The window in the report's timezone: ``2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul)``."""
+    """The span in the report's timezone: ``2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul)``."""
     tz = zone(inp.timezone)
-    start = datetime.fromisoformat(inp.window_start).astimezone(tz)
-    end = datetime.fromisoformat(inp.window_end).astimezone(tz)
+    first, last = span(inp)
+    start = datetime.fromisoformat(first).astimezone(tz)
+    end = datetime.fromisoformat(last).astimezone(tz)
     return f"{start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} ({inp.timezone})"
 
 
@@ -74,12 +82,42 @@ def header(inp: ReportInput, stats: ReportStats, *, writer_line: str) -> str:
     lines = [
         t.title(is_weekly(inp), inp.project, inp.business_key),
         "",
-        t.period_line(local_span(inp), inp.window_start, inp.window_end),
+        *coverage_lines(inp),
         t.activity_line(stats.commits, stats.author_count, stats.files_changed, stats.insertions,
                         stats.deletions),
         t.written_by_line(writer_line),
     ]
     return "\n".join(lines) + "\n"
+
+
+def coverage_lines(inp: ReportInput) -> list[str]:
+    """The report's first facts: its span (with how commits were placed), and what else it holds or does not."""
+    t = texts(inp.language)
+    cover = inp.coverage
+    if cover is None:
+        return [t.period_line(local_span(inp), inp.window_start, inp.window_end)]
+    out = [f"{t.covers_line(cover.attribution, local_span(inp), len(cover.arrived_late))}; "
+           f"UTC {cover.since} → {cover.until}"]
+    if cover.also_covers:
+        out.append(t.also_covers_line(cover.also_covers))
+    if cover.covered:
+        out.append(t.covered_line())
+    if cover.rewritten:
+        out.append(t.rewritten_line(cover.rewritten))
+    return out
+
+
+def arrived_late_section(inp: ReportInput) -> str:
+    """``## Arrived late``: commits authored before the window that reached the branches since the last report."""
+    if inp.coverage is None or not inp.coverage.arrived_late:
+        return ""
+    t = texts(inp.language)
+    tz = zone(inp.timezone)
+    out = [f"## {t.arrived_late}", ""]
+    out += [f"- `{short(c.sha)}` {untrusted.text(c.subject, inp.text_rules)} "
+            f"({untrusted.text(c.author_name, inp.text_rules)}, {local_time(c.authored_at, tz)})"
+            for c in inp.coverage.arrived_late]
+    return "\n".join(out) + "\n"
 
 
 def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0) -> str:
@@ -120,8 +158,9 @@ def no_activity(inp: ReportInput) -> str:
     empty = ReportStats(commits=0, author_count=0, files_changed=0, insertions=0, deletions=0,
                         authors=[], areas=[], busiest_files=[])
     t = texts(inp.language)
-    return (header(inp, empty, writer_line=t.no_model) + f"\n## {t.summary}\n\n"
-            f"{t.no_activity(inp.project, is_weekly(inp))}\n")
+    quiet = (t.no_activity(inp.project, is_weekly(inp)) if inp.coverage is None
+             else t.no_activity_in_window(inp.project, inp.coverage.attribution == "landed"))
+    return header(inp, empty, writer_line=t.no_model) + f"\n## {t.summary}\n\n{quiet}\n"
 
 
 def assemble(parts: Sequence[str]) -> str:
@@ -157,7 +196,7 @@ class BuiltinWriter:
         """Summary, Changes by area, Notable commits, from ``material`` (prompt unused),
         in the input's language."""
         inp, stats = material.input, material.stats
-        commits = inp.commits
+        commits = inp.reported
         t = texts(inp.language)
         rules = inp.text_rules
         sections = [self._summary(inp, stats, t), self._areas(stats, commits, t, rules),
@@ -167,14 +206,15 @@ class BuiltinWriter:
     def _summary(self, inp: ReportInput, stats: ReportStats, t: Texts) -> str:
         rules = inp.text_rules
         parts = [t.summary_totals(inp.project, is_weekly(inp), stats.commits, stats.author_count,
-                                  stats.files_changed, stats.insertions, stats.deletions)]
+                                  stats.files_changed, stats.insertions, stats.deletions,
+                                  window=inp.coverage is not None)]
         if stats.areas:
             parts.append(t.summary_areas([(untrusted.code(a.area, rules), a.commits) for a in stats.areas[:2]]))
         if stats.authors:
             lead = stats.authors[0]
             parts.append(t.summary_author(untrusted.text(lead.name, rules), lead.commits))
-        if inp.commits:
-            big = notable(inp.commits, 1)[0]
+        if inp.reported:
+            big = notable(inp.reported, 1)[0]
             parts.append(t.summary_largest(f"`{short(big.sha)}`", untrusted.text(big.subject, rules), *lines(big)))
         return f"## {t.summary}\n\n{' '.join(parts)}\n"
 

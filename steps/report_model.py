@@ -23,6 +23,18 @@ BUSIEST_FILES = 10
 ROOT_AREA = "(root)"
 
 
+class Coverage(BaseModel):
+    """What a report of a run pinned with an attribution holds (COLLECT_GIT's coverage fields)."""
+
+    attribution: Literal["landed", "authored"]
+    since: str
+    until: str
+    also_covers: list[str] = []
+    covered: bool = False
+    arrived_late: list[CommitInfo] = []
+    rewritten: list[str] = []
+
+
 class ReportInput(BaseModel):
     """What the step needs: pinned inputs, the window, and COLLECT_GIT's commits."""
 
@@ -39,6 +51,13 @@ class ReportInput(BaseModel):
     language: str = "en"
     #: How commit text is neutralised (``steps.untrusted``; pinned; runs pinned before it render with 0).
     text_rules: int = 0
+    #: What the report covers (runs pinned with an attribution); None: the window, by author date.
+    coverage: Coverage | None = None
+
+    @property
+    def reported(self) -> list[CommitInfo]:
+        """Every commit the report holds: the window's, then those that arrived late."""
+        return [*self.commits, *(self.coverage.arrived_late if self.coverage else [])]
 
 
 class ReportOutput(BaseModel):

@@ -71,10 +71,11 @@ class Texts:
         return f"No commits were authored in {project} during this {'week' if weekly else 'day'}."
 
     def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
-                       ins: int, dels: int) -> str:
+                       ins: int, dels: int, *, window: bool = False) -> str:
+        """``window``: the report's span is its window (coverage), not exactly the day or week."""
+        when = self.in_window() if window else f"during this {'week' if weekly else 'day'}"
         return (f"{self.count(commits, 'commit')} by {self.count(authors, 'author')} "
-                f"changed {self.count(files, 'file')} (+{ins} / −{dels} lines) in {project} "
-                f"during this {'week' if weekly else 'day'}.")
+                f"changed {self.count(files, 'file')} (+{ins} / −{dels} lines) in {project} {when}.")
 
     def summary_areas(self, areas: Sequence[tuple[str, int]]) -> str:
         """``areas``: (area already formatted, commits) of the busiest areas."""
@@ -92,6 +93,33 @@ class Texts:
 
     def files_count(self, n: int) -> str:
         return self.count(n, "file")
+
+    arrived_late = "Arrived late"
+
+    def covers_line(self, attribution: str, span: str, late: int) -> str:
+        """What the report holds, on top: its window in local time and how commits were placed."""
+        if attribution == "landed":
+            return f"- **Covers:** the commits that landed on the tracked branches during {span}"
+        extra = f", and {self.count(late, 'commit')} authored earlier that arrived since the last report" if late else ""
+        return f"- **Covers:** the commits authored during {span}{extra}"
+
+    def also_covers_line(self, keys: Sequence[str]) -> str:
+        return f"- **Also covers:** {', '.join(keys)} (no report of their own)"
+
+    def covered_line(self) -> str:
+        return "- **Covered by a later report:** that report already holds this window's commits"
+
+    def rewritten_line(self, branches: Sequence[str]) -> str:
+        return (f"- **History rewritten:** {', '.join(branches)} (force-pushed since the last report; "
+                "the rewritten commits are counted here as new commits)")
+
+    def no_activity_in_window(self, project: str, landed: bool) -> str:
+        verb = "landed in" if landed else "were authored in"
+        return f"No commits {verb} {project} in this report's window."
+
+    def in_window(self) -> str:
+        """How the narrative names the report's span when it is not exactly the day or week."""
+        return "in this report's window"
 
     def grounding_note(self, replaced: Sequence[str]) -> str:
         """The one line a report carries when sections of the model's text were replaced."""
@@ -155,8 +183,9 @@ class KoreanTexts(Texts):
         return f"{'이번 주' if weekly else '이날'} {project}에 작성된 커밋이 없습니다."
 
     def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
-                       ins: int, dels: int) -> str:
-        return (f"{'한 주' if weekly else '하루'} 동안 {project}에서 {self.count(authors, 'author')}이 "
+                       ins: int, dels: int, *, window: bool = False) -> str:
+        when = self.in_window() if window else f"{'한 주' if weekly else '하루'} 동안"
+        return (f"{when} {project}에서 {self.count(authors, 'author')}이 "
                 f"{self.count(commits, 'commit')}로 {self.count(files, 'file')}를 변경했습니다"
                 f"(+{ins} / −{dels}줄).")
 
@@ -172,6 +201,31 @@ class KoreanTexts(Texts):
 
     def more_commits(self, n: int) -> str:
         return f"… 외 커밋 {n}개"
+
+    arrived_late = "늦게 도착한 커밋"
+
+    def covers_line(self, attribution: str, span: str, late: int) -> str:
+        if attribution == "landed":
+            return f"- **범위:** {span} 동안 추적 브랜치에 반영된 커밋"
+        extra = f", 그리고 지난 보고 이후 늦게 도착한 이전 작성 {self.count(late, 'commit')}" if late else ""
+        return f"- **범위:** {span} 동안 작성된 커밋{extra}"
+
+    def also_covers_line(self, keys: Sequence[str]) -> str:
+        return f"- **함께 다루는 기간:** {', '.join(keys)} (별도 보고 없음)"
+
+    def covered_line(self) -> str:
+        return "- **이후 보고에 포함됨:** 이 기간의 커밋은 이후 보고가 이미 다루었습니다"
+
+    def rewritten_line(self, branches: Sequence[str]) -> str:
+        return (f"- **이력 재작성:** {', '.join(branches)} (지난 보고 이후 강제 푸시됨; "
+                "다시 쓰인 커밋은 새 커밋으로 셉니다)")
+
+    def no_activity_in_window(self, project: str, landed: bool) -> str:
+        verb = "반영된" if landed else "작성된"
+        return f"이 보고 기간 동안 {project}에 {verb} 커밋이 없습니다."
+
+    def in_window(self) -> str:
+        return "이 보고 기간 동안"
 
     def grounding_note(self, replaced: Sequence[str]) -> str:
         return (f"> **참고:** {', '.join(replaced)} 섹션은 모델의 글이 두 번 검사를 통과하지 못해 "

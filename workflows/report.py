@@ -26,7 +26,8 @@ from workflows import diagnose, drafting, report_settings
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
-    from steps.report_model import ReportOutput
+    from steps.collect_git import CollectOutput
+    from steps.report_model import Coverage, ReportOutput
 
 PAYLOAD_VERSION = 1
 
@@ -150,7 +151,8 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResul
         # Runs pinned before the language existed were English, and stay so.
         language=str(ctx.pinned.get("language", "en")),
         # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
-        text_rules=int(ctx.pinned.get("text_rules", 0)))
+        text_rules=int(ctx.pinned.get("text_rules", 0)),
+        coverage=coverage_of(collected))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()
@@ -163,6 +165,17 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResul
         writer = generate_report.BuiltinWriter()
     out = generate_report.generate(inp, writer, num_ctx=int(options.get("num_ctx", 8192)), options=options)
     return StepResult(output=out)
+
+
+def coverage_of(collected: CollectOutput | None) -> Coverage | None:
+    """What a report holds, from COLLECT_GIT's output (None for runs pinned without an attribution)."""
+    from steps.report_model import Coverage
+
+    if collected is None or collected.attribution is None or collected.since is None:
+        return None
+    return Coverage(attribution=collected.attribution, since=collected.since, until=collected.window_end
+                    if collected.until is None else collected.until, also_covers=collected.also_covers,
+                    covered=collected.covered, arrived_late=collected.arrived_late, rewritten=collected.rewritten)
 
 
 def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
@@ -180,6 +193,11 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "window_start_local": ctx.pinned.get("window_start_local"),
         "window_end_local": ctx.pinned.get("window_end_local"),
         "heads": ctx.pinned.get("heads", {}),
+        # What the report holds (runs pinned with an attribution; absent before, so their re-runs write the same bytes).
+        **({"attribution": ctx.pinned["attribution"], "covers_since": ctx.pinned.get("since"),
+            "covers_until": ctx.pinned.get("until"), "since_heads": ctx.pinned.get("since_heads"),
+            "also_covers": ctx.pinned.get("also_covers", []), "covered_by_later_report": ctx.pinned.get("covered")}
+           if ctx.pinned.get("since_heads") is not None else {}),
         "provider": report.provider,
         "model": report.model,
         "model_digest": report.model_digest,

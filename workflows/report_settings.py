@@ -41,7 +41,7 @@ class LlmSettings(Strict):
     provider: Literal["builtin", "ollama"] = "builtin"
     model: str = "llama3.1:8b"
     host: str = "http://127.0.0.1:11434"
-    prompt_version: Annotated[str, Field(pattern=r"^v[0-9]+$")] = "v3"
+    prompt_version: Annotated[str, Field(pattern=r"^v[0-9]+$")] = "v4"
     timeout: Duration = timedelta(seconds=300)
     temperature: float = Field(default=0.2, ge=0, le=2)
     seed: int = 42

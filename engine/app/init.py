@@ -31,7 +31,7 @@ language = "en"               # or "ko": the report's headings and sentences, an
 provider = "builtin"          # or "ollama" (then: ollama pull llama3.1:8b)
 model = "llama3.1:8b"
 host = "http://127.0.0.1:11434"
-prompt_version = "v3"           # v3: the answer is checked, repaired once, else replaced (SPEC §16.1)
+prompt_version = "v4"         # the model's answer is checked, repaired once, else replaced (README "AI, checked")
 
 [notion]
 enabled = false
@@ -44,13 +44,18 @@ repo = "{repo}"
 branches = ["HEAD"]
 on_empty = "skip"
 
+# Every commit is in exactly one report of each schedule: "landed" places a commit in the
+# report after it reached the branch (a branch merged on Tuesday is in Tuesday's report,
+# whenever it was written), and a report after a slot that did not run (the machine was
+# off) also covers the periods before it, and says so.
 [[schedules]]
 name = "{key}-daily"
 workflow = "daily_report"
 project = "{key}"
 cron = "30 19 * * *"
 timezone = "{timezone}"
-report_on = "current"         # the 19:30 run covers today so far
+report_on = "interval"        # the 19:30 run covers yesterday 19:30 to today 19:30
+attribution = "landed"
 misfire = "CATCH_UP_ALL"
 overlap = "QUEUE_NEW"
 
@@ -61,7 +66,8 @@ project = "{key}"
 cron = "0 9 * * 1"
 timezone = "{timezone}"
 report_on = "previous"        # Monday 09:00 covers last ISO week
-misfire = "RUN_ONCE"
+attribution = "landed"
+misfire = "RUN_ONCE"          # after a long outage, one run: it covers the weeks missed too
 """
 
 

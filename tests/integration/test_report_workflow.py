@@ -102,7 +102,7 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
     assert meta["report_key"] == '"daily_report:platform:2026-09-29"'
     assert meta["window_start"] == f'"{run.pinned["window_start"]}"' == '"2026-09-28T15:00:00Z"'
     assert meta["window_end"] == '"2026-09-29T15:00:00Z"'
-    assert meta["prompt_version"] == '"v3"' and meta["grounding"] == '"ok"' and meta["model"] == '"llama3.1:8b"'
+    assert meta["prompt_version"] == '"v4"' and meta["grounding"] == '"ok"' and meta["model"] == '"llama3.1:8b"'
     assert repo.head("main~1") in path.read_text()
     assert ollama.generations == 1
     (page,) = notion.live_pages("daily_report:platform:2026-09-29")
@@ -263,7 +263,7 @@ def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path,
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
-    assert (run.pinned["language"], run.pinned["prompt_version"]) == ("ko", "v3")
+    assert (run.pinned["language"], run.pinned["prompt_version"]) == ("ko", "v4")
     text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
     assert "# 일일 업무 보고: platform, 2026-09-29" in text and "## 영역별 변경 사항" in text
 
