@@ -65,6 +65,13 @@ print(f"This run created {created} run(s); the database holds {len(runs)}: {outc
 newest_daily = max((p for p in reports if "-daily-summary" in p.name), key=lambda p: p.name, default=None)
 print(f"Reports: {daily} daily and {weekly} weekly Markdown files under reports/"
       + (f" (latest day: {newest_daily})" if newest_daily else ""))
+quiet = sorted(run["business_key"] for run in runs if run["status"] == "SUCCESS"
+               and not any(run["business_key"] in p.name for p in reports))
+if quiet:
+    print(f"No commits landed on {', '.join(quiet)}: those runs succeeded without a file (on_empty = \"skip\").")
+if not weekly:
+    print("No weekly report yet: a week's report is made on the Monday after it, once a whole ISO week of "
+          "this repository's history has ended.")
 latest = max(runs, key=lambda run: run["id"], default=None)
 print("Look further:")
 if latest is not None:

@@ -135,8 +135,10 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     from steps.collect_git import CollectOutput
 
     children = ctx.children()
-    collected = {c.name: CollectOutput.model_validate(c.outputs["COLLECT_GIT"]).commits
-                 for c in children if c.succeeded and "COLLECT_GIT" in c.outputs}
+    outputs = {c.name: CollectOutput.model_validate(c.outputs["COLLECT_GIT"])
+               for c in children if c.succeeded and "COLLECT_GIT" in c.outputs}
+    # Each project's commits as its own report would hold them: the window's, then those that arrived late.
+    collected = {name: [*out.commits, *out.arrived_late] for name, out in outputs.items()}
     every = sorted((commit for commits in collected.values() for commit in commits), key=lambda c: c.authored_at)
     # The overall summary is written from every child's commits, as a project report is from its own.
     inner = dataclasses.replace(ctx, workflow="daily_report" if kind == "daily" else "weekly_report",

@@ -42,11 +42,15 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
     """The period a run for ``slot_at`` reports on; fixed when the run is created.
 
     ``previous`` reports on the period before the slot's local date (complete);
-    ``current`` and ``interval`` on the slot's own period. A ``slot`` period is the fire itself.
+    ``current`` on the slot's own period; ``interval`` on the period its window ends in (the
+    one holding the instant just before the slot: a 19:30 daily is that day's, a Monday
+    00:00 weekly the week that just ended). A ``slot`` period is the fire itself.
     """
     if kind is PeriodKind.SLOT:
         at = slot_at.astimezone(UTC)
         return Period(at.strftime(SLOT_KEY_FORMAT), at, at, tz)
+    if report_on is ReportOn.INTERVAL:
+        slot_at = slot_at - timedelta(microseconds=1)
     local_day = slot_at.astimezone(ZoneInfo(tz)).date()
     if report_on is ReportOn.PREVIOUS:
         local_day -= timedelta(days=1 if kind is PeriodKind.DAY else 7)
@@ -80,6 +84,9 @@ def collect_window(period: Period, slot_at: datetime, report_on: ReportOn,
 
 def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn) -> tuple[date, date]:
     """Local dates [first, last] on which the slot reporting on ``day``'s period fires."""
+    if report_on is ReportOn.INTERVAL and kind is not PeriodKind.SLOT:  # its slot ends in the period, or at its end
+        first, last = slot_dates_for_period(kind, day, ReportOn.CURRENT)
+        return first, last + timedelta(days=1)
     if kind is PeriodKind.DAY:
         target = day + timedelta(days=1) if report_on is ReportOn.PREVIOUS else day
         return target, target

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.core import policies
+from engine.core import cron, errors, policies
 from engine.core.models import Misfire, Overlap, PeriodKind, ReportOn, RunStatus, Schedule, ScheduleSpec, SlotReason
+from engine.scheduling import new_runs
 
 
 def at(hour: int, minute: int = 0) -> datetime:
@@ -304,3 +305,37 @@ def test_a_current_window_ends_at_the_slot_and_a_previous_one_covers_the_whole_p
     assert (window.start_at, window.end_at, rule) == (today.start_at, slot, policies.WINDOW_UNTIL_SLOT)
     yesterday = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.PREVIOUS)
     assert policies.collect_window(yesterday, slot, ReportOn.PREVIOUS) == (yesterday, policies.WINDOW_WHOLE_PERIOD)
+
+
+# --- interval windows: from the previous slot to this one (coverage) -----------------------------
+
+def test_an_interval_window_runs_from_the_previous_slot_and_is_keyed_by_the_day_it_ends_in() -> None:
+
+    spec = ScheduleSpec(name="d", workflow="daily_report", project="p", cron="30 18 * * 1-5", timezone="Asia/Seoul",
+                        report_on=ReportOn.INTERVAL)
+    monday = datetime(2026, 11, 30, 9, 30, tzinfo=UTC)  # 18:30 in Seoul
+    period = policies.business_period(PeriodKind.DAY, monday, "Asia/Seoul", ReportOn.INTERVAL)
+    window, rule = policies.collect_window(period, monday, ReportOn.INTERVAL, new_runs.previous_slot(spec, monday))
+    assert period.key == "2026-11-30" and rule == "since_previous_slot"
+    # Monday's report covers Friday 18:30 to Monday 18:30: the weekend is in it.
+    assert (window.start_at, window.end_at) == (datetime(2026, 11, 27, 9, 30, tzinfo=UTC), monday)
+
+
+def test_an_interval_weekly_at_monday_midnight_is_keyed_by_the_week_that_ended() -> None:
+
+    slot = datetime(2026, 12, 7, 0, 0, tzinfo=UTC)  # Monday 00:00 UTC
+    assert policies.business_period(PeriodKind.WEEK, slot, "UTC", ReportOn.INTERVAL).key == "2026-W49"
+    first, last = policies.slot_dates_for_period(PeriodKind.WEEK, date(2026, 12, 2), ReportOn.INTERVAL)
+    assert first <= date(2026, 12, 7) <= last
+
+
+def test_a_current_window_whose_slot_starts_its_period_is_refused() -> None:
+
+    for expr, kind in (("0 0 * * *", PeriodKind.DAY), ("0 0 * * 1", PeriodKind.WEEK)):
+        spec = ScheduleSpec(name="d", workflow="w", project="p", cron=expr, timezone="UTC", report_on=ReportOn.CURRENT)
+        with pytest.raises(errors.ConfigInvalid, match="empty window") as caught:
+            cron.check_schedule(spec, kind)
+        assert caught.value.key == "report_on"
+    fine = ScheduleSpec(name="d", workflow="w", project="p", cron="30 19 * * *", timezone="UTC",
+                        report_on=ReportOn.CURRENT)
+    cron.check_schedule(fine, PeriodKind.DAY)
