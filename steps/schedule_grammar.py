@@ -99,7 +99,7 @@ def _clock(hour: int, minute: int, half: str | None) -> tuple[int, int]:
     return hour, minute
 
 
-def _zone(text: str, korean: bool) -> tuple[str, str]:
+def _zone(text: str, korean: bool, default: str | None = None) -> tuple[str, str]:
     """``(IANA name, how it was found)``."""
     match = _IANA.search(text)
     if match:
@@ -108,6 +108,8 @@ def _zone(text: str, korean: bool) -> tuple[str, str]:
     for word, name in sorted(CITIES.items(), key=lambda item: -len(item[0])):
         if re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", lower):
             return name, f"{word} → {name}"
+    if default:
+        return default, f"no zone named → the config's {default}"
     if korean:
         return "Asia/Seoul", "no zone named; Korean text → Asia/Seoul"
     return "UTC", "no zone named → UTC"
@@ -138,9 +140,19 @@ def _project(text: str, projects: Sequence[str], project: str | None) -> str:
                         f"{', '.join(projects) or 'none'}); pass --project")
 
 
+#: What a drafted report schedule holds, whatever its days: each report runs from the previous
+#: slot to its own and places commits by landing, so "weekdays at 6:30pm" still reports the weekend
+#: (in Monday's report) and "every Friday at 17:00" the week up to that Friday.
+LOSSLESS = {"report_on": "interval", "attribution": "landed"}
+
+
 def parse(text: str, *, projects: Sequence[str], project: str | None = None,
-          workflow: str | None = None) -> Parsed:
-    """The schedule the sentence describes; ``NotUnderstood`` outside the grammar."""
+          workflow: str | None = None, timezone: str | None = None) -> Parsed:
+    """The schedule the sentence describes; ``NotUnderstood`` outside the grammar.
+
+    ``timezone``: the zone of a sentence that names none (the config's); else UTC, or Asia/Seoul
+    for a Korean sentence.
+    """
     days = _days(text)
     at = _time(text)
     if days is None or at is None:
@@ -152,11 +164,11 @@ def parse(text: str, *, projects: Sequence[str], project: str | None = None,
     dow, day_words = days
     hour, minute = at
     korean = bool(_HANGUL.search(text))
-    zone, zone_words = _zone(text, korean)
+    zone, zone_words = _zone(text, korean, timezone)
     flow = _workflow(text, dow, workflow)
     key = _project(text, projects, project)
     entry = {"name": f"{key}-{flow.removesuffix('_report')}", "workflow": flow, "project": key,
-             "cron": f"{minute} {hour} * * {dow}", "timezone": zone}
+             "cron": f"{minute} {hour} * * {dow}", "timezone": zone, **LOSSLESS}
     rationale = (f"{day_words} at {hour:02d}:{minute:02d}, {zone_words}; "
-                 f"{flow} for {key}")
+                 f"{flow} for {key}, each report from the previous slot to its own")
     return Parsed(entry, rationale)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import ollama
@@ -23,8 +23,10 @@ SYSTEM = (
     "You turn one sentence into one reportflow schedule. Answer only with JSON matching the "
     "schema. cron is a 5-field cron expression (minute hour day-of-month month day-of-week) in "
     "the schedule's own timezone, an IANA name such as Asia/Seoul. workflow is one of the "
-    "workflows listed; project is one of the projects listed. rationale is one short line "
-    "saying how you read the sentence.")
+    "workflows listed; project is one of the projects listed. report_on, attribution, misfire "
+    "and overlap are optional: leave them out unless the sentence asks for them (the default "
+    "reports from the previous slot to this one, every commit by when it landed). rationale is "
+    "one short line saying how you read the sentence.")
 
 
 class ModelDraft(pydantic.BaseModel):
@@ -36,6 +38,11 @@ class ModelDraft(pydantic.BaseModel):
     project: str
     cron: str
     timezone: str
+    # The rest of a [[schedules]] entry, optional: what the model leaves out takes the lossless default.
+    report_on: Literal["previous", "current", "interval"] | None = None
+    attribution: Literal["landed", "authored"] | None = None
+    misfire: Literal["CATCH_UP_ALL", "RUN_ONCE", "SKIP", "MANUAL"] | None = None
+    overlap: Literal["QUEUE_NEW", "SKIP_NEW", "ALLOW", "BUFFER_ONE"] | None = None
     rationale: str
 
 

@@ -14,24 +14,27 @@ from workflows.report_settings import ReportSettings
 def draft(settings: ReportSettings, request: DraftRequest) -> DraftAnswer:
     """The entry ``request.text`` describes; InvalidInput when it cannot be read."""
     projects = [p.key for p in settings.projects]
+    from steps import schedule_grammar
+
     if settings.llm.provider == "ollama":
         from steps import schedule_model
 
-        hints = {k: v for k, v in (("project", request.project), ("workflow", request.workflow)) if v}
+        hints = {k: v for k, v in (("project", request.project), ("workflow", request.workflow),
+                                   ("name", request.name)) if v}
         answer = schedule_model.ask(
             settings.llm.host, settings.llm.model, request.text,
             workflows={name: period.value for name, period in request.workflows.items()},
             projects=projects, hints=hints, timeout_s=settings.llm.timeout.total_seconds(),
             options={"temperature": 0, "seed": settings.llm.seed})
-        entry = answer.model_dump(exclude={"rationale"})
-        # The operator's flags win over what the model read.
-        entry.update(hints)
+        entry = {k: v for k, v in answer.model_dump(exclude={"rationale"}).items() if v is not None}
+        # What the model left out is the lossless default; the operator's flags win over what it read.
+        entry = {**schedule_grammar.LOSSLESS, **entry, **hints}
+        if request.timezone and not entry.get("timezone"):
+            entry["timezone"] = request.timezone
         return DraftAnswer(entry, answer.rationale, f"ollama {settings.llm.model}")
-    from steps import schedule_grammar
-
     try:
         parsed = schedule_grammar.parse(request.text, projects=projects, project=request.project,
-                                        workflow=request.workflow)
+                                        workflow=request.workflow, timezone=request.timezone)
     except schedule_grammar.NotUnderstood as exc:
         raise errors.InvalidInput(str(exc)) from exc
     return DraftAnswer(parsed.entry, parsed.rationale, "builtin grammar")

@@ -390,11 +390,15 @@ def schedules_draft(
     ctx: typer.Context, text: str,
     project: Annotated[Optional[str], typer.Option("--project", help="The project it is for.")] = None,
     workflow: Annotated[Optional[str], typer.Option("--workflow", help="The workflow it runs.")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="The schedule's name.")] = None,
     write: Annotated[bool, typer.Option("--write", help="Append the block to the config file.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Write without asking.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """A schedule from a sentence, validated and previewed; never touches the database.
+
+    The draft loses no commit: it reports from the previous slot to this one, placing each commit
+    in the report after it landed. A sentence that names no timezone is read in the config's.
 
     Example: reportflow schedules draft "every weekday at 18:30 Seoul time, daily report for web"
     """
@@ -405,7 +409,7 @@ def schedules_draft(
     cli = _cli(ctx)
     config, registry = workflow_registry.load_with_config(cli.config_path, db_override=cli.db_url)
     report = drafts.draft(config, registry, text, now=cli.clock().now(), project=project,
-                          workflow=workflow)
+                          workflow=workflow, name=name)
     render.draft(report, as_json)
     if not report.valid:
         raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")

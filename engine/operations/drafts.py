@@ -76,16 +76,26 @@ def drafter(registry: Mapping[str, WorkflowDef], workflow: str | None) -> Workfl
     raise errors.InvalidInput("no installed workflow drafts schedules from words")
 
 
+def config_timezone(config: config_file.AppConfig) -> str | None:
+    """The timezone every schedule of the config uses, or None when they differ (or there are none)."""
+    zones = {spec.timezone for spec in config.schedules}
+    return next(iter(zones)) if len(zones) == 1 else None
+
+
 def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
-        project: str | None = None, workflow: str | None = None) -> DraftAnswer:
-    """The drafter's answer for ``text`` (InvalidInput when it cannot read it)."""
+        project: str | None = None, workflow: str | None = None, name: str | None = None) -> DraftAnswer:
+    """The drafter's answer for ``text`` (InvalidInput when it cannot read it); ``name`` names the entry."""
     if not text.strip():
         raise errors.InvalidInput("the sentence to draft from is empty")
     owner = drafter(registry, workflow)
     assert owner.draft_schedule is not None
     request = DraftRequest(text=text, project=project, workflow=workflow,
-                           workflows={name: wf.period for name, wf in registry.items()})
-    return owner.draft_schedule(config.workflow_settings.get(owner.name), request)
+                           workflows={name: wf.period for name, wf in registry.items()}, name=name,
+                           timezone=config_timezone(config))
+    answer = owner.draft_schedule(config.workflow_settings.get(owner.name), request)
+    if name:  # the operator's name wins over the drafter's
+        answer = DraftAnswer({**answer.entry, "name": name}, answer.rationale, answer.drafter)
+    return answer
 
 
 def toml_block(entry: Mapping[str, Any]) -> str:
@@ -143,9 +153,10 @@ def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None
 
 
 def draft(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
-          now: datetime, project: str | None = None, workflow: str | None = None) -> DraftReport:
+          now: datetime, project: str | None = None, workflow: str | None = None,
+          name: str | None = None) -> DraftReport:
     """Ask the drafter, then ``evaluate`` its entry."""
-    answer = ask(config, registry, text, project=project, workflow=workflow)
+    answer = ask(config, registry, text, project=project, workflow=workflow, name=name)
     return evaluate(config, registry, answer.entry, now=now, rationale=answer.rationale,
                     drafter_name=answer.drafter)
 

@@ -403,6 +403,10 @@ class DraftRequest:
     workflow: str | None
     #: The installed workflows a draft may name, and their periods.
     workflows: Mapping[str, PeriodKind]
+    #: The schedule's name, when the operator gave one (``--name``).
+    name: str | None = None
+    #: The timezone a sentence that names none is read in: the config's schedules', when they agree.
+    timezone: str | None = None
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,9 @@ def test_builtin_draft_previews_and_writes_nothing(tmp_path: Path) -> None:
     data = json.loads(shown.stdout)
     assert data["valid"] and data["errors"] == []
     assert data["draft"] == {"name": "api-daily", "workflow": "daily_report", "project": "api",
-                             "cron": "30 18 * * 1-5", "timezone": "America/New_York"}
+                             "cron": "30 18 * * 1-5", "timezone": "America/New_York",
+                             # Lossless: Monday's report runs from Friday 18:30, commits placed by landing.
+                             "report_on": "interval", "attribution": "landed"}
     assert data["runs_per_day"] == pytest.approx(5 / 7, abs=0.01)
     assert [p["local"] for p in data["preview"]][:3] == [
         "2026-03-05T18:30:00-05:00", "2026-03-06T18:30:00-05:00", "2026-03-09T18:30:00-04:00"]
@@ -100,10 +102,31 @@ def test_write_appends_once_then_the_name_exists(tmp_path: Path) -> None:
     assert after.startswith(before)
     added = tomllib.loads(after.decode())["schedules"][-1]
     assert added == {"name": "api-weekly", "workflow": "weekly_report", "project": "api",
-                     "cron": "0 9 * * 1", "timezone": "Asia/Seoul"}
+                     "cron": "0 9 * * 1", "timezone": "Asia/Seoul", "report_on": "interval",
+                     "attribution": "landed"}
     again = draft(path, "매주 월요일 오전 9시 api 주간 보고", "--write", "--yes")
     assert again.returncode == 3 and "already in" in again.stderr
     assert path.read_bytes() == after and not (tmp_path / "state.db").exists()
+
+
+def test_name_and_the_configs_timezone_and_a_model_answer_with_a_window(tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path)
+    named = draft(path, "every Friday at 17:00, weekly report for api", "--name", "api-friday", "--json")
+    data = json.loads(named.stdout)
+    assert data["valid"] and data["draft"]["name"] == "api-friday"
+    assert data["draft"]["report_on"] == "interval"  # the week up to this Friday, not the week before last
+    one_zone = tmp_path / "one" / "reportflow.toml"
+    one_zone.parent.mkdir()
+    one_zone.write_text(path.read_text().replace('timezone = "UTC"', 'timezone = "Asia/Seoul"'))
+    read = json.loads(draft(one_zone, "every day at 07:00 for api", "--json").stdout)
+    assert read["draft"]["timezone"] == "Asia/Seoul"  # the sentence names none: the config's
+    (tmp_path / "m").mkdir()
+    by_model = config(tmp_path / "m", "ollama", model.url)
+    model.replies([model_answer(report_on="previous", misfire="RUN_ONCE")])
+    answered = json.loads(draft(by_model, "daily at six in the evening for api", "--json").stdout)
+    assert answered["valid"], answered["errors"]
+    assert (answered["draft"]["report_on"], answered["draft"]["misfire"], answered["draft"]["attribution"]) == (
+        "previous", "RUN_ONCE", "landed")
 
 
 def test_an_unconfirmed_write_and_an_invalid_draft_write_nothing(tmp_path: Path) -> None:
