@@ -205,6 +205,17 @@ def current_heads(repo_path: Path, branches: list[str]) -> dict[str, str]:
     return _resolve_branches(handle, repo_dir, branches)
 
 
+def excluded_heads(repo_path: Path, marks: Sequence[dict[str, str]]) -> list[str]:
+    """The fewest commits of ``marks``' heads that reach all of them (what a report's range excludes)."""
+    repo_dir = _repo_dir(repo_path)
+    shas = [sha for heads in marks for sha in heads.values()]
+    try:
+        present = _present_or_fetched(repo_dir, shas)
+        return git_range.independent(repo_dir, [s for s in shas if s in present])
+    except GitFailure as exc:
+        raise _unreadable(repo_dir, exc) from exc
+
+
 def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, str]:
     """The branches whose heads are ``heads`` as they stood just before ``at`` (refs with no commit then left out)."""
     repo_dir = _repo_dir(repo_path)
@@ -219,11 +230,12 @@ def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, 
 def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str], lower: dict[str, str], *,
                     attribution: Attribution, since: datetime, window_start: datetime, window_end: datetime,
                     until: datetime | None = None, covered: bool = False, also_covers: Sequence[str] = (),
-                    authors: Sequence[str] = (),
+                    excluded: Sequence[str] = (), authors: Sequence[str] = (),
                     include_merges: bool = False, exclude: Sequence[str] | None = None) -> CollectOutput:
     """The commits of a report whose range runs from the heads ``lower`` to the heads ``upper``.
 
-    ``landed``: every commit reachable from ``upper`` and from none of ``lower``.
+    ``landed``: every commit reachable from ``upper`` and from none of ``lower`` nor ``excluded``
+    (the heads of earlier marks, so that a commit force-pushed away and back is not held twice).
     ``authored``: commits reachable from ``upper`` whose author date is in
     [``since``, ``until``) (``until``: the window's end unless the report reaches a
     later mark), and apart (``arrived_late``) those of the range
@@ -242,7 +254,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     first = branches[0] if branches and branches[0] in upper else next(iter(upper), None)
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     try:
-        present = _present_or_fetched(repo.path, [*upper.values(), *lower.values()])
+        present = _present_or_fetched(repo.path, [*upper.values(), *lower.values(), *excluded])
         missing_upper = [f"{ref}={sha[:12]}" for ref, sha in upper.items() if sha not in present]
         if missing_upper:
             raise errors.step_error("GIT_COMMIT_NOT_FOUND",
@@ -253,7 +265,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         late: list[git_log.RawCommit] = []
         if not covered and upper:
             shas = git_range.range_shas(repo.path, list(dict.fromkeys(upper.values())),
-                                        [s for s in dict.fromkeys(lower.values()) if s in present],
+                                        [s for s in dict.fromkeys([*lower.values(), *excluded]) if s in present],
                                         include_merges=include_merges)
             ranged = _by_author_time(git_log.details(repo.path, shas) if shas else [], wanted)
             if attribution == "landed":

@@ -4,7 +4,9 @@ A schedule's reports read one timeline per project (a *line*): at the edges of t
 windows the engine keeps *marks*, the branch heads as they stood there, recorded
 once (the first writer wins, under a compare-and-set on the line). A report holds
 the commits reachable from the mark at its window's end and not from the mark
-before it (``git rev-list UPPER --not LOWER``, what a forge's compare view shows).
+before it (``git rev-list UPPER --not LOWER``, what a forge's compare view shows),
+nor from any earlier mark (a branch force-pushed away and back brings back commits
+an earlier report held).
 Consecutive reports therefore telescope: whatever their dates, however late a
 commit landed, each commit reachable from the branches is in exactly one of them.
 
@@ -57,6 +59,10 @@ class Bound:
 class Plan:
     lower: Bound
     upper: Bound
+    #: Heads of every mark at or before the lower one: what earlier reports could have held. A range
+    #: excludes them all, not only the lower bound's, so that a commit force-pushed away and back is
+    #: not reported twice.
+    earlier: tuple[dict[str, str], ...] = ()
 
     @property
     def since(self) -> datetime:
@@ -98,4 +104,5 @@ def plan(marks: Sequence[Mark], start: datetime, end: datetime) -> Plan:
         upper = Bound(end, "ahead", dict(first.value), first.at)
     else:
         upper = Bound(end, "dated", None, end)
-    return Plan(lower, upper)
+    earlier = tuple(dict(m.value) for m in marks if m.at <= lower.source) if before else ()
+    return Plan(lower, upper, earlier)

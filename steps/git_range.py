@@ -54,6 +54,14 @@ def range_shas(repo_dir: Path, upper: Sequence[str], lower: Sequence[str], *, in
     return git_log.run(repo_dir, [*args, "--"]).decode().split()
 
 
+def independent(repo_dir: Path, shas: Sequence[str]) -> list[str]:
+    """The fewest of ``shas`` from which every one of them is reachable (``git merge-base --independent``)."""
+    unique = sorted(set(shas))
+    if len(unique) <= 1:
+        return unique
+    return git_log.run(repo_dir, ["merge-base", "--independent", *unique]).decode().split()
+
+
 def is_ancestor(repo_dir: Path, older: str, newer: str) -> bool:
     """Whether ``older`` is ``newer`` or one of its ancestors."""
     try:

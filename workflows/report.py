@@ -78,6 +78,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     if ctx.pinned.get("since_heads") is not None:
         upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
         since, covered = parse_instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
+        excluded = list(ctx.pinned.get("excluded_heads", []))
         until = parse_instant(str(ctx.pinned.get("until") or format_instant(end)))
         also = list(ctx.pinned.get("also_covers", []))
     else:
@@ -103,14 +104,15 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
             raise errors.step_error("COVERAGE_BUSY", f"the marks of {line} kept changing while this run decided; "
                                     "it retries")
         since, until, covered = plan.since, plan.until, plan.covered
+        excluded = collect_git.excluded_heads(repo, plan.earlier) if plan.earlier and not covered else []
         also = periods_between(ctx, since, start) + periods_between(ctx, end, plan.until)
     out = collect_git.collect_between(
         repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
-        window_end=end, until=until, covered=covered, also_covers=also, authors=list(ctx.pinned.get("authors", [])),
+        window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded, authors=list(ctx.pinned.get("authors", [])),
         include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
     pins = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
-        "until": format_instant(until), "covered": covered, "also_covers": also}
+        "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also}
     empty = not out.commits and not out.arrived_late
     skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)

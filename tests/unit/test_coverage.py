@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.core.models import Mark
@@ -29,6 +29,7 @@ class Branch:
     """A branch: first-parent commits (id, committer time), each with the side commits its merge brings."""
 
     chain: list[tuple[int, datetime]] = field(default_factory=list)
+    dropped: list[tuple[int, datetime]] = field(default_factory=list)
     sides: dict[int, set[int]] = field(default_factory=dict)
     next_id: int = 1
 
@@ -41,7 +42,13 @@ class Branch:
             self.chain.append((commit, min(date, when)))
 
     def force_push(self, drop: int) -> None:
+        self.dropped = list(self.chain)
         del self.chain[max(0, len(self.chain) - drop):]
+
+    def force_back(self) -> None:
+        """Push the chain as it was before the last force-push again (its commits come back)."""
+        if self.dropped:
+            self.chain = self.dropped
 
     def head(self) -> int | None:
         return self.chain[-1][0] if self.chain else None
@@ -90,18 +97,24 @@ def run_report(branch: Branch, history: dict[int, tuple[int, ...]], marks: list[
     def reach(heads: dict[str, str]) -> set[int]:
         return branch.reach(int(heads["main"]) if heads else None, history)
 
-    return reach(upper) - reach(lower)
+    held = reach(upper) - reach(lower)
+    for earlier in plan.earlier:
+        held -= reach(earlier)
+    return held
 
 
 pushes = st.lists(st.tuples(
     st.integers(0, 20 * 24),  # hour of the push
     st.lists(st.integers(-72, 0), min_size=1, max_size=3),  # each commit's date, hours before the push
     st.lists(st.integers(0, 3), min_size=3, max_size=3),  # side commits each merge brings
-    st.integers(0, 12),  # a force-push dropping this many commits first (0 or 1-in-12: most pushes do not)
+    st.integers(0, 5),  # 5: a force-push dropping commits first; 4: a force-push back (most pushes: neither)
 ), min_size=1, max_size=25)
 
 
 @settings(max_examples=300, deadline=None)
+# A commit reported, force-pushed away, and pushed back: it must not be reported again.
+@example(pushes=[(1, [0], [0, 0, 0], 0), (30, [0], [0, 0, 0], 5), (54, [0], [0, 0, 0], 4)],
+         run_days=[(0, 0), (1, 0), (2, 0)], rewrite=True)
 @given(pushes=pushes, run_days=st.lists(st.tuples(st.integers(0, 19), st.integers(0, 30 * 24)), max_size=40),
        rewrite=st.booleans())
 def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int], list[int], int]],
@@ -109,7 +122,7 @@ def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int]
     """Runs of 20 daily windows execute at random hours after their window (or never, or twice)."""
     events: list[tuple[datetime, int, object]] = []
     for hour, offsets, sides, force in pushes:
-        events.append((T0 + timedelta(hours=hour), 0, (offsets, sides, force if rewrite and force == 12 else 0)))
+        events.append((T0 + timedelta(hours=hour), 0, (offsets, sides, force if rewrite and force >= 4 else 0)))
     for day, delay in run_days:
         events.append((T0 + (day + 1) * DAY + timedelta(hours=delay), 1, day))
     events.sort(key=lambda e: (e[0], e[1]))
@@ -119,8 +132,10 @@ def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int]
     for when, kind, payload in events:
         if kind == 0:
             offsets, sides, drop = payload  # type: ignore[misc]
-            if drop:
+            if drop == 5:
                 branch.force_push(3)
+            elif drop == 4:
+                branch.force_back()
             branch.push(when, [when + timedelta(hours=h) for h in offsets], sides)
             chain = [c for c, _ in branch.chain]
             for i, commit in enumerate(chain):
