@@ -21,7 +21,7 @@ wait_quiet() {
     echo "still busy after 30 minutes: running anyway"
 }
 
-for bench in steps concurrency until_idle tick downtime collect workers serve cli_start; do
+for bench in steps concurrency until_idle tick downtime collect replay workers serve cli_start; do
     wait_quiet
     echo "=== bench_${bench}.py $* ($(date -u +%H:%M:%SZ))"
     "$PY" "bench/bench_${bench}.py" "$@" 2>&1 | tee "bench/out/bench_${bench}.txt"

@@ -254,20 +254,26 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     first = branches[0] if branches and branches[0] in upper else next(iter(upper), None)
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     try:
-        present = _present_or_fetched(repo.path, [*upper.values(), *lower.values(), *excluded])
+        try:  # the common case costs one git log; a head missing here is fetched once, then looked for
+            ranged = [] if covered or not upper else _ranged(repo.path, upper, lower, excluded, wanted,
+                                                                   include_merges, present=None)
+            present = set([*upper.values(), *lower.values(), *excluded])
+        except GitFailure as exc:
+            if not exc.missing_object:
+                raise
+            present = _present_or_fetched(repo.path, [*upper.values(), *lower.values(), *excluded])
+            ranged = None
         missing_upper = [f"{ref}={sha[:12]}" for ref, sha in upper.items() if sha not in present]
         if missing_upper:
             raise errors.step_error("GIT_COMMIT_NOT_FOUND",
                                     f"head(s) {', '.join(missing_upper)} not found in {repo.path} after a fetch")
-        rewritten = sorted(ref for ref, sha in lower.items() if ref in upper and (
+        rewritten = sorted(ref for ref, sha in lower.items() if ref in upper and sha != upper[ref] and (
             sha not in present or not git_range.is_ancestor(repo.path, sha, upper[ref])))
         commits: list[git_log.RawCommit] = []
         late: list[git_log.RawCommit] = []
         if not covered and upper:
-            shas = git_range.range_shas(repo.path, list(dict.fromkeys(upper.values())),
-                                        [s for s in dict.fromkeys([*lower.values(), *excluded]) if s in present],
-                                        include_merges=include_merges)
-            ranged = _by_author_time(git_log.details(repo.path, shas) if shas else [], wanted)
+            if ranged is None:
+                ranged = _ranged(repo.path, upper, lower, excluded, wanted, include_merges, present=present)
             if attribution == "landed":
                 commits = ranged
             else:
@@ -282,6 +288,15 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         "heads": upper, "head_sha": upper[first] if first else "", "commits": commits, "window_start": _iso(start),
         "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "until": _iso(until_utc), "since_heads": lower,
         "also_covers": list(also_covers), "covered": covered, "arrived_late": late, "rewritten": rewritten})
+
+
+def _ranged(repo_dir: Path, upper: dict[str, str], lower: dict[str, str], excluded: Sequence[str],
+            wanted: frozenset[str], include_merges: bool, *, present: set[str] | None) -> list[git_log.RawCommit]:
+    """The range's commits by author time (lower heads absent here left out of the exclusion)."""
+    negatives = [s for s in dict.fromkeys([*lower.values(), *excluded]) if present is None or s in present]
+    found = git_range.range_log(repo_dir, list(dict.fromkeys(upper.values())), negatives,
+                                include_merges=include_merges)
+    return _by_author_time(found, wanted)
 
 
 def _by_author_time(found: list[tuple[int, git_log.RawCommit]], wanted: frozenset[str]) -> list[git_log.RawCommit]:

@@ -84,10 +84,10 @@ class GitFailure(Exception):
 
 # Per commit: RS sha US committer-time US author-time US name US email US message US NUL.
 # The message goes last because it may contain anything but NUL.
-_FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
+FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
 _HEADER_TIMES = re.compile(rb"\x1e[0-9a-f]{40,64}\x1f([0-9]+)\x1f")
 _COMMITTER = re.compile(rb"^committer [^\n]* ([0-9]+) [+-][0-9]{4}$", re.MULTILINE)
-_DIFF_OPTIONS = ("-z", "--numstat", "--find-renames", "--no-textconv", "--no-ext-diff",
+DIFF_OPTIONS = ("-z", "--numstat", "--find-renames", "--no-textconv", "--no-ext-diff",
                  "--no-color")
 _CONFIG = ("-c", "log.showSignature=false", "-c", "core.quotePath=false",
            "-c", "log.mailmap=true")
@@ -172,7 +172,7 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
     ``end_ts`` have been printed (git writes in stdio-buffer chunks, so up to a
     few dozen more may have been diffed by then). ``keep`` as for ``parse_log``.
     """
-    args = ["log", _FORMAT, *_DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
+    args = ["log", FORMAT, *DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
     # stderr stays unread until stdout ends: git prints at most a line or two there.
     with subprocess.Popen(_command(args), cwd=repo_dir, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=_env()) as proc:
@@ -267,7 +267,7 @@ def decimal_range(low: str, high: str) -> str:
 
 def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, RawCommit]]:
     """``(author time, commit)`` for exactly ``shas``, in one ``git log --no-walk`` call."""
-    args = ["log", "--no-walk=unsorted", "--stdin", _FORMAT, *_DIFF_OPTIONS]
+    args = ["log", "--no-walk=unsorted", "--stdin", FORMAT, *DIFF_OPTIONS]
     out = run(repo_dir, args, stdin="".join(f"{sha}\n" for sha in shas).encode())
     return parse_log(out)
 
@@ -299,7 +299,7 @@ RawFile = dict[str, Any]
 
 
 def parse_log(data: bytes, keep: Keep | None = None) -> list[tuple[int, RawCommit]]:
-    """Parse ``git log -z --numstat`` output printed with ``_FORMAT``.
+    """Parse ``git log -z --numstat`` output printed with ``FORMAT``.
 
     ``keep(author_time, name, email)`` drops commits before their files are
     built (the single pass also prints commits just outside the window).

@@ -42,6 +42,7 @@ LONGEST_FIRST = (
     "tests/reliability/test_secrets.py", "tests/reliability/test_upgrades.py",  # 87 s, 102 s (nine)
     "tests/reliability/test_postgres_faults.py", "tests/acceptance/test_processes.py",
     "tests/acceptance/test_children_processes.py", "tests/acceptance/test_notion_rate_shared.py",
+    "tests/reliability/test_replay.py",  # 20 s a database
 )
 
 

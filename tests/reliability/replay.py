@@ -36,6 +36,7 @@ from engine.execution.worker import Worker
 from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import run_rows
+from steps import collect_git
 from tests.fakes.gitrepo import git_date, git_env, make_repo
 from tests.support import REPO_ROOT, make_runtime
 
@@ -260,8 +261,8 @@ def replay(url: str, root: Path, *, seed: int) -> Replay:
         cycles += 1
     final = {repo: set(git(repo, "for-each-ref", "--format=%(objectname)", "refs/heads").split())
              for repo in (history, built)}
-    counts, runs, collect_s = _count(rt, {"history": history, "built": built}, events, final)
-    git_log_s = _git_log_cost(rt, {"history": history, "built": built})
+    counts, runs = _count(rt, {"history": history, "built": built}, events, final)
+    collect_s, git_log_s = _collect_cost(rt, {"history": history, "built": built})
     return Replay(counts, cycles, runs, collect_s, git_log_s, time.perf_counter() - started)
 
 
@@ -300,7 +301,7 @@ def _lines(rt: Runtime) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
 
 
 def _count(rt: Runtime, repos: dict[str, Path], events: Sequence[tuple[Landing, Path]],
-           final: dict[Path, set[str]]) -> tuple[list[Count], int, float]:
+           final: dict[Path, set[str]]) -> tuple[list[Count], int]:
     lines: dict[tuple[str, str], Line] = {}
     firsts: dict[tuple[str, str], tuple[datetime, dict[str, str]]] = {}
     for schedule, project, key, output in _lines(rt):
@@ -311,10 +312,7 @@ def _count(rt: Runtime, repos: dict[str, Path], events: Sequence[tuple[Landing, 
         if (schedule, project) not in firsts or since < firsts[(schedule, project)][0]:
             firsts[(schedule, project)] = (since, output["since_heads"])
     with rt.store.read() as conn:
-        runs = run_rows.list_runs(conn)
-        details = [run_rows.get_run(conn, r.id) for r in runs]
-    collect_s = sum((s.finished_at - s.started_at).total_seconds() for d in details for s in d.steps
-                    if s.name == "COLLECT_GIT" and s.started_at and s.finished_at)
+        runs = len(run_rows.list_runs(conn))
     counts = []
     for (schedule, project), line in sorted(lines.items()):
         repo = repos[project]
@@ -331,17 +329,24 @@ def _count(rt: Runtime, repos: dict[str, Path], events: Sequence[tuple[Landing, 
         counts.append(Count(schedule, project, len(universe), sum(1 for s in universe if s not in times),
                             sum(1 for s in universe if times.get(s) == 1), sum(1 for n in times.values() if n > 1),
                             placed))
-    return counts, len(details), collect_s
+    return counts, runs
 
 
-def _git_log_cost(rt: Runtime, repos: dict[str, Path]) -> float:
-    """What ``git log --numstat`` costs over every range the reports collected (the floor COLLECT_GIT sits on)."""
-    spent = 0.0
+def _collect_cost(rt: Runtime, repos: dict[str, Path]) -> tuple[float, float]:
+    """Seconds of ``collect_git.collect_between`` (a report's collection with its bounds pinned) and of
+    ``git log --numstat`` over the same ranges (the floor COLLECT_GIT sits on), summed over every report."""
+    ours = plain = 0.0
     for _schedule, project, _key, output in _lines(rt):
-        upper, lower = list(output["heads"].values()), list((output.get("since_heads") or {}).values())
-        if not upper:
+        upper, lower = dict(output["heads"]), dict(output.get("since_heads") or {})
+        if not upper or output.get("covered"):
             continue
         began = time.perf_counter()
-        git(repos[project], "log", "--no-merges", "--numstat", *upper, *(["--not", *lower] if lower else []), "--")
-        spent += time.perf_counter() - began
-    return spent
+        collect_git.collect_between(repos[project], list(upper), upper, lower, attribution="landed",
+                                    since=parse_instant(output["since"]), window_start=parse_instant(output["window_start"]),
+                                    window_end=parse_instant(output["window_end"]))
+        ours += time.perf_counter() - began
+        began = time.perf_counter()
+        git(repos[project], "log", "--no-merges", "--numstat", *upper.values(),
+            *(["--not", *lower.values()] if lower else []), "--")
+        plain += time.perf_counter() - began
+    return ours, plain
