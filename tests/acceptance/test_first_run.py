@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,10 @@ def test_the_demo_config_reports_on_this_repository(tmp_path: Path) -> None:
     runs = json.loads(run_cli("runs", "list", "--json", config=config).stdout)
     assert runs and {r["status"] for r in runs} == {"SUCCESS"}
     reports = sorted((clone / "reports" / "reportflow").glob("*.md"))
-    assert any("-daily-summary" in p.name for p in reports) and any("-weekly-summary" in p.name for p in reports)
+    assert any("-daily-summary" in p.name for p in reports)
+    # A week's report comes once a whole ISO week of the history has ended (its slot is the Monday after).
+    weekly_runs = [r for r in runs if r["workflow"] == "weekly_report"]
+    assert bool(weekly_runs) == any("-weekly-summary" in p.name for p in reports)
     assert "# Daily report: reportflow" in next(p for p in reports if "daily" in p.name).read_text()
     # A second pass creates nothing and rewrites nothing.
     before = {p: p.read_bytes() for p in reports}
@@ -61,3 +65,56 @@ def test_init_writes_a_config_that_runs(tmp_path: Path) -> None:
     assert run_cli("work", "--until-idle", config=config).returncode == 0
     (run,) = json.loads(run_cli("runs", "list", "--json", config=config).stdout)
     assert run["status"] == "SUCCESS" and run["trigger"] == "MANUAL"
+
+
+def test_init_and_cycle_report_every_commit_of_the_next_day(tmp_path: Path) -> None:
+    """A fresh clone, ``init``, and ``cycle`` at two slots: the second report holds what landed in between."""
+    repo = tmp_path / "service"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(repo)], check=True)
+    last = int(subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=repo, capture_output=True, text=True,
+                              check=True).stdout)
+    day = datetime.fromtimestamp(last, UTC).date()
+    first = datetime(day.year, day.month, day.day, 19, 30, tzinfo=UTC) + timedelta(days=1)
+    config = tmp_path / "reportflow.toml"
+    assert run_cli("init", "--repo", str(repo), "--timezone", "UTC", config=config).returncode == 0
+    assert run_cli("schedules", "apply", config=config, now=iso(first - timedelta(hours=1))).returncode == 0
+    assert run_cli("cycle", config=config, now=iso(first + timedelta(seconds=30))).returncode == 0
+
+    def commit(message: str, at: datetime, *extra: str) -> str:
+        stamp = f"@{int(at.timestamp())} +0000"
+        env = {**os.environ, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp, "GIT_AUTHOR_NAME": "Dev",
+               "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+               "GIT_COMMITTER_EMAIL": "dev@example.com"}
+        (repo / f"{message}.txt").write_text(message)
+        subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+        subprocess.run(["git", "commit", "-q", "-m", message, *extra], cwd=repo, env=env, check=True)
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    branch = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=repo, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    subprocess.run(["git", "checkout", "-q", "-b", "feature"], cwd=repo, check=True)
+    old = commit("authored three days before its merge", first - timedelta(days=3))
+    subprocess.run(["git", "checkout", "-q", branch], cwd=repo, check=True)
+    morning = commit("the next morning", first + timedelta(hours=14))
+    env = {**os.environ, "GIT_AUTHOR_DATE": f"@{int((first + timedelta(hours=15)).timestamp())} +0000",
+           "GIT_COMMITTER_DATE": f"@{int((first + timedelta(hours=15)).timestamp())} +0000",
+           "GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+           "GIT_COMMITTER_EMAIL": "dev@example.com"}
+    subprocess.run(["git", "merge", "-q", "--no-ff", "-m", "merge feature", "feature"], cwd=repo, env=env, check=True)
+    evening = commit("just before the slot", first + timedelta(hours=23, minutes=59))
+    second = first + timedelta(days=1)
+    assert run_cli("cycle", config=config, now=iso(second + timedelta(seconds=30))).returncode == 0
+    runs = json.loads(run_cli("runs", "list", "--json", "--limit", "0", config=config,
+                              now=iso(second + timedelta(minutes=1))).stdout)
+    (latest,) = [r for r in runs if r["idempotency_key"] == f"daily_report:service:{second.date().isoformat()}"]
+    shown = json.loads(run_cli("runs", "show", str(latest["id"]), "--json", config=config,
+                               now=iso(second + timedelta(minutes=1))).stdout)
+    held = [c["sha"] for c in shown["steps"][0]["output"]["commits"]]
+    assert sorted(held) == sorted([old, morning, evening])
+    report = (tmp_path / "reports" / "service" / f"{second.date().isoformat()}-service-daily-summary.md").read_text()
+    assert "**Covers:** the commits that landed on the tracked branches during" in report
+
+
+def iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
