@@ -30,7 +30,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from engine.config import config_file
 from engine.core import error_codes, errors, logs, redact
 from engine.core.clock import Clock, format_instant
-from engine.core.models import ArtifactRecord, RunStatus
+from engine.core.models import SUCCESSFUL_STATUSES, ArtifactRecord, RunStatus
 from engine.execution import reconciler
 from engine.plugins import workflow_registry
 from engine.plugins.contract import Finding
@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 MAX_SKEW = timedelta(seconds=1)
 MIN_SHARED_LEASE = timedelta(seconds=30)
 CONNECT_TIMEOUT_S = 5
-SUCCESSFUL = (RunStatus.SUCCESS.value, RunStatus.PARTIAL_SUCCESS.value)
 
 
 def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[Finding]:
@@ -209,7 +208,7 @@ def latest_artifacts(store: Store) -> tuple[list[ArtifactRecord], dict[int, str]
     query = (select(artifacts.c.id, artifacts.c.run_id, artifacts.c.kind, artifacts.c.step, artifacts.c.location,
                     artifacts.c.sha256, artifacts.c.external_id, artifacts.c.created_at, runs.c.workflow)
              .select_from(artifacts.join(runs, artifacts.c.run_id == runs.c.id))
-             .where(runs.c.status.in_(SUCCESSFUL)).order_by(artifacts.c.id))
+             .where(runs.c.status.in_(sorted(s.value for s in SUCCESSFUL_STATUSES))).order_by(artifacts.c.id))
     latest: dict[tuple[int, str], ArtifactRecord] = {}
     workflow_of: dict[int, str] = {}
     with store.read() as conn:
