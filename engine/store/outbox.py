@@ -69,7 +69,13 @@ def consecutive_unsuccessful(conn: Connection, schedule_id: int, scheduled_for: 
 
 def record_run_event(conn: Connection, run: Run, event: str, now: datetime, summary: str,
                      details: Mapping[str, Any] | None = None) -> bool:
-    """Record ``event`` about ``run`` (at most once per run), with its schedule's severity."""
+    """Record ``event`` about ``run`` (at most once per run), with its schedule's severity.
+
+    A child run raises nothing of its own: its failure is part of its parent's alert (the parent
+    ends PARTIAL_SUCCESS naming it), routed by the parent's schedule: one alert per problem.
+    """
+    if run.parent_id is not None:
+        return False
     schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id) if run.schedule_id is not None else None
     criticality = schedule.spec.criticality if schedule is not None else Criticality.NORMAL
     c = 1
