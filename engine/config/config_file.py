@@ -37,8 +37,8 @@ from engine.config import defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import alerts, errors
-from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
+from engine.core import errors
+from engine.core.models import Criticality, DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -174,7 +174,7 @@ class ScheduleConfig(Strict):
     dst_fold: DstFold = ScheduleSpec.dst_fold
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
-    criticality: alerts.Criticality = ScheduleSpec.criticality
+    criticality: Criticality = ScheduleSpec.criticality
     deadline: OptionalDuration = ScheduleSpec.deadline
     # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
     # team workflows from the config, pinned into each run, not part of the schedule's definition.

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import alerts, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
+from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus
 from engine.execution import late_alerts
 from engine.runtime import Runtime
 from engine.store import audit_rows, claims, families, outbox, recovery, run_rows, schedule_rows, waiting
@@ -160,7 +160,7 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
                                          details={"next_run_at": slot})
         for waiting in report.stuck:
             owner = schedule_rows.get_schedule(conn, waiting.schedule) if waiting.schedule else None
-            criticality = owner.spec.criticality if owner is not None else alerts.Criticality.NORMAL
+            criticality = owner.spec.criticality if owner is not None else Criticality.NORMAL
             because = f": {waiting.reason}" if waiting.reason else ""
             outbox.record_event(
                 conn, event="run_stuck", dedupe_key=outbox.run_dedupe_key("run_stuck", waiting.run_id), at=now,

@@ -9,12 +9,13 @@ from typing import Any
 
 from sqlalchemy.engine import RowMapping
 
-from engine.core import alerts, redact
+from engine.core import redact
 from engine.core.models import (
     ArtifactRecord,
     AttemptOutcome,
     AttemptRecord,
     AttemptTrigger,
+    Criticality,
     DstFold,
     DstGap,
     Misfire,
@@ -31,9 +32,9 @@ from engine.core.models import (
 
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
-          "criticality": alerts.Criticality}
+          "criticality": Criticality}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL: dict[str, Any] = {"criticality": alerts.Criticality.NORMAL, "deadline": None}
+_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None}
 
 
 
