@@ -176,6 +176,7 @@ class ScheduleConfig(Strict):
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
     criticality: Criticality = ScheduleSpec.criticality
     deadline: OptionalDuration = ScheduleSpec.deadline
+    start_by: OptionalDuration = ScheduleSpec.start_by
     # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
     # team workflows from the config, pinned into each run, not part of the schedule's definition.
     projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None

@@ -152,6 +152,7 @@ class SlotReason(StrEnum):
     OVERLAP = "overlap"
     TOO_OLD = "too_old"
     DISABLED = "disabled"
+    START_BY = "start_by"  # queued on time, not started by the schedule's start_by
 
 
 # Priority of the trigger that last queued a run: MANUAL > SCHEDULED > BACKFILL.
@@ -188,6 +189,7 @@ class ScheduleSpec:
     enabled: bool = True
     criticality: Criticality = Criticality.NORMAL  # how loudly its alerts are sent
     deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
+    start_by: timedelta | None = None  # a scheduled run not started by slot + start_by is MISSED; None: never
 
 
 @dataclass(frozen=True)
