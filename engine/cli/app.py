@@ -93,15 +93,22 @@ class Cli:
             return workflow_registry.load_registry()
         return workflow_registry.load_with_config(self.config_path, db_override=self.db_url)[1]
 
-    def runtime(self) -> "Runtime":
-        """Validate the config first (bad input writes nothing), then open the store."""
+    def runtime(self, *, strict: bool = False) -> "Runtime":
+        """Validate the config first (bad input writes nothing), then open the store.
+
+        An invalid ``[[schedules]]`` entry is left out, said in one line on stderr, so that reading
+        history and running the other schedules go on; ``strict`` (``schedules apply``) refuses instead.
+        """
         if self._runtime is None:
             from engine.plugins import workflow_registry
             from engine.runtime import Runtime
             from engine.store.handle import Store
 
             clock = self.clock()
-            config, registry = workflow_registry.load_with_config(self.config_path, db_override=self.db_url)
+            config, registry = workflow_registry.load_with_config(self.config_path, db_override=self.db_url,
+                                                                  sparing=not strict)
+            for line in config.left_out:
+                output.warn(f"{line} (the other schedules go on; fix it, then `reportflow schedules apply`)")
             store = Store.open(config.store_url)
             self._runtime = Runtime(store=store, registry=registry, config=config, clock=clock)
         return self._runtime
@@ -235,7 +242,7 @@ def schedules_apply(ctx: typer.Context,
     from engine.cli import render
     from engine.scheduling import definitions
 
-    report = definitions.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
+    report = definitions.apply(_cli(ctx).runtime(strict=True), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
     render.apply_report(report)
 
 

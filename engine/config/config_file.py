@@ -10,6 +10,7 @@ anything is written.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -237,6 +238,8 @@ class AppConfig:
     retain: timedelta | None = None
     ui: UiConfig = field(default_factory=UiConfig)
     retain_max: int = 5000
+    #: ``[[schedules]]`` entries left out because they are invalid (``build_config_sparing``), each in one line.
+    left_out: tuple[str, ...] = ()
 
     def schedule(self, name: str) -> ScheduleSpec:
         """The schedule of the config named ``name``; raises NotFound."""
@@ -320,6 +323,33 @@ def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any]
 def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
     """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
     return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
+
+
+_SCHEDULE_KEY = re.compile(r"^schedules\[(\d+)\]")
+
+
+def build_config_sparing(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],
+                         db_override: str | None = None) -> AppConfig:
+    """``build_config``, but an invalid ``[[schedules]]`` entry is left out (named in ``left_out``) instead of
+    refusing the file: one bad schedule must not stop the others, nor an operator reading history.
+
+    Anything else that is invalid (a section, a project, the TOML itself) still refuses the file.
+    """
+    entries = list(raw.get("schedules", []))
+    left_out: list[str] = []
+    while True:
+        try:
+            config = build_config({**raw, "schedules": entries}, path=path, registry=registry,
+                                  db_override=db_override)
+        except errors.ConfigInvalid as exc:
+            found = _SCHEDULE_KEY.match(exc.key or "")
+            if found is None or int(found.group(1)) >= len(entries):
+                raise
+            entry = entries.pop(int(found.group(1)))
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            left_out.append(f"schedule {name!r} is left out, it is invalid: {exc.message}")
+            continue
+        return dataclasses.replace(config, left_out=tuple(left_out))
 
 
 def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],
