@@ -514,7 +514,7 @@ def _inputs_seen(cli: Cli) -> "fast_tick.Inputs | None":
 
     try:
         return fast_tick.read_inputs(cli.config_path, cli.db_url)
-    except OSError:
+    except (OSError, errors.ConfigInvalid):
         return None  # no config to read: runtime() says so
 
 
