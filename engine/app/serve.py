@@ -17,8 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import start_http_server
-
 from engine.core import logs
 from engine.execution import loop, reconciler
 from engine.execution.pool import WorkerPool
@@ -110,9 +108,7 @@ def _start_ui(rt: Runtime, port: int) -> Any:
 
 
 def _start_metrics(rt: Runtime, port: int) -> WSGIServer:
-    """prometheus_client's own HTTP server on 127.0.0.1, serving ``metrics.registry_for(rt)``."""
-    from engine.read import metrics
+    """The exposition on 127.0.0.1 behind the page's Host check and its token (``web.metrics_endpoint``)."""
+    from engine.web import metrics_endpoint
 
-    server, _thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry_for(rt))
-    logs.event(log, logging.INFO, "metrics_listening", port=server.server_address[1])
-    return server
+    return metrics_endpoint.start(rt, port)

@@ -15,7 +15,8 @@ import fcntl
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -77,14 +78,21 @@ def drafter(registry: Mapping[str, WorkflowDef], workflow: str | None) -> Workfl
 
 
 def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
-        project: str | None = None, workflow: str | None = None) -> DraftAnswer:
-    """The drafter's answer for ``text`` (InvalidInput when it cannot read it)."""
+        project: str | None = None, workflow: str | None = None,
+        exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
+        deadline_s: float | None = None) -> DraftAnswer:
+    """The drafter's answer for ``text`` (InvalidInput when it cannot read it).
+
+    ``exclusive`` and ``deadline_s`` reach the drafter (``DraftRequest``): the page passes
+    the store's generation lock (without waiting) and its deadline.
+    """
     if not text.strip():
         raise errors.InvalidInput("the sentence to draft from is empty")
     owner = drafter(registry, workflow)
     assert owner.draft_schedule is not None
     request = DraftRequest(text=text, project=project, workflow=workflow,
-                           workflows={name: wf.period for name, wf in registry.items()})
+                           workflows={name: wf.period for name, wf in registry.items()},
+                           exclusive=exclusive, deadline_s=deadline_s)
     return owner.draft_schedule(config.workflow_settings.get(owner.name), request)
 
 
@@ -143,9 +151,12 @@ def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None
 
 
 def draft(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
-          now: datetime, project: str | None = None, workflow: str | None = None) -> DraftReport:
+          now: datetime, project: str | None = None, workflow: str | None = None,
+          exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
+          deadline_s: float | None = None) -> DraftReport:
     """Ask the drafter, then ``evaluate`` its entry."""
-    answer = ask(config, registry, text, project=project, workflow=workflow)
+    answer = ask(config, registry, text, project=project, workflow=workflow, exclusive=exclusive,
+                 deadline_s=deadline_s)
     return evaluate(config, registry, answer.entry, now=now, rationale=answer.rationale,
                     drafter_name=answer.drafter)
 

@@ -358,6 +358,11 @@ class DraftRequest:
     workflow: str | None
     #: The installed workflows a draft may name, and their periods.
     workflows: Mapping[str, PeriodKind]
+    #: The store's mutex (``Store.exclusive``): a drafter that asks a model takes the model host's
+    #: generation lock with it, as GENERATE_REPORT does (None: no lock).
+    exclusive: Callable[[str], AbstractContextManager[object]] | None = None
+    #: The most a drafter may wait for its model, in seconds, overall (None: the model's own timeout).
+    deadline_s: float | None = None
 
 
 @dataclass(frozen=True)
