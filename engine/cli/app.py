@@ -213,6 +213,7 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
     cli = _cli(ctx)
     url = cli.store_url()
     engine = database.create_db_engine(url)
+    _exit_on_sigterm()  # the partial copy is removed on the way out, as for Ctrl-C
     try:
         if engine.dialect.name == "sqlite":
             database.ensure_schema(engine, auto_migrate=False)
@@ -444,6 +445,15 @@ def _deliver(rt: Any) -> None:
     from engine.operations import outbox_sender
 
     outbox_sender.deliver_pending(rt)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the command as SystemExit(143), so ``finally`` and cleanup blocks run (default: none do)."""
+
+    def _handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _handler)
 
 
 def _stop_on_signals() -> threading.Event:

@@ -169,9 +169,14 @@ def append(path: Path, report: DraftReport) -> None:
     turns (a lock on the folder), so each reads the file the last one wrote and no
     draft is lost to a concurrent one. The temporary file has one fixed name: one
     left by a SIGKILL mid-write is overwritten by the next append, never piled up.
+    A symlinked config is followed: the file it points at is the one rewritten (beside
+    itself, so the rename stays in one folder), and the link stays a link.
     """
     if not report.valid:
         raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
+    path = Path(os.path.realpath(path))
+    if not path.is_file():
+        raise errors.InvalidInput(f"{path} is not a regular file; the draft can only be appended to one")
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         fcntl.flock(directory, fcntl.LOCK_EX)  # released when the descriptor is closed

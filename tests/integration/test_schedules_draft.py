@@ -217,3 +217,19 @@ def test_a_symlink_at_the_temporary_name_is_refused_and_nothing_is_written(tmp_p
     assert "Traceback" not in refused.stderr
     assert path.read_bytes() == before and elsewhere.read_text() == "keep"
     assert drafts.temporary_path(path).is_symlink()  # what was planted is left for its owner to look at
+
+
+def test_write_through_a_symlinked_config_writes_the_real_file_and_keeps_the_link(tmp_path: Path) -> None:
+    """Issue 36, item 9: the rename used to replace the symlink with a plain file; the real config never
+    got the schedule (and the next edit of the real file was silently ignored)."""
+    real_dir = tmp_path / "etc-reportflow"
+    real_dir.mkdir()
+    real = config(real_dir)
+    link = tmp_path / "reportflow.toml"
+    link.symlink_to(real)
+    written = draft(link, "every day at 07:00 for api", "--write", "--yes")
+    assert written.returncode == 0, written.stderr
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    names = [s["name"] for s in tomllib.loads(real.read_text())["schedules"]]
+    assert len(names) == 3 and names[-1] not in ("web-daily", "echo-tick")
+    assert not list(real_dir.glob(".*.draft")) and not list(tmp_path.glob(".*.draft"))
