@@ -31,5 +31,5 @@ def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
         report.outcomes = pool.work(until_idle=True)
     finally:
         pool.close()
-        outbox_sender.deliver_pending(rt)  # never raises: a webhook that is down is retried by a later pass
+        outbox_sender.deliver_pending(rt, stop=stop)  # never raises: a webhook that is down is retried by a later pass
     return report

@@ -440,11 +440,11 @@ def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     output.tick_report(report, as_json)
 
 
-def _deliver(rt: Any) -> None:
-    """The alert sender, at the end of a command that may have recorded alerts (never raises)."""
+def _deliver(rt: Any, stop: threading.Event | None = None) -> None:
+    """The alert sender, at the end of a command that may have recorded alerts (never raises; bounded)."""
     from engine.operations import outbox_sender
 
-    outbox_sender.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt, stop=stop)
 
 
 def _exit_on_sigterm() -> None:
@@ -495,7 +495,7 @@ def work(ctx: typer.Context,
             stop.set()
             sender.join(30)
     if sender is None:
-        _deliver(rt)
+        _deliver(rt, stop)
     output.outcomes(outcomes)
 
 
