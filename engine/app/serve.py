@@ -6,7 +6,8 @@ the idle threads at once, so a burst's first runs start while the tick is still
 creating the others. The loop sleeps until the next due slot or retry, but never
 longer than the poll interval nor 30 s; an idle thread looks for runs queued by
 other processes every poll interval. SIGTERM/SIGINT set ``stop``: the current
-step finishes, the run is handed back, the process exits 0.
+step finishes (or is abandoned 10 s later, ``worker.STOP_GRACE_S``), the run is handed
+back, the process exits 0.
 """
 
 from __future__ import annotations

@@ -548,7 +548,7 @@ def serve_command(ctx: typer.Context,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
                                                          help="Also serve the web page on [ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
-    """Scheduler, worker and reconciler loops in one process; SIGTERM finishes the step and exits 0.
+    """Scheduler, worker and reconciler loops in one process; SIGTERM hands the run back and exits 0 (within 60 s).
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
