@@ -54,11 +54,13 @@ class _StepThread:
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="step", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None  # started by the first step (a worker may run none)
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         """Run ``fn`` on this thread after what was submitted before; its future."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="step", daemon=True)
+            self._thread.start()
         future: Future[Any] = Future()
         self._queue.put((future, fn))
         return future
