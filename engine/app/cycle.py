@@ -5,7 +5,8 @@ PENDING runs, report stalled runs and silent schedules), then work until nothing
 is claimable, on the same run loop as ``work --until-idle``, and last deliver the
 alerts the pass recorded (and any due again) outside every transaction: a
 database error ends the pass (exit 1) and the next minute's cycle starts over;
-SIGTERM hands the current run back at its next step boundary. ``engine.cli.fast_tick`` answers a
+SIGTERM hands the current run back at its next step boundary, or
+10 s later at the latest (``worker.STOP_GRACE_S``). ``engine.cli.fast_tick`` answers a
 cycle with nothing to do without coming here.
 """
 
@@ -32,5 +33,5 @@ def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
         report.outcomes = pool.work(until_idle=True)
     finally:
         pool.close()
-        outbox_sender.deliver_pending(rt)  # never raises: a webhook that is down is retried by a later pass
+        outbox_sender.deliver_pending(rt, stop=stop)  # never raises: a webhook that is down is retried by a later pass
     return report

@@ -6,7 +6,8 @@ the idle threads at once, so a burst's first runs start while the tick is still
 creating the others. The loop sleeps until the next due slot or retry, but never
 longer than the poll interval nor 30 s; an idle thread looks for runs queued by
 other processes every poll interval. SIGTERM/SIGINT set ``stop``: the current
-step finishes, the run is handed back, the process exits 0.
+step finishes (or is abandoned 10 s later, ``worker.STOP_GRACE_S``), the run is handed
+back, the process exits 0.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import threading
 from datetime import datetime, timedelta
 from typing import Any
 from wsgiref.simple_server import WSGIServer
-
-from prometheus_client import start_http_server
 
 from engine.core import logs
 from engine.execution import loop, reconciler
@@ -114,9 +113,7 @@ def _start_ui(rt: Runtime, port: int) -> Any:
 
 
 def _start_metrics(rt: Runtime, port: int) -> WSGIServer:
-    """prometheus_client's own HTTP server on 127.0.0.1, serving ``metrics.registry_for(rt)``."""
-    from engine.read import metrics
+    """The exposition on 127.0.0.1 behind the page's Host check and its token (``web.metrics_endpoint``)."""
+    from engine.web import metrics_endpoint
 
-    server, _thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry_for(rt))
-    logs.event(log, logging.INFO, "metrics_listening", port=server.server_address[1])
-    return server
+    return metrics_endpoint.start(rt, port)

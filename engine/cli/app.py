@@ -220,6 +220,7 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
     cli = _cli(ctx)
     url = cli.store_url()
     engine = database.create_db_engine(url)
+    _exit_on_sigterm()  # the partial copy is removed on the way out, as for Ctrl-C
     try:
         if engine.dialect.name == "sqlite":
             database.ensure_schema(engine, auto_migrate=False)
@@ -451,11 +452,20 @@ def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     output.tick_report(report, as_json)
 
 
-def _deliver(rt: Any) -> None:
-    """The alert sender, at the end of a command that may have recorded alerts (never raises)."""
+def _deliver(rt: Any, stop: threading.Event | None = None) -> None:
+    """The alert sender, at the end of a command that may have recorded alerts (never raises; bounded)."""
     from engine.operations import outbox_sender
 
-    outbox_sender.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt, stop=stop)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the command as SystemExit(143), so ``finally`` and cleanup blocks run (default: none do)."""
+
+    def _handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _handler)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -497,7 +507,7 @@ def work(ctx: typer.Context,
             stop.set()
             sender.join(30)
     if sender is None:
-        _deliver(rt)
+        _deliver(rt, stop)
     output.outcomes(outcomes)
 
 
@@ -526,7 +536,7 @@ def _inputs_seen(cli: Cli) -> "fast_tick.Inputs | None":
 
     try:
         return fast_tick.read_inputs(cli.config_path, cli.db_url)
-    except OSError:
+    except (OSError, errors.ConfigInvalid):
         return None  # no config to read: runtime() says so
 
 
@@ -550,7 +560,7 @@ def serve_command(ctx: typer.Context,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
                                                          help="Also serve the web page on [ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
-    """Scheduler, worker and reconciler loops in one process; SIGTERM finishes the step and exits 0.
+    """Scheduler, worker and reconciler loops in one process; SIGTERM hands the run back and exits 0 (within 60 s).
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
