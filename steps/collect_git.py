@@ -28,6 +28,12 @@ Contract (SPEC §6, §11, §13):
   output; the report leaves them out of its statistics. ``exclude=None``
   (runs pinned before exclusion existed) marks nothing.
 
+- Unreadable commits: a commit git cannot parse (a NUL in its author header,
+  ``git fsck``'s ``nulInHeader``; a date that is no number) is left out with a
+  warning naming its SHA, and listed in ``unreadable`` when its committer time
+  (if git could read that) lies in the window, so the report can say so. It
+  never fails the step: one corrupt object must not block a project's reports.
+
 Errors: ``GIT_REPO_NOT_FOUND`` (no repository at the path, or git cannot read
 it), ``CONFIG_INVALID`` (a configured branch that names no commit, a bad
 window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
@@ -36,6 +42,7 @@ window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
 from __future__ import annotations
 
 import fnmatch
+import logging
 import math
 import os
 import re
@@ -48,13 +55,14 @@ from pathlib import Path
 import git
 from pydantic import BaseModel
 
-from engine.core import errors
+from engine.core import errors, logs
 from steps import git_log
 from steps.git_log import CommitInfo, FileChange, GitFailure
 
 __all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect"]
 
 FETCH_TIMEOUT_S = 120.0
+log = logging.getLogger(__name__)
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # Where a branch name is looked up in-process, branches first; anything else (tags,
@@ -98,6 +106,8 @@ class CollectOutput(BaseModel):
     commits: list[CommitInfo]
     window_start: str
     window_end: str
+    #: SHAs of the window's commits git could not read (left out; the report says so).
+    unreadable: list[str] = []
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
@@ -121,13 +131,13 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     tips = list(dict.fromkeys(heads.values()))
     try:
-        commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
+        commits, unreadable = _commits(repo, tips, start, end, wanted, include_merges, bounds)
     except GitFailure as exc:
         if not (pinned_heads and exc.missing_object):
             raise _unreadable(repo.path, exc) from exc
         _fetch_missing(repo.path, heads)
         try:
-            commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
+            commits, unreadable = _commits(repo, tips, start, end, wanted, include_merges, bounds)
         except GitFailure as again:
             raise _unreadable(repo.path, again) from again
     if exclude is not None:
@@ -137,13 +147,14 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
             raise _unreadable(repo.path, exc) from exc
     return CollectOutput.model_validate({
         "heads": heads, "head_sha": heads[first], "commits": commits,
-        "window_start": _iso(start), "window_end": _iso(end)})
+        "window_start": _iso(start), "window_end": _iso(end), "unreadable": unreadable})
 
 
 def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
              wanted: frozenset[str], include_merges: bool,
-             bounds: WalkBounds) -> list[git_log.RawCommit]:
-    """The window's commits as dicts, sorted; raises ``GitFailure``."""
+             bounds: WalkBounds) -> tuple[list[git_log.RawCommit], list[str]]:
+    """The window's commits as dicts, sorted, and the SHAs of those git could not read
+    (see the module contract); raises ``GitFailure``."""
     lo, hi = start.timestamp(), end.timestamp()
     since = start - bounds.slack
     until = None if bounds.late is None else end + bounds.late
@@ -152,20 +163,33 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
         return lo <= at < hi and (not wanted or bool(wanted & {name.casefold(), email.casefold()}))
 
     found: list[tuple[int, git_log.RawCommit]] | None = None
+    broken: list[git_log.Unreadable] = []
     times = git_log.committer_times(repo.objects_dir, tips)
     if times is None or max(times) <= hi + bounds.near.total_seconds():
         found = git_log.window_log(repo.path, tips, since, until, int(hi), keep=keep,
-                                   include_merges=include_merges, abort_after=bounds.abort_after)
+                                   include_merges=include_merges, abort_after=bounds.abort_after,
+                                   unreadable=broken)
     if found is None:
+        broken.clear()  # the abandoned pass's finds are the walk's too
         walked = git_log.walk(repo.path, tips, since, until, lo=math.ceil(lo), hi=math.ceil(hi),
-                              include_merges=include_merges, with_idents=bool(wanted))
+                              include_merges=include_merges, with_idents=bool(wanted), unreadable=broken)
         chosen = sorted(sha for _, sha, ident in walked if not wanted or wanted & ident)
         found = git_log.details(repo.path, chosen) if chosen else []
         if len(found) != len(chosen):
             raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
     kept = [(at, c) for at, c in found if keep(at, c["author_name"], c["author_email"])]
     kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
-    return [c for _, c in kept]
+    return [c for _, c in kept], _left_out(repo.path, broken, lo, hi)
+
+
+def _left_out(repo_dir: Path, broken: Sequence[git_log.Unreadable], lo: float, hi: float) -> list[str]:
+    """The unreadable commits this window reports: committed inside it, or at a time git cannot read
+    either; each logged once with its SHA."""
+    shas = sorted({b.sha for b in broken if b.committed_at is None or lo <= b.committed_at < hi})
+    for sha in shas:
+        logs.event(log, logging.WARNING, "commit_unreadable", repo=str(repo_dir), sha=sha,
+                   effect="left out of the report (git cannot parse it; see git fsck)")
+    return shas
 
 
 def exclude_matches(path: str, globs: Sequence[str]) -> bool:

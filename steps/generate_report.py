@@ -17,6 +17,7 @@ Contract (SPEC §6):
   said in the prompt and in the report, never silently.
 - A window without commits gives a short no-activity report and calls no
   model (``model = "none"``, empty ``prompt_sha256``).
+- Commits git could not read (``unreadable``) are named in a note, never silently.
 
 Writers: ``BuiltinWriter`` (deterministic, no model) and ``OllamaWriter``.
 """
@@ -320,8 +321,10 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     t = texts(inp.language)
     stats = summarize(inp.commits)
     opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
+    left_out = t.unreadable_note(inp.unreadable) if inp.unreadable else ""
     if not inp.commits:
-        return ReportOutput(text=no_activity(inp), model="none", model_digest=None,
+        text = no_activity(inp) if not left_out else assemble([no_activity(inp), left_out])
+        return ReportOutput(text=text, model="none", model_digest=None,
                             prompt_version=inp.prompt_version, prompt_sha256="",
                             template_sha256=template.sha256, options=opts,
                             provider=writer.provider, trimmed=False, stats=stats.model_dump(),
@@ -351,7 +354,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     by += f", {t.prompt_word} {inp.workflow} {inp.prompt_version}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
-    text = assemble([header(inp, stats, writer_line=by), note, fallback_note, narrative,
+    text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
                      statistics_section(stats, inp.language, inp.text_rules)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

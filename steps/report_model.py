@@ -39,6 +39,8 @@ class ReportInput(BaseModel):
     language: str = "en"
     #: How commit text is neutralised (``steps.untrusted``; pinned; runs pinned before it render with 0).
     text_rules: int = 0
+    #: SHAs of the window's commits git could not read (COLLECT_GIT's ``unreadable``): the report names them.
+    unreadable: list[str] = []
 
 
 class ReportOutput(BaseModel):

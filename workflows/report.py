@@ -12,6 +12,7 @@ imported when a step runs, not when the workflow is registered.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,17 +50,19 @@ def collect(ctx: StepContext) -> StepResult:
                               # None for runs pinned before exclusion existed: they count every file.
                               exclude=ctx.pinned.get("exclude"))
     pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
-    skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
+    # A window whose only commits git could not read is not empty: its report says what was left out.
+    empty = not out.commits and not out.unreadable
+    skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
-def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResult:
+def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: Sequence[str] = ()) -> StepResult:
     from steps import generate_report
     from steps.collect_git import CollectOutput
     from steps.ollama_writer import RetryPolicy
 
     settings = _settings(ctx)
-    # ``commits``: a team report's, from its child runs (workflows.team_report).
+    # ``commits`` and ``unreadable``: a team report's, from its child runs (workflows.team_report).
     collected = ctx.output(CollectOutput) if commits is None else None
     options = dict(ctx.pinned.get("llm_options", {}))
     inp = generate_report.ReportInput(
@@ -71,7 +74,8 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResul
         # Runs pinned before the language existed were English, and stay so.
         language=str(ctx.pinned.get("language", "en")),
         # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
-        text_rules=int(ctx.pinned.get("text_rules", 0)))
+        text_rules=int(ctx.pinned.get("text_rules", 0)),
+        unreadable=collected.unreadable if collected is not None else list(unreadable))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()

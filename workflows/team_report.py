@@ -134,13 +134,15 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     from steps.collect_git import CollectOutput
 
     children = ctx.children()
-    collected = {c.name: CollectOutput.model_validate(c.outputs["COLLECT_GIT"]).commits
-                 for c in children if c.succeeded and "COLLECT_GIT" in c.outputs}
+    outputs = {c.name: CollectOutput.model_validate(c.outputs["COLLECT_GIT"])
+               for c in children if c.succeeded and "COLLECT_GIT" in c.outputs}
+    collected = {name: out.commits for name, out in outputs.items()}
     every = sorted((commit for commits in collected.values() for commit in commits), key=lambda c: c.authored_at)
     # The overall summary is written from every child's commits, as a project report is from its own.
     inner = dataclasses.replace(ctx, workflow="daily_report" if kind == "daily" else "weekly_report",
                                 pinned={**ctx.pinned, "on_empty": "report"})
-    result = report.generate(inner, commits=every)
+    result = report.generate(inner, commits=every,
+                             unreadable=sorted(sha for out in outputs.values() for sha in out.unreadable))
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
     missing = [c for c in children if not c.succeeded]
