@@ -56,10 +56,10 @@ import git
 from pydantic import BaseModel
 
 from engine.core import errors, logs
-from steps import git_log
+from steps import git_log, untrusted
 from steps.git_log import CommitInfo, FileChange, GitFailure
 
-__all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect"]
+__all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect", "forge"]
 
 FETCH_TIMEOUT_S = 120.0
 log = logging.getLogger(__name__)
@@ -337,6 +337,16 @@ def _fetch_missing(repo_dir: Path, pinned: dict[str, str]) -> None:
         refs = ", ".join(f"{ref}={sha[:12]}" for ref, sha in pinned.items() if sha in still)
         raise errors.step_error("GIT_COMMIT_NOT_FOUND",
                                 f"pinned head(s) {refs} not found in {repo_dir} ({note})")
+
+
+def forge(repo_path: Path) -> str | None:
+    """The https web address of the repository's ``origin`` remote (``untrusted.forge_of``), or None
+    when there is no such remote or it names no forge: where links in the model's text may point."""
+    try:
+        remote = git_log.run(repo_path, ["remote", "get-url", "origin"], timeout_s=10).decode("utf-8", "replace")
+    except GitFailure:
+        return None
+    return untrusted.forge_of(remote)
 
 
 def _fetch(repo_dir: Path) -> str:

@@ -41,6 +41,9 @@ class ReportInput(BaseModel):
     text_rules: int = 0
     #: SHAs of the window's commits git could not read (COLLECT_GIT's ``unreadable``): the report names them.
     unreadable: list[str] = []
+    #: The project's forge (``https://host/owner/repo``, pinned from ``origin``): the one place a link in the
+    #: model's text may point (text rules 2 on). None: no link stays.
+    forge: str | None = None
 
 
 class ReportOutput(BaseModel):

@@ -49,7 +49,10 @@ def collect(ctx: StepContext) -> StepResult:
                               include_merges=bool(ctx.pinned.get("include_merges", False)),
                               # None for runs pinned before exclusion existed: they count every file.
                               exclude=ctx.pinned.get("exclude"))
-    pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
+    pins: dict[str, Any] = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
+    if not pinned_heads and int(ctx.pinned.get("text_rules", 0)) >= 2:
+        # Where links in the model's text may point: the project's own forge, as origin names it now.
+        pins["forge"] = collect_git.forge(project.repo)
     # A window whose only commits git could not read is not empty: its report says what was left out.
     empty = not out.commits and not out.unreadable
     skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
@@ -75,7 +78,8 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: 
         language=str(ctx.pinned.get("language", "en")),
         # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
         text_rules=int(ctx.pinned.get("text_rules", 0)),
-        unreadable=collected.unreadable if collected is not None else list(unreadable))
+        unreadable=collected.unreadable if collected is not None else list(unreadable),
+        forge=ctx.pinned.get("forge"))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()

@@ -114,7 +114,9 @@ def _section(child: ChildOutcome, commits: list[Any], rules: int) -> list[str]:
 
     lines = [f"### {child.project}", ""]
     if not child.succeeded:
-        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {child.error_message or ''}", ""]
+        # The error's text may be a server's (or a git error quoting a path): inert from text rules 2 on.
+        message = untrusted.text(child.error_message or "", rules) if rules >= 2 else child.error_message or ""
+        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {message}", ""]
     if not commits:
         return [*lines, "No commits in this period.", ""]
     authors = sorted({c.author_name for c in commits})
