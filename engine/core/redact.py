@@ -86,6 +86,16 @@ def clip(text: str, limit: int = limits.ERROR_TEXT) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters cut]"
 
 
+def echoed(value: object, limit: int = limits.ECHOED_VALUE) -> str:
+    """``repr(value)`` as an error quotes a bad value: at most ``limit`` characters, then an ellipsis
+    and the value's length, so a model's four-megabyte name costs the reader one line."""
+    shown = repr(value)
+    if len(shown) <= limit:
+        return shown
+    size = len(value) if isinstance(value, str | bytes) else len(shown)
+    return f"{shown[:limit]}… ({size:,} characters)"
+
+
 def error_text(text: str, *, inert: bool = False) -> str:
     """Error text as it may be stored or logged: URL passwords masked, then cut to ``limits.ERROR_TEXT``;
     with ``inert`` also one line without control characters (masked again, in case removing them

@@ -4,6 +4,7 @@ fake model's structured answers, validated like the file, previewed, appended on
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,3 +209,33 @@ def test_a_symlink_at_the_temporary_name_is_refused_and_nothing_is_written(tmp_p
     assert "Traceback" not in refused.stderr
     assert path.read_bytes() == before and elsewhere.read_text() == "keep"
     assert drafts.temporary_path(path).is_symlink()  # what was planted is left for its owner to look at
+
+
+# -- issue 36, item 14: the model's draft printed as data, bounded ------------------------------------------
+
+def test_a_huge_value_in_the_models_draft_is_quoted_clipped(tmp_path: Path, model: FakeOllama) -> None:
+    """A 4 MB name was printed whole, twice (8.4 MB); now 200 characters of it, and its length."""
+    path = config(tmp_path, "ollama", model.url)
+    model.replies([model_answer(name="n" * 200_000)])
+    shown = draft(path, "daily at six in the evening for api")
+    assert shown.returncode == 2
+    assert len(shown.stdout) + len(shown.stderr) < 3000, (len(shown.stdout), len(shown.stderr))
+    assert f"name: '{'n' * 199}… (200,000 characters): longer than a schedule's name may be" in shown.stderr
+
+
+def test_an_answer_larger_than_the_bound_is_refused_unread_in_one_line(tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    model.replies(["{" + "x" * 5_000_000])
+    shown = draft(path, "daily at six in the evening for api")
+    assert shown.returncode == 2 and "Traceback" not in shown.stderr
+    assert shown.stderr.count("\n") == 1 and "larger than 256 KB and was not read" in shown.stderr
+    assert len(shown.stdout) + len(shown.stderr) < 500
+
+
+def test_the_models_rationale_is_printed_as_data(tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    model.replies([model_answer(rationale="\x1b]0;PWNED\x07 [bold]loud[/] :ghost: \u202eevil\nsecond line")])
+    shown = draft(path, "daily at six in the evening for api")
+    assert shown.returncode == 0, shown.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown.stdout)
+    assert "]0;PWNED [bold]loud[/] :ghost: evil second line" in shown.stdout
