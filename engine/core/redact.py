@@ -93,7 +93,7 @@ def echoed(value: object, limit: int = limits.ECHOED_VALUE) -> str:
     if len(shown) <= limit:
         return shown
     size = len(value) if isinstance(value, str | bytes) else len(shown)
-    return f"{shown[:limit]}… ({size:,} characters)"
+    return f"{shown[:limit]}…{shown[-1]} ({size:,} characters)"  # the closing quote kept: one quoted value
 
 
 def error_text(text: str, *, inert: bool = False) -> str:

@@ -220,7 +220,7 @@ def test_a_huge_value_in_the_models_draft_is_quoted_clipped(tmp_path: Path, mode
     shown = draft(path, "daily at six in the evening for api")
     assert shown.returncode == 2
     assert len(shown.stdout) + len(shown.stderr) < 3000, (len(shown.stdout), len(shown.stderr))
-    assert f"name: '{'n' * 199}… (200,000 characters): longer than a schedule's name may be" in shown.stderr
+    assert f"name: '{'n' * 199}…' (200,000 characters): longer than a schedule's name may be" in shown.stderr
 
 
 def test_an_answer_larger_than_the_bound_is_refused_unread_in_one_line(tmp_path: Path, model: FakeOllama) -> None:

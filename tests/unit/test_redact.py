@@ -66,7 +66,7 @@ MB20 = 20_000_000
     "@ " + "E" * MB20 + "://",
     "a:" * (MB20 // 2) + "@://",
     "a://" + ":" * MB20 + "@",
-    "x https://u:p@h.example/ " * (MB20 // 25),
+    ("x" * 1000 + " https://u:p@h.example/ ") * (MB20 // 1025),
 ], ids=["letters-after-at", "scheme-at-the-end", "colons", "long-password", "many-urls"])
 def test_twenty_megabytes_of_server_text_are_masked_in_under_two_seconds(body: str) -> None:
     masked, took = timed(lambda: redact.mask_urls(body))
