@@ -116,8 +116,8 @@ def narrative(markdown: str, rules: int, forge: str | None = None) -> str:
     Control and bidi characters are removed (line breaks kept). Fenced code blocks and code spans
     stay as written: nothing in them is live. In the prose, ``[``, ``]`` and ``<`` are escaped
     (no inline link, image, reference, autolink or raw HTML can form), a bare URL, ``www.`` name
-    or e-mail address becomes a code span, and a character reference that would decode to a
-    removed character is escaped. A link, image or URL into ``forge`` (``redact.link_allowed``)
+    or e-mail address is defanged (``_defanged``), and a character reference that would decode to
+    a removed character is escaped. A link, image or URL into ``forge`` (``redact.link_allowed``)
     is kept, its label made inert. Applying it twice changes nothing more.
     """
     if rules < LINK_RULES:
