@@ -28,6 +28,12 @@ Contract (SPEC §6, §11, §13):
   output; the report leaves them out of its statistics. ``exclude=None``
   (runs pinned before exclusion existed) marks nothing.
 
+- Unreadable commits: a commit git cannot parse (a NUL in its author header,
+  ``git fsck``'s ``nulInHeader``; a date that is no number) is left out with a
+  warning naming its SHA, and listed in ``unreadable`` when its committer time
+  (if git could read that) lies in the window, so the report can say so. It
+  never fails the step: one corrupt object must not block a project's reports.
+
 Errors: ``GIT_REPO_NOT_FOUND`` (no repository at the path, or git cannot read
 it), ``CONFIG_INVALID`` (a configured branch that names no commit, a bad
 window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
@@ -36,6 +42,7 @@ window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
 from __future__ import annotations
 
 import fnmatch
+import logging
 import math
 import os
 import re
@@ -49,14 +56,16 @@ from typing import Literal
 import git
 from pydantic import BaseModel
 
-from engine.core import errors
-from steps import git_log, git_range
+from engine.core import errors, logs
+from steps import git_log, git_range, untrusted
 from steps.git_log import CommitInfo, FileChange, GitFailure
 
 __all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect", "collect_between", "current_heads",
-           "heads_at"]
+           "forge", "heads_at"]
+
 
 FETCH_TIMEOUT_S = 120.0
+log = logging.getLogger(__name__)
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # Where a branch name is looked up in-process, branches first; anything else (tags,
@@ -120,6 +129,8 @@ class CollectOutput(BaseModel):
     covered: bool = False
     arrived_late: list[CommitInfo] = []
     rewritten: list[str] = []
+    #: SHAs of the window's commits git could not read (left out; the report says so).
+    unreadable: list[str] = []
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
@@ -143,13 +154,13 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     tips = list(dict.fromkeys(heads.values()))
     try:
-        commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
+        commits, unreadable = _commits(repo, tips, start, end, wanted, include_merges, bounds)
     except GitFailure as exc:
         if not (pinned_heads and exc.missing_object):
             raise _unreadable(repo.path, exc) from exc
         _fetch_missing(repo.path, heads)
         try:
-            commits = _commits(repo, tips, start, end, wanted, include_merges, bounds)
+            commits, unreadable = _commits(repo, tips, start, end, wanted, include_merges, bounds)
         except GitFailure as again:
             raise _unreadable(repo.path, again) from again
     if exclude is not None:
@@ -159,13 +170,14 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
             raise _unreadable(repo.path, exc) from exc
     return CollectOutput.model_validate({
         "heads": heads, "head_sha": heads[first], "commits": commits,
-        "window_start": _iso(start), "window_end": _iso(end)})
+        "window_start": _iso(start), "window_end": _iso(end), "unreadable": unreadable})
 
 
 def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
              wanted: frozenset[str], include_merges: bool,
-             bounds: WalkBounds) -> list[git_log.RawCommit]:
-    """The window's commits as dicts, sorted; raises ``GitFailure``."""
+             bounds: WalkBounds) -> tuple[list[git_log.RawCommit], list[str]]:
+    """The window's commits as dicts, sorted, and the SHAs of those git could not read
+    (see the module contract); raises ``GitFailure``."""
     lo, hi = start.timestamp(), end.timestamp()
     since = start - bounds.slack
     until = None if bounds.late is None else end + bounds.late
@@ -174,20 +186,33 @@ def _commits(repo: Repo, tips: list[str], start: datetime, end: datetime,
         return lo <= at < hi and (not wanted or bool(wanted & {name.casefold(), email.casefold()}))
 
     found: list[tuple[int, git_log.RawCommit]] | None = None
+    broken: list[git_log.Unreadable] = []
     times = git_log.committer_times(repo.objects_dir, tips)
     if times is None or max(times) <= hi + bounds.near.total_seconds():
         found = git_log.window_log(repo.path, tips, since, until, int(hi), keep=keep,
-                                   include_merges=include_merges, abort_after=bounds.abort_after)
+                                   include_merges=include_merges, abort_after=bounds.abort_after,
+                                   unreadable=broken)
     if found is None:
+        broken.clear()  # the abandoned pass's finds are the walk's too
         walked = git_log.walk(repo.path, tips, since, until, lo=math.ceil(lo), hi=math.ceil(hi),
-                              include_merges=include_merges, with_idents=bool(wanted))
+                              include_merges=include_merges, with_idents=bool(wanted), unreadable=broken)
         chosen = sorted(sha for _, sha, ident in walked if not wanted or wanted & ident)
         found = git_log.details(repo.path, chosen) if chosen else []
         if len(found) != len(chosen):
             raise GitFailure(["log"], 0, f"returned {len(found)} of {len(chosen)} commits")
     kept = [(at, c) for at, c in found if keep(at, c["author_name"], c["author_email"])]
     kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
-    return [c for _, c in kept]
+    return [c for _, c in kept], _left_out(repo.path, broken, lo, hi)
+
+
+def _left_out(repo_dir: Path, broken: Sequence[git_log.Unreadable], lo: float, hi: float) -> list[str]:
+    """The unreadable commits this window reports: committed inside it, or at a time git cannot read
+    either; each logged once with its SHA."""
+    shas = sorted({b.sha for b in broken if b.committed_at is None or lo <= b.committed_at < hi})
+    for sha in shas:
+        logs.event(log, logging.WARNING, "commit_unreadable", repo=str(repo_dir), sha=sha,
+                   effect="left out of the report (git cannot parse it; see git fsck)")
+    return shas
 
 
 
@@ -253,10 +278,12 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     # No head at all: no branch had a commit yet at the report's end, so it holds nothing.
     first = branches[0] if branches and branches[0] in upper else next(iter(upper), None)
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
+    broken: list[git_log.Unreadable] = []
+    unreadable: list[str] = []
     try:
         try:  # the common case costs one git log; a head missing here is fetched once, then looked for
             ranged = [] if covered or not upper else _ranged(repo.path, upper, lower, excluded, wanted,
-                                                                   include_merges, present=None)
+                                                                   include_merges, present=None, broken=broken)
             present = set([*upper.values(), *lower.values(), *excluded])
         except GitFailure as exc:
             if not exc.missing_object:
@@ -273,12 +300,15 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         late: list[git_log.RawCommit] = []
         if not covered and upper:
             if ranged is None:
-                ranged = _ranged(repo.path, upper, lower, excluded, wanted, include_merges, present=present)
+                ranged = _ranged(repo.path, upper, lower, excluded, wanted, include_merges, present=present,
+                                 broken=broken)
+            unreadable = _left_out(repo.path, broken, float("-inf"), float("inf"))
             if attribution == "landed":
                 commits = ranged
             else:
-                commits = _commits(repo, list(dict.fromkeys(upper.values())), since_utc, until_utc, wanted,
-                                   include_merges, WalkBounds())
+                commits, by_date = _commits(repo, list(dict.fromkeys(upper.values())), since_utc, until_utc, wanted,
+                                            include_merges, WalkBounds())
+                unreadable = sorted({*unreadable, *by_date})
                 late = [c for c in ranged if c["authored_at"] < _iso(since_utc)]
         if exclude is not None and first is not None:
             _mark_excluded(repo.path, upper[first], [*commits, *late], exclude)
@@ -287,15 +317,19 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     return CollectOutput.model_validate({
         "heads": upper, "head_sha": upper[first] if first else "", "commits": commits, "window_start": _iso(start),
         "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "until": _iso(until_utc), "since_heads": lower,
-        "also_covers": list(also_covers), "covered": covered, "arrived_late": late, "rewritten": rewritten})
+        "also_covers": list(also_covers), "covered": covered, "arrived_late": late, "rewritten": rewritten,
+        "unreadable": unreadable})
 
 
 def _ranged(repo_dir: Path, upper: dict[str, str], lower: dict[str, str], excluded: Sequence[str],
-            wanted: frozenset[str], include_merges: bool, *, present: set[str] | None) -> list[git_log.RawCommit]:
-    """The range's commits by author time (lower heads absent here left out of the exclusion)."""
+            wanted: frozenset[str], include_merges: bool, *, present: set[str] | None,
+            broken: list[git_log.Unreadable]) -> list[git_log.RawCommit]:
+    """The range's commits by author time (lower heads absent here left out of the exclusion); those git
+    cannot read go to ``broken``."""
     negatives = [s for s in dict.fromkeys([*lower.values(), *excluded]) if present is None or s in present]
+    broken.clear()
     found = git_range.range_log(repo_dir, list(dict.fromkeys(upper.values())), negatives,
-                                include_merges=include_merges)
+                                include_merges=include_merges, unreadable=broken)
     return _by_author_time(found, wanted)
 
 
@@ -468,6 +502,16 @@ def _fetch_missing(repo_dir: Path, pinned: dict[str, str]) -> None:
         refs = ", ".join(f"{ref}={sha[:12]}" for ref, sha in pinned.items() if sha in still)
         raise errors.step_error("GIT_COMMIT_NOT_FOUND",
                                 f"pinned head(s) {refs} not found in {repo_dir} ({note})")
+
+
+def forge(repo_path: Path) -> str | None:
+    """The https web address of the repository's ``origin`` remote (``untrusted.forge_of``), or None
+    when there is no such remote or it names no forge: where links in the model's text may point."""
+    try:
+        remote = git_log.run(repo_path, ["remote", "get-url", "origin"], timeout_s=10).decode("utf-8", "replace")
+    except GitFailure:
+        return None
+    return untrusted.forge_of(remote)
 
 
 def _fetch(repo_dir: Path) -> str:

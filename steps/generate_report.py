@@ -17,6 +17,10 @@ Contract (SPEC §6):
   said in the prompt and in the report, never silently.
 - A window without commits gives a short no-activity report and calls no
   model (``model = "none"``, empty ``prompt_sha256``).
+- Commits git could not read (``unreadable``) are named in a note, never silently.
+- The model's text is untrusted (text rules 2 on, ``steps.untrusted.narrative``): control and
+  bidi characters removed, every link out of the project's forge shown as text, and such a
+  link is a grounding violation (repair, then the builtin writer's section).
 
 Writers: ``BuiltinWriter`` (deterministic, no model) and ``OllamaWriter``.
 """
@@ -301,7 +305,8 @@ def facts_of(inp: ReportInput) -> grounding.Facts:
         verbatim += [area_of(f.path) for f in commit.files]
     return grounding.Facts(commits=tuple(c.sha for c in inp.reported),
                            headings=(t.summary, t.areas, t.notable), language=inp.language,
-                           verbatim=tuple(dict.fromkeys(inline(v) for v in verbatim)))
+                           verbatim=tuple(dict.fromkeys(inline(v) for v in verbatim)),
+                           links=inp.text_rules >= untrusted.LINK_RULES, forge=inp.forge)
 
 
 def _grounded(inp: ReportInput, stats: ReportStats, template: PromptTemplate, writer: Writer,
@@ -315,10 +320,17 @@ def _grounded(inp: ReportInput, stats: ReportStats, template: PromptTemplate, wr
     def repair(violations: tuple[grounding.Violation, ...]) -> str:
         again = writer.write(repair_prompt(template, inp.language, violations), system=system,
                              options=options, material=material, earlier=((prompt, first),))
-        return again.text.replace("\r\n", "\n").strip()
+        return model_text(again.text, inp.text_rules)
 
     builtin = BuiltinWriter().write(prompt, system=system, options=options, material=material)
     return grounding.ground(first, facts_of(inp), repair=repair, builtin=builtin.text)
+
+
+def model_text(text: str, rules: int) -> str:
+    """A model's answer as the report takes it: LF line ends, trimmed, and from text rules 2 on
+    without control or bidi characters (its links are made inert after the grounding check)."""
+    clean = text.replace("\r\n", "\n").strip()
+    return redact.neutralise(clean, keep_newlines=True) if rules >= untrusted.LINK_RULES else clean
 
 
 def prompt_digest(system: str, prompt: str) -> str:
@@ -338,8 +350,10 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     t = texts(inp.language)
     stats = summarize(inp.reported)
     opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
+    left_out = t.unreadable_note(inp.unreadable) if inp.unreadable else ""
     if not inp.reported:
-        return ReportOutput(text=no_activity(inp), model="none", model_digest=None,
+        text = no_activity(inp) if not left_out else assemble([no_activity(inp), left_out])
+        return ReportOutput(text=text, model="none", model_digest=None,
                             prompt_version=inp.prompt_version, prompt_sha256="",
                             template_sha256=template.sha256, options=opts,
                             provider=writer.provider, trimmed=False, stats=stats.model_dump(),
@@ -348,7 +362,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     system = _system(template, inp.language)
     result = writer.write(prompt, system=system, options=opts,
                           material=ReportMaterial(input=inp, stats=stats))
-    narrative = result.text.replace("\r\n", "\n").strip()
+    narrative = model_text(result.text, inp.text_rules)
     if not narrative:
         raise errors.step_error("MODEL_UNAVAILABLE",
                                 f"{writer.provider} model {result.model!r} returned an empty report")
@@ -361,6 +375,8 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
         checked = dict(grounding.record(result_text))
         if result_text.replaced:
             fallback_note = t.grounding_note(result_text.replaced)
+    # What a foreign link the check let through (a prompt before v3 has none) would leave live.
+    narrative = untrusted.narrative(narrative, inp.text_rules, inp.forge)
     # A writer that reads the commits itself (builtin) never sees the trimmed listing.
     trimmed = listing.trimmed and writer.reads_prompt
     by = f"{writer.provider} `{result.model}`"
@@ -369,7 +385,8 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     by += f", {t.prompt_word} {inp.workflow} {inp.prompt_version}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
-    text = assemble([header(inp, stats, writer_line=by), note, fallback_note, narrative, arrived_late_section(inp),
+    text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
+                     arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import git
 import gitdb
@@ -77,6 +77,14 @@ class CommitInfo(BaseModel):
     deletions: int
 
 
+class Unreadable(NamedTuple):
+    """A commit git cannot parse (``git fsck``: ``nulInHeader``, a bad date): its author time is not
+    printed. ``committed_at`` is its committer time when that one could be read, to place it in a window."""
+
+    sha: str
+    committed_at: int | None
+
+
 class GitFailure(Exception):
     """A git command that failed; ``missing_object`` when it named an unknown object."""
 
@@ -94,6 +102,8 @@ class GitFailure(Exception):
 # The message goes last because it may contain anything but NUL.
 FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
 _HEADER_TIMES = re.compile(rb"\x1e[0-9a-f]{40,64}\x1f([0-9]+)\x1f")
+# A ``walk`` line of a commit whose author time git could not read: "LF SP sha US committer-time".
+_NO_TIME = re.compile(rb"\n ([0-9a-f]{40,64})\x1f([0-9]*)")
 _COMMITTER = re.compile(rb"^committer [^\n]* ([0-9]+) [+-][0-9]{4}$", re.MULTILINE)
 DIFF_OPTIONS = ("-z", "--numstat", "--find-renames", "--no-textconv", "--no-ext-diff",
                  "--no-color")
@@ -172,13 +182,14 @@ def _object_db(objects_dir: str) -> tuple[gitdb.GitDB, threading.Lock]:
 
 def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime | None,
                end_ts: int, *, include_merges: bool, abort_after: int,
-               keep: Keep | None = None) -> list[tuple[int, RawCommit]] | None:
+               keep: Keep | None = None,
+               unreadable: list[Unreadable] | None = None) -> list[tuple[int, RawCommit]] | None:
     """Every commit with committer date in [since, until], diffed; ``None`` when abandoned.
 
     Returns ``(author time, commit)`` pairs. Abandons (kills git, returns
     ``None``) once more than ``abort_after`` commits with committer time ≥
     ``end_ts`` have been printed (git writes in stdio-buffer chunks, so up to a
-    few dozen more may have been diffed by then). ``keep`` as for ``parse_log``.
+    few dozen more may have been diffed by then). ``keep`` and ``unreadable`` as for ``parse_log``.
     """
     args = ["log", FORMAT, *DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
     # stderr stays unread until stdout ends: git prints at most a line or two there.
@@ -202,21 +213,22 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
         complaint = proc.stderr.read()
         if proc.wait() != 0:
             raise GitFailure(args, proc.returncode, complaint.decode("utf-8", "replace"))
-    return parse_log(bytes(buf), keep)
+    return parse_log(bytes(buf), keep, unreadable)
 
 
 def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime | None, *,
-         lo: int, hi: int, include_merges: bool,
-         with_idents: bool) -> list[tuple[int, str, frozenset[str]]]:
+         lo: int, hi: int, include_merges: bool, with_idents: bool,
+         unreadable: list[Unreadable] | None = None) -> list[tuple[int, str, frozenset[str]]]:
     """``(author time, sha, {name, email} casefolded or empty)`` of the range's commits
-    whose author time is in ``[lo, hi)``.
+    whose author time is in ``[lo, hi)``; the commits whose author time git cannot read are
+    added to ``unreadable``.
 
     No diffs, so git costs about as much as the walk of a plain ``git log
     --since --until``; of its output (one line per commit after ``since``,
     10,000 for a day half-way through a 20,000-commit history) only the lines
     in the window are decoded.
     """
-    fmt = "--format=%at %H" + ("%x1f%aN%x1f%aE" if with_idents else "")
+    fmt = "--format=%at %H%x1f%ct" + ("%x1f%aN%x1f%aE" if with_idents else "")
     args = ["log", fmt, *_range(since, until, include_merges), *heads, "--"]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         code = subprocess.run(_command(args), cwd=repo_dir, stdout=out, stderr=err, start_new_session=True,
@@ -228,8 +240,10 @@ def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime 
         data = b"\n" + out.read()  # every line, the first included, starts after a LF
     rows: list[tuple[int, str, frozenset[str]]] = []
     for at, sha, rest in window_pattern(lo, hi).findall(data):
-        idents = rest.decode("utf-8", "replace").split("\x1f")[1:]
+        idents = rest.decode("utf-8", "replace").split("\x1f")[2:]
         rows.append((int(at), sha.decode(), frozenset(i.strip().casefold() for i in idents)))
+    if unreadable is not None:  # no author time printed: a line "SP sha US committer-time"
+        unreadable += [Unreadable(sha.decode(), int(ct) if ct else None) for sha, ct in _NO_TIME.findall(data)]
     return rows
 
 
@@ -306,11 +320,16 @@ RawCommit = dict[str, Any]
 RawFile = dict[str, Any]
 
 
-def parse_log(data: bytes, keep: Keep | None = None) -> list[tuple[int, RawCommit]]:
+def parse_log(data: bytes, keep: Keep | None = None,
+              unreadable: list[Unreadable] | None = None) -> list[tuple[int, RawCommit]]:
     """Parse ``git log -z --numstat`` output printed with ``FORMAT``.
 
     ``keep(author_time, name, email)`` drops commits before their files are
     built (the single pass also prints commits just outside the window).
+    A commit whose author time git could not print (a corrupt header, which
+    ``git fsck`` reports as ``nulInHeader`` or a bad date) is left out and
+    added to ``unreadable``, never a crash: one such commit must not block
+    every report of its project.
 
     Split at NUL, the output is a sequence of tokens: a commit header (``RS``
     fields separated by ``US``, ending with ``US``: the message cannot contain
@@ -334,10 +353,14 @@ def parse_log(data: bytes, keep: Keep | None = None) -> list[tuple[int, RawCommi
         if token[0] == "\x1e":
             if token[-1] != "\x1f":
                 raise ValueError(f"unexpected git log header in token {i - 1}")
-            sha, _committed, authored, name, email, message = token[1:-1].split("\x1f", 5)
-            at = int(authored)
+            sha, committed, authored, name, email, message = token[1:-1].split("\x1f", 5)
             started = True
             files = None
+            if not _number(authored):
+                if unreadable is not None:
+                    unreadable.append(Unreadable(sha, int(committed) if _number(committed) else None))
+                continue
+            at = int(authored)
             if keep is None or keep(at, name, email):
                 files = []
                 subject, body = split_message(message)
@@ -361,6 +384,10 @@ def parse_log(data: bytes, keep: Keep | None = None) -> list[tuple[int, RawCommi
         commit["insertions"] = sum(f["insertions"] for f in commit["files"])
         commit["deletions"] = sum(f["deletions"] for f in commit["files"])
     return commits
+
+
+def _number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def split_message(message: str) -> tuple[str, str]:

@@ -44,16 +44,17 @@ def dated_head(repo_dir: Path, head: str, at_ts: int) -> str | None:
         count *= 4
 
 
-def range_log(repo_dir: Path, upper: Sequence[str], lower: Sequence[str], *,
-              include_merges: bool) -> list[tuple[int, git_log.RawCommit]]:
+def range_log(repo_dir: Path, upper: Sequence[str], lower: Sequence[str], *, include_merges: bool,
+              unreadable: list[git_log.Unreadable] | None = None) -> list[tuple[int, git_log.RawCommit]]:
     """``(author time, commit)`` of every commit reachable from ``upper`` and from none of ``lower``, with
-    its files: one ``git log --numstat UPPER --not LOWER`` (what ``git log A..B`` shows)."""
+    its files: one ``git log --numstat UPPER --not LOWER`` (what ``git log A..B`` shows); commits git cannot
+    parse are left out, added to ``unreadable``."""
     if not upper:
         return []
     args = ["log", git_log.FORMAT, *git_log.DIFF_OPTIONS, *([] if include_merges else ["--no-merges"]), *upper]
     if lower:
         args += ["--not", *lower]
-    return git_log.parse_log(git_log.run(repo_dir, [*args, "--"]))
+    return git_log.parse_log(git_log.run(repo_dir, [*args, "--"]), unreadable=unreadable)
 
 
 def independent(repo_dir: Path, shas: Sequence[str]) -> list[str]:

@@ -15,7 +15,12 @@ The rules:
 - for ``ko``, Hangul is at least ``HANGUL_SHARE`` of the letters of a
   section's prose: headings, code spans and the verbatim data (commit
   subjects, names, paths, the project) left out. Other languages are not
-  measured.
+  measured;
+- with ``facts.links`` (text rules 2 on), the text links nowhere but into
+  ``facts.forge``: a link, image, autolink, raw ``<a>``/``<img>``, bare URL
+  or address elsewhere is a violation (``steps.untrusted.foreign_links``),
+  so a commit message that steers the model into a phishing link gets the
+  repair, then the builtin writer's section.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from steps import untrusted
 from steps.report_texts import primary
 
 Verdict = Literal["ok", "repaired", "fallback"]
 Kind = Literal["missing_section", "out_of_order", "preamble", "extra_heading", "unknown_commit", "unknown_fact",
-               "language"]
+               "language", "foreign_link"]
 
 #: Share of Hangul among the letters of a Korean section's prose.
 HANGUL_SHARE = 0.3
@@ -50,6 +56,10 @@ class Facts:
     language: str
     #: Text quoted verbatim from the data (subjects, names, paths): not prose of any language.
     verbatim: tuple[str, ...] = ()
+    #: Whether a link out of ``forge`` is a violation (runs pinned to text rules 2 or later).
+    links: bool = False
+    #: The project's own forge (``https://host/owner/repo``), the one place a link may point; None: nowhere.
+    forge: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,8 +121,16 @@ def hangul_share(body: str, verbatim: Sequence[str] = ()) -> float | None:
     return sum(1 for c in letters if _HANGUL.match(c)) / len(letters)
 
 
+def link_violations(section: str | None, body: str, forge: str | None) -> list[Violation]:
+    """One ``foreign_link`` violation per link in ``body`` that points out of ``forge``."""
+    return [Violation("foreign_link", section, f"links to {target[:120]}, which is not the project's own "
+                      "forge: write it as plain text, without a link") for target in untrusted.foreign_links(body, forge)]
+
+
 def _body_violations(heading: str, body: str, facts: Facts) -> list[Violation]:
     found: list[Violation] = []
+    if facts.links:
+        found += link_violations(heading or None, body, facts.forge)
     known = [c.lower() for c in facts.commits]
     for word in cited_ids(body):
         if not any(c.startswith(word.lower()) for c in known):
@@ -132,7 +150,7 @@ def check(text: str, facts: Facts) -> tuple[Violation, ...]:
     found: list[Violation] = []
     if preamble.strip():
         found.append(Violation("preamble", None, "has text before the first section heading"))
-        found += [v for v in _body_violations("", preamble, facts) if v.kind == "unknown_commit"]
+        found += [v for v in _body_violations("", preamble, facts) if v.kind in ("unknown_commit", "foreign_link")]
     wanted = list(facts.headings)
     seen = [h for h, _ in parts]
     for heading in wanted:
@@ -157,9 +175,10 @@ def check(text: str, facts: Facts) -> tuple[Violation, ...]:
 
 def _failing(violations: Sequence[Violation], headings: Sequence[str]) -> set[str]:
     """Sections to replace: those named by a violation; all of them for a text-wide one
-    other than a preamble (dropped) or the order (the merge puts sections in order)."""
+    other than a preamble (dropped), the order (the merge puts sections in order) or a link
+    outside every wanted section (dropped with the text around it)."""
     failing = {v.section for v in violations if v.section}
-    if any(v.section is None and v.kind not in ("preamble", "out_of_order") for v in violations):
+    if any(v.section is None and v.kind not in ("preamble", "out_of_order", "foreign_link") for v in violations):
         return set(headings)
     return {h for h in failing if h in headings}
 

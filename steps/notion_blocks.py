@@ -21,6 +21,8 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
+from engine.core import redact
+
 Block = dict[str, Any]
 RichText = dict[str, Any]
 
@@ -178,7 +180,8 @@ def strip_front_matter(markdown: str) -> str:
 
 def markdown_to_blocks(markdown: str) -> list[Block]:
     """Convert Markdown text to a flat list of Notion block objects (see module doc)."""
-    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    # No control or bidi character reaches Notion, whatever the text was pinned to (steps.untrusted).
+    lines = redact.neutralise(markdown.replace("\r\n", "\n").replace("\r", "\n"), keep_newlines=True).split("\n")
     blocks: list[Block] = []
     paragraph: list[str] = []
 

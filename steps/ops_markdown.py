@@ -14,6 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.core import error_codes
+from steps import untrusted
+
+
+def _actor(actor: str, rules: int) -> str:
+    """Who made a change: a user name is whatever ``$USER`` held, so text from outside (rules 2 on)."""
+    return untrusted.text(actor, rules) if rules >= untrusted.LINK_RULES else actor
 
 
 def _rate(value: float | None) -> str:
@@ -21,9 +27,13 @@ def _rate(value: float | None) -> str:
 
 
 def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
-           summary: str | None = None, written_by: str = "builtin", note: str = "") -> str:
+           summary: str | None = None, written_by: str = "builtin", note: str = "", rules: int = 0) -> str:
     """The whole report body for ``facts`` (``engine.store.ops_facts`` shape); ``summary``
-    is a checked narrative put first (SPEC §16.3), ``note`` the line saying it was replaced."""
+    is a checked narrative put first (SPEC §16.3), ``note`` the line saying it was replaced.
+    ``rules``: the run's text rules; from 2 on the summary and the audit actors (``$USER``, any
+    text) are inert (``steps.untrusted``)."""
+    if summary and rules >= untrusted.LINK_RULES:
+        summary = untrusted.narrative(summary, rules)
     out = [f"# {'Weekly' if weekly else 'Daily'} operations report: {business_key}", "",
            f"- **Period (UTC):** {facts['start']} → {facts['end']}",
            f"- **Facts read at:** {facts['as_of']}", f"- **Written by:** {written_by}", ""]
@@ -68,7 +78,7 @@ def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
     out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
             for s in facts["stalled"]] or ["None."]
     out += ["", "## Schedule changes", ""]
-    out += [f"- {c['at']} {c['actor']} changed {c['schedule']}: `{c['cron'][0]}` → `{c['cron'][1]}`, "
+    out += [f"- {c['at']} {_actor(c['actor'], rules)} changed {c['schedule']}: `{c['cron'][0]}` → `{c['cron'][1]}`, "
             f"{c['runs_per_day'][0]:g} → {c['runs_per_day'][1]:g} runs/day"
             + (" (**high risk**: more than 10×)" if c["risk"] == "high" else "")
             for c in facts.get("changes", [])] or ["None."]

@@ -3,9 +3,10 @@
 The model answers in structured output (``format`` = ``{"summary": str}``) and
 the summary is checked like §16.1: it may cite only run ids (``run 12``,
 ``#12``), error codes (``UPPER_CASE`` words with an underscore) and schedules
-(in backticks) that are in the facts. One repair request lists what was
-wrong; if the second answer fails too, the deterministic summary is used.
-``check`` is pure.
+(in backticks) that are in the facts, and from text rules 2 on it links
+nowhere (the engine's report has no forge) and loses control and bidi
+characters. One repair request lists what was wrong; if the second answer
+fails too, the deterministic summary is used. ``check`` is pure.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 import pydantic
 
-from steps import grounding
+from engine.core import redact
+from steps import grounding, untrusted
 
 _RUN = re.compile(r"(?:\bruns?\s+|#)(\d+)\b", re.IGNORECASE)
 _RUN_LIST = re.compile(r"\bruns\s+((?:\d+\s*(?:,|and)\s*)+\d+)", re.IGNORECASE)
@@ -47,10 +49,10 @@ def known(facts: Mapping[str, Any]) -> tuple[set[int], set[str], set[str]]:
     return run_ids, codes, names
 
 
-def check(text: str, facts: Mapping[str, Any]) -> tuple[grounding.Violation, ...]:
-    """What ``text`` cites that the facts do not hold."""
+def check(text: str, facts: Mapping[str, Any], *, links: bool = False) -> tuple[grounding.Violation, ...]:
+    """What ``text`` cites that the facts do not hold; with ``links``, every link it makes too."""
     run_ids, codes, names = known(facts)
-    found: list[grounding.Violation] = []
+    found: list[grounding.Violation] = grounding.link_violations(None, text, None) if links else []
     cited = {int(n) for n in _RUN.findall(text)}
     for listed in _RUN_LIST.findall(text):
         cited |= {int(n) for n in re.findall(r"\d+", listed)}
@@ -88,19 +90,23 @@ def prompt(facts: Mapping[str, Any]) -> str:
     return "Facts (JSON):\n" + json.dumps(facts, sort_keys=True, ensure_ascii=False)
 
 
-def write(facts: Mapping[str, Any], ask: Callable[[list[dict[str, str]]], str]) -> grounding.Grounded:
-    """The grounded summary; ``ask(messages)`` returns the model's JSON answer."""
+def write(facts: Mapping[str, Any], ask: Callable[[list[dict[str, str]]], str],
+          rules: int = 0) -> grounding.Grounded:
+    """The grounded summary; ``ask(messages)`` returns the model's JSON answer. ``rules``: the run's
+    text rules (from 2 on the summary is cleaned and a link in it is a violation)."""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt(facts)}]
+    links = rules >= untrusted.LINK_RULES
 
     def parse(answer: str) -> str:
         try:
-            return ModelSummary.model_validate(json.loads(answer)).summary.strip()
+            summary = ModelSummary.model_validate(json.loads(answer)).summary.strip()
         except (ValueError, pydantic.ValidationError):
             return ""
+        return redact.neutralise(summary, keep_newlines=True) if links else summary
 
     first_answer = ask(messages)
     first = parse(first_answer)
-    first_problems = check(first, facts)
+    first_problems = check(first, facts, links=links)
     if not first_problems:
         return grounding.Grounded(first, "ok")
     repair = ("Your summary does not pass the checks:\n"
@@ -108,7 +114,7 @@ def write(facts: Mapping[str, Any], ask: Callable[[list[dict[str, str]]], str]) 
               + "\nWrite it again citing only runs, error codes and schedules in the facts.")
     second = parse(ask([*messages, {"role": "assistant", "content": first_answer},
                         {"role": "user", "content": repair}]))
-    second_problems = check(second, facts)
+    second_problems = check(second, facts, links=links)
     if not second_problems:
         return grounding.Grounded(second, "repaired", first_problems)
     return grounding.Grounded(builtin_summary(facts), "fallback", first_problems + second_problems,

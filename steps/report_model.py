@@ -51,6 +51,11 @@ class ReportInput(BaseModel):
     language: str = "en"
     #: How commit text is neutralised (``steps.untrusted``; pinned; runs pinned before it render with 0).
     text_rules: int = 0
+    #: SHAs of the window's commits git could not read (COLLECT_GIT's ``unreadable``): the report names them.
+    unreadable: list[str] = []
+    #: The project's forge (``https://host/owner/repo``, pinned from ``origin``): the one place a link in the
+    #: model's text may point (text rules 2 on). None: no link stays.
+    forge: str | None = None
     #: What the report covers (runs pinned with an attribution); None: the window, by author date.
     coverage: Coverage | None = None
 

@@ -70,6 +70,12 @@ class Texts:
     def no_activity(self, project: str, weekly: bool) -> str:
         return f"No commits were authored in {project} during this {'week' if weekly else 'day'}."
 
+    def unreadable_note(self, shas: Sequence[str]) -> str:
+        """The line a report carries when commits git could not read were left out of it."""
+        n = len(shas)
+        return (f"> **Note:** {n} commit{'' if n == 1 else 's'} could not be read by git and "
+                f"{'was' if n == 1 else 'were'} left out: {', '.join(f'`{s}`' for s in shas)} (see `git fsck`).\n")
+
     def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
                        ins: int, dels: int, *, window: bool = False) -> str:
         """``window``: the report's span is its window (coverage), not exactly the day or week."""
@@ -181,6 +187,10 @@ class KoreanTexts(Texts):
 
     def no_activity(self, project: str, weekly: bool) -> str:
         return f"{'이번 주' if weekly else '이날'} {project}에 작성된 커밋이 없습니다."
+
+    def unreadable_note(self, shas: Sequence[str]) -> str:
+        return (f"> **참고:** git이 읽지 못한 커밋 {len(shas)}개를 제외했습니다: "
+                f"{', '.join(f'`{s}`' for s in shas)} (`git fsck` 참고).\n")
 
     def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
                        ins: int, dels: int, *, window: bool = False) -> str:

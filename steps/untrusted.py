@@ -1,14 +1,22 @@
-"""Commit subjects, author names and file names on their way into a report's Markdown.
+r"""Text from outside on its way into a report's Markdown: commit text, and the model's own.
 
-A commit author controls these texts. From text rules 1 on (pinned per run as
-``text_rules``; runs pinned before it render with rules 0, byte for byte as before):
+A commit author controls subjects, names and file names; through them, a model's narrative too.
+The rules are versioned and pinned per run as ``text_rules`` (runs pinned before render with
+their own version, byte for byte as they did):
 
-- control and format characters (ESC, BEL, bidi overrides) are removed, line breaks
-  become spaces, so ``cat`` of a report runs nothing in a terminal;
-- Markdown punctuation is backslash-escaped in running text, so a subject cannot make
-  a live link or image (``[x](https://evil)`` stays text, in the page and in Notion);
-- a code span's fence is longer than any run of backticks inside it, so a backtick in a
-  file name cannot end the span.
+- rules 1: control and format characters (ESC, BEL, bidi overrides) are removed, line breaks
+  become spaces, so ``cat`` of a report runs nothing in a terminal; Markdown punctuation is
+  backslash-escaped in running text, so a subject cannot make a live link or image; a code
+  span's fence is longer than any run of backticks inside it, so a backtick in a file name
+  cannot end the span.
+- rules 2 (issue 36): one rule for every source. Commit text also escapes ``&`` (``&#x202E;``
+  would decode to a bidi override) and defangs a bare URL, ``www.`` name or e-mail address
+  (``https\://…``, ``www\.…``, ``a\@b``: shown as written, but GFM's autolinker no longer
+  sees one). The model's narrative (``narrative``) keeps its Markdown (headings, lists,
+  emphasis, code) but loses control and bidi characters, character references that decode to
+  them, and every live link or image (inline, reference, autolink, raw HTML, bare URL): shown as
+  text, unless it points into the project's own forge (``redact.link_allowed``).
+  ``foreign_links`` lists what the narrative links to elsewhere: a grounding violation.
 
 Why here, at rendering, and not at COLLECT_GIT's output: escaping depends on where the
 text lands (running text, a code span, the model's prompt), and the stored output stays
@@ -17,12 +25,53 @@ what git said. docs/DESIGN.md "Untrusted commit text".
 
 from __future__ import annotations
 
+import html
 import re
+import urllib.parse
+from collections.abc import Callable
 
 from engine.core import redact
 
+#: The rules that make the model's text inert and escape character references (issue 36).
+LINK_RULES = 2
+
 _SPECIAL = re.compile(r"([\\`*_\[\]<>!|~()])")
+_SPECIAL_2 = re.compile(r"([\\`*_\[\]<>!|~()&])")
 _TICKS = re.compile(r"`+")
+# What a renderer may turn into a link by itself: a URL with a scheme, a www. name (GFM's
+# extended autolinks) and an e-mail address. Escaping the character GFM's autolinker keys on
+# (the ":" of "://", the "." of "www.", the "@") keeps the text as written and the link dead.
+_URL = r"(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9]))[^\s<>`|\[\]()\"'\\]*"
+_EMAIL = r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+"
+# Every place such a link could start, escaped wherever it stands (an address recognised in one
+# place can hide a scheme GFM would see in another: "a@b.https://x").
+_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9])")
+# Left out of the end of a bare URL, as GFM does ("see https://x.example." ends at the name).
+_TRAILING = ".,:;!?*_~"
+_ENTITY = r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+# One token of the model's prose, leftmost first. A code span is recognised only where CommonMark
+# would see one for sure (one line, no pipe that a table would split at, no "<" that could open an
+# autolink or tag taking precedence, whole backtick runs): everything it holds is inert. Other text
+# is read token by token, so a span missed here only costs a visible backslash, never a live link.
+_PROSE = re.compile(
+    r"(?P<escape>\\[!-/:-@\[-`{-~])"
+    r"|(?<!`)(?P<span>(?P<ticks>`++)[^\n|<`](?:[^\n|<]*?[^\n|<`])??(?P=ticks)(?!`))"
+    r"|(?P<tickrun>`++)"
+    r"|(?P<link>(?P<bang>!?)\[(?P<label>[^\[\]\n]*)\]\((?P<target>[^\s()<>`]*)\))"
+    r"|(?P<autolink><(?P<auto>[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>)"
+    r"|(?P<html><(?P<tag>[A-Za-z][A-Za-z0-9]*)\b[^>\n]*>?)"
+    f"|(?P<url>{_URL})"
+    f"|(?P<email>{_EMAIL})"
+    f"|(?P<entity>{_ENTITY})"
+    r"|(?P<punct>[\[\]<])"
+    f"|(?P<defang>{_DEFANG.pattern})"
+)
+_HREF = re.compile(r"""\b(?:href|src)\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
+_SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>\S+)$")
+_ENTITIES = re.compile(_ENTITY)
+_ESCAPE = re.compile(r"\\[!-/:-@\[-`{-~]")
+_FORGE_PATH = re.compile(r"[A-Za-z0-9._~-]+(?:/[A-Za-z0-9._~-]+)*")
+_HOST = re.compile(r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 
 
 def _one_line(text: str, rules: int) -> str:
@@ -35,7 +84,9 @@ def text(value: str, rules: int) -> str:
     line = _one_line(value, rules)
     if rules < 1:
         return line.replace("|", "\\|")
-    return _SPECIAL.sub(r"\\\1", line)
+    if rules < LINK_RULES:
+        return _SPECIAL.sub(r"\\\1", line)
+    return _defanged(_SPECIAL_2.sub(r"\\\1", line))
 
 
 def plain(value: str, rules: int) -> str:
@@ -51,3 +102,136 @@ def code(value: str, rules: int) -> str:
     fence = "`" * (max((len(run) for run in _TICKS.findall(line)), default=0) + 1)
     pad = " " if line.startswith("`") or line.endswith("`") else ""
     return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def _defanged(text: str) -> str:
+    """``text`` with no bare URL, ``www.`` name or e-mail address GFM's autolinker recognises: every
+    ``@``, the ``:`` of ``://`` and the ``.`` of ``www.`` backslash-escaped (rendered as written)."""
+    return _DEFANG.sub(lambda key: "www\\." if key.group() == "www." else "\\" + key.group(), text)
+
+
+def narrative(markdown: str, rules: int, forge: str | None = None) -> str:
+    """The model's Markdown, inert (rules >= 2; earlier rules return it as it was).
+
+    Control and bidi characters are removed (line breaks kept). Fenced code blocks and code spans
+    stay as written: nothing in them is live. In the prose, ``[``, ``]`` and ``<`` are escaped
+    (no inline link, image, reference, autolink or raw HTML can form), a bare URL, ``www.`` name
+    or e-mail address is defanged (``_defanged``), and a character reference that would decode to
+    a removed character is escaped. A link, image or URL into ``forge`` (``redact.link_allowed``)
+    is kept, its label made inert. Applying it twice changes nothing more.
+    """
+    if rules < LINK_RULES:
+        return markdown
+    return _by_blocks(redact.neutralise(markdown, keep_newlines=True), lambda prose: _prose(prose, forge))
+
+
+def foreign_links(markdown: str, forge: str | None = None) -> list[str]:
+    """Every link target a renderer would make live in ``markdown`` (inline links and images,
+    autolinks, raw ``<a href>``/``<img src>``, bare URLs, ``www.`` names, e-mail addresses)
+    that does not point into ``forge``, in order; code is left out."""
+    found: list[str] = []
+    _by_blocks(markdown, lambda prose: _prose(prose, forge, found))
+    return found
+
+
+def _by_blocks(markdown: str, transform: Callable[[str], str]) -> str:
+    """``transform`` applied to the lines outside code blocks, fenced or indented, at any depth
+    (lists, quotes), as markdown-it (CommonMark) reads the block structure; code lines are kept.
+    What ``transform`` changes (backslashes, no backticks, no leading whitespace) cannot move a
+    block's edges."""
+    from markdown_it import MarkdownIt
+
+    lines = markdown.split("\n")
+    code = [False] * len(lines)
+    for token in MarkdownIt("commonmark").parse(markdown):
+        if token.type in ("fence", "code_block") and token.map:
+            start, end = token.map
+            code[start:end] = [True] * (end - start)
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        end = index
+        while end < len(lines) and code[end] == code[index]:
+            end += 1
+        chunk = "\n".join(lines[index:end])
+        out.append(chunk if code[index] else transform(chunk))
+        index = end
+    return "\n".join(out)
+
+
+def _prose(prose: str, forge: str | None, found: list[str] | None = None) -> str:
+    """One stretch of prose made inert (see ``narrative``); foreign targets appended to ``found``."""
+    def note(target: str) -> None:
+        if found is not None and not redact.link_allowed(target, forge):
+            found.append(target)
+
+    def inert(match: re.Match[str]) -> str:
+        kind = match.lastgroup
+        whole = match.group()
+        if kind in ("escape", "span", "tickrun"):
+            return whole
+        if kind == "link":
+            note(match["target"])
+            label = _prose(match["label"], forge, found)
+            if redact.link_allowed(match["target"], forge):
+                return f"{match['bang']}[{label}]({match['target']})"
+            return f"{match['bang']}\\[{label}\\]({_prose(match['target'], forge)})"
+        if kind == "autolink":
+            note(match["auto"])
+            if redact.link_allowed(match["auto"], forge):
+                return whole
+            return "\\<" + _prose(match["auto"], forge) + ">"
+        if kind == "html":
+            if match["tag"].lower() in ("a", "img"):
+                for target in _HREF.findall(whole):
+                    note(target)
+            return "\\<" + _prose(whole[1:], forge)
+        if kind in ("url", "email"):
+            core = whole.rstrip(_TRAILING)
+            note(core)
+            # Kept live only where GFM's link would end with it too: it runs on to a space, a "<" or
+            # an escape (which the next pass may have written for that "<").
+            after = match.string[match.end():match.end() + 2]
+            ends = after[:1] in ("", "<") or after[:1].isspace() or _ESCAPE.match(after) is not None
+            if kind == "url" and ends and redact.link_allowed(core, forge):
+                return _ENTITIES.sub(_entity, core + _SPECIAL_2.sub(r"\\\1", whole[len(core):]))
+            return _defanged(_SPECIAL_2.sub(r"\\\1", whole))
+        if kind == "entity":
+            return _entity(match)
+        return "www\\." if whole == "www." else "\\" + whole  # [ ] < @, the ":" of "://"
+
+    return _PROSE.sub(inert, prose)
+
+
+def _entity(match: re.Match[str]) -> str:
+    """A character reference, escaped (shown as written) when it would decode to a removed character."""
+    decoded = html.unescape(match.group())
+    return "\\" + match.group() if redact.neutralise(decoded) != decoded else match.group()
+
+
+def forge_of(remote: str) -> str | None:
+    """The https web address of the forge behind a git remote URL, or None (a local path, an
+    unknown scheme, an odd host or path).
+
+    ``git@github.com:org/repo.git``, ``ssh://git@github.com/org/repo`` and
+    ``https://user@github.com/org/repo.git`` all give ``https://github.com/org/repo``: no
+    credentials, no port, no ``.git``.
+    """
+    remote = remote.strip()
+    if "://" in remote:
+        try:
+            parts = urllib.parse.urlsplit(remote)
+            host, path = parts.hostname or "", parts.path
+        except ValueError:
+            return None
+        if parts.scheme.lower() not in ("https", "http", "ssh", "git", "git+ssh", "ssh+git"):
+            return None
+    else:
+        scp = _SCP.match(remote)
+        if scp is None:
+            return None
+        host, path = scp["host"], scp["path"]
+    path = path.strip("/").removesuffix(".git").strip("/")
+    if not _HOST.fullmatch(host) or not _FORGE_PATH.fullmatch(path):
+        return None
+    return f"https://{host.lower()}/{path}"

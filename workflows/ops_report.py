@@ -38,17 +38,18 @@ def write(kind: str, ctx: StepContext) -> StepResult:
 
     facts = ctx.outputs["COLLECT_FACTS"]["facts"]
     weekly = kind == "weekly"
+    rules = int(ctx.pinned.get("text_rules", 0))  # runs pinned before the rules render as they did
     if ctx.pinned.get("provider") != "ollama":
-        text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key)
+        text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key, rules=rules)
         return StepResult(output={"text": text, "provider": "builtin"})
     from steps import ops_narrative
 
     model = str(ctx.pinned["model"])
-    checked = ops_narrative.write(facts, partial(_ask, ctx, model))
+    checked = ops_narrative.write(facts, partial(_ask, ctx, model), rules)
     note = ("> **Note:** the model's summary failed the checks twice and was replaced by the "
             "built-in one." if checked.verdict == "fallback" else "")
     text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key,
-                               summary=checked.text, written_by=f"ollama `{model}`", note=note)
+                               summary=checked.text, written_by=f"ollama `{model}`", note=note, rules=rules)
     return StepResult(output={"text": text, "provider": "ollama", "model": model,
                               "grounding": dict(grounding.record(checked))})
 
@@ -103,7 +104,8 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
 def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
     llm = settings.llm
     return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
-            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
+            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
+            "text_rules": report_settings.TEXT_RULES}
 
 
 def _files_root(settings: ReportSettings | None) -> Path | None:

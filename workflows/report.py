@@ -12,6 +12,7 @@ imported when a step runs, not when the workflow is registered.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -54,8 +55,13 @@ def collect(ctx: StepContext) -> StepResult:
                               include_merges=bool(ctx.pinned.get("include_merges", False)),
                               # None for runs pinned before exclusion existed: they count every file.
                               exclude=ctx.pinned.get("exclude"))
-    pins = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
-    skip = "no_activity" if not out.commits and ctx.pinned.get("on_empty", "skip") == "skip" else None
+    pins: dict[str, Any] = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
+    if not pinned_heads and int(ctx.pinned.get("text_rules", 0)) >= 2:
+        # Where links in the model's text may point: the project's own forge, as origin names it now.
+        pins["forge"] = collect_git.forge(project.repo)
+    # A window whose only commits git could not read is not empty: its report says what was left out.
+    empty = not out.commits and not out.unreadable
+    skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
@@ -108,12 +114,15 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
         also = periods_between(ctx, since, start) + periods_between(ctx, end, plan.until)
     out = collect_git.collect_between(
         repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
-        window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded, authors=list(ctx.pinned.get("authors", [])),
+        window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded,
+        authors=list(ctx.pinned.get("authors", [])),
         include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
-    pins = {} if ctx.pinned.get("since_heads") is not None else {
+    pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
         "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also}
-    empty = not out.commits and not out.arrived_late
+    if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
+        pins["forge"] = collect_git.forge(repo)
+    empty = not out.commits and not out.arrived_late and not out.unreadable
     skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
@@ -135,13 +144,13 @@ def periods_between(ctx: StepContext, since: datetime, start: datetime) -> list[
 WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
-def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResult:
+def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: Sequence[str] = ()) -> StepResult:
     from steps import generate_report
     from steps.collect_git import CollectOutput
     from steps.ollama_writer import RetryPolicy
 
     settings = _settings(ctx)
-    # ``commits``: a team report's, from its child runs (workflows.team_report).
+    # ``commits`` and ``unreadable``: a team report's, from its child runs (workflows.team_report).
     collected = ctx.output(CollectOutput) if commits is None else None
     options = dict(ctx.pinned.get("llm_options", {}))
     inp = generate_report.ReportInput(
@@ -154,7 +163,9 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None) -> StepResul
         language=str(ctx.pinned.get("language", "en")),
         # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
         text_rules=int(ctx.pinned.get("text_rules", 0)),
-        coverage=coverage_of(collected))
+        coverage=coverage_of(collected),
+        unreadable=collected.unreadable if collected is not None else list(unreadable),
+        forge=ctx.pinned.get("forge"))
     writer: Any
     if ctx.pinned.get("provider") == "ollama":
         budget = settings.llm.retry_budget.total_seconds()

@@ -185,8 +185,9 @@ def check_project(settings: ReportSettings, key: str) -> None:
     settings.project(key)
 
 
-#: The rules of ``steps.untrusted`` a new run is pinned to (the step module stays unimported here).
-TEXT_RULES = 1
+#: The rules of ``steps.untrusted`` a new run is pinned to (the step module stays unimported here):
+#: 2 makes the model's text, server error text and audit actors inert too (issue 36).
+TEXT_RULES = 2
 
 
 def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> dict[str, Any]:

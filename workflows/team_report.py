@@ -147,7 +147,9 @@ def _section(child: ChildOutcome, commits: list[Any], rules: int) -> list[str]:
 
     lines = [f"### {child.project}", ""]
     if not child.succeeded:
-        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {child.error_message or ''}", ""]
+        # The error's text may be a server's (or a git error quoting a path): inert from text rules 2 on.
+        message = untrusted.text(child.error_message or "", rules) if rules >= 2 else child.error_message or ""
+        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {message}", ""]
     if not commits:
         return [*lines, "No commits in this period.", ""]
     authors = sorted({c.author_name for c in commits})
@@ -175,7 +177,8 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     # The overall summary is written from every child's commits, as a project report is from its own.
     inner = dataclasses.replace(ctx, workflow="daily_report" if kind == "daily" else "weekly_report",
                                 pinned={**ctx.pinned, "on_empty": "report"})
-    result = report.generate(inner, commits=every)
+    result = report.generate(inner, commits=every,
+                             unreadable=sorted(sha for out in outputs.values() for sha in out.unreadable))
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
     missing = [c for c in children if not c.succeeded]

@@ -6,6 +6,11 @@ minute). Text bound for a pipe or a file is written as it is; only a terminal
 (or ``FORCE_COLOR``/``TTY_COMPATIBLE``) gets rich's colours, through the
 consoles of ``console()``, created on first use. Tables and progress bars live
 in ``engine.cli.render``, which uses the same consoles.
+
+Values are printed as data, never as instructions to the terminal or to rich:
+every value goes through ``shown`` (control and bidi characters removed, rich
+markup escaped), and the consoles substitute no emoji codes (a key such as
+``daily_report:ghost:2026-09-29`` holds ``:ghost:``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
 
+from engine.core import redact
 from engine.core.clock import format_instant
 
 if TYPE_CHECKING:
@@ -40,7 +46,7 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH)
+    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH, emoji=False)
 
 
 def _plain(stream: IO[str]) -> bool:
@@ -58,6 +64,16 @@ def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
+
+
+def inert(text: str) -> str:
+    """``text`` without control or bidi characters (line breaks kept): nothing a terminal runs."""
+    return redact.neutralise(text, keep_newlines=True)
+
+
+def shown(value: object) -> str:
+    """A value to put inside rich markup: printed as written (markup escaped) and inert."""
+    return escape(inert(str(value)))
 
 
 def json_out(value: Any) -> None:
@@ -84,26 +100,26 @@ def status(value: str) -> str:
 def say(message: str) -> None:
     """Print one line on stdout (plainly to a pipe)."""
     if _plain(sys.stdout):
-        sys.stdout.write(message + "\n")
+        sys.stdout.write(inert(message) + "\n")
         return
-    console().print(escape(message))
+    console().print(shown(message))
 
 
 def warn(message: str) -> None:
     """Print a warning line on stderr."""
     if _plain(sys.stderr):
-        sys.stderr.write(f"warning: {message}\n")
+        sys.stderr.write(f"warning: {inert(message)}\n")
         return
-    console(stderr=True).print(f"[yellow]warning:[/] {escape(message)}")
+    console(stderr=True).print(f"[yellow]warning:[/] {shown(message)}")
 
 
 def error(message: str, code: str | None = None) -> None:
     """Print an error line on stderr, with its code when there is one."""
     prefix = f"error [{code}]" if code else "error"
     if _plain(sys.stderr):
-        sys.stderr.write(f"{prefix}: {message}\n")
+        sys.stderr.write(f"{prefix}: {inert(message)}\n")
         return
-    console(stderr=True).print(f"[bold red]{prefix}:[/] {escape(message)}", soft_wrap=True)  # one line
+    console(stderr=True).print(f"[bold red]{prefix}:[/] {shown(message)}", soft_wrap=True)  # one line
 
 
 def tick_data(report: Any) -> dict[str, Any]:
@@ -150,10 +166,10 @@ def outcomes(items: Sequence[Any]) -> None:
     for item in items:
         line = f"run {item.run_id} {item.key}: {item.status.value}{' ' + item.error_code if item.error_code else ''}"
         if _plain(sys.stdout):
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(inert(line) + "\n")
         else:
-            console().print(f"run {item.run_id} {escape(item.key)}: {status(item.status.value)}"
-                            f"{' ' + item.error_code if item.error_code else ''}")
+            console().print(f"run {item.run_id} {shown(item.key)}: {status(item.status.value)}"
+                            f"{' ' + shown(item.error_code) if item.error_code else ''}")
 
 
 def sweep_data(report: Any) -> dict[str, Any]:

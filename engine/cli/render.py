@@ -3,7 +3,9 @@
 No decisions here: what a value means (a run being stalled, a period having
 no slot) is decided by the engine and arrives through ``engine.read.views`` or the
 report objects; instants are printed with ``clock.format_instant`` (UTC, whole
-seconds, ``Z``).
+seconds, ``Z``). Every value is printed as data (``output.shown``): a project,
+a key, a commit's or a server's text or a user name is never read as rich markup
+or an emoji code, and carries no control or bidi character to the terminal.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,7 +28,8 @@ from rich.progress import (
 from rich.table import Table
 
 # re-exported: the light path, shared with app's loop commands
-from engine.cli.output import console, json_out, say, status, warn
+from engine.cli import output
+from engine.cli.output import console, json_out, say, shown, status, warn
 from engine.core.clock import format_instant
 from engine.core.models import AuditEvent, Run
 from engine.plugins.contract import WorkflowDef
@@ -82,11 +84,11 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
     for item in data:
         last = item["last_run"]
         table.add_row(
-            item["name"], item["workflow"], item["project"], item["cron"], item["timezone"],
-            f"{item['misfire']}/{item['overlap']}",
-            "yes" if item["enabled"] else f"[red]no[/] {escape(item['disabled_reason'] or '')}",
+            shown(item["name"]), shown(item["workflow"]), shown(item["project"]), shown(item["cron"]),
+            shown(item["timezone"]), f"{item['misfire']}/{item['overlap']}",
+            "yes" if item["enabled"] else f"[red]no[/] {shown(item['disabled_reason'] or '')}",
             str(item["version"]), item["next_run_local"] or "", item["next_run_at"] or "",
-            f"{last['business_key']} {_status(last['status'])}" if last else "",
+            f"{shown(last['business_key'])} {_status(last['status'])}" if last else "",
             _ratio(item.get("success_rate"), item.get("periods_due")), _ratio(item.get("freshness"), None),
         )
     out.print(table)
@@ -105,9 +107,9 @@ def schedule_detail(overview: Any, as_json: bool) -> None:
     if as_json:
         _json(data)
         return
-    table = Table(show_header=False, title=f"schedule {data['name']}")
+    table = Table(show_header=False, title=f"schedule {shown(data['name'])}")
     for key, value in data.items():
-        table.add_row(key, escape(json.dumps(value) if isinstance(value, dict) else str(value)))
+        table.add_row(key, shown(json.dumps(value) if isinstance(value, dict) else str(value)))
     out.print(table)
 
 
@@ -126,8 +128,9 @@ def audit(events: Sequence[AuditEvent], as_json: bool) -> None:
             change = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in diff.items())
         elif e.after:
             change = json.dumps(e.after)
-        table.add_row(format_instant(e.at) or "", e.actor, e.action, str(e.version or ""), escape(e.reason or ""),
-                      escape(change))
+        # The actor is whatever $USER held: data, never markup (``USER='x[/]'`` broke every later history).
+        table.add_row(format_instant(e.at) or "", shown(e.actor), shown(e.action), str(e.version or ""),
+                      shown(e.reason or ""), shown(change))
     out.print(table)
 
 
@@ -142,7 +145,7 @@ def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
     for column in ("local", "UTC", "DST"):
         table.add_column(column)
     for item in data:
-        table.add_row(item["local"], item["utc"] or "", f"[yellow]{escape(item['note'] or 'moved')}[/]"
+        table.add_row(item["local"], item["utc"] or "", f"[yellow]{shown(item['note'] or 'moved')}[/]"
                       if item["moved"] else "")
     out.print(table)
 
@@ -153,10 +156,10 @@ def draft(report: Any, as_json: bool) -> None:
     if as_json:
         _json(data)
         return
-    out.print(f"[bold]draft[/] by {escape(data['drafter'])}: {escape(data['rationale'])}")
+    out.print(f"[bold]draft[/] by {shown(data['drafter'])}: {shown(data['rationale'])}")
     if not data["valid"]:
         for problem in data["errors"]:
-            out.print(f"[red]invalid:[/] {escape(problem)}")
+            out.print(f"[red]invalid:[/] {shown(problem)}")
     else:
         out.print(f"[green]valid[/]: {data['runs_per_day']} runs/day")
         fires(str(data["draft"].get("timezone", "UTC")), report.preview, False)
@@ -164,7 +167,7 @@ def draft(report: Any, as_json: bool) -> None:
         warn(data["risk"])
     if data["exists"]:
         warn(f"a schedule named '{data['draft'].get('name')}' is already in the config file")
-    out.print(data["toml"], highlight=False, markup=False)
+    out.print(output.inert(data["toml"]), highlight=False, markup=False)
 
 
 def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
@@ -180,9 +183,9 @@ def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
         _json(data)
         return
     verdict = "[green]valid[/]" if result.ok else "[bold red]invalid[/]"
-    out.print(f"{escape(expr)} in {timezone}: {verdict}; about {data['runs_per_day']} runs/day")
+    out.print(f"{shown(expr)} in {shown(timezone)}: {verdict}; about {data['runs_per_day']} runs/day")
     for field_name, problem in result.problems:
-        err.print(f"[red]{field_name}:[/] {escape(problem)}")
+        err.print(f"[red]{shown(field_name)}:[/] {shown(problem)}")
     for fire in data["next_fires"]:
         out.print(f"  {fire['local']}  ({fire['utc']}){'  DST-moved' if fire['moved'] else ''}")
 
@@ -258,12 +261,13 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
             failure = f"{step + ': ' if step else ''}{run.error_code}"
         stalled = views.run_summary(run, now)["stalled"]
         table.add_row(
-            str(run.id), run.schedule_name or "", run.idempotency_key, run.trigger.value,
+            str(run.id), shown(run.schedule_name or ""), shown(run.idempotency_key), run.trigger.value,
             format_instant(run.scheduled_for) or "",
             _status(run.status.value) + (" [red](stalled)[/]" if stalled else "") +
-            (f" [dim]{run.reason}[/]" if run.reason else "") + (f" [yellow](held: {run.held})[/]" if run.held else ""),
+            (f" [dim]{shown(run.reason)}[/]" if run.reason else "") +
+            (f" [yellow](held: {shown(run.held)})[/]" if run.held else ""),
             f"{run.attempt_count}/{run.max_attempts}", _compact_secs(views._seconds(run.start_delay)),
-            _compact_secs(views._seconds(run.duration)), escape(failure))
+            _compact_secs(views._seconds(run.duration)), shown(failure))
     out.print(table)
 
 
@@ -274,54 +278,55 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
         _json(data)
         return
     zone = ZoneInfo(str(run.pinned.get("timezone", "UTC")))
-    out.print(f"[bold]run {run.id}[/] {escape(run.idempotency_key)}  {_status(run.status.value)}  "
+    out.print(f"[bold]run {run.id}[/] {shown(run.idempotency_key)}  {_status(run.status.value)}  "
               f"trigger {run.trigger.value}  attempts {run.attempt_count}/{run.max_attempts}")
     out.print(f"slot {format_instant(run.scheduled_for)} ({run.scheduled_for.astimezone(zone).isoformat()}), "
               f"start delay {_compact_secs(data['start_delay_s']) or '-'}, duration {_compact_secs(data['duration_s']) or '-'}")
     if run.held:
-        out.print(f"[yellow]held: {run.held}[/] (no worker claims it until the schedule is enabled)")
+        out.print(f"[yellow]held: {shown(run.held)}[/] (no worker claims it until the schedule is enabled)")
     if run.error_code:
-        out.print(f"[red]error {run.error_code}:[/] {escape(run.error_message or '')}")
+        out.print(f"[red]error {shown(run.error_code)}:[/] {shown(run.error_message or '')}")
         if data["runbook"]:
-            out.print(f"what to do: {escape(data['runbook'])}")
+            out.print(f"what to do: {shown(data['runbook'])}")
     if run.parent_id is not None:
         out.print(f"parent run {run.parent_id} (reportflow runs show {run.parent_id})")
     if data["grounding"]:
         grounding = data["grounding"]
-        out.print(f"grounding [bold]{escape(str(grounding['verdict']))}[/]"
-                  + "".join(f"\n  - {escape(str(v))}" for v in grounding.get("violations", [])))
+        out.print(f"grounding [bold]{shown(grounding['verdict'])}[/]"
+                  + "".join(f"\n  - {shown(v)}" for v in grounding.get("violations", [])))
     steps = Table(title="steps")
     for column in ("#", "step", "status", "tries", "started", "finished", "error"):
         steps.add_column(column)
     for s in data["steps"]:
-        steps.add_row(str(s["position"]), s["name"], _status(s["status"]), str(s["attempts"]),
+        steps.add_row(str(s["position"]), shown(s["name"]), _status(s["status"]), str(s["attempts"]),
                       s["started_at"] or "", s["finished_at"] or "",
-                      escape(f"{s['error_code'] or ''} {s['error_message'] or ''}".strip()))
+                      shown(f"{s['error_code'] or ''} {s['error_message'] or ''}".strip()))
     out.print(steps)
     attempts = Table(title="attempts")
     for column in ("#", "trigger", "from step", "outcome", "worker", "started", "finished", "error"):
         attempts.add_column(column)
     for a in data["attempts"]:
-        attempts.add_row(str(a["number"]), a["trigger"], a["from_step"] or "", a["outcome"], a["worker_id"] or "",
-                         a["started_at"] or "", a["finished_at"] or "", a["error_code"] or "")
+        attempts.add_row(str(a["number"]), a["trigger"], shown(a["from_step"] or ""), a["outcome"],
+                         shown(a["worker_id"] or ""), a["started_at"] or "", a["finished_at"] or "",
+                         shown(a["error_code"] or ""))
     out.print(attempts)
     pinned = Table(title="pinned inputs", show_header=False)
     for key, value in data["pinned"].items():
-        pinned.add_row(key, escape(json.dumps(value) if not isinstance(value, str) else value))
+        pinned.add_row(shown(key), shown(json.dumps(value) if not isinstance(value, str) else value))
     out.print(pinned)
     if data["artifacts"]:
         artifacts = Table(title="artifacts")
         for column in ("kind", "location", "sha256"):
             artifacts.add_column(column)
         for a in data["artifacts"]:
-            artifacts.add_row(a["kind"], escape(a["location"]), (a["sha256"] or "")[:16])
+            artifacts.add_row(shown(a["kind"]), shown(a["location"]), (a["sha256"] or "")[:16])
         out.print(artifacts)
     if data["children"]:
         children = Table(title="child runs")
         for column in ("id", "key", "project", "status"):
             children.add_column(column)
         for c in data["children"]:
-            children.add_row(str(c["id"]), escape(c["key"]), escape(c["project"]), _status(c["status"]))
+            children.add_row(str(c["id"]), shown(c["key"]), shown(c["project"]), _status(c["status"]))
         out.print(children)
 
 
@@ -332,7 +337,7 @@ def findings(items: Sequence[Any], as_json: bool) -> None:
         return
     for f in items:
         mark = "[bold red]PROBLEM[/]" if f.problem else "[yellow]warning[/]" if f.warning else "[green]ok[/]"
-        out.print(f"{mark} {f.check}: {escape(f.message)}")
+        out.print(f"{mark} {shown(f.check)}: {shown(f.message)}")
 
 
 def workflows(items: Sequence[WorkflowDef], as_json: bool) -> None:
@@ -345,8 +350,8 @@ def workflows(items: Sequence[WorkflowDef], as_json: bool) -> None:
     for column in ("name", "period", "payload", "steps", "origin"):
         table.add_column(column)
     for item in data:
-        table.add_row(item["name"], item["period"], f"v{item['payload_version']}",
-                      " > ".join(s["name"] for s in item["steps"]), escape(item["origin"]))
+        table.add_row(shown(item["name"]), item["period"], f"v{item['payload_version']}",
+                      shown(" > ".join(s["name"] for s in item["steps"])), shown(item["origin"]))
     out.print(table)
 
 
@@ -364,8 +369,8 @@ def workflow(item: WorkflowDef, as_json: bool) -> None:
     for column in ("#", "step", "timeout", "optional", "output", "retryable codes", "retry budget"):
         table.add_column(column)
     for index, step in enumerate(data["steps"], 1):
-        table.add_row(str(index), step["name"], _compact_secs(step["timeout_s"]), "yes" if step["optional"] else "",
-                      step["output_model"] or "", ", ".join(step["retry_on"]),
+        table.add_row(str(index), shown(step["name"]), _compact_secs(step["timeout_s"]), "yes" if step["optional"] else "",
+                      shown(step["output_model"] or ""), shown(", ".join(step["retry_on"])),
                       _compact_secs(step["retry_budget_s"]) if step["retry_budget_s"] else "")
     out.print(table)
 
@@ -388,6 +393,6 @@ def notifications(items: Sequence[Any], as_json: bool) -> None:
         delivery = item["status"].lower()
         if item["status"] == "PENDING" and item["attempts"]:
             delivery = f"pending: {item['attempts']} tries, next {item['next_try_at']} ({item['last_error']})"
-        table.add_row(item["at"], item["event"], item["severity"], escape(item.get("schedule") or ""),
-                      escape(item["summary"]), escape(delivery))
+        table.add_row(item["at"], shown(item["event"]), shown(item["severity"]), shown(item.get("schedule") or ""),
+                      shown(item["summary"]), shown(delivery))
     out.print(table)

@@ -39,7 +39,7 @@ from engine.config import defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import errors
+from engine.core import errors, redact
 from engine.core.models import Criticality, DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -324,8 +324,7 @@ def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequ
     elif first["loc"] and str(first["loc"][-1]).endswith("_env"):
         message = "must be the NAME of an environment variable, not its value"  # the value may be a secret URL
     elif "input" in first and not isinstance(first["input"], dict | list):
-        shown = repr(first["input"])
-        message = f"{shown if len(shown) <= 80 else shown[:77] + '...'}: {message}"
+        message = f"{redact.echoed(first['input'])}: {message}"
     return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)
 
 

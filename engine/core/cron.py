@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from engine.core import cron_fields, errors
+from engine.core import cron_fields, errors, redact
 from engine.core.clock import to_utc
 from engine.core.models import DstFold, DstGap, PeriodKind, ReportOn, ScheduleSpec
 
@@ -103,7 +103,8 @@ def check_expression(expr: str) -> None:
 @functools.lru_cache(maxsize=4096)
 def _parse(expr: str) -> _Parsed:
     # Building croniter objects costs ~0.3 ms (SPEC §11): parse once per expression.
-    quoted, text = repr(expr), expr.strip()  # repr: a newline or NUL in the input stays on one line
+    # repr: a newline or NUL in the input stays on one line; echoed: a huge one is quoted clipped
+    quoted, text = redact.echoed(expr), expr.strip()
     if not text:
         raise errors.InvalidInput("cron expression is empty (e.g. '30 19 * * *')")
     if text.startswith("@"):

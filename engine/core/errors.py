@@ -14,9 +14,12 @@ class ReportflowError(Exception):
 
     code: str = "ERROR"
     exit_code: int = 1
+    #: The message is made one inert line (``redact.neutralise``): text a server or a model sent.
+    inert_message: bool = False
 
     def __init__(self, message: str) -> None:
-        message = redact.mask_urls(message)
+        # Masked and clipped here, so no stored error_message or log line carries megabytes of it.
+        message = redact.error_text(message, inert=self.inert_message)
         super().__init__(message)
         self.message = message
 
@@ -91,11 +94,12 @@ class StepError(ReportflowError):
     """
 
     retryable: bool = False
+    # Stored as the run's error_message and sent in alerts: one inert line, whatever a server said.
+    inert_message = True
 
     def __init__(self, code: str, message: str, *, retryable: bool | None = None,
                  retry_after_s: float | None = None) -> None:
-        # Stored as the run's error_message and sent in alerts: one inert line, whatever a server said.
-        super().__init__(redact.neutralise(message))
+        super().__init__(message)
         self.code = code
         if retryable is not None:
             self.retryable = retryable
@@ -120,4 +124,4 @@ class NeedsConfirmation(InvalidInput):
 def first_line(exc: BaseException) -> str:
     """The driver's first line of a database error (no SQL, no parameters, no traceback)."""
     text = str(getattr(exc, "orig", None) or exc).strip()
-    return redact.mask_urls((text.splitlines() or [type(exc).__name__])[0])
+    return redact.error_text((text.splitlines() or [type(exc).__name__])[0])

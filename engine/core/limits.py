@@ -7,3 +7,5 @@ CHART_RUNS = 200  # runs drawn in a schedule's start-delay chart
 NOTIFICATIONS = 50  # `notifications list` without --limit
 NOTIFICATIONS_MAX = 10000  # the most `notifications list --limit` takes
 SCHEDULE_ALERTS = 10  # alerts shown on a schedule's page
+ERROR_TEXT = 4000  # characters of an error message stored (runs, steps, attempts) or logged; the rest is cut
+ECHOED_VALUE = 200  # characters of a bad value an error quotes (then an ellipsis and its length)

@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from engine.core import redact
+from engine.core import limits, redact
 from engine.core.clock import format_instant
 
 EVENT_ATTR = "rf_event"
@@ -31,7 +31,9 @@ def _plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
-    if value is None or isinstance(value, str | int | float | bool):
+    if isinstance(value, str):
+        return redact.clip(value)  # an error's text may be megabytes (limits.ERROR_TEXT)
+    if value is None or isinstance(value, int | float | bool):
         return value
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
@@ -91,16 +93,32 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
         }
-        message = redact.neutralise(redact.mask_urls(record.getMessage()))
+        message = _message(record)
         fields = getattr(record, FIELDS_ATTR, None)
         # A line from a library (or a plain log call) has no event: its first word stands in for one.
-        payload["event"] = getattr(record, EVENT_ATTR, None) or message.partition(" ")[0]
+        payload["event"] = getattr(record, EVENT_ATTR, None) or message.partition(" ")[0][:100]
         if fields:
             payload.update({k: v for k, v in fields.items() if k not in payload})
         payload["message"] = message
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
         return redact.mask_urls(json.dumps(payload, ensure_ascii=False))
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802
+        """The traceback with each line cut to ``limits.ERROR_TEXT`` (an exception's text may be huge)."""
+        return _clipped_lines(super().formatException(ei))
+
+
+def _message(record: logging.LogRecord) -> str:
+    """A record's message as one inert line; a library's (a server's answer, maybe huge) also clipped."""
+    message = record.getMessage()
+    if getattr(record, EVENT_ATTR, None) is None:
+        return redact.error_text(message, inert=True)
+    return redact.neutralise(redact.mask_urls(message))
+
+
+def _clipped_lines(text: str) -> str:
+    return "\n".join(redact.clip(line) for line in text.split("\n"))
 
 
 class TextFormatter(logging.Formatter):
@@ -111,10 +129,14 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """The line, with URL passwords masked and a library's raw text (a server's answer) made one inert line."""
         message = record.getMessage()
-        if not message.isprintable() or "@" in message:
+        if not message.isprintable() or "@" in message or len(message) > limits.ERROR_TEXT:
             record = logging.makeLogRecord(record.__dict__)
-            record.msg, record.args = redact.neutralise(redact.mask_urls(message)), None
+            record.msg, record.args = _message(record), None
         return redact.mask_urls(super().format(record))
+
+    def formatException(self, ei: Any) -> str:  # noqa: N802
+        """The traceback with each line cut to ``limits.ERROR_TEXT`` (an exception's text may be huge)."""
+        return _clipped_lines(super().formatException(ei))
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
         """The record's time as ISO 8601 UTC at second precision (each second formatted once)."""

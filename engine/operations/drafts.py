@@ -7,6 +7,11 @@ validates the config file, on the file's own contents with the draft added
 (replacing a schedule of the same name, so its 10× risk can be shown). The
 database is never opened. ``append`` writes the TOML block atomically: the
 file is the old bytes or the old bytes plus the block, never anything between.
+
+What a model answered is text from outside: a value longer than any schedule field
+may be (``limits.ECHOED_VALUE``) is refused before validation and quoted clipped,
+and the rationale is kept to one line of that length, so a four-megabyte answer
+costs the reader a few lines, not megabytes twice.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import config_file
-from engine.core import cron, errors
+from engine.core import cron, errors, limits, redact
 from engine.core.clock import format_instant
 from engine.core.models import ScheduleSpec
 from engine.plugins.contract import DraftAnswer, DraftRequest, WorkflowDef
@@ -133,6 +138,12 @@ def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
              drafter_name: str = "") -> DraftReport:
     """Validate ``entry`` as if it were in the config file, and preview it."""
     draft = _clean(entry)
+    rationale = redact.clip(redact.neutralise(rationale), limits.ECHOED_VALUE)
+    too_long = [f"{key}: {redact.echoed(value)}: longer than a schedule's {key} may be"
+                for key, value in draft.items() if isinstance(value, str) and len(value) > limits.ECHOED_VALUE]
+    if too_long:  # never validated (its errors would quote it whole) nor shown whole
+        shown = {k: redact.clip(v, limits.ECHOED_VALUE) if isinstance(v, str) else v for k, v in draft.items()}
+        return DraftReport(shown, rationale, drafter_name, too_long, toml_block(shown))
     block = toml_block(draft)
     raw = dict(config.raw)
     existing = [dict(s) for s in raw.get("schedules", []) if isinstance(s, Mapping)]

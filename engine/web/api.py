@@ -1,21 +1,44 @@
 """``/api/``: the CLI's ``--json`` shapes (``engine.read.views``), read-only.
 
 ``/api/runs`` takes the runs page's filters and is keyset-paged: a
-``Link: <…>; rel="next"`` header carries the next page.
+``Link: <…>; rel="next"`` header carries the next page. Every string in an
+answer is inert (``redact.neutralise``, line breaks kept): commit subjects,
+actors and server errors come from outside, and a client that shows them
+must not be handed an escape sequence or a bidi override.
 """
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.core import errors, inputs, limits
+from engine.core import errors, inputs, limits, redact
 from engine.read import run_queries, schedule_queries, views
 from engine.web.pages import state_of
 from engine.web.params import run_filter
+
+
+class InertJSON(JSONResponse):
+    """A JSON answer whose strings carry no control or bidi character."""
+
+    def render(self, content: Any) -> bytes:
+        """``content`` as JSON, every string (keys included) neutralised first."""
+        return super().render(inert(content))
+
+
+def inert(value: Any) -> Any:
+    """``value`` with every string in it neutralised (``redact.neutralise``, line breaks kept)."""
+    if isinstance(value, str):
+        return redact.neutralise(value, keep_newlines=True)
+    if isinstance(value, dict):
+        return {inert(k): inert(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [inert(v) for v in value]
+    return value
 
 
 def api_runs(request: Request) -> Response:
@@ -32,7 +55,7 @@ def api_runs(request: Request) -> Response:
                  ("after", result.next_cursor)]
         headers["Link"] = f'</api/runs?{urlencode(query)}>; rel="next"'
     now = rt.clock.now()
-    return JSONResponse([views.run_summary(r, now) for r in result.runs], headers=headers)
+    return InertJSON([views.run_summary(r, now) for r in result.runs], headers=headers)
 
 
 def api_run(request: Request) -> Response:
@@ -42,19 +65,19 @@ def api_run(request: Request) -> Response:
     except errors.InvalidInput as exc:
         raise errors.NotFound(exc.message) from None
     rt = state_of(request).rt
-    return JSONResponse(views.run_detail(run_queries.get_run(rt, run_id), rt.clock.now()))
+    return InertJSON(views.run_detail(run_queries.get_run(rt, run_id), rt.clock.now()))
 
 
 def api_schedules(request: Request) -> Response:
     """``GET /api/schedules``: every schedule with its last run."""
     overviews = schedule_queries.schedules_overview(state_of(request).rt)
-    return JSONResponse([views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews])
+    return InertJSON([views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews])
 
 
 def api_schedule(request: Request) -> Response:
     """``GET /api/schedules/NAME``: one schedule."""
     overview = schedule_queries.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
-    return JSONResponse(views.schedule_view(overview.schedule, overview.last_run, overview.slo))
+    return InertJSON(views.schedule_view(overview.schedule, overview.last_run, overview.slo))
 
 
 ROUTES = [

@@ -2,7 +2,11 @@
 
 markdown-it-py with ``html=False`` turns ``<script>`` and ``<img onerror=…>`` in
 the source into escaped text, and its link validator refuses ``javascript:`` and
-``data:`` URLs. The result is the only HTML the templates mark safe.
+``data:`` URLs. A link or image that does not point into the run's forge
+(``redact.link_allowed``) is shown as the text it was written as, so a report
+saved before the model's text was made inert (text rules 2) shows no live link
+either. The result is the only HTML the templates mark safe; the templates then
+remove control and bidi characters from it like from every value they print.
 """
 
 from __future__ import annotations
@@ -15,15 +19,51 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from markupsafe import Markup
+
+from engine.core import redact
 
 MAX_FILE_BYTES = 2_000_000
 _RENDERER = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
-def to_html(source: str) -> Markup:
-    """Untrusted Markdown as HTML: raw HTML escaped, unsafe link targets refused, front matter dropped."""
-    return Markup(_RENDERER.render(without_front_matter(source)))
+def to_html(source: str, forge: str | None = None) -> Markup:
+    """Untrusted Markdown as HTML: raw HTML escaped, unsafe link targets refused, links and images
+    out of ``forge`` (None: all of them) shown as text, front matter dropped."""
+    tokens = _RENDERER.parse(without_front_matter(source))
+    for token in tokens:
+        if token.children:
+            token.children = _inert_links(token.children, forge)
+    return Markup(_RENDERER.renderer.render(tokens, _RENDERER.options, {}))
+
+
+def _inert_links(children: list[Token], forge: str | None) -> list[Token]:
+    """``children`` with every link and image out of ``forge`` replaced by its source text."""
+    out: list[Token] = []
+    closing: list[str | None] = []  # per open link: the text that replaces its close, None when it stays live
+    for token in children:
+        if token.type == "link_open":
+            href = str(token.attrGet("href") or "")
+            if redact.link_allowed(href, forge):
+                closing.append(None)
+                out.append(token)
+                continue
+            auto = token.markup in ("autolink", "linkify")
+            closing.append(">" if auto else f"]({href})")
+            out.append(_text("<" if auto else "["))
+        elif token.type == "link_close":
+            replacement = closing.pop() if closing else None
+            out.append(token if replacement is None else _text(replacement))
+        elif token.type == "image" and not redact.link_allowed(str(token.attrGet("src") or ""), forge):
+            out.append(_text(f"![{token.content}]({token.attrGet('src') or ''})"))
+        else:
+            out.append(token)
+    return out
+
+
+def _text(content: str) -> Token:
+    return Token("text", "", 0, content=content)
 
 
 def without_front_matter(source: str) -> str:

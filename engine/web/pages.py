@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from engine.core import redact
 from engine.core.clock import format_instant
 from engine.read import views
 from engine.runtime import Runtime
@@ -37,13 +39,24 @@ class WebState:
 
 
 def templates() -> jinja2.Environment:
-    """The page's Jinja environment (autoescaped, strict)."""
+    """The page's Jinja environment (autoescaped, strict, every printed value inert: ``shown``)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             finalize=shown)
     env.filters["instant"] = _instant
     env.filters["secs"] = views.human_seconds
     env.filters["clip"] = _clip
     return env
+
+
+def shown(value: Any) -> Any:
+    """A value as a template prints it: text without control or bidi characters (a commit subject,
+    an audit actor, a server's error, the rendered report all come from outside); line breaks kept."""
+    if isinstance(value, Markup):
+        return Markup(redact.neutralise(str(value), keep_newlines=True))
+    if isinstance(value, str):
+        return redact.neutralise(value, keep_newlines=True)
+    return value
 
 
 def _instant(value: datetime | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 from urllib.parse import urlencode
@@ -197,6 +197,12 @@ def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str
     return None, None, problem
 
 
+def _forge(pinned: Mapping[str, Any]) -> str | None:
+    """The run's pinned forge: the one place a link in its report may point on the page."""
+    forge = pinned.get("forge")
+    return forge if isinstance(forge, str) else None
+
+
 def run_page(request: Request) -> Response:
     """``/runs/ID``: one run, its steps, attempts and report."""
     rt = state_of(request).rt
@@ -226,7 +232,8 @@ def run_page(request: Request) -> Response:
     zone = ZoneInfo(str(run.pinned.get("timezone", "UTC")))
     notion = [a for a in run.artifacts if a.kind == "notion_page"]
     return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
-                report_html=markdown.to_html(text) if text is not None else None, report_source=source,
+                report_html=markdown.to_html(text, _forge(run.pinned)) if text is not None else None,
+                report_source=source,
                 file_problem=file_problem,
                 commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
                 audit=run_queries.run_audit(rt, run.id), step_names=step_names,

@@ -100,6 +100,17 @@ class GitRepo:
         self.git("commit", "-q", "--allow-empty", "--no-verify", "-m", message, env=env)
         return self.head()
 
+    def corrupt_commit(self, message: str, *, at: datetime) -> str:
+        """A commit git cannot parse on top of HEAD: a NUL in its author header (``git fsck``:
+        ``nulInHeader``), written with ``hash-object --literally``; committed ``at``. Returns its SHA."""
+        stamp = git_date(at).lstrip("@").encode()
+        raw = (f"tree {self.git('write-tree')}\nparent {self.head()}\n".encode()
+               + b"author Mallory\x00Null <m@example.com> " + stamp + b"\n"
+               + b"committer Mallory <m@example.com> " + stamp + b"\n\n" + message.encode() + b"\n")
+        sha = self.git("hash-object", "-t", "commit", "--literally", "-w", "--stdin", input=raw)
+        self.git("update-ref", "HEAD", sha)
+        return sha
+
     def merge(self, branch: str, *, at: datetime, message: str | None = None) -> str:
         """A ``--no-ff`` merge of ``branch`` into the current branch, dated ``at``."""
         name, email = DEFAULT_AUTHOR

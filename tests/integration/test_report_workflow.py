@@ -278,3 +278,21 @@ def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_
         "## Statistics")[1]
     assert "| engine |" in statistics and "| steps |" not in statistics
     assert "| 3 | 1 | 1 |" in statistics  # three commits, one author, one counted file (engine/a.py)
+
+
+def test_a_commit_git_cannot_parse_is_left_out_and_named_in_the_report(sqlite_url: str, tmp_path: Path,
+                                                                      repo: GitRepo) -> None:
+    """Issue 36, item 5: a NUL in an author header crashed COLLECT_GIT three times, then FAILED, for good."""
+    # On the branch as it stood at the 29th's end: the 30th's first commit is not pushed yet.
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    corrupt = repo.corrupt_commit("from a broken tool", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
+    repo.commit("on top of it", at=datetime(2026, 9, 29, 13, 0, tzinfo=SEOUL))
+    rt = runtime(sqlite_url, tmp_path, repo)
+    result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
+    outcome = Worker(rt, "w").run_one()
+    assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
+    collected = show(rt, result.run_id).steps[0]
+    assert collected.attempts == 1 and collected.output["unreadable"] == [corrupt]
+    assert "on top of it" in [c["subject"] for c in collected.output["commits"]]
+    text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
+    assert f"> **Note:** 1 commit could not be read by git and was left out: `{corrupt}` (see `git fsck`)." in text

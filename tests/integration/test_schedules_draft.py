@@ -4,6 +4,7 @@ fake model's structured answers, validated like the file, previewed, appended on
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -256,3 +257,33 @@ def test_write_through_a_symlinked_config_writes_the_real_file_and_keeps_the_lin
     names = [s["name"] for s in tomllib.loads(real.read_text())["schedules"]]
     assert len(names) == 3 and names[-1] not in ("web-daily", "echo-tick")
     assert not list(real_dir.glob(".*.draft")) and not list(tmp_path.glob(".*.draft"))
+
+
+# -- issue 36, item 14: the model's draft printed as data, bounded ------------------------------------------
+
+def test_a_huge_value_in_the_models_draft_is_quoted_clipped(tmp_path: Path, model: FakeOllama) -> None:
+    """A 4 MB name was printed whole, twice (8.4 MB); now 200 characters of it, and its length."""
+    path = config(tmp_path, "ollama", model.url)
+    model.replies([model_answer(name="n" * 200_000)])
+    shown = draft(path, "daily at six in the evening for api")
+    assert shown.returncode == 2
+    assert len(shown.stdout) + len(shown.stderr) < 3000, (len(shown.stdout), len(shown.stderr))
+    assert f"name: '{'n' * 199}…' (200,000 characters): longer than a schedule's name may be" in shown.stderr
+
+
+def test_an_answer_larger_than_the_bound_is_refused_unread_in_one_line(tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    model.replies(["{" + "x" * 5_000_000])
+    shown = draft(path, "daily at six in the evening for api")
+    assert shown.returncode == 2 and "Traceback" not in shown.stderr
+    assert shown.stderr.count("\n") == 1 and "larger than 256 KB and was not read" in shown.stderr
+    assert len(shown.stdout) + len(shown.stderr) < 500
+
+
+def test_the_models_rationale_is_printed_as_data(tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    model.replies([model_answer(rationale="\x1b]0;PWNED\x07 [bold]loud[/] :ghost: \u202eevil\nsecond line")])
+    shown = draft(path, "daily at six in the evening for api")
+    assert shown.returncode == 0, shown.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown.stdout)
+    assert "]0;PWNED [bold]loud[/] :ghost: evil second line" in shown.stdout

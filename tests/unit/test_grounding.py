@@ -151,3 +151,38 @@ def test_the_builtin_writers_text_holds_in_english_and_korean() -> None:
         text = BuiltinWriter().write("", system="", options={}, material=ReportMaterial(
             input=inp, stats=summarize(inp.commits))).text
         assert grounding.check(text, facts_of(inp)) == (), language
+
+
+# -- issue 36: a link out of the project's forge is a violation (text rules 2) ---------------------------
+
+FORGE = "https://git.example.com/team/platform"
+PHISH = "[Click to re-authenticate](https://evil.example/phish) ![t](https://evil.example/track.png)"
+
+
+def linked(forge: str | None = FORGE) -> grounding.Facts:
+    return grounding.Facts(commits=(), headings=EN, language="en", links=True, forge=forge)
+
+
+def test_a_foreign_link_in_the_models_text_is_a_violation_of_its_section() -> None:
+    text = report(EN, [f"A quiet day. {PHISH}", "- nothing", f"- see [the fix]({FORGE}/commit/abc)"])
+    found = grounding.check(text, linked())
+    assert [(v.kind, v.section) for v in found] == [("foreign_link", "Summary"), ("foreign_link", "Summary")]
+    assert found[0].line() == ('section "Summary": links to https://evil.example/phish, which is not the '
+                               "project's own forge: write it as plain text, without a link")
+    assert kinds(grounding.check(text, linked(None))) == ["foreign_link"] * 3  # no forge known: no link holds
+    assert grounding.check(text, facts([])) == ()  # runs pinned before text rules 2: not checked
+
+
+def test_a_foreign_link_gets_the_repair_then_the_builtin_section() -> None:
+    text = report(EN, [f"A quiet day. {PHISH}", "- nothing", "- none"])
+    asked: list[tuple[grounding.Violation, ...]] = []
+
+    def repair(violations: tuple[grounding.Violation, ...]) -> str:
+        asked.append(violations)
+        return text
+
+    builtin = report(EN, ["Built in.", "- b", "- c"])
+    out = grounding.ground(text, linked(), repair=repair, builtin=builtin)
+    assert len(asked) == 1 and kinds(asked[0]) == ["foreign_link", "foreign_link"]
+    assert out.verdict == "fallback" and out.replaced == ("Summary",)
+    assert "evil.example" not in out.text and "Built in." in out.text and "- nothing" in out.text

@@ -46,3 +46,15 @@ def test_stuck_runs_are_facts_a_summary_may_cite_and_the_fallback_counts() -> No
     assert ops_narrative.check("Run 21 of `web-daily` is stuck.", FACTS) != ()  # facts read before stuck runs
     assert "1 run(s) are stuck." in ops_narrative.builtin_summary(facts)
     assert "stuck" not in ops_narrative.builtin_summary(FACTS)
+
+
+def test_a_link_in_the_ops_summary_is_a_violation_from_text_rules_2() -> None:
+    """Issue 36: the engine's own report has no forge, so no link in the model's summary holds."""
+    phish = "Run 7 failed. [Re-authenticate](https://evil.example/phish) \x1b]0;T\x07\u202e"
+    answers = iter([json.dumps({"summary": phish})] * 2)
+    out = ops_narrative.write(FACTS, lambda messages: next(answers), rules=2)
+    assert out.verdict == "fallback" and [v.kind for v in out.violations] == ["foreign_link"] * 2
+    assert ops_narrative.check(phish, FACTS) == ()  # runs pinned before the rules: as before
+    answers = iter([json.dumps({"summary": "Run 7 failed.\x1b]0;T\x07\u202e"})])
+    clean = ops_narrative.write(FACTS, lambda messages: next(answers), rules=2)
+    assert clean.verdict == "ok" and clean.text == "Run 7 failed.]0;T"

@@ -18,3 +18,18 @@ def test_raw_html_in_a_report_is_shown_as_text() -> None:
 
 def test_a_report_without_front_matter_is_rendered_whole() -> None:
     assert "<hr />" in to_html("text\n\n---\n\nmore\n")
+
+
+def test_a_saved_report_links_nowhere_but_into_the_runs_forge() -> None:
+    """Issue 36: a report saved before the model's text was made inert rendered a live phishing link;
+    the page now shows any link or image out of the run's forge as the text it was written as."""
+    forge = "https://git.example.com/team/platform"
+    source = ("[Click to re-authenticate](https://evil.example/phish) ![t](https://evil.example/track.png) "
+              f"<https://evil.example/auto> [the fix]({forge}/commit/abc) [near]({forge}-evil/x)\n")
+    html = str(to_html(source, forge))
+    assert html.count("<a ") == 1 and f'<a href="{forge}/commit/abc">the fix</a>' in html
+    assert "<img" not in html
+    assert "[Click to re-authenticate](https://evil.example/phish)" in html
+    assert "![t](https://evil.example/track.png)" in html and "&lt;https://evil.example/auto&gt;" in html
+    assert f"[near]({forge}-evil/x)" in html
+    assert "<a " not in str(to_html(source))  # no forge known: no link at all
