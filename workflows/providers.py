@@ -1,0 +1,58 @@
+"""The outside services the report workflows depend on, for the engine's healer (SPEC §15.5).
+
+``providers(settings)`` names them with the error codes that mean each one failed a run
+and a cheap probe, the doctor's own check: the Ollama server (``GET /api/tags`` through
+the official client, the configured model present) when the provider is ``ollama``, and
+Notion (the configured database or data source read with the token, its schema checked)
+when enabled. Names and labels hold no secret (credentials in URLs are masked; the token
+is read from its variable at each probe and appears nowhere). Nothing is imported or
+sent until a probe runs.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from engine.core import redact
+from engine.plugins.contract import ProbeResult, Provider
+from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
+
+#: Error codes that mean the model server failed a run.
+OLLAMA_CODES = frozenset({"MODEL_UNAVAILABLE"})
+#: Error codes that mean Notion failed a run (its refusal of a page's content is not the service's failure).
+NOTION_CODES = frozenset({"NOTION_UNAUTHORIZED", "NOTION_UNAVAILABLE", "NOTION_RATE_LIMITED", "NOTION_NOT_FOUND"})
+
+
+def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
+    """The model server (provider ``ollama``) and Notion (when enabled) of these settings."""
+    if settings is None:
+        return ()
+    found: list[Provider] = []
+    if settings.llm.provider == "ollama":
+        host = redact.mask_urls(settings.llm.host.rstrip("/"))
+        found.append(Provider(name=f"ollama:{host}", label=f"ollama at {host}", codes=OLLAMA_CODES,
+                              probe=partial(probe_ollama, settings.llm)))
+    notion = settings.notion
+    if notion.enabled:
+        target = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"
+        base = redact.mask_urls(notion.base_url.rstrip("/"))
+        found.append(Provider(name=f"notion:{base or 'api.notion.com'}:{target}",
+                              label=f"notion{' at ' + base if base else ''} ({target})", codes=NOTION_CODES,
+                              probe=partial(probe_notion, notion)))
+    return tuple(found)
+
+
+def probe_ollama(llm: LlmSettings) -> ProbeResult:
+    """The server lists its models within the doctor's timeout, and has the configured one."""
+    from workflows import diagnose
+
+    findings = diagnose.check_ollama(llm)
+    return ProbeResult(not any(f.problem for f in findings), "; ".join(f.message for f in findings))
+
+
+def probe_notion(notion: NotionSettings) -> ProbeResult:
+    """The token is set, and the database (or data source) is readable with it, with the properties uploads need."""
+    from workflows import diagnose
+
+    findings = diagnose.check_notion(notion, [])
+    return ProbeResult(not any(f.problem for f in findings), "; ".join(f.message for f in findings))
