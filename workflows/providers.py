@@ -1,16 +1,17 @@
 """The outside services the report workflows depend on, for the engine's healer (SPEC §15.5).
 
 ``providers(settings)`` names them with the error codes that mean each one failed a run
-and a cheap probe, the doctor's own check: the Ollama server (``GET /api/tags`` through
-the official client, the configured model present) when the provider is ``ollama``, and
-Notion (the configured database or data source read with the token, its schema checked)
-when enabled. Names and labels hold no secret (credentials in URLs are masked; the token
+and a cheap probe: the Ollama server (``GET /api/tags`` through the official client, the
+doctor's own check: the configured model present) when the provider is ``ollama``, and
+Notion (one authenticated read of the configured database or data source through
+notion-client) when enabled. Names and labels hold no secret (credentials in URLs are masked; the token
 is read from its variable at each probe and appears nowhere). Nothing is imported or
 sent until a probe runs.
 """
 
 from __future__ import annotations
 
+import os
 from functools import partial
 
 from engine.core import redact
@@ -21,6 +22,8 @@ from workflows.report_settings import LlmSettings, NotionSettings, ReportSetting
 OLLAMA_CODES = frozenset({"MODEL_UNAVAILABLE"})
 #: Error codes that mean Notion failed a run (its refusal of a page's content is not the service's failure).
 NOTION_CODES = frozenset({"NOTION_UNAUTHORIZED", "NOTION_UNAVAILABLE", "NOTION_RATE_LIMITED", "NOTION_NOT_FOUND"})
+#: A probe's longest wait for an answer (the doctor's).
+PROBE_TIMEOUT_S = 5.0
 
 
 def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
@@ -51,8 +54,39 @@ def probe_ollama(llm: LlmSettings) -> ProbeResult:
 
 
 def probe_notion(notion: NotionSettings) -> ProbeResult:
-    """The token is set, and the database (or data source) is readable with it, with the properties uploads need."""
-    from workflows import diagnose
+    """One authenticated read of the configured data source (or database): the token is set and accepted.
 
-    findings = diagnose.check_notion(notion, [])
-    return ProbeResult(not any(f.problem for f in findings), "; ".join(f.message for f in findings))
+    One request, not paced: one every ``health_every`` is far below the integration's
+    limit, and the probe must not wait for the uploads' turns.
+    """
+    import httpx
+    from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
+
+    from steps import upload_notion
+
+    token = os.environ.get(notion.token_env, "")
+    if not token:
+        return ProbeResult(False, f"the environment variable {notion.token_env} (notion.token_env) is not set")
+    what = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"
+    client = upload_notion.make_client(token, notion.base_url, min(PROBE_TIMEOUT_S, notion.timeout.total_seconds()))
+    try:
+        if notion.data_source_id:
+            client.data_sources.retrieve(data_source_id=notion.data_source_id)
+        else:
+            client.databases.retrieve(database_id=notion.database_id)
+    except HTTPResponseError as exc:
+        if exc.status in (401, 403):
+            return ProbeResult(False, f"Notion refused the token reading {what} (HTTP {exc.status}): check the "
+                                      "token in the variable notion.token_env names, and share the database "
+                                      "with the integration")
+        if exc.status == 404:
+            return ProbeResult(False, f"Notion has no {what} for this token (HTTP 404): check its id, and share "
+                                      "the database with the integration")
+        return ProbeResult(False, f"Notion answered HTTP {exc.status} reading {what}")
+    except InvalidPathParameterError:
+        return ProbeResult(False, f"{what} is not a valid Notion id")
+    except (RequestTimeoutError, httpx.TransportError) as exc:
+        return ProbeResult(False, f"cannot reach Notion ({type(exc).__name__})")
+    finally:
+        client.close()
+    return ProbeResult(True, f"{what} is readable with the token")
