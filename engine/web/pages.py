@@ -11,6 +11,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from engine.core import healing
 from engine.core.clock import format_instant
 from engine.read import views
 from engine.runtime import Runtime
@@ -41,6 +42,7 @@ def templates() -> jinja2.Environment:
     env.filters["instant"] = _instant
     env.filters["secs"] = views.human_seconds
     env.filters["clip"] = _clip
+    env.filters["waits"] = healing.describe_wait  # what a run waits for (SPEC §15.5)
     return env
 
 

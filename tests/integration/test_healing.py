@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.app import cycle
+from engine.execution import healer
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.read import run_queries, views
@@ -126,6 +127,15 @@ def assert_one_file_and_one_page_per_period(rt: Runtime, tmp_path: Path, notion:
         (markdown,) = [a for a in run.artifacts if a.kind == "markdown"]
         assert Path(markdown.location.split(":", 1)[1]) in files
     assert len(notion.live_pages()) == len(runs)
+
+
+def web(rt: Runtime) -> Any:
+    """The run pages, as a browser gets them (read-only: no token)."""
+    from starlette.testclient import TestClient
+
+    from engine.web.app import create_app
+
+    return TestClient(create_app(rt, token=None), base_url="http://127.0.0.1:8321", follow_redirects=False)
 
 
 def page_text(notion: FakeNotion, page_id: str) -> str:
@@ -252,6 +262,8 @@ def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_o
         assert "re-queued from UPLOAD_NOTION automatically when it answers" in views.wait_view(run)["message"]
     assert notion.live_pages() == [] and len(files_of(tmp_path)) == 4
     assert TOKEN not in json.dumps([views.run_detail(r, rt.clock.now()) for r in broken.values()])
+    page = web(rt).get(f"/runs/{broken['daily_report:platform:2026-09-29'].id}")
+    assert page.status_code == 200 and "waits for notion at " in page.text and TOKEN not in page.text
 
     notion.heal()  # access given back in Notion; nobody types anything
     cycles(rt, SLOT + timedelta(days=1, hours=2), timedelta(minutes=5))
@@ -269,3 +281,28 @@ def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_o
     assert notion_health.healthy and TOKEN not in notion_health.detail
     assert len(auto_requeues(rt)) == 4
     assert_one_file_and_one_page_per_period(rt, tmp_path, notion)
+
+
+def test_serves_healer_loop_probes_every_provider_in_use_before_anything_fails(
+        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
+    """``serve`` probes what it depends on every ``health_every`` (a thread beside its loop), runs waiting or not."""
+    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
+                 schedules=[DAILY])
+    rt.clock.set(SLOT)
+    stop = threading.Event()
+    loop = threading.Thread(target=healer.heal_until, args=(rt, stop), daemon=True)
+    loop.start()
+    try:
+        # The manual clock's wait ends only with ``stop``: one pass, then the loop waits for it.
+        while len(ollama.requests_to("/api/tags")) + len(notion.requests_matching("GET", "/v1/databases")) < 2:
+            assert loop.is_alive()
+            loop.join(0.05)
+    finally:
+        stop.set()
+        loop.join(10)
+    assert not loop.is_alive()
+    with rt.store.read() as conn:
+        health = health_rows.get_health(conn)
+    assert sorted((h.label, h.healthy) for h in health.values()) == [
+        (f"notion at {notion.url} (database {notion.database_id})", True), (f"ollama at {ollama.url}", True)]
+    assert all(TOKEN not in h.detail for h in health.values())
