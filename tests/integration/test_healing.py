@@ -20,9 +20,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.app import cycle
-from engine.execution import healer
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
+from engine.execution import healer
 from engine.read import run_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
