@@ -209,6 +209,8 @@ def test_ollama_down_for_an_hour_with_fallback_reports_on_time_then_the_model_wr
         assert attempts[-1] == "recovery"
     requeued = auto_requeues(rt)
     assert sorted(e.run_id for e in requeued) == sorted(r.id for r in healed.values())
+    # Queued again at the first probe after Ollama came back at 10:55: within health_every (5 min).
+    assert all(e.at <= SLOT + timedelta(minutes=55 + 5) for e in requeued)
     assert {e.actor for e in requeued} == {"SYSTEM_RECONCILER"}
     assert all(e.after and e.after["regenerate"] is True and e.after["from_step"] in ("GENERATE_REPORT", "WRITE_OPS")
                for e in requeued)
@@ -237,6 +239,8 @@ def test_ollama_down_for_an_hour_without_fallback_the_failed_run_is_queued_again
 
     (run,) = periods(rt).values()
     assert run.status is RunStatus.SUCCESS and run.waits_for is None
+    (requeued,) = auto_requeues(rt)
+    assert requeued.at <= SLOT + timedelta(minutes=55 + 5)  # the first probe after Ollama came back
     assert [s.attempts for s in run.steps][:1] == [1]  # COLLECT_GIT was not run again
     assert MODEL_TEXT in files_of(tmp_path)[0].read_text()
     with rt.store.read() as conn:
@@ -271,6 +275,7 @@ def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_o
     healed = periods(rt)
     for key, run in healed.items():
         assert run.status is RunStatus.SUCCESS and run.waits_for is None, (key, run.status)
+
         assert [s.name for s in run.steps if s.attempts > 1 and s.name != "UPLOAD_NOTION"] == []
     with rt.store.read() as conn:
         events = outbox.list_events(conn)
@@ -279,7 +284,8 @@ def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_o
     assert len(recovered) == 4 and {e.event for e in events} >= {"run_partial", "recovered"}
     (notion_health,) = health.values()
     assert notion_health.healthy and TOKEN not in notion_health.detail
-    assert len(auto_requeues(rt)) == 4
+    requeued = auto_requeues(rt)
+    assert len(requeued) == 4 and all(e.at <= SLOT + timedelta(days=1, hours=1, minutes=5) for e in requeued)
     assert_one_file_and_one_page_per_period(rt, tmp_path, notion)
 
 
