@@ -23,6 +23,7 @@ from engine.app import cycle
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution import healer
+from engine.operations import actions
 from engine.read import run_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
@@ -312,3 +313,35 @@ def test_serves_healer_loop_probes_every_provider_in_use_before_anything_fails(
     assert sorted((h.label, h.healthy) for h in health.values()) == [
         (f"notion at {notion.url} (database {notion.database_id})", True), (f"ollama at {ollama.url}", True)]
     assert all(TOKEN not in h.detail for h in health.values())
+
+
+def test_a_provider_that_answers_probes_but_fails_runs_gets_auto_recover_re_queues_then_a_person(
+        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
+    """The loop is bounded: the model lists its models (healthy) but every generation fails. The run is queued
+    again ``auto_recover`` times, then ``runs list`` says a person must act; an operator's retry starts afresh."""
+    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
+                 schedules=[{**DAILY, "auto_recover": 2}])
+    ollama.script("/api/chat", [(500, {"error": "out of memory"}, 0.0)] * 1000)
+    rt.clock.set(SLOT - timedelta(minutes=1))
+
+    cycles(rt, SLOT + timedelta(hours=3), timedelta(minutes=5))
+
+    (run,) = periods(rt).values()
+    assert run.status is RunStatus.FAILED and run.error_code == "MODEL_UNAVAILABLE"
+    assert len(auto_requeues(rt)) == 2
+    # Three attempts a time (max_attempts): the first three, and three after each of the two re-queues.
+    assert [a.trigger.value for a in run.attempts] == ["scheduled", "auto", "auto"] + ["recovery", "auto", "auto"] * 2
+    generations = len(ollama.requests_to("/api/chat"))
+    said = views.wait_view(run)
+    assert said is not None and said["gave_up"] and said["message"].endswith(
+        f"no automatic re-queue: its 2 automatic re-queues are spent (auto_recover); "
+        f"`reportflow runs retry {run.id}` when it is fixed")
+
+    cycles(rt, SLOT + timedelta(hours=5), timedelta(minutes=10))  # nothing more happens by itself
+    assert len(ollama.requests_to("/api/chat")) == generations and len(auto_requeues(rt)) == 2
+
+    actions.retry(rt, run.id)  # the operator acts: should it fail again, it is healed afresh, as far again
+    cycles(rt, SLOT + timedelta(hours=8), timedelta(minutes=5))
+    (run,) = periods(rt).values()
+    assert run.status is RunStatus.FAILED and len(auto_requeues(rt)) == 2 + 2
+    assert run.waits_for is not None and run.waits_for.gave_up
