@@ -315,6 +315,7 @@ def test_serves_healer_loop_probes_every_provider_in_use_before_anything_fails(
     assert all(TOKEN not in h.detail for h in health.values())
 
 
+@pytest.mark.slow  # eight hours of cycles on the manual clock: in the full suite, not in --fast
 def test_a_provider_that_answers_probes_but_fails_runs_gets_auto_recover_re_queues_then_a_person(
         store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
     """The loop is bounded: the model lists its models (healthy) but every generation fails. The run is queued
