@@ -118,6 +118,13 @@ def waits_due(conn: Connection, now: datetime, *, limit: int = 500) -> list[Prov
     return [_wait(row) for row in conn.execute(query).mappings()]
 
 
+def list_waits(conn: Connection, *, limit: int = 500) -> list[ProviderWait]:
+    """Every run that waits for a provider, oldest wait first (``doctor``)."""
+    query = (select(*_with_health()).select_from(_joined())
+             .order_by(run_waits.c.since_at, run_waits.c.run_id).limit(limit))
+    return [_wait(row) for row in conn.execute(query).mappings()]
+
+
 def waits_of(conn: Connection, run_ids: Sequence[int]) -> dict[int, ProviderWait]:
     """What each of these runs waits for (runs that wait for nothing are left out)."""
     found: dict[int, ProviderWait] = {}

@@ -68,6 +68,10 @@ def test_cron_cycles_heal_a_partial_run_once_notion_is_fixed_and_stay_fast_while
     assert run["status"] == "PARTIAL_SUCCESS" and run["waits_for"]["healthy"] is False
     assert run["waits_for"]["message"].startswith(f"waits for notion at {notion.url} (database ")
     assert TOKEN not in listed.stdout
+    doctor = run_cli("doctor", config=config, now=iso(SLOT + timedelta(minutes=2)), env=env)
+    assert doctor.returncode == 1  # Notion refuses the token: a person's cause to fix
+    assert f"1 run(s) wait for notion at {notion.url} (database {notion.database_id}) (down since " in doctor.stdout
+    assert TOKEN not in doctor.stdout + doctor.stderr
 
     modules, idle = cycle(SLOT + timedelta(minutes=3))  # Notion's next check is at 19:36: nothing to do
     assert "engine.cli.fast_tick" in modules and "nothing to do" in idle
