@@ -20,13 +20,14 @@ from engine.execution import healer, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender
 from engine.runtime import Runtime
-from engine.scheduling import tick
+from engine.scheduling import heartbeat, tick
 
 
 def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           concurrency: int | None = None) -> reports.CycleReport:
     """Tick, reconcile, heal, work until idle and deliver pending alerts, once; what each part did."""
     report = reports.CycleReport(tick=tick.tick(rt))
+    heartbeat.beat(rt, "cycle")
     report.sweep = reconciler.sweep(rt)
     report.heal = healer.heal(rt)  # probes only for runs that wait for a provider: an idle pass asks no one
     pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)

@@ -26,10 +26,11 @@ from engine.execution import healer, loop, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender, prune
 from engine.runtime import Runtime
-from engine.scheduling import tick
+from engine.scheduling import heartbeat, tick
 from engine.store import run_rows
 
 log = logging.getLogger(__name__)
+BEAT_EVERY_S = 10.0  # the scheduler's heartbeat (engine.scheduling.heartbeat), at most this often
 MAX_SLEEP = timedelta(seconds=30)
 
 
@@ -49,7 +50,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time, in the background
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
-    last_sweep = float("-inf")
+    last_sweep = last_beat = float("-inf")
     # The alert sender beside the loop: a webhook that hangs delays neither a tick nor a claim.
     sender = threading.Thread(target=outbox_sender.deliver_until, args=(rt, stop), name="alerts", daemon=True)
     sender.start()
@@ -77,6 +78,9 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                         logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
                     reclaim = False
                 report = tick.tick(rt, committed=worker.wake)
+                if rt.clock.monotonic() - last_beat >= BEAT_EVERY_S:
+                    heartbeat.beat(rt, "serve")
+                    last_beat = rt.clock.monotonic()
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
                     last_sweep = rt.clock.monotonic()

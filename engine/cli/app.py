@@ -431,7 +431,7 @@ def schedules_draft(
 def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """One scheduler pass: create the runs that are due. Example: reportflow tick"""
     from engine.cli import fast_tick
-    from engine.scheduling import tick
+    from engine.scheduling import heartbeat, tick
 
     cli = _cli(ctx)
     seen = _inputs_seen(cli)
@@ -439,6 +439,7 @@ def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if seen is not None:
         fast_tick.remember(runtime, seen)  # the next nothing-due tick can skip the validation
     report = tick.tick(runtime)
+    heartbeat.beat(runtime, "tick")
     _deliver(runtime)
     output.tick_report(report, as_json)
 

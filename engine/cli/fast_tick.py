@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -163,6 +164,10 @@ def quiet(request: Request) -> reports.TickReport | reports.CycleReport | list[o
                 return None
             next_due_at: datetime | None = conn.execute(due.next_wake_query()).scalar()
             retry_due = conn.execute(due.retry_due_query(now)).first() is not None
+            if not work:  # a scheduler whose beat is stale says it is alive through the full path
+                beat_at = conn.execute(due.scheduler_beat_query(due.scheduler_id(socket.gethostname()))).scalar()
+                if beat_at is None or now - beat_at > due.BEAT_STALE_AFTER:
+                    return None
             if work or cycle:
                 # Both end by delivering the outbox: an event due while a target is named means work.
                 if _has_notify_target(seen.config_bytes) and conn.execute(due.pending_due_query(now)).first():

@@ -37,8 +37,8 @@ from engine.config import defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import alerts, errors
-from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
+from engine.core import errors
+from engine.core.models import Criticality, DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -183,8 +183,9 @@ class ScheduleConfig(Strict):
     dst_fold: DstFold = ScheduleSpec.dst_fold
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
-    criticality: alerts.Criticality = ScheduleSpec.criticality
+    criticality: Criticality = ScheduleSpec.criticality
     deadline: OptionalDuration = ScheduleSpec.deadline
+    start_by: OptionalDuration = ScheduleSpec.start_by
     # Automatic re-queues once the provider that failed a run answers again: per run, and per schedule
     # in any 24 hours (SPEC §15.5); 0 turns them off.
     auto_recover: int = Field(default=ScheduleSpec.auto_recover, ge=0, le=100)

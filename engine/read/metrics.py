@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from engine.core import policies
-from engine.core.models import TERMINAL_STATUSES, AttemptOutcome, RunStatus, RunTrigger
+from engine.core.models import HOLDABLE_STATUSES, TERMINAL_STATUSES, AttemptOutcome, RunStatus, RunTrigger
 from engine.runtime import Runtime
 from engine.store import periods, schedule_rows
 from engine.store.tables import attempts, audit_events, runs, schedules
@@ -48,7 +48,6 @@ from engine.store.types import UTCDateTime
 # 10 ms (a trivial step on a warm worker) to 1 h (a CPU-bound LLM generation), roughly ×2.5 apart.
 BUCKETS_S: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
                                 120.0, 300.0, 600.0, 1800.0, 3600.0)
-WAITING_STATUSES = (RunStatus.QUEUED, RunStatus.PENDING, RunStatus.RETRY_PENDING)
 FINISHED_STATUSES = tuple(sorted(s.value for s in TERMINAL_STATUSES))
 MISSED_ACTIONS = ("slots_missed", "slots_too_old")
 OVERLAP_ACTIONS = ("slots_overlap_skipped",)
@@ -154,7 +153,7 @@ def _oldest_waiting_age(conn: Connection, now: datetime) -> float:
     # SQLite's multi-argument max() is its GREATEST; fixed-width UTC text compares in time order.
     latest = func.greatest(*candidates) if conn.dialect.name == "postgresql" else func.max(*candidates)
     query = select(type_coerce(func.min(latest), UTCDateTime())).where(
-        runs.c.status.in_([s.value for s in WAITING_STATUSES]),
+        runs.c.status.in_(sorted(s.value for s in HOLDABLE_STATUSES)),
         or_(runs.c.not_before.is_(None), runs.c.not_before <= now))
     oldest = conn.execute(query).scalar()
     return max(0.0, (now - oldest).total_seconds()) if oldest is not None else 0.0
@@ -256,7 +255,8 @@ class StoreCollector(Collector):
         with self.rt.store.read() as conn:
             snapshot = read_snapshot(conn, now)
             window = self.rt.config.notify.slo_window
-            measured = {s.name: periods.measure(conn, s, now, window) for s in schedule_rows.list_schedules(conn)}
+            measured = {s.name: periods.measure(conn, s, now, window, self.rt.period_kind(s.spec.workflow))
+                        for s in schedule_rows.list_schedules(conn)}
         snapshot = dataclasses.replace(snapshot, slo={name: (m.success_rate, m.freshness) for name, m in measured.items()
                                                       if m.success_rate is not None and m.freshness is not None})
         yield from families(snapshot)

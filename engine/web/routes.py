@@ -18,7 +18,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from engine.core import cron, cron_words, errors, inputs, limits, logs
-from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
+from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
@@ -181,10 +181,10 @@ def run_page(request: Request) -> Response:
                 file_problem=file_problem,
                 commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
                 audit=run_queries.run_audit(rt, run.id), step_names=step_names,
-                can_retry=run.status in actions.RETRYABLE, can_retry_from=run.status in
-                actions.RETRYABLE | {RunStatus.SUCCESS},
+                can_retry=run.status in RETRYABLE_STATUSES, can_retry_from=run.status in
+                RETRYABLE_STATUSES | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
-                can_cancel=run.status in actions.CANCELLABLE | {RunStatus.RUNNING, RunStatus.WAITING},
+                can_cancel=run.status in CANCELLABLE_STATUSES | {RunStatus.RUNNING, RunStatus.WAITING},
                 active=run.status in ACTIVE_STATUSES,
                 default_step=views.failed_step(run) or (step_names[0] if step_names else ""))
 
