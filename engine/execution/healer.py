@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, healing, logs
+from engine.core import errors, healing, logs, redact
 from engine.core.healing import HealAction
 from engine.core.models import SYSTEM_RECONCILER, AttemptTrigger, ProviderWait, Run, RunStatus, ScheduleSpec
 from engine.core.reports import HealReport
@@ -73,11 +73,14 @@ def record_wait(rt: Runtime, conn: Connection, run: Run, status: RunStatus, erro
 
 
 def _probe(provider: Provider) -> ProbeResult:
+    """The provider's probe; its detail may quote a URL with credentials (``[llm] host``): masked here,
+    before it reaches the database, the audit trail or a log line."""
     try:
-        return provider.probe()
+        result = provider.probe()
     except Exception as exc:  # noqa: BLE001 - a probe must not end the pass; its contract is never to raise
         logs.event(log, logging.ERROR, "probe_crashed", exc_info=True, provider=provider.name)
         return ProbeResult(False, f"the probe itself failed ({type(exc).__name__})")
+    return ProbeResult(result.healthy, redact.mask_urls(result.detail)[:500])
 
 
 def probe(rt: Runtime, names: Iterable[str] | None = None) -> list[tuple[str, bool]]:
