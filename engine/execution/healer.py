@@ -186,9 +186,10 @@ def _settle(rt: Runtime, conn: Connection, wait: ProviderWait, health: healing.P
     except errors.NotFound:
         health_rows.forget_wait(conn, wait.run_id)
         return None
-    if run.workflow not in rt.registry:  # uninstalled since: nothing here can run it, so nothing is tried
-        decision = healing.HealDecision(HealAction.GIVE_UP, f"its workflow {run.workflow} is not installed here")
-        health_rows.mark_wait(conn, run.id, check_after=None, gave_up=decision.reason)
+    if run.workflow not in rt.registry:  # not installed on this node (another one may have it): look again later
+        decision = healing.HealDecision(HealAction.HOLD, f"its workflow {run.workflow} is not installed here",
+                                        now + rt.config.notify.health_every)
+        health_rows.mark_wait(conn, run.id, check_after=decision.check_after)
         return decision, run
     spec: ScheduleSpec | None = None
     enabled = run.schedule_enabled is not False
