@@ -339,12 +339,14 @@ def prompt_digest(system: str, prompt: str) -> str:
 
 
 def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
-             options: Mapping[str, Any]) -> ReportOutput:
+             options: Mapping[str, Any], fallback_for: str | None = None) -> ReportOutput:
     """Write the report for ``inp`` with ``writer`` (see the module contract).
 
     ``options`` (temperature, seed...) are passed to the writer with
     ``num_ctx`` added, and recorded. Raises ``StepError`` from the writer
     (``MODEL_UNAVAILABLE``...) or ``CONFIG_INVALID`` for a bad template.
+    ``fallback_for`` names the model ``writer`` stands in for (``ollama `llama3.1:8b```):
+    the "Written by" line then says the report is a fallback, to be written again.
     """
     template = load_template(inp.workflow, inp.prompt_version)
     t = texts(inp.language)
@@ -383,6 +385,8 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     if result.digest:
         by += f" (digest `{result.digest[:12]}`)"
     by += f", {t.prompt_word} {inp.workflow} {inp.prompt_version}"
+    if fallback_for is not None:
+        by += f"; {t.fallback_by(fallback_for)}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,

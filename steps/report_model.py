@@ -81,6 +81,11 @@ class ReportOutput(BaseModel):
     language: str = "en"
     #: SPEC §16.1: ``{"verdict", "violations", "replaced"}``; None for prompts before v3.
     grounding: dict[str, Any] | None = None
+    #: SPEC §15.5: the model was unavailable and the built-in writer wrote this report instead:
+    #: ``{"code", "model", "message"}``; None when the pinned writer wrote it.
+    fallback: dict[str, Any] | None = None
+    #: This output replaces one written by the fallback: the report's file is overwritten in place.
+    replaces_fallback: bool = False
 
 
 class AuthorStats(BaseModel):

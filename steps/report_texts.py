@@ -58,6 +58,10 @@ class Texts:
     def written_by_line(self, writer: str) -> str:
         return f"- **Written by:** {writer}"
 
+    def fallback_by(self, wanted: str) -> str:
+        """What the "Written by" line adds when the built-in writer stood in for the model (SPEC §15.5)."""
+        return f"**fallback**: {wanted} did not answer; the model writes this report again when it does"
+
     def trimmed_note(self, listed: int, total: int, num_ctx: int) -> str:
         return (f"> **Note:** the narrative was written from {listed} of {total} commits (the "
                 f"largest); the rest did not fit the model's context (num_ctx={num_ctx}). "
@@ -175,6 +179,9 @@ class KoreanTexts(Texts):
 
     def written_by_line(self, writer: str) -> str:
         return f"- **작성:** {writer}"
+
+    def fallback_by(self, wanted: str) -> str:
+        return f"**대체 작성(fallback)**: {wanted}이(가) 응답하지 않았습니다. 모델이 응답하면 이 보고서를 다시 작성합니다"
 
     def trimmed_note(self, listed: int, total: int, num_ctx: int) -> str:
         return (f"> **참고:** 본문은 전체 커밋 {total}개 중 변경량이 큰 {listed}개만 보고 작성했습니다. "

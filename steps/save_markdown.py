@@ -206,6 +206,21 @@ def _fsync_dir(directory: Path) -> None:
             os.close(dir_fd)
 
 
+def _own_file(path: Path, replacing: tuple[str, str] | None) -> Path | None:
+    """The file to overwrite in place: ``replacing``'s path when it is ``path`` or one of its versions and
+    still holds ``replacing``'s sha256; else None."""
+    if replacing is None:
+        return None
+    earlier = Path(replacing[0])
+    version = re.fullmatch(re.escape(path.name[:-3]) + r"-v[0-9]{1,4}\.md", earlier.name)
+    if earlier != path and not (earlier.parent == path.parent and version):
+        return None
+    existing = _read(earlier)
+    if existing is None or hashlib.sha256(existing).hexdigest() != replacing[1]:
+        return None
+    return earlier
+
+
 def save(
     reports_dir: Path,
     project: str,
@@ -218,6 +233,7 @@ def save(
     check_fence: Callable[[], None] = lambda: None,
     hostname: str | None = None,
     team: bool = False,
+    replacing: tuple[str, str] | None = None,
 ) -> SaveOutput:
     """Write ``document`` (UTF-8) to the report path for (project, key, kind, revision).
 
@@ -227,6 +243,12 @@ def save(
       unless some ``-v{n}.md`` already holds these bytes (``unchanged``, that
       path), so retries never multiply files; ``overwrite`` replaces the file;
       ``skip`` leaves it (``skipped``).
+
+    ``replacing`` is ``(path, sha256)`` of a file this run saved before and now writes
+    again in place (a report that replaces a fallback, SPEC §15.5): when that path is
+    this report's own (``path`` or a ``-v{n}.md`` of it) and still holds those bytes,
+    it is overwritten (``overwritten``) whatever ``on_existing`` says; a file edited or
+    removed since is left alone and the rules above apply.
 
     ``check_fence`` is called right before the rename and may raise
     (``LeaseLost``): then nothing is renamed and the temp file is removed.
@@ -249,6 +271,14 @@ def save(
         _check_inside(path.parents[1], path)  # before creating anything: a symlink swapped in since report_path
         path.parent.mkdir(parents=True, exist_ok=True)
         _check_inside(path.parents[1], path)  # and after: the folder made is the one checked
+        own = _own_file(path, replacing)
+        if own is not None:
+            target = own
+            if _read(own) == data:
+                return result(own, "unchanged", False)
+            _write_atomic(own, data, check_fence)
+            return result(own, "overwritten", True)
+        target = path
         existing = _read(path)
         if existing is None:
             _write_atomic(path, data, check_fence)

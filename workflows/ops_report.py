@@ -16,8 +16,8 @@ from typing import Any
 
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import report_settings
+from engine.plugins.contract import ArtifactRef, Degraded, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import providers, report, report_settings
 from workflows.report_settings import ReportSettings
 
 OPS_FOLDER = "_ops"
@@ -45,12 +45,25 @@ def write(kind: str, ctx: StepContext) -> StepResult:
     from steps import ops_narrative
 
     model = str(ctx.pinned["model"])
-    checked = ops_narrative.write(facts, partial(_ask, ctx, model), rules)
+    replaces = bool((ctx.previous_output or {}).get("fallback"))
+    try:
+        checked = ops_narrative.write(facts, partial(_ask, ctx, model), rules)
+    except errors.StepError as exc:
+        if exc.code not in report.FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
+            raise
+        # The model is unavailable: the built-in report goes out on time, marked, and is written
+        # again in place once the model answers (SPEC §15.5).
+        text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key,
+                                   written_by=f"builtin; **fallback**: ollama `{model}` did not answer; the model "
+                                              "writes this report again when it does", rules=rules)
+        return StepResult(output={"text": text, "provider": "builtin", "replaces_fallback": replaces,
+                                  "fallback": report.fallback_record(exc, f"ollama {model}")},
+                          degraded=Degraded(exc.code, f"written by the built-in writer: {exc.message}"))
     note = ("> **Note:** the model's summary failed the checks twice and was replaced by the "
             "built-in one." if checked.verdict == "fallback" else "")
     text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key,
                                summary=checked.text, written_by=f"ollama `{model}`", note=note, rules=rules)
-    return StepResult(output={"text": text, "provider": "ollama", "model": model,
+    return StepResult(output={"text": text, "provider": "ollama", "model": model, "replaces_fallback": replaces,
                               "grounding": dict(grounding.record(checked))})
 
 
@@ -86,17 +99,19 @@ def save(kind: str, ctx: StepContext) -> StepResult:
              "workflow": ctx.workflow, "revision": ctx.revision, "provider": written.get("provider")}
     if written.get("grounding"):
         front["grounding"] = written["grounding"]["verdict"]
+    if written.get("fallback"):
+        front["fallback"] = report.fallback_front(written["fallback"])
     document = save_markdown.render_document(front, written["text"])
+    earlier = ctx.previous(save_markdown.SaveOutput) if written.get("replaces_fallback") else None
     out = save_markdown.save(settings.reports.dir / OPS_FOLDER, "ops", ctx.business_key, kind,
                              ctx.revision, document, on_existing=settings.reports.on_existing,
-                             check_fence=ctx.check_fence)
+                             check_fence=ctx.check_fence,
+                             replacing=None if earlier is None else (earlier.path, earlier.sha256))
     artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
     return StepResult(output=out, artifacts=artifacts)
 
 
 def upload(kind: str, ctx: StepContext) -> StepResult:
-    from workflows import report
-
     return report.upload_markdown(ctx, f"operations {kind} report {ctx.business_key}",
                                   ctx.outputs["WRITE_OPS"]["text"])
 
@@ -104,6 +119,7 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
 def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
     llm = settings.llm
     return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
+            "fallback": llm.fallback,
             "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
             "text_rules": report_settings.TEXT_RULES}
 
@@ -123,7 +139,8 @@ def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                         output_model="steps.save_markdown:SaveOutput"),
                StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
                         output_model="steps.upload_notion:UploadOutput")),
-        load_settings=report_settings.load, pin=_pins, projectless=True, files_root=_files_root)
+        load_settings=report_settings.load, pin=_pins, projectless=True, files_root=_files_root,
+        providers=providers.providers)
 
 
 DAILY = ops_workflow("ops_daily_report", PeriodKind.DAY, "daily")

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from engine.core import errors, policies
+from engine.core import errors, policies, redact
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import PeriodKind, StepStatus
-from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import diagnose, drafting, report_settings
+from engine.plugins.contract import ArtifactRef, Degraded, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import diagnose, drafting, providers, report_settings
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
@@ -167,17 +167,45 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: 
         unreadable=collected.unreadable if collected is not None else list(unreadable),
         forge=ctx.pinned.get("forge"))
     writer: Any
-    if ctx.pinned.get("provider") == "ollama":
-        budget = settings.llm.retry_budget.total_seconds()
-        writer = generate_report.OllamaWriter(
-            host=settings.llm.host, model=str(ctx.pinned["model"]), timeout_s=settings.llm.timeout.total_seconds(),
-            options=options, exclusive=ctx.exclusive, sleep=ctx.sleep,
-            retry=RetryPolicy(budget_s=budget, initial_s=min(1.0, budget / 8),
-                                              max_wait_s=min(10.0, budget / 2)))
-    else:
-        writer = generate_report.BuiltinWriter()
-    out = generate_report.generate(inp, writer, num_ctx=int(options.get("num_ctx", 8192)), options=options)
-    return StepResult(output=out)
+    num_ctx = int(options.get("num_ctx", 8192))
+    if ctx.pinned.get("provider") != "ollama":
+        out = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=num_ctx, options=options)
+        return StepResult(output=out)
+    budget = settings.llm.retry_budget.total_seconds()
+    model = str(ctx.pinned["model"])
+    writer = generate_report.OllamaWriter(
+        host=settings.llm.host, model=model, timeout_s=settings.llm.timeout.total_seconds(),
+        options=options, exclusive=ctx.exclusive, sleep=ctx.sleep,
+        retry=RetryPolicy(budget_s=budget, initial_s=min(1.0, budget / 8), max_wait_s=min(10.0, budget / 2)))
+    replaces = _replaces_fallback(ctx)
+    try:
+        out = generate_report.generate(inp, writer, num_ctx=num_ctx, options=options)
+    except errors.StepError as exc:
+        if exc.code not in FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
+            raise
+        # The model is unavailable past the step's retries: the built-in writer's report goes out on time,
+        # marked; the engine runs this step again, in place, once the model answers (SPEC §15.5).
+        wanted = f"ollama `{model}`"
+        out = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=num_ctx, options=options,
+                                       fallback_for=wanted)
+        out = out.model_copy(update={"fallback": fallback_record(exc, f"ollama {model}"),
+                                     "replaces_fallback": replaces})
+        return StepResult(output=out, degraded=Degraded(exc.code, f"written by the built-in writer: {exc.message}"))
+    return StepResult(output=out.model_copy(update={"replaces_fallback": replaces}) if replaces else out)
+
+
+#: The model's failures a fallback stands in for: unavailable past the step's retries.
+FALLBACK_CODES = frozenset({"MODEL_UNAVAILABLE"})
+
+
+def fallback_record(exc: errors.StepError, model: str) -> dict[str, Any]:
+    """What a fallback output records of the failure it stood in for (no secret: URLs are masked)."""
+    return {"code": exc.code, "model": model, "message": redact.mask_urls(exc.message)}
+
+
+def _replaces_fallback(ctx: StepContext) -> bool:
+    """Whether this step's earlier output (this run's, before it was queued again) was a fallback."""
+    return bool((ctx.previous_output or {}).get("fallback"))
 
 
 def coverage_of(collected: CollectOutput | None) -> Coverage | None:
@@ -218,7 +246,22 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "prompt_sha256": report.prompt_sha256,
         # SPEC §16.1; absent for prompts before v3, so their re-runs write the same bytes.
         **({"grounding": report.grounding["verdict"]} if report.grounding else {}),
+        # SPEC §15.5; absent when the pinned writer wrote it, so other re-runs write the same bytes.
+        **({"fallback": fallback_front(report.fallback)} if report.fallback else {}),
     }
+
+
+def fallback_front(fallback: dict[str, Any]) -> dict[str, Any]:
+    """A fallback as the front matter states it: the writer that stood in, for which model, and why."""
+    return {"writer": "builtin", "instead_of": fallback.get("model"), "code": fallback.get("code")}
+
+
+def replacing(ctx: StepContext, report: ReportOutput) -> tuple[str, str] | None:
+    """The file this step saved before (path, sha256) when ``report`` replaces a fallback: overwritten in place."""
+    from steps.save_markdown import SaveOutput
+
+    earlier = ctx.previous(SaveOutput) if report.replaces_fallback else None
+    return None if earlier is None else (earlier.path, earlier.sha256)
 
 
 def save(kind: str, ctx: StepContext) -> StepResult:
@@ -229,7 +272,8 @@ def save(kind: str, ctx: StepContext) -> StepResult:
     report = ctx.output(ReportOutput)
     document = save_markdown.render_document(front_matter(ctx, report), report.text)
     out = save_markdown.save(settings.reports.dir, ctx.project, ctx.business_key, kind, ctx.revision, document,
-                             on_existing=settings.reports.on_existing, check_fence=ctx.check_fence)
+                             on_existing=settings.reports.on_existing, check_fence=ctx.check_fence,
+                             replacing=replacing(ctx, report))
     artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
     return StepResult(output=out, artifacts=artifacts)
 
@@ -310,4 +354,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         diagnose=diagnose.diagnose,
         files_root=reports_root,
         draft_schedule=drafting.draft,
+        providers=providers.providers,
     )

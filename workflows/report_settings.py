@@ -75,6 +75,10 @@ class LlmSettings(Strict):
     num_ctx: int = Field(default=8192, ge=512)
     # Waiting spent on in-step retries (SPEC §4: 30 s); longer outages become run-level retries.
     retry_budget: Duration = timedelta(seconds=30)
+    # When the model is unavailable past the step's retries: "builtin" saves and uploads the built-in
+    # writer's report on time, marked fallback, and writes it again in place once the model answers
+    # (SPEC §15.5; what `init` writes); "none" (what a config that names nothing keeps) fails the step.
+    fallback: Literal["builtin", "none"] = "none"
 
     @field_validator("prompt_version")
     @classmethod
@@ -203,6 +207,7 @@ def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> 
         "provider": llm.provider,
         "model": llm.model if llm.provider == "ollama" else "builtin",
         "prompt_version": llm.prompt_version,
+        "fallback": llm.fallback,
         "language": settings.reports.language,
         "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
         "branches": list(project.branches),

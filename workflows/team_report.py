@@ -30,7 +30,7 @@ from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validati
 from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import ArtifactRef, ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import report, report_settings
+from workflows import providers, report, report_settings
 from workflows.report_settings import ReportSettings
 
 PAYLOAD_VERSION = 1
@@ -131,7 +131,7 @@ def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     return {"projects": settings.team_projects(key), "authors": list(team.authors), "provider": llm.provider,
             "attribution": settings.attribution(workflow, key),
             "model": llm.model if llm.provider == "ollama" else "builtin", "prompt_version": llm.prompt_version,
-            "language": settings.reports.language, "text_rules": report_settings.TEXT_RULES,
+            "fallback": llm.fallback, "language": settings.reports.language, "text_rules": report_settings.TEXT_RULES,
             "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
 
 
@@ -187,7 +187,9 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
         lines += [f"Not collected: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
     for child in children:
         lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)))
-    return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}))
+    # A fallback (the model was down) is the team report's too: it is written again in place (SPEC §15.5).
+    return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}),
+                      degraded=result.degraded)
 
 
 def save(kind: str, ctx: StepContext) -> StepResult:
@@ -199,7 +201,7 @@ def save(kind: str, ctx: StepContext) -> StepResult:
     document = save_markdown.render_document(report.front_matter(ctx, out_report), out_report.text)
     out = save_markdown.save(settings.reports.dir, str(ctx.pinned["schedule"]), ctx.business_key, kind,
                              ctx.revision, document, on_existing=settings.reports.on_existing,
-                             check_fence=ctx.check_fence, team=True)
+                             check_fence=ctx.check_fence, team=True, replacing=report.replacing(ctx, out_report))
     artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
     return StepResult(output=out, artifacts=artifacts)
 
@@ -232,7 +234,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         ),
         load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
         child_projects=lambda settings, key: settings.team_projects(key),
-        files_root=report.reports_root,
+        files_root=report.reports_root, providers=providers.providers,
     )
 
 

@@ -1,7 +1,9 @@
 """``reportflow cycle``: one pass of everything ``serve`` loops over, for the system's cron (SPEC §8).
 
 Tick (create the runs that are due), reconcile (recover expired leases, promote
-PENDING runs, report stalled runs and silent schedules), then work until nothing
+PENDING runs, report stalled runs and silent schedules), heal (when runs wait for a
+provider whose check has come: probe it, and queue again the runs it failed once it
+answers; SPEC §15.5), then work until nothing
 is claimable, on the same run loop as ``work --until-idle``, and last deliver the
 alerts the pass recorded (and any due again) outside every transaction: a
 database error ends the pass (exit 1) and the next minute's cycle starts over;
@@ -15,7 +17,7 @@ from __future__ import annotations
 import threading
 
 from engine.core import reports
-from engine.execution import reconciler
+from engine.execution import healer, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender
 from engine.runtime import Runtime
@@ -24,10 +26,11 @@ from engine.scheduling import heartbeat, tick
 
 def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           concurrency: int | None = None) -> reports.CycleReport:
-    """Tick, reconcile, work until idle and deliver pending alerts, once; what each part did."""
+    """Tick, reconcile, heal, work until idle and deliver pending alerts, once; what each part did."""
     report = reports.CycleReport(tick=tick.tick(rt))
     heartbeat.beat(rt, "cycle")
     report.sweep = reconciler.sweep(rt)
+    report.heal = healer.heal(rt)  # probes only for runs that wait for a provider: an idle pass asks no one
     pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
     try:
         report.outcomes = pool.work(until_idle=True)

@@ -32,6 +32,7 @@ provider = "builtin"          # or "ollama" (then: ollama pull llama3.1:8b)
 model = "llama3.1:8b"
 host = "http://127.0.0.1:11434"
 prompt_version = "v4"         # the model's answer is checked, repaired once, else replaced (README "AI, checked")
+fallback = "builtin"          # model down: the built-in report on time, written again by the model once it answers
 
 [notion]
 enabled = false

@@ -1,7 +1,9 @@
 """``reportflow serve``: scheduler, worker and reconciler loops in one process.
 
 The loop is ``tick; sweep (now and then); sleep`` while the ``WorkerPool``'s
-threads claim and execute runs beside it: each batch of runs a tick commits wakes
+threads claim and execute runs beside it, and two threads more: the alert sender,
+and the healer (every ``[notify] health_every``: probe the providers in use, queue
+again the runs they failed once they answer, SPEC §15.5): each batch of runs a tick commits wakes
 the idle threads at once, so a burst's first runs start while the tick is still
 creating the others. The loop sleeps until the next due slot or retry, but never
 longer than the poll interval nor 30 s; an idle thread looks for runs queued by
@@ -19,7 +21,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 from engine.core import logs
-from engine.execution import loop, reconciler
+from engine.execution import healer, loop, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender, prune
 from engine.runtime import Runtime
@@ -51,6 +53,10 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     # The alert sender beside the loop: a webhook that hangs delays neither a tick nor a claim.
     sender = threading.Thread(target=outbox_sender.deliver_until, args=(rt, stop), name="alerts", daemon=True)
     sender.start()
+    # The healer beside the loop too: a probe that waits for a slow provider delays neither a tick nor a claim.
+    healing = threading.Thread(target=healer.heal_until, args=(rt, stop), kwargs={"wake": worker.wake},
+                               name="healer", daemon=True)
+    healing.start()
     logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = prune.RetentionTimer(rt.config.retain, rt.config.retain_max)
@@ -95,6 +101,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     finally:
         stop.set()  # also on an error that ends serve: the sender sends what is pending once more, then stops
         sender.join(30)
+        healing.join(30)
         worker.close()
         if server is not None:
             server.shutdown()

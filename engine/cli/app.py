@@ -533,7 +533,8 @@ def cycle_command(ctx: typer.Context, as_json: JsonOpt = False,
           concurrency: Annotated[Optional[int], typer.Option(
               "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
           = None) -> None:
-    """One pass of tick, reconcile and work until idle, for cron. Example: * * * * * reportflow cycle"""
+    """One pass of tick, reconcile, heal (re-queue runs whose service answers again) and work until idle, for
+    cron. Example: * * * * * reportflow cycle"""
     from engine.app import cycle
     from engine.cli import fast_tick
 
@@ -578,7 +579,10 @@ def serve_command(ctx: typer.Context,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
                                                          help="Also serve the web page on [ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
-    """Scheduler, worker and reconciler loops in one process; SIGTERM hands the run back and exits 143 (within 60 s).
+    """Scheduler, worker, reconciler and healer loops in one process; SIGTERM hands the run back and exits 143
+    (within 60 s).
+
+    The healer probes Ollama and Notion every [notify] health_every and re-queues the runs they failed.
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """

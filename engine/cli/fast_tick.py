@@ -14,7 +14,8 @@ and answers only when the full path would have printed the same and exited 0:
   that validation loaded are as they were then (``watched_files``);
 - the schema is at head, and no live schedule has ``next_run_at <= now``;
 - for ``cycle`` also (``cycle_has_work``): no enabled schedule is due (so none is silent), no run
-  is claimable, PENDING, WAITING, or RUNNING with an expired lease or past its ``max_runtime``.
+  is claimable, PENDING, WAITING, or RUNNING with an expired lease or past its ``max_runtime``,
+  and no run waiting for a provider is due for a look (``due.waits_due_query``).
 
 Both build the full path's own report (``engine.core.reports``), print it with the same
 ``engine.cli.output`` functions, and parse the global options ``engine.cli.options`` names.
@@ -177,6 +178,8 @@ def quiet(request: Request) -> reports.TickReport | reports.CycleReport | list[o
             if cycle:
                 first_enabled = conn.execute(due.next_enabled_query()).scalar()
                 runs = [tuple(row) for row in conn.execute(due.work_query(now))]
+                if conn.execute(due.waits_due_query(now)).first() is not None:
+                    return None  # a run waits for a provider whose check has come: the full path heals
     finally:
         engine.dispose()
     if work:

@@ -143,9 +143,28 @@ def tick_report(report: Any, as_json: bool) -> None:
 
 def cycle_data(report: Any) -> dict[str, Any]:
     """A ``reports.CycleReport`` as ``cycle --json`` prints it."""
-    return {"tick": tick_data(report.tick), "reconcile": sweep_data(report.sweep),
+    return {"tick": tick_data(report.tick), "reconcile": sweep_data(report.sweep), "heal": heal_data(report.heal),
             "runs": [{"run_id": o.run_id, "key": o.key, "status": o.status.value, "error_code": o.error_code}
                      for o in report.outcomes]}
+
+
+def heal_data(report: Any) -> dict[str, Any]:
+    """A ``reports.HealReport`` as ``cycle --json`` prints it."""
+    return {"probed": [{"provider": label, "healthy": healthy} for label, healthy in report.probed],
+            "requeued": report.requeued, "regenerated": report.regenerated, "waiting": report.waiting,
+            "gave_up": report.gave_up}
+
+
+def heal_report(report: Any) -> None:
+    """Print what a healer pass did, when it did anything: providers probed, runs queued again, runs given up."""
+    for label, healthy in report.probed:
+        say(f"{label}: {'answers' if healthy else 'does not answer'}")
+    if report.requeued:
+        again = f" ({len(report.regenerated)} to be written again in place)" if report.regenerated else ""
+        say(f"re-queued {len(report.requeued)} run(s) whose provider answers again{again}: "
+            + ", ".join(str(r) for r in report.requeued))
+    for run_id in report.gave_up:
+        warn(f"run {run_id} waits for a provider, but no automatic re-queue is left: see `reportflow runs show {run_id}`")
 
 
 def cycle_report(report: Any, as_json: bool) -> None:
@@ -155,6 +174,7 @@ def cycle_report(report: Any, as_json: bool) -> None:
         return
     tick_report(report.tick, False)
     sweep_report(report.sweep, False)
+    heal_report(report.heal)
     outcomes(report.outcomes)
 
 

@@ -30,6 +30,7 @@ from rich.table import Table
 # re-exported: the light path, shared with app's loop commands
 from engine.cli import output
 from engine.cli.output import console, json_out, say, shown, status, warn
+from engine.core import healing
 from engine.core.clock import format_instant
 from engine.core.models import AuditEvent, Run
 from engine.plugins.contract import WorkflowDef
@@ -259,6 +260,8 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
         if run.error_code:
             step = views.failed_step(run)
             failure = f"{step + ': ' if step else ''}{run.error_code}"
+        if run.waits_for is not None:  # what it waits for, and what will happen (SPEC §15.5)
+            failure = f"{failure + '; ' if failure else ''}{healing.describe_wait(run.waits_for)}"
         stalled = views.run_summary(run, now)["stalled"]
         table.add_row(
             str(run.id), shown(run.schedule_name or ""), shown(run.idempotency_key), run.trigger.value,
@@ -288,6 +291,8 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
         out.print(f"[red]error {shown(run.error_code)}:[/] {shown(run.error_message or '')}")
         if data["runbook"]:
             out.print(f"what to do: {shown(data['runbook'])}")
+    if run.waits_for is not None:
+        out.print(f"[yellow]{shown(healing.describe_wait(run.waits_for))}[/]")
     if run.parent_id is not None:
         out.print(f"parent run {run.parent_id} (reportflow runs show {run.parent_id})")
     if data["grounding"]:

@@ -149,6 +149,15 @@ class NotifyConfig(Strict):
     apprise_env: Annotated[str, Field(pattern=ENV_NAME)] = ""
     stuck_after: Duration = timedelta(minutes=30)
     slo_window: Duration = timedelta(days=30)
+    # Providers (a model server, Notion...) are probed at most this often by serve and cycle (SPEC §15.5).
+    health_every: Duration = timedelta(minutes=5)
+
+    @field_validator("health_every")
+    @classmethod
+    def _health_floor(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=10):
+            raise ValueError("health_every must be at least 10s (each probe is a request to the provider)")
+        return value
 
     @model_validator(mode="after")
     def _webhook_scheme(self) -> NotifyConfig:
@@ -195,6 +204,10 @@ class ScheduleConfig(Strict):
     criticality: Criticality = ScheduleSpec.criticality
     deadline: OptionalDuration = ScheduleSpec.deadline
     start_by: OptionalDuration = ScheduleSpec.start_by
+    # Automatic re-queues once the provider that failed a run answers again: per run, and per schedule
+    # in any 24 hours (SPEC §15.5); 0 turns them off.
+    auto_recover: int = Field(default=ScheduleSpec.auto_recover, ge=0, le=100)
+    auto_recover_daily: int = Field(default=ScheduleSpec.auto_recover_daily, ge=0, le=100_000)
     # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
     # team workflows from the config, pinned into each run, not part of the schedule's definition.
     projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None

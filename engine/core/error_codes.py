@@ -25,15 +25,18 @@ class ErrorCode:
 
 CODES: tuple[ErrorCode, ...] = (
     ErrorCode("MODEL_UNAVAILABLE", "yes",
-              "start Ollama (`ollama serve`), `ollama pull MODEL`, check `[llm] host`"),
+              "start Ollama (`ollama serve`), `ollama pull MODEL`, check `[llm] host`; the run is queued again by "
+              "itself once Ollama answers"),
     ErrorCode("NOTION_RATE_LIMITED", "yes",
               "nothing: Retry-After is honoured; long waits become the run's `not_before`"),
-    ErrorCode("NOTION_UNAVAILABLE", "yes", "Notion 5xx or timeout; the run retries with backoff"),
+    ErrorCode("NOTION_UNAVAILABLE", "yes", "Notion 5xx or timeout; the run retries with backoff, and is queued again "
+              "by itself once Notion answers"),
     ErrorCode("NOTION_UNAUTHORIZED", "no",
               "the variable named by `notion.token_env` is unset or wrong, or the database is not "
-              "shared with the integration"),
+              "shared with the integration; once Notion accepts the token, the run is queued again by itself"),
     ErrorCode("NOTION_NOT_FOUND", "no",
-              "`notion.database_id` / `data_source_id` is wrong or the database was deleted"),
+              "`notion.database_id` / `data_source_id` is wrong or the database was deleted; once it can be "
+              "read, the run is queued again by itself"),
     ErrorCode("GIT_REPO_NOT_FOUND", "no",
               "`projects[].repo` path or branch does not exist on this node"),
     ErrorCode("GIT_COMMIT_NOT_FOUND", "yes",

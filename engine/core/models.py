@@ -190,6 +190,10 @@ class ScheduleSpec:
     criticality: Criticality = Criticality.NORMAL  # how loudly its alerts are sent
     deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
     start_by: timedelta | None = None  # a scheduled run not started by slot + start_by is MISSED; None: never
+    # Heals itself (SPEC §15.5): automatic re-queues of one run once the provider that failed it answers
+    # again, and of all the schedule's runs in any 24 hours; 0 turns either off.
+    auto_recover: int = 3
+    auto_recover_daily: int = 50
 
 
 @dataclass(frozen=True)
@@ -272,6 +276,32 @@ class ArtifactRecord:
 
 
 @dataclass(frozen=True)
+class ProviderWait:
+    """What a run waits for (SPEC §15.5): the outside service whose failure it ended with, or worked around.
+
+    Written when the run finishes (``engine.store.health_rows``); the healer re-queues the run
+    ``from_step`` once the provider's probe answers healthy. ``degraded``: the run succeeded
+    around the failure (a fallback) and is run again in place. The ``healthy``... fields are
+    the provider's latest probe (None: not probed yet).
+    """
+
+    run_id: int
+    provider: str
+    label: str  # what a person reads: "ollama at http://127.0.0.1:11434"
+    error_code: str
+    step: str
+    degraded: bool
+    since_at: datetime
+    recoveries: int  # automatic re-queues of this run so far
+    check_after: datetime | None  # when the healer looks at it next (None: not until the run ends again)
+    gave_up: str | None = None  # why no automatic re-queue will come (a person must act), or None
+    healthy: bool | None = None
+    health_since_at: datetime | None = None
+    health_detail: str | None = None
+    checked_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Run:
     id: int
     schedule_id: int | None
@@ -308,6 +338,7 @@ class Run:
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
     children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
+    waits_for: ProviderWait | None = None  # loaded by the read side only (``runs list``, ``runs show``, the page)
 
     @property
     def held(self) -> str | None:

@@ -53,9 +53,22 @@ class SweepReport:
 
 
 @dataclass
+class HealReport:
+    """One healer pass (SPEC §15.5): providers probed, runs queued again (and which of them to be written
+    again in place), runs still waiting, and runs left to a person."""
+
+    probed: list[tuple[str, bool]] = field(default_factory=list)  # (label, healthy)
+    requeued: list[int] = field(default_factory=list)
+    regenerated: list[int] = field(default_factory=list)  # among ``requeued``: written again in place
+    waiting: int = 0
+    gave_up: list[int] = field(default_factory=list)
+
+
+@dataclass
 class CycleReport:
-    """One ``cycle``: its tick, its sweep, and the runs it executed (``RunOutcome``s)."""
+    """One ``cycle``: its tick, its sweep, its healer pass, and the runs it executed (``RunOutcome``s)."""
 
     tick: TickReport
     sweep: SweepReport = field(default_factory=SweepReport)
     outcomes: list[Any] = field(default_factory=list)
+    heal: HealReport = field(default_factory=HealReport)

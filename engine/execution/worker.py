@@ -31,7 +31,7 @@ from typing import Any
 from engine.core import clock, errors, logs, policies
 from engine.core.clock import Clock, parse_instant
 from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
-from engine.execution import fan_out, loop
+from engine.execution import fan_out, healer, loop
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
@@ -160,6 +160,7 @@ class Worker:
         self._last_beat: float | None = None
         self._held: _Lease | None = None  # the run being executed, renewed by the heartbeat thread
         self._claimed: int | None = None  # the run claimed, from its claim's commit to its release
+        self._degraded = False  # a step of the current attempt succeeded around an outside failure
         self._heartbeat: threading.Thread | None = None
         self._closed = threading.Event()
 
@@ -225,6 +226,7 @@ class Worker:
             self._heartbeat = threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True)
             self._heartbeat.start()
         self._held = lease
+        self._degraded = False
         try:
             return self._steps(claim, workflow, lease)
         finally:
@@ -407,11 +409,26 @@ class Worker:
             if children and not cancel and fan_out.start_children(conn, run, children):
                 claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output)
                 return self._wait(conn, claim, len(children), now)
+            # A step that succeeded around an outside failure keeps the code it worked around on its row:
+            # the run waits for that provider once it ends, and is run again from here (SPEC §15.5).
+            degraded = result.degraded
+            worked_around: dict[str, Any] = {}
+            if degraded is not None:
+                self._degraded = True
+                worked_around = {"error_code": degraded.code, "error_message": degraded.message}
+                self._later(logging.WARNING, "step_degraded", run=run.id, key=run.idempotency_key,
+                            step=workflow.steps[position].name, error=degraded.code, message=degraded.message)
             if not (last or result.skip_remaining or cancel or self.stop.is_set()):
-                # The common boundary: this step's end and the next one's start, in one statement.
-                claims.advance_step(conn, run.id, position, status=result.status, output=output, now=now)
+                if degraded is None:
+                    # The common boundary: this step's end and the next one's start, in one statement.
+                    claims.advance_step(conn, run.id, position, status=result.status, output=output, now=now)
+                else:
+                    claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output,
+                                           **worked_around)
+                    claims.start_step(conn, run.id, position + 1, now)
                 return None
-            claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output)
+            claims.record_step_end(conn, run.id, position, status=result.status, now=now, output=output,
+                                   **worked_around)
             if result.skip_remaining and not last:
                 claims.skip_steps_from(conn, run.id, position + 1, result.skip_remaining, now)
                 return self._release(conn, claim, RunStatus.SUCCESS, AttemptOutcome.SUCCESS, now)
@@ -461,6 +478,11 @@ class Worker:
                 self._later(logging.INFO, "parent_released", run=run.parent_id, last_child=run.id)
         self._later(logging.INFO, "run_finished", run=run.id, key=run.idempotency_key, status=status.value,
                     attempt=claim.attempt, **({"error": error_code} if error_code else {}))
+        # What the run waits for now, with its outcome (SPEC §15.5). A first attempt that succeeded without
+        # working around anything waits for nothing and never waited: the common case writes nothing here.
+        if status in (RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS) or (
+                status is RunStatus.SUCCESS and (self._degraded or claim.attempt > 1)):
+            healer.record_wait(self.rt, conn, run, status, error_code, failed_step, now)
         event = outbox.FINISHED_WITH_EVENT.get(status)
         if event is not None:  # the alert commits with the outcome (SPEC §15.1); the sender posts it later
             what = "failed" if status is RunStatus.FAILED else "ended PARTIAL_SUCCESS"

@@ -30,7 +30,7 @@ from engine.core.models import (
 from engine.operations import family_actions
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit_rows, claims, pruning, recovery, run_rows, schedule_rows
+from engine.store import audit_rows, claims, health_rows, pruning, recovery, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,8 @@ def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, n
         run = dataclasses.replace(run, attempt_count=run.attempt_count + 1)
     run_rows.requeue(conn, run, trigger=trigger, now=now, from_step=from_step, step_names=step_names,
                      fresh_budget=rt.config.worker.max_attempts)
+    # An operator took the run over: should it fail again, its automatic re-queues start afresh (SPEC §15.5).
+    health_rows.forget_wait(conn, run.id)
     audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", schedule_id=run.schedule_id,
                                run_id=run.id, before={"status": run.status.value},
                                after={"status": "QUEUED", "from_step": from_step, "trigger": trigger.value})

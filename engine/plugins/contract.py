@@ -264,12 +264,27 @@ def parse_output(model: type[M], data: Any, what: str) -> M:
 
 
 @dataclass(frozen=True)
+class Degraded:
+    """A step that succeeded around an outside failure (a fallback writer instead of the model).
+
+    ``code`` is the error it worked around: the provider the workflow maps it to
+    (``WorkflowDef.providers``) is waited for, and when that provider answers again the
+    run is queued again from this step, in place (SPEC §15.5). ``message`` says what happened.
+    """
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
 class StepResult:
     """What a step hands back.
 
     ``pins`` are merged into the run's pinned inputs, but only for keys not yet
     pinned (first collect wins, for ever). ``skip_remaining`` ends the run
-    SUCCESS with the later steps SKIPPED for that reason.
+    SUCCESS with the later steps SKIPPED for that reason. ``degraded``: the step
+    succeeded around an outside failure; the engine records it on the step and
+    runs the run again from it once the provider answers.
     """
 
     output: dict[str, Any] | BaseModel = field(default_factory=dict)
@@ -277,6 +292,7 @@ class StepResult:
     pins: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[ArtifactRef, ...] = ()
     skip_remaining: str | None = None
+    degraded: Degraded | None = None
 
 
 StepFn = Callable[[StepContext], StepResult]
@@ -366,6 +382,32 @@ class Finding:
     warning: bool = False  # worth a look, but nothing is broken (doctor still exits 0)
 
 
+@dataclass(frozen=True)
+class ProbeResult:
+    """One health probe's answer: healthy or not, and a short reason a person can act on (no secret)."""
+
+    healthy: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Provider:
+    """An outside service a workflow's runs depend on (a model server, a page store), with a cheap probe.
+
+    - ``name`` identifies it across workflows and processes (the same service, the same
+      name); ``label`` is what a person reads ("ollama at http://127.0.0.1:11434"). Neither
+      may hold a secret: both are stored and shown.
+    - ``codes``: the step error codes that mean this provider failed a run; such a run waits
+      for it and is queued again, from the failed step, once a probe says it is healthy.
+    - ``probe()``: one short request (seconds, not minutes); it never raises.
+    """
+
+    name: str
+    label: str
+    codes: frozenset[str]
+    probe: Callable[[], ProbeResult]
+
+
 def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:
     return None
 
@@ -388,6 +430,10 @@ def _no_files(settings: Any) -> Path | None:
 
 def _no_child_projects(settings: Any, project: str) -> list[str]:
     return []
+
+
+def _no_providers(settings: Any) -> tuple[Provider, ...]:
+    return ()
 
 
 def _nothing_to_diagnose(settings: Any, projects: Sequence[str], artifacts: Sequence[Any]) -> list[Finding]:
@@ -449,6 +495,9 @@ class WorkflowDef:
       entry (``DraftAnswer``); raises ``InvalidInput`` for one it cannot read.
       The engine validates the answer like any schedule in the file; how the
       workflow reads words (a grammar, a model) is its own business.
+    - ``providers(settings)`` names the outside services its runs depend on, the error
+      codes that mean each one failed, and a probe (SPEC §15.5): ``serve`` and ``cycle``
+      probe them and queue the runs they failed again once they answer.
     """
 
     name: str
@@ -466,6 +515,8 @@ class WorkflowDef:
     # schedule claims them too (a missing repository must fail its child, not strand the parent).
     child_projects: Callable[[Any, str], list[str]] = _no_child_projects
     draft_schedule: Callable[[Any, DraftRequest], DraftAnswer] | None = None
+    # The outside services its runs depend on, with their error codes and probes (no I/O when called).
+    providers: Callable[[Any], tuple[Provider, ...]] = _no_providers
     #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
     projectless: bool = False
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
@@ -480,6 +531,12 @@ class WorkflowDef:
             if step.name == name:
                 return step
         raise KeyError(name)
+
+    def provider_for(self, settings: Any, code: str | None) -> Provider | None:
+        """The provider whose failure ``code`` means for this workflow's runs, or None."""
+        if code is None:
+            return None
+        return next((p for p in self.providers(settings) if code in p.codes), None)
 
     def output_models(self) -> dict[str, type[BaseModel] | str]:
         """Each typed step's declared model, as declared (import paths are not imported here)."""

@@ -3,7 +3,8 @@
 Checks, in order: the config loads (else one problem naming the file and key,
 and nothing more is checked); the database is reachable and at the schema
 revision this code knows; no stalled run and no silent schedule; the clock
-agrees with PostgreSQL's within 1 s and leases are >= 30 s there (SPEC §13);
+agrees with PostgreSQL's within 1 s and leases are >= 30 s there (SPEC §13); the runs
+that wait for a provider (SPEC §15.5), and those no automatic re-queue will take;
 the local files that successful runs recorded as artifacts still exist with
 their sha256; then each installed workflow diagnoses its own dependencies and
 external artifacts (``WorkflowDef.diagnose``).
@@ -28,15 +29,15 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine.config import config_file
-from engine.core import error_codes, errors, logs, redact
+from engine.core import error_codes, errors, healing, logs, redact
 from engine.core.clock import Clock, format_instant
-from engine.core.models import SUCCESSFUL_STATUSES, ArtifactRecord, RunStatus
+from engine.core.models import SUCCESSFUL_STATUSES, ArtifactRecord, ProviderWait, RunStatus
 from engine.execution import reconciler
 from engine.plugins import workflow_registry
 from engine.plugins.contract import Finding
 from engine.plugins.workflow_registry import Registry
 from engine.runtime import Runtime
-from engine.store import database, instances, schedule_rows
+from engine.store import database, health_rows, instances, schedule_rows
 from engine.store.handle import Store
 from engine.store.tables import artifacts, runs
 
@@ -65,6 +66,7 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
             rt = Runtime(store=store, registry=registry, config=cfg, clock=clock, actor="doctor")
             findings += check_scheduler(rt)
             findings += check_runs(rt)
+            findings += check_waits(rt)
             findings += check_clock(store, clock)
             findings += check_lease(store, cfg.worker.lease)
             latest, workflow_of = latest_artifacts(store)
@@ -206,6 +208,26 @@ def check_runs(rt: Runtime) -> list[Finding]:
 
 #: How far back ``doctor`` looks for failed runs.
 FAILURE_WINDOW = timedelta(days=7)
+
+
+def check_waits(rt: Runtime) -> list[Finding]:
+    """Runs that wait for a provider (SPEC §15.5): one line per provider, and a problem per run left to a person."""
+    with rt.store.read() as conn:
+        waits = health_rows.list_waits(conn)
+    found: list[Finding] = []
+    by_provider: dict[str, list[ProviderWait]] = {}
+    for wait in waits:
+        if wait.gave_up:
+            found.append(Finding("healing", f"run {wait.run_id}: {healing.describe_wait(wait)}", problem=True))
+        else:
+            by_provider.setdefault(wait.label, []).append(wait)
+    for label, waiting in sorted(by_provider.items()):
+        first = waiting[0]
+        state = ("not probed yet" if first.healthy is None else
+                 f"{'answering' if first.healthy else 'down'} since {format_instant(first.health_since_at)}")
+        found.append(Finding("healing", f"{len(waiting)} run(s) wait for {label} ({state}): re-queued "
+                                        "automatically when it answers", warning=True))
+    return found
 
 
 def check_failures(rt: Runtime) -> list[Finding]:

@@ -6,12 +6,13 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from engine.core import errors, inputs, limits
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import AuditEvent, Run
 from engine.runtime import Runtime
-from engine.store import families, history_rows, run_rows, schedule_rows
+from engine.store import families, health_rows, history_rows, run_rows, schedule_rows
 from engine.store.history_rows import RunFilter
 
 
@@ -25,14 +26,22 @@ def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None
         summaries = run_rows.list_runs(conn, statuses=statuses, schedule_id=schedule_id, limit=limit or None,
                                        parent_id=parent)
         # Steps are needed for the "failed step" column; fetch detail only for the failed ones.
-        return [run_rows.get_run(conn, r.id) if r.error_code else r for r in summaries]
+        found = [run_rows.get_run(conn, r.id) if r.error_code else r for r in summaries]
+        return with_waits(conn, found)
+
+
+def with_waits(conn: Any, found: list[Run]) -> list[Run]:
+    """``found`` with what each run waits for (a provider that failed it, SPEC §15.5) filled in."""
+    waits = health_rows.waits_of(conn, [r.id for r in found]) if found else {}
+    return [dataclasses.replace(r, waits_for=waits[r.id]) if r.id in waits else r for r in found]
 
 
 def get_run(rt: Runtime, run_id: int) -> Run:
     """One run in detail: steps, attempts, artifacts, and its child runs (SPEC §17)."""
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, run_id)
-        return dataclasses.replace(run, children=tuple(families.children_of(conn, run_id)))
+        run = dataclasses.replace(run, children=tuple(families.children_of(conn, run_id)))
+        return with_waits(conn, [run])[0]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.core import error_codes, policies
+from engine.core import error_codes, healing, policies
 from engine.core.clock import format_instant
 from engine.core.models import Run, Schedule, StepStatus
 from engine.plugins.contract import WorkflowDef
@@ -55,7 +55,19 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "stalled": policies.run_is_stalled(run, now),
         "parent": run.parent_id,
         "held": run.held,
+        "waits_for": wait_view(run),
     }
+
+
+def wait_view(run: Run) -> dict[str, Any] | None:
+    """What a run waits for (SPEC §15.5) as JSON, with the line a person reads; None when nothing."""
+    wait = run.waits_for
+    if wait is None:
+        return None
+    return {"provider": wait.label, "error_code": wait.error_code, "step": wait.step, "degraded": wait.degraded,
+            "since": format_instant(wait.since_at), "healthy": wait.healthy,
+            "health_since": format_instant(wait.health_since_at), "checked_at": format_instant(wait.checked_at),
+            "recoveries": wait.recoveries, "gave_up": wait.gave_up, "message": healing.describe_wait(wait)}
 
 
 def grounding_of(run: Run) -> dict[str, Any] | None:

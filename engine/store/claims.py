@@ -236,6 +236,11 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     return Claim(run=claimed, fence=fence, attempt=attempt, start_position=start)
 
 
+def start_step(conn: Connection, run_id: int, position: int, now: datetime) -> None:
+    """Start step ``position`` of the run (its execution counted), after a boundary ``advance_step`` cannot make."""
+    fast(conn, _START_STEP, {"b_run": run_id, "b_pos": position, "b_now": now})
+
+
 def check_fence(conn: Connection, run_id: int, fence: int, now: datetime) -> None:
     """Raise LeaseLost unless ``fence`` still owns the RUNNING run under a lease that has not run out at ``now``.
 

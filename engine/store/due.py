@@ -88,3 +88,12 @@ def work_query(now: datetime, *, claimable_only: bool = False) -> Select[Any]:
     wanted = claimable if claimable_only else or_(
         claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value, RunStatus.WAITING.value]))
     return select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s).where(wanted).limit(100)
+
+
+_WAITS = table("run_waits", column("check_after", UTCDateTime()))
+
+
+def waits_due_query(now: datetime) -> Select[Any]:
+    """A run waiting for a provider whose look has come at ``now`` (SPEC §15.5): an idle ``cycle`` takes its
+    full path then, to probe the provider and queue the run again once it answers."""
+    return select(_WAITS.c.check_after).where(_WAITS.c.check_after <= now).limit(1)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import retention
 from engine.core.models import TERMINAL_STATUSES, RunStatus
-from engine.store.tables import artifacts, attempts, audit_events, runs, schedules, steps
+from engine.store.tables import artifacts, attempts, audit_events, run_waits, runs, schedules, steps
 
 _TERMINAL = [s.value for s in TERMINAL_STATUSES]
 
@@ -68,7 +68,7 @@ def delete_runs(conn: Connection, run_ids: Sequence[int]) -> dict[int, str]:
     if not removed:
         return {}
     ids = list(removed)
-    for table in (audit_events, artifacts, attempts, steps):
+    for table in (audit_events, artifacts, attempts, steps, run_waits):
         conn.execute(delete(table).where(table.c.run_id.in_(ids)))
     conn.execute(delete(runs).where(runs.c.id.in_(ids), runs.c.parent_id.is_not(None)))  # children first
     conn.execute(delete(runs).where(runs.c.id.in_(ids)))

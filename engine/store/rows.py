@@ -34,7 +34,9 @@ _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "s
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
           "criticality": Criticality}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None}
+_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None,
+                             "auto_recover": ScheduleSpec.auto_recover,
+                             "auto_recover_daily": ScheduleSpec.auto_recover_daily}
 
 
 

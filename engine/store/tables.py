@@ -268,6 +268,36 @@ events = Table(
     Index("ix_events_business_key_schedule", "business_key", "schedule"),
 )
 
+# Heals itself (SPEC §15.5, ``engine.store.health_rows``): each provider's latest probe, and the runs
+# that wait for a provider (one row per run, written by the transaction that ends the run).
+# ``run_waits.check_after`` is when the healer looks at a run again: an idle ``cycle`` asks only
+# whether one has come (``engine.store.due.waits_due_query``).
+provider_health = Table(
+    "provider_health", metadata,
+    Column("provider", String(255), primary_key=True),
+    Column("label", Text, nullable=False),
+    Column("healthy", Boolean, nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("checked_at", UTCDateTime, nullable=False),
+    Column("since_at", UTCDateTime, nullable=False),
+    Column("next_check_at", UTCDateTime, nullable=False),
+)
+
+run_waits = Table(
+    "run_waits", metadata,
+    Column("run_id", Id, ForeignKey("runs.id"), primary_key=True),
+    Column("provider", String(255), nullable=False),
+    Column("label", Text, nullable=False),
+    Column("error_code", String(64), nullable=False),
+    Column("step", String(64), nullable=False),
+    Column("degraded", Boolean, nullable=False),
+    Column("since_at", UTCDateTime, nullable=False),
+    Column("recoveries", Integer, nullable=False, server_default=text("0")),
+    Column("check_after", UTCDateTime),
+    Column("gave_up", Text),
+    Index("ix_run_waits_check_after", "check_after"),
+)
+
 # The partial indexes' condition on PostgreSQL, the same as their ``sqlite_where``. It is
 # attached by ``postgresql_options()`` when a PostgreSQL engine is made
 # (``database.create_db_engine``), not written as ``postgresql_where=`` above: that keyword makes

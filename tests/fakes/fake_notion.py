@@ -9,6 +9,7 @@ enforces the request limits the real API enforces (100 children per request,
 2,000 characters per rich text content, 100 rich text items per array) with
 400 ``validation_error``.
 
+An outage with an end: ``outage(401)`` answers every request so until ``heal()``.
 Fault injection, consumed in request order: ``fail_next`` (any status, with
 headers such as Retry-After), ``timeout_next`` (answer nothing for longer than
 the client waits), ``drop_after_create`` (store the page, then drop the
@@ -144,6 +145,7 @@ class FakeNotion:
         self._faults: list[_Fault] = []
         self._drops = 0
         self._stale = 0
+        self._outage: int | None = None  # every request answers this status until heal()
         self._hold_from: int | None = None  # page creations past this many pages wait for release_creates()
         self._released = threading.Event()
         self.held = 0  # creations waiting at the hold now
@@ -189,9 +191,15 @@ class FakeNotion:
                                 for _ in range(n))
 
     def heal(self) -> None:
-        """Drop every pending injected fault: the server has recovered."""
+        """Drop every pending injected fault and end an ``outage``: the server has recovered."""
         with self.lock:
             self._faults.clear()
+            self._outage = None
+
+    def outage(self, status: int) -> None:
+        """Answer every request with ``status`` (401: the token is refused) until ``heal``."""
+        with self.lock:
+            self._outage = status
 
     def timeout_next(self, n: int = 1, delay_s: float = 5.0, *, path: str | None = None) -> None:
         """The next ``n`` requests get no answer for ``delay_s``, then the connection closes."""
@@ -289,6 +297,8 @@ class FakeNotion:
             fault = next((f for f in self._faults if f.path is None or f.path in parts.path), None)
             if fault is not None:
                 self._faults.remove(fault)
+            elif self._outage is not None:
+                fault = _Fault("status", status=self._outage)
         if fault is not None and fault.kind == "timeout":
             self._stopping.wait(fault.delay_s)
             handler.close_connection = True

@@ -17,6 +17,9 @@ Canned replies, one per generation, in order (then ``reply`` again)::
     fake.replies(["## Summary ...", '{"name": "web-daily", ...}'])
     fake.formats  # the ``format`` each generation asked for (None, "json" or a JSON schema)
 
+``fake.down = True`` plays a server that is not running (every connection closed unanswered)
+until it is set back to False: an outage with its end.
+
 A scripted entry is ``(status, body, delay_s)``: wait ``delay_s``, then answer
 ``status`` with ``body`` (a dict is sent as JSON, a str as text, ``None``
 means the normal answer). Status 0 closes the connection without answering.
@@ -123,6 +126,9 @@ class FakeOllama:
         self.rival_looked_up = threading.Event()
         self._lookup_pids: set[int | None] = set()
         self._first_pid: int | None = None
+        # ``down``: the server is "not running" (every connection is closed unanswered, as a refused one
+        # fails the client); set it back to False and it answers again. The switch of an outage test.
+        self.down = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -267,6 +273,10 @@ class FakeOllama:
                     body = raw.decode("utf-8", "replace")
                 path = self.path.split("?", 1)[0]
                 fake._record(RecordedRequest(method, path, body, dict(self.headers.items())))
+                if fake.down:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 if fake.hold_first_generation and path == "/api/tags":
                     fake._saw_lookup(peer_pid(self.client_address[1]))
                 scripted = fake._next_scripted(path)

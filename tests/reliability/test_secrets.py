@@ -30,6 +30,7 @@ TOKEN_ENV = "RF_SECRETS_NOTION_TOKEN"
 CANARY = "secret_CANARY7f3a9c2e5b1d"  # accepted by FakeNotion
 WRONG = "secret_WRONGCANARY4d8e2a90"  # refused: 401
 NOW = "2026-03-05T12:00:00Z"
+TEN_MINUTES_LATER = "2026-03-05T12:10:00Z"
 
 
 class Transcript:
@@ -174,6 +175,12 @@ def test_passwords_in_urls_appear_nowhere(tmp_path: Path, pg_url: str) -> None:
         run(config, "runs", "show", str(found["id"]), "--json")
         run(config, "runs", "show", str(found["id"]))
     config = configure("ollama")
+    # Ten minutes on, the failed runs wait for their providers: a cycle probes Ollama and Notion (through the URLs
+    # with canaries), records their health and audits it.
+    probed = procs.run(tmp_path, config, "--log-format", "text", "cycle", now=TEN_MINUTES_LATER, env=env)
+    outputs.append(("cycle", probed.stdout + probed.stderr))
+    assert probed.stdout.count("does not answer") == 2, probed.stdout + probed.stderr
+    run(config, "runs", "list")  # says what each run waits for
     run(config, "doctor")
     run(config, "doctor", "--json")
     # The store URL's password, on PostgreSQL: a whole flow against it.

@@ -1,0 +1,92 @@
+"""The outside services the report workflows depend on, for the engine's healer (SPEC §15.5).
+
+``providers(settings)`` names them with the error codes that mean each one failed a run
+and a cheap probe: the Ollama server (``GET /api/tags`` through the official client, the
+doctor's own check: the configured model present) when the provider is ``ollama``, and
+Notion (one authenticated read of the configured database or data source through
+notion-client) when enabled. Names and labels hold no secret (credentials in URLs are masked; the token
+is read from its variable at each probe and appears nowhere). Nothing is imported or
+sent until a probe runs.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+from engine.core import redact
+from engine.plugins.contract import ProbeResult, Provider
+from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
+
+#: Error codes that mean the model server failed a run.
+OLLAMA_CODES = frozenset({"MODEL_UNAVAILABLE"})
+#: Error codes that mean Notion failed a run (its refusal of a page's content is not the service's failure).
+NOTION_CODES = frozenset({"NOTION_UNAUTHORIZED", "NOTION_UNAVAILABLE", "NOTION_RATE_LIMITED", "NOTION_NOT_FOUND"})
+#: A probe's longest wait for an answer (the doctor's).
+PROBE_TIMEOUT_S = 5.0
+
+
+def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
+    """The model server (provider ``ollama``) and Notion (when enabled) of these settings."""
+    if settings is None:
+        return ()
+    found: list[Provider] = []
+    if settings.llm.provider == "ollama":
+        host = redact.mask_urls(settings.llm.host.rstrip("/"))
+        found.append(Provider(name=f"ollama:{host}", label=f"ollama at {host}", codes=OLLAMA_CODES,
+                              probe=partial(probe_ollama, settings.llm)))
+    notion = settings.notion
+    if notion.enabled:
+        target = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"
+        base = redact.mask_urls(notion.base_url.rstrip("/"))
+        found.append(Provider(name=f"notion:{base or 'api.notion.com'}:{target}",
+                              label=f"notion{' at ' + base if base else ''} ({target})", codes=NOTION_CODES,
+                              probe=partial(probe_notion, notion)))
+    return tuple(found)
+
+
+def probe_ollama(llm: LlmSettings) -> ProbeResult:
+    """The server lists its models within the doctor's timeout, and has the configured one."""
+    from workflows import diagnose
+
+    findings = diagnose.check_ollama(llm)
+    return ProbeResult(not any(f.problem for f in findings), "; ".join(f.message for f in findings))
+
+
+def probe_notion(notion: NotionSettings) -> ProbeResult:
+    """One authenticated read of the configured data source (or database): the token is set and accepted.
+
+    One request, not paced: one every ``health_every`` is far below the integration's
+    limit, and the probe must not wait for the uploads' turns.
+    """
+    import httpx
+    from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
+
+    from steps import upload_notion
+
+    token = os.environ.get(notion.token_env, "")
+    if not token:
+        return ProbeResult(False, f"the environment variable {notion.token_env} (notion.token_env) is not set")
+    what = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"
+    client = upload_notion.make_client(token, notion.base_url, min(PROBE_TIMEOUT_S, notion.timeout.total_seconds()))
+    try:
+        if notion.data_source_id:
+            client.data_sources.retrieve(data_source_id=notion.data_source_id)
+        else:
+            client.databases.retrieve(database_id=notion.database_id)
+    except HTTPResponseError as exc:
+        if exc.status in (401, 403):
+            return ProbeResult(False, f"Notion refused the token reading {what} (HTTP {exc.status}): check the "
+                                      "token in the variable notion.token_env names, and share the database "
+                                      "with the integration")
+        if exc.status == 404:
+            return ProbeResult(False, f"Notion has no {what} for this token (HTTP 404): check its id, and share "
+                                      "the database with the integration")
+        return ProbeResult(False, f"Notion answered HTTP {exc.status} reading {what}")
+    except InvalidPathParameterError:
+        return ProbeResult(False, f"{what} is not a valid Notion id")
+    except (RequestTimeoutError, httpx.TransportError) as exc:
+        return ProbeResult(False, f"cannot reach Notion ({type(exc).__name__})")
+    finally:
+        client.close()
+    return ProbeResult(True, f"{what} is readable with the token")
