@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import cron, cron_words, errors, inputs, limits, logs
+from engine.core import bulk, cron, cron_words, errors, inputs, limits, logs
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
-from engine.operations import actions, drafts
+from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
@@ -98,7 +98,8 @@ def schedule_page(request: Request) -> Response:
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
                 alerts=alert_log.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),
                 audit=audit_groups.group_audit(definitions.history(rt, name)[::-1])[:30],
-                held=run_queries.held_runs(rt, name))
+                held=run_queries.held_runs(rt, name), waiting=bulk_actions.waiting_counts(rt, name),
+                retry_statuses=[s.value for s in bulk.RETRYABLE], default_retry=[s.value for s in bulk.DEFAULT_RETRY])
 
 
 def project_calendar_page(request: Request) -> Response:
@@ -290,6 +291,10 @@ async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: st
     rt, form = await _authorised_form(request)
     result = await run_in_threadpool(action, rt, form)
     return page(request, "result.html", title="done", result=result, back=back)
+
+
+# Shared with ``bulk_routes`` (the bulk actions, run now and regenerate), which add routes of their own.
+act = _act
 
 
 async def retry_action(request: Request) -> Response:

@@ -16,7 +16,7 @@ T0 = datetime(2026, 9, 1, 9, 0, tzinfo=UTC)
 def run(run_id: int, key: str, status: RunStatus, *, revision: int = 1, day: int = 0) -> Run:
     return Run(id=run_id, schedule_id=1, schedule_name="d", workflow="daily_report", project="p",
                trigger=RunTrigger.SCHEDULED, scheduled_for=T0 + timedelta(days=day), business_key=key,
-               idempotency_key=f"daily_report:p:{key}" + (f"#r{revision}" if revision > 1 else ""),
+               idempotency_key=f"daily_report:p:{key}" + (f"#{revision}" if revision > 1 else ""),
                revision=revision, status=status, priority=20, not_before=None, pinned={}, attempt_count=1,
                max_attempts=3, next_attempt_trigger=None, reason=None, lease_owner=None, lease_until=None, fence=0,
                cancel_requested=False, max_runtime_s=60, created_at=T0, claimed_at=None, started_at=None,
