@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import bulk, cron, cron_words, errors, inputs, limits, logs
+from engine.core import bulk, cron, cron_words, errors, inputs, limits, logs, revisions
 from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
@@ -185,6 +185,9 @@ def run_page(request: Request) -> Response:
                 can_retry=run.status in actions.RETRYABLE, can_retry_from=run.status in
                 actions.RETRYABLE | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
+                can_run_now=run.schedule_id is not None and revisions.decide_action(
+                    revisions.Command.TRIGGER, run.status) in (revisions.PeriodAction.REQUEUE,
+                                                               revisions.PeriodAction.APPROVE),
                 can_cancel=run.status in actions.CANCELLABLE | {RunStatus.RUNNING, RunStatus.WAITING},
                 active=run.status in ACTIVE_STATUSES,
                 default_step=views.failed_step(run) or (step_names[0] if step_names else ""))

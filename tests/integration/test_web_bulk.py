@@ -93,7 +93,9 @@ def test_approve_every_waiting_slot_from_the_page(store_url: str, tmp_path: Path
 def test_run_now_and_regenerate_on_the_schedule_and_on_a_run(store_url: str, tmp_path: Path) -> None:
     site = build_site(store_url, tmp_path)
     c, csrf = logged_in(site.rt)
-    assert "/runs/%d/regenerate" % site.ok_id in c.get(f"/runs/{site.ok_id}").text
+    done_page, failed_page = c.get(f"/runs/{site.ok_id}").text, c.get(f"/runs/{site.failed_id}").text
+    assert f"/runs/{site.ok_id}/regenerate" in done_page and "/run-now" not in done_page  # SUCCESS: nothing to run
+    assert f"/runs/{site.failed_id}/run-now" in failed_page
     # The latest slot (2026-09-30 03:00 Seoul) reports on 2026-09-29, whose run failed: run now queues it again.
     site.blocker.rmdir()
     now = c.post("/schedules/platform-report/run-now", data={"csrf_token": csrf})
