@@ -490,7 +490,9 @@ def work(ctx: typer.Context,
             sender.join(30)
     if sender is None:
         _deliver(rt)
-    output.outcomes(outcomes)
+    from engine.read import idle
+
+    output.outcomes(outcomes, idle.what_waits(rt))
 
 
 @app.command("cycle")
@@ -509,7 +511,9 @@ def cycle_command(ctx: typer.Context, as_json: JsonOpt = False,
     if seen is not None:
         fast_tick.remember(rt, seen)  # the next cycle with nothing to do can skip the validation
     report = cycle.cycle(rt, stop=_stop_on_signals(), worker_id=worker_id, concurrency=concurrency)
-    output.cycle_report(report, as_json)
+    from engine.read import idle
+
+    output.cycle_report(report, as_json, idle.what_waits(rt))
 
 
 def _inputs_seen(cli: Cli) -> "fast_tick.Inputs | None":

@@ -72,3 +72,18 @@ def work_query(now: datetime, *, claimable_only: bool = False) -> Select[Any]:
     wanted = claimable if claimable_only else or_(
         claimable, runs.status.in_([RunStatus.PENDING.value, RunStatus.RUNNING.value, RunStatus.WAITING.value]))
     return select(runs.status, runs.lease_until, runs.claimed_at, runs.max_runtime_s).where(wanted).limit(100)
+
+
+def waiting_query(now: datetime) -> Select[int, Any, int]:
+    """(QUEUED/RETRY_PENDING runs whose ``not_before`` is after ``now``, the earliest of those, PENDING runs):
+    what an idle ``work`` or ``cycle`` names as waiting (``core.backlog``), in one row."""
+    runs = _RUNS.c
+    later = runs.status.in_(["QUEUED", "RETRY_PENDING"]) & (runs.not_before > now)
+    return select(func.count().filter(later),
+                  func.min(runs.not_before).filter(later),
+                  func.count().filter(runs.status == "PENDING"))
+
+
+def disabled_query() -> Select[Any]:
+    """A disabled schedule, if any (its waiting runs are held)."""
+    return select(_SCHEDULES.c.enabled).where(_SCHEDULES.c.enabled.is_(False)).limit(1)
