@@ -161,6 +161,7 @@ class ScheduleSpec:
     enabled: bool = True
     criticality: alerts.Criticality = alerts.Criticality.NORMAL  # the severity of its alerts (SPEC §15.1)
     deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
+    freshness_target: float | None = None  # the share of periods due that should be fresh; below: freshness_low
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
           "criticality": alerts.Criticality}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL: dict[str, Any] = {"criticality": alerts.Criticality.NORMAL, "deadline": None}
+_OPTIONAL: dict[str, Any] = {"criticality": alerts.Criticality.NORMAL, "deadline": None, "freshness_target": None}
 
 
 
