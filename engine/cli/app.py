@@ -713,7 +713,8 @@ def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
 
 
 @runs_app.command("retry")
-def runs_retry(ctx: typer.Context, run: Annotated[Optional[str], typer.Argument(help="The run (or --schedule).")] = None,
+def runs_retry(ctx: typer.Context,
+               run: Annotated[Optional[str], typer.Argument(help="The run (or --schedule).")] = None,
                from_step: Annotated[Optional[str], typer.Option("--from-step", help="Re-run from this step.")] = None,
                schedule: Annotated[Optional[str], typer.Option(
                    "--schedule", help="Every run of this schedule in --status (FAILED,PARTIAL_SUCCESS).")] = None,
