@@ -4,8 +4,16 @@ The URLs live in the variables ``[notify] webhook_env`` and ``apprise_env`` name
 are secrets (webhook and Apprise URLs carry tokens) and are never logged or stored.
 Nothing here touches the database: the outbox (``engine.store.outbox``) and the sender
 (``engine.operations.outbox_sender``) decide what is sent and when. A send never raises:
-it returns the reason it failed, or None. Redirects are not followed (a 3xx is a failure:
-a webhook that moved must be reconfigured, not chased to wherever it points).
+it returns the reason it failed, or None: a refused connection, a timeout, a protocol
+error (a garbage status line, a malformed header) and a non-2xx answer alike.
+
+Every send has an overall deadline, not only a per-read timeout (a receiver that sends
+one byte every few seconds never trips the latter): ``WEBHOOK_DEADLINE_S`` for the POST
+(``engine.core.http_deadline``), ``APPRISE_DEADLINE_S`` for Apprise, which owns its
+sockets, so its notify runs in a daemon thread that is stopped waiting for at the deadline.
+Redirects are not followed, by either (a 3xx is a failure: a target that moved must be
+reconfigured, not chased to wherever it points). A webhook URL's ``user:password@`` is
+sent as HTTP Basic authentication.
 """
 
 from __future__ import annotations
@@ -13,16 +21,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import urllib.request
-
     from prometheus_client import Counter
 
 log = logging.getLogger(__name__)
-TIMEOUT_S = 5.0
+TIMEOUT_S = 5.0  # per read
+WEBHOOK_DEADLINE_S = 10.0  # the whole POST: connect, send, status line, headers, body
+APPRISE_DEADLINE_S = 15.0  # every Apprise URL of one event together
 # Apprise's notify type for each severity (SPEC §15.1: info / warning / failure).
 APPRISE_TYPES = {"info": "info", "warning": "warning", "critical": "failure"}
 
@@ -30,10 +40,14 @@ APPRISE_TYPES = {"info": "info", "warning": "warning", "critical": "failure"}
 class AlertTransports:
     """The webhook and Apprise targets of this process, and its count of failed sends (by event)."""
 
-    def __init__(self, webhook_env: str, apprise_env: str = "", *, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, webhook_env: str, apprise_env: str = "", *, timeout_s: float = TIMEOUT_S,
+                 webhook_deadline_s: float = WEBHOOK_DEADLINE_S,
+                 apprise_deadline_s: float = APPRISE_DEADLINE_S) -> None:
         self.webhook_env = webhook_env
         self.apprise_env = apprise_env
         self.timeout_s = timeout_s
+        self.webhook_deadline_s = webhook_deadline_s
+        self.apprise_deadline_s = apprise_deadline_s
 
     @cached_property
     def failures(self) -> Counter:
@@ -62,37 +76,56 @@ class AlertTransports:
         return self.url is not None or self.apprise_urls is not None
 
     def post_webhook(self, body: dict[str, Any]) -> str | None:
-        """POST ``body`` as JSON to the webhook; None when it answered 2xx, else a short reason (no URL)."""
+        """POST ``body`` as JSON to the webhook; None when it answered 2xx, else a short reason (no URL).
+
+        Ends within ``webhook_deadline_s`` whatever the receiver does; a redirect is not followed.
+        """
         url = self.url
         if url is None:
             return None
-        import urllib.error
-        import urllib.request
+        import httpx
 
-        request = urllib.request.Request(url, data=json.dumps(body, default=str).encode(), method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  "User-Agent": "reportflow-alerts"})
+        from engine.core import http_deadline
+
         try:
-            with _opener().open(request, timeout=self.timeout_s) as response:
-                status = int(response.status)
-        except urllib.error.HTTPError as exc:  # 3xx (redirects are not followed), 4xx, 5xx
-            return f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            with http_deadline.client(self.webhook_deadline_s, timeout_s=self.timeout_s,
+                                      follow_redirects=False) as client:
+                # httpx sends a URL's user:password@ as Basic authentication (urllib dropped it).
+                status = client.post(url, content=json.dumps(body, default=str).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              "User-Agent": "reportflow-alerts"}).status_code
+        except httpx.HTTPError as exc:  # refused, timed out, a garbage status line, too many headers...
+            return type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - an invalid URL or any other surprise is a failed send
             return type(exc).__name__
         return None if 200 <= status < 300 else f"HTTP {status}"
 
     def send_apprise(self, title: str, body: str, severity: str) -> str | None:
-        """Send through Apprise to every configured URL; None when all accepted, else a short reason."""
+        """Send through Apprise to every configured URL; None when all accepted, else a short reason.
+
+        Redirects are not followed (``redirect=yes`` on a URL opts back in); the whole send ends
+        within ``apprise_deadline_s``.
+        """
         urls = self.apprise_urls
         if urls is None:
             return None
         import apprise
 
-        sender = apprise.Apprise()
+        # Sequential and in the calling thread (no Apprise worker pool, whose threads would hold the
+        # process at exit after a timeout): the deadline is kept by ``_within``'s daemon thread instead.
+        asset = apprise.AppriseAsset(http_redirects=False, async_mode=False, service_timeout=0)
+        sender = apprise.Apprise(asset=asset)
         if not sender.add([u for u in urls.replace(",", " ").split() if u]):
             return "no Apprise URL could be loaded"
+
+        def notify() -> bool:
+            return bool(sender.notify(title=title, body=body,
+                                      notify_type=apprise.NotifyType(APPRISE_TYPES[severity])))
+
         try:
-            ok = sender.notify(title=title, body=body, notify_type=apprise.NotifyType(APPRISE_TYPES[severity]))
+            ok = _within(notify, self.apprise_deadline_s)
+        except TimeoutError:
+            return f"no answer within {self.apprise_deadline_s:g}s"
         except Exception as exc:  # noqa: BLE001 - a plugin's own error is a failed send, never a crash
             return type(exc).__name__
         return None if ok else "Apprise refused"
@@ -102,12 +135,26 @@ class AlertTransports:
         self.failures.labels(event=event).inc()
 
 
-def _opener() -> urllib.request.OpenerDirector:
-    """A urllib opener that follows no redirect: a 3xx surfaces as an HTTPError."""
-    import urllib.request
+def _within(fn: Callable[[], bool], deadline_s: float) -> bool:
+    """``fn()`` in a daemon thread, waited for at most ``deadline_s`` (TimeoutError after).
 
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
+    For a library that owns its sockets (Apprise): a send past its deadline is left to end
+    on its own, and a daemon thread never holds the process at exit.
+    """
+    outcome: list[bool] = []
+    failure: list[BaseException] = []
 
-    return urllib.request.build_opener(NoRedirect)
+    def run() -> None:
+        try:
+            outcome.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="apprise", daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {deadline_s:g}s")
+    if failure:
+        raise failure[0]
+    return outcome[0]

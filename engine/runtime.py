@@ -11,6 +11,7 @@ from typing import Any
 from engine.alert_transports import AlertTransports
 from engine.config.config_file import AppConfig
 from engine.core.clock import Clock
+from engine.core.models import PeriodKind
 from engine.plugins import workflow_registry
 from engine.plugins.contract import WorkflowDef
 from engine.plugins.workflow_registry import Registry
@@ -35,6 +36,11 @@ class Runtime:
     def workflow(self, name: str) -> WorkflowDef:
         """The installed workflow named ``name``; raises NotFound."""
         return workflow_registry.get(self.registry, name)
+
+    def period_kind(self, workflow: str) -> PeriodKind | None:
+        """The period of workflow ``workflow``, or None when it is not installed here."""
+        found = self.registry.get(workflow)
+        return found.period if found is not None else None
 
     def settings(self, workflow: str) -> Any:
         """The validated settings of workflow ``workflow`` (None if it has none)."""

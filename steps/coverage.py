@@ -24,8 +24,9 @@ window:
   one already holds this window's commits, so this one holds none (*covered*);
   when only later marks exist (a backfill before the first report), this report
   reaches to the first of them and also holds the periods up to it (*ahead*, its
-  heads recorded at the window's end); otherwise the branch as it stands at the
-  window's end (*dated*), recorded.
+  heads recorded at the window's end with the instant it reaches, so that a window
+  in between finds itself held: *covered*); otherwise the branch as it stands at
+  the window's end (*dated*), recorded.
 
 Whatever a run pins (its bounds) it keeps: a retry reports the same commits.
 """
@@ -35,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from engine.core.models import Mark
 
@@ -84,6 +85,32 @@ class Plan:
         """The window edges this run marks: those read from git, and an end carried from a later mark."""
         return tuple(b.at for b in (self.lower, self.upper) if b.how in ("dated", "ahead"))
 
+    def new_marks(self, lower: dict[str, str], upper: dict[str, str]) -> list[Mark]:
+        """The marks to record once the dated bounds were read from git (``lower``, ``upper``: the heads)."""
+        out = []
+        if self.lower.how == "dated":
+            out.append(Mark(self.lower.at, mark_value(lower)))
+        if self.upper.how == "dated":
+            out.append(Mark(self.upper.at, mark_value(upper)))
+        elif self.upper.how == "ahead":  # this report reaches the later mark: say so, windows inside are held
+            out.append(Mark(self.upper.at, mark_value(upper, reaches=self.upper.source)))
+        return out
+
+
+def mark_value(heads: dict[str, str], *, reaches: datetime | None = None) -> dict[str, Any]:
+    """What a mark holds: the heads at its instant, and for an end carried from a later mark, that mark's instant."""
+    return {"heads": dict(heads), **({"reaches": reaches.isoformat()} if reaches is not None else {})}
+
+
+def heads_of(mark: Mark) -> dict[str, str]:
+    """The branch heads a mark recorded."""
+    return dict(mark.value["heads"])
+
+
+def _reaches(mark: Mark) -> datetime | None:
+    value = mark.value.get("reaches")
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
 
 def plan(marks: Sequence[Mark], start: datetime, end: datetime) -> Plan:
     """The bounds of a report of window [start, end) given the line's recorded marks (see the module)."""
@@ -92,17 +119,20 @@ def plan(marks: Sequence[Mark], start: datetime, end: datetime) -> Plan:
     later = [m for m in marks if m.at > end]
     if before:
         latest = max(before, key=lambda m: m.at)
-        lower = Bound(start, "recorded" if latest.at >= start else "carried", dict(latest.value), latest.at)
+        lower = Bound(start, "recorded" if latest.at >= start else "carried", heads_of(latest), latest.at)
     else:
         lower = Bound(start, "dated", None, start)
-    if at_end is not None:
-        upper = Bound(end, "recorded", dict(at_end.value), end)
+    earlier = tuple(heads_of(m) for m in marks if m.at <= lower.source) if before else ()
+    reaches = _reaches(latest) if before else None
+    if reaches is not None and reaches >= end:  # a report before this one already reaches over its window
+        return Plan(lower, Bound(end, "covered", lower.heads, lower.source), earlier)
+    if at_end is not None:  # a retry or a revision: the same bounds, reaching as far as the first run did
+        upper = Bound(end, "recorded", heads_of(at_end), _reaches(at_end) or end)
     elif later and before:
         upper = Bound(end, "covered", lower.heads, lower.source)
     elif later:
         first = min(later, key=lambda m: m.at)
-        upper = Bound(end, "ahead", dict(first.value), first.at)
+        upper = Bound(end, "ahead", heads_of(first), first.at)
     else:
         upper = Bound(end, "dated", None, end)
-    earlier = tuple(dict(m.value) for m in marks if m.at <= lower.source) if before else ()
     return Plan(lower, upper, earlier)

@@ -16,6 +16,9 @@ Contract:
 - Every failure leaves as ``StepError``: ``MODEL_UNAVAILABLE`` (retryable)
   naming host and model, or ``CONFIG_INVALID`` for a request the server
   rejects as malformed (another 4xx).
+- Each HTTP call ends within its timeout overall, not only per read
+  (``engine.core.http_deadline``): ``LOOKUP_TIMEOUT_S`` for the lookup, ``timeout_s``
+  (``[llm] timeout``) for the generation, whatever the server sends meanwhile.
 - Generations are serialised per host through ``exclusive(f"ollama:{host}")``,
   a context manager the engine provides (a no-op by default); it is held for
   each generation attempt, not while waiting between attempts.
@@ -33,7 +36,7 @@ import httpx
 import ollama
 import pydantic
 
-from engine.core import errors
+from engine.core import errors, http_deadline
 from engine.plugins import retrying
 from steps.report_model import ReportMaterial, WriterResult
 
@@ -113,9 +116,12 @@ class OllamaWriter:
         messages.append({"role": "user", "content": prompt})
         budget = retrying.RetryBudget(self.retry.budget_s)  # one for the lookup and the generation
         # Clients live for one call, so no connection outlives the step.
-        with ollama.Client(host=self.host, timeout=min(self.timeout_s, LOOKUP_TIMEOUT_S)) as lookup:
+        lookup_s = min(self.timeout_s, LOOKUP_TIMEOUT_S)
+        with ollama.Client(host=self.host, timeout=lookup_s,
+                           transport=http_deadline.DeadlineTransport(lookup_s)) as lookup:
             digest = self._call("model lookup", lambda: self._find_digest(lookup), budget)
-        with ollama.Client(host=self.host, timeout=self.timeout_s) as client:
+        with ollama.Client(host=self.host, timeout=self.timeout_s,
+                           transport=http_deadline.DeadlineTransport(self.timeout_s)) as client:
 
             def chat() -> ollama.ChatResponse:
                 with self._exclusive(f"ollama:{self.host}"):

@@ -17,7 +17,7 @@ import httpx
 import ollama
 import pydantic
 
-from engine.core import errors
+from engine.core import errors, http_deadline
 
 SYSTEM = (
     "You turn one sentence into one reportflow schedule. Answer only with JSON matching the "
@@ -60,7 +60,8 @@ def ask(host: str, model: str, text: str, *, workflows: Mapping[str, str], proje
     facts += [f"Use {key} = {value!r}." for key, value in sorted(hints.items())]
     prompt = "\n".join([*facts, "", f"Sentence: {text}"])
     try:
-        with ollama.Client(host=host, timeout=timeout_s) as client:
+        with ollama.Client(host=host, timeout=timeout_s,  # the whole answer within timeout_s, not per read
+                           transport=http_deadline.DeadlineTransport(timeout_s)) as client:
             response = client.chat(model=model, messages=[
                 {"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
                 format=schema(), options=dict(options or {}), stream=False)

@@ -41,7 +41,7 @@ import notion_client
 from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
 from pydantic import BaseModel
 
-from engine.core import errors
+from engine.core import errors, http_deadline
 from engine.plugins import retrying
 from steps import notion_blocks
 
@@ -103,12 +103,13 @@ def rate_limit_name(token: str) -> str:
 def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion_client.Client:
     """A Notion client for ``upload``: the client's own retries are off (``upload``
     retries within its budget), logs go to this module's logger, and
-    ``base_url`` may point at a proxy or a test server."""
+    ``base_url`` may point at a proxy or a test server. Each request ends within ``timeout_s``
+    overall, not only per read (``engine.core.http_deadline``)."""
     options: dict[str, Any] = {"auth": token, "timeout_ms": max(1, int(timeout_s * 1000)), "retry": False,
                                "logger": logging.getLogger(f"{__name__}.client")}
     if base_url:
         options["base_url"] = base_url.rstrip("/")
-    return notion_client.Client(**options)
+    return notion_client.Client(client=http_deadline.client(timeout_s), **options)
 
 
 def _retry_after(headers: httpx.Headers | None) -> float | None:

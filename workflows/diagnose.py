@@ -85,8 +85,12 @@ def check_ollama(llm: LlmSettings) -> list[Finding]:
     import httpx
     import ollama
 
+    from engine.core import http_deadline
+
     try:
-        listing = ollama.Client(host=llm.host, timeout=TIMEOUT_S).list()
+        with ollama.Client(host=llm.host, timeout=TIMEOUT_S,
+                           transport=http_deadline.DeadlineTransport(TIMEOUT_S)) as client:
+            listing = client.list()
     except (ConnectionError, httpx.TransportError) as exc:
         return [Finding("ollama", f"Ollama at {llm.host} is not reachable ({type(exc).__name__}): start it "
                                   "with `ollama serve`, or fix llm.host", problem=True)]

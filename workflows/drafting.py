@@ -6,6 +6,8 @@ itself; which reader runs follows ``[llm] provider``, read live from the setting
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from engine.core import errors
 from engine.plugins.contract import DraftAnswer, DraftRequest
 from workflows.report_settings import ReportSettings
@@ -21,11 +23,22 @@ def draft(settings: ReportSettings, request: DraftRequest) -> DraftAnswer:
 
         hints = {k: v for k, v in (("project", request.project), ("workflow", request.workflow),
                                    ("name", request.name)) if v}
-        answer = schedule_model.ask(
-            settings.llm.host, settings.llm.model, request.text,
-            workflows={name: period.value for name, period in request.workflows.items()},
-            projects=projects, hints=hints, timeout_s=settings.llm.timeout.total_seconds(),
-            options={"temperature": 0, "seed": settings.llm.seed})
+        timeout_s = settings.llm.timeout.total_seconds()
+        if request.deadline_s is not None:
+            timeout_s = min(timeout_s, request.deadline_s)
+        host = settings.llm.host.rstrip("/")
+        try:
+            # The lock GENERATE_REPORT holds for each generation: one at a time per model host.
+            lock = request.exclusive(f"ollama:{host}") if request.exclusive is not None else nullcontext()
+            with lock:
+                answer = schedule_model.ask(
+                    settings.llm.host, settings.llm.model, request.text,
+                    workflows={name: period.value for name, period in request.workflows.items()},
+                    projects=projects, hints=hints, timeout_s=timeout_s,
+                    options={"temperature": 0, "seed": settings.llm.seed})
+        except errors.Conflict as exc:
+            raise errors.Conflict(f"ollama at {host} is busy with another generation (one at a time per "
+                                  "host); try again shortly") from exc
         entry = {k: v for k, v in answer.model_dump(exclude={"rationale"}).items() if v is not None}
         # What the model left out is the lossless default; the operator's flags win over what it read.
         entry = {**schedule_grammar.LOSSLESS, **entry, **hints}

@@ -58,11 +58,14 @@ def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
     import httpx
     import ollama
 
+    from engine.core import http_deadline
     from steps import ops_narrative
 
     llm = _settings(ctx).llm
     try:
-        with ollama.Client(host=llm.host, timeout=llm.timeout.total_seconds()) as client, \
+        deadline_s = llm.timeout.total_seconds()
+        with ollama.Client(host=llm.host, timeout=deadline_s,
+                           transport=http_deadline.DeadlineTransport(deadline_s)) as client, \
                 ctx.exclusive(f"ollama:{llm.host.rstrip('/')}"):
             response = client.chat(model=model, messages=messages, stream=False,
                                    format=ops_narrative.ModelSummary.model_json_schema(),

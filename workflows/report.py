@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from engine.core import errors, policies
 from engine.core.clock import format_instant, parse_instant
-from engine.core.models import Mark, PeriodKind, StepStatus
+from engine.core.models import PeriodKind, StepStatus
 from engine.plugins.contract import ArtifactRef, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, drafting, report_settings
 from workflows.report_settings import ReportSettings
@@ -96,7 +96,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
                 return collect_git.heads_at(repo, now_heads, bound.at)
 
             lower, upper = heads_of(plan.lower), heads_of(plan.upper)
-            new = [Mark(b.at, v) for b, v in ((plan.lower, lower), (plan.upper, upper)) if b.at in plan.to_record]
+            new = plan.new_marks(lower, upper)
             ctx.check_fence()
             if ctx.marks.record(line, book.version, new):
                 break

@@ -12,17 +12,44 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, StrictBool, ValidationError, field_validator, model_validator
 
-from engine.config.config_file import KEY_PATTERN, Duration, Strict, problem_from_validation
+from engine.config.config_file import KEY_PATTERN, Duration, Strict, check_path, problem_from_validation
 from engine.core import errors
 from steps import report_texts
 
 _BCP47 = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+#: Where the prompt templates live (``steps/prompts/{workflow}.{version}.md``).
+PROMPTS_DIR = Path(report_texts.__file__).resolve().parent / "prompts"
+PROMPTED = ("daily_report", "weekly_report")
+#: Folders a report never goes to, unless the config itself lives there.
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr")
+
+
+def _check_path_text(value: Path) -> Path:
+    check_path(str(value))
+    return value
+
+
+def http_host(value: str) -> str:
+    """A provider's address: ``http://`` or ``https://`` (or no scheme, which the clients read as http)."""
+    scheme = _SCHEME.match(value)
+    if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
+        raise ValueError(f"must be an http:// or https:// address, not {scheme.group(1)}://")
+    if any(ord(c) < 32 or c.isspace() for c in value):
+        raise ValueError("must be an address without spaces or control characters")
+    return value
+
+
+def prompt_versions() -> list[str]:
+    """The prompt versions every report workflow has a template for (``v1``, ``v2``, ...)."""
+    found = [{p.name.split(".")[1] for p in PROMPTS_DIR.glob(f"{workflow}.v*.md")} for workflow in PROMPTED]
+    return sorted(set.intersection(*found), key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
 
 
 class ReportsSettings(Strict):
-    dir: Path = Path("reports")
+    dir: Annotated[Path, AfterValidator(_check_path_text)] = Path("reports")
     on_existing: Literal["version", "overwrite", "skip"] = "version"
     # BCP 47; the report (builtin writer, and the prompt from v2 on) is written in it.
     language: str = "en"
@@ -40,7 +67,7 @@ class ReportsSettings(Strict):
 class LlmSettings(Strict):
     provider: Literal["builtin", "ollama"] = "builtin"
     model: str = "llama3.1:8b"
-    host: str = "http://127.0.0.1:11434"
+    host: Annotated[str, AfterValidator(http_host)] = "http://127.0.0.1:11434"
     prompt_version: Annotated[str, Field(pattern=r"^v[0-9]+$")] = "v4"
     timeout: Duration = timedelta(seconds=300)
     temperature: float = Field(default=0.2, ge=0, le=2)
@@ -49,13 +76,21 @@ class LlmSettings(Strict):
     # Waiting spent on in-step retries (SPEC §4: 30 s); longer outages become run-level retries.
     retry_budget: Duration = timedelta(seconds=30)
 
+    @field_validator("prompt_version")
+    @classmethod
+    def _prompt_exists(cls, value: str) -> str:
+        known = prompt_versions()
+        if value not in known:
+            raise ValueError(f"no prompt of that version (known: {', '.join(known)})")
+        return value
+
 
 class NotionSettings(Strict):
     enabled: StrictBool = False
     token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "NOTION_TOKEN"
     database_id: str = ""
     data_source_id: str = ""
-    base_url: str = ""
+    base_url: Annotated[str, AfterValidator(http_host)] = ""
     timeout: Duration = timedelta(seconds=30)
     retry_budget: Duration = timedelta(seconds=30)
 
@@ -68,7 +103,7 @@ class NotionSettings(Strict):
 
 class ProjectSettings(Strict):
     key: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
-    repo: Path = Path(".")
+    repo: Annotated[Path, AfterValidator(_check_path_text)] = Path(".")
     branches: Annotated[list[str], Field(min_length=1)] = ["HEAD"]
     authors: list[str] = []
     on_empty: Literal["skip", "report"] = "skip"
@@ -116,11 +151,34 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
         raise errors.ConfigInvalid(f"prompt v1 asks for English only; reports.language = "
                                    f"'{settings.reports.language}' needs prompt_version = \"v2\"",
                                    key="llm.prompt_version")
-    reports = settings.reports.model_copy(update={"dir": (base_dir / settings.reports.dir).resolve()})
+    reports = settings.reports.model_copy(update={"dir": reports_dir(settings.reports.dir, base_dir)})
     projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
     attributions = {f"{s.get('workflow')}:{s.get('project')}": s["attribution"] for s in raw.get("schedules", [])
                     if isinstance(s, Mapping) and s.get("attribution") in ("landed", "authored")}
     return settings.model_copy(update={"reports": reports, "projects": projects, "attributions": attributions})
+
+
+def reports_dir(given: Path, base_dir: Path) -> Path:
+    """``[reports] dir`` resolved against the config's folder; ConfigInvalid (``reports.dir``) when it is unsafe.
+
+    Refused: the filesystem root; a relative path that leaves the config's folder
+    (``..``, or a symlink pointing out of it); a path that resolves into a system folder
+    (``/etc``, ``/usr``, ...) other than the one holding the config. Reports are files
+    this process writes, perhaps as root: they must land where the operator meant.
+    """
+    folder = base_dir.resolve()
+    resolved = (folder / given).resolve()
+    where = f"'{given}' resolves to {resolved}"
+    if resolved == Path(resolved.anchor):
+        raise errors.ConfigInvalid(f"{where}, the filesystem root: give a folder of its own", key="reports.dir")
+    inside = resolved.is_relative_to(folder)
+    if not given.is_absolute() and not inside:
+        raise errors.ConfigInvalid(f"{where}, outside the config's folder {folder} (through '..' or a symlink): "
+                                   "give an absolute path to put reports elsewhere", key="reports.dir")
+    if not inside and any(resolved.is_relative_to(system) for system in SYSTEM_DIRS):
+        raise errors.ConfigInvalid(f"{where}, a system folder: choose a folder meant for reports",
+                                   key="reports.dir")
+    return resolved
 
 
 def check_project(settings: ReportSettings, key: str) -> None:

@@ -18,14 +18,15 @@ naming the team; or the schedule names a ``[[teams]]`` entry that does. Steps:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from engine.config.config_file import KEY_PATTERN, Strict
+from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import ArtifactRef, ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
@@ -58,26 +59,57 @@ class Settings(ReportSettings):
         return [p.key for p in self.projects] if team.projects == "*" else list(team.projects)
 
 
+#: A team schedule's name names its report file (``steps.save_markdown.team_report_path``): the project-name rule.
+TEAM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+
 def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
-    """The report sections, plus the teams: ``[[teams]]``, and ``workflow``'s schedules that list ``projects``."""
+    """The report sections, plus the teams: ``[[teams]]``, and ``workflow``'s schedules that list ``projects``.
+
+    Checked here rather than at the first run: a team schedule's name (it names the report
+    file: lower case, digits, ``-`` and ``_``, 64 characters at most) and its ``project``
+    (the team's key, required). Every problem names its key path in the file.
+    """
     base = report_settings.load(raw, base_dir)
-    declared = list(raw.get("teams", []))
-    for sched in raw.get("schedules", []):
-        if isinstance(sched, Mapping) and sched.get("workflow") == workflow and sched.get("projects") is not None:
-            declared = [t for t in declared if not (isinstance(t, Mapping) and t.get("key") == sched.get("project"))]
-            declared.append({"key": sched.get("project"), "projects": sched["projects"],
-                             "authors": sched.get("authors") or []})
-    try:
-        teams = [TeamSettings.model_validate(t) for t in declared]
-    except Exception as exc:
-        raise errors.ConfigInvalid(f"[[teams]]: {exc}", key="teams") from exc
+    declared: list[tuple[Any, tuple[str | int, ...]]] = [
+        (entry, ("teams", index)) for index, entry in enumerate(raw.get("teams", []) or [])]
+    schedules = raw.get("schedules", [])
+    for index, sched in enumerate(schedules if isinstance(schedules, list) else []):
+        if not isinstance(sched, Mapping) or sched.get("workflow") != workflow:
+            continue
+        where = f"schedules[{index}]"
+        name = sched.get("name")
+        if isinstance(name, str) and not TEAM_NAME.match(name):
+            raise errors.ConfigInvalid(f"{name[:80]!r}: a team schedule's name names its report file, so it uses "
+                                       "lower-case letters, digits, '-' and '_' (64 characters at most)",
+                                       key=f"{where}.name")
+        if sched.get("project") is None:
+            raise errors.ConfigInvalid("a team schedule names its team in project (e.g. project = \"core\"); "
+                                       "none is given", key=f"{where}.project")
+        if sched.get("projects") is None:
+            continue
+        declared = [(t, origin) for t, origin in declared
+                    if not (isinstance(t, Mapping) and t.get("key") == sched.get("project"))]
+        declared.append(({"key": sched.get("project"), "projects": sched["projects"],
+                          "authors": sched.get("authors") or []}, ("schedules", index)))
+    teams = []
+    for entry, origin in declared:
+        try:
+            teams.append(TeamSettings.model_validate(entry))
+        except ValidationError as exc:
+            problem = problem_from_validation(exc, None)
+            if origin[0] == "schedules":  # the team came from a schedule: its key is the schedule's project
+                field = (problem.key or "").replace("key", "project", 1)
+                raise errors.ConfigInvalid(problem.problem, key=f"schedules[{origin[1]}].{field}") from exc
+            raise errors.ConfigInvalid(problem.problem,
+                                       key=f"teams[{origin[1]}]" + (f".{problem.key}" if problem.key else "")) from exc
     settings = Settings(**{name: getattr(base, name) for name in ReportSettings.model_fields}, teams=teams)
     known = {p.key for p in settings.projects}
-    for index, team in enumerate(teams):
+    for team, (_entry, origin) in zip(teams, declared, strict=True):
         unknown = [p for p in settings.team_projects(team.key) if p not in known]
         if unknown:
             raise errors.ConfigInvalid(f"team '{team.key}' names projects without a [[projects]] entry: "
-                                       f"{', '.join(unknown)}", key=f"teams[{index}].projects")
+                                       f"{', '.join(unknown)}", key=f"{origin[0]}[{origin[1]}].projects")
     return settings
 
 

@@ -5,7 +5,8 @@ PENDING runs, report stalled runs and silent schedules), then work until nothing
 is claimable, on the same run loop as ``work --until-idle``, and last deliver the
 alerts the pass recorded (and any due again) outside every transaction: a
 database error ends the pass (exit 1) and the next minute's cycle starts over;
-SIGTERM hands the current run back at its next step boundary. ``engine.cli.fast_tick`` answers a
+SIGTERM hands the current run back at its next step boundary, or
+10 s later at the latest (``worker.STOP_GRACE_S``). ``engine.cli.fast_tick`` answers a
 cycle with nothing to do without coming here.
 """
 
@@ -18,18 +19,19 @@ from engine.execution import reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender
 from engine.runtime import Runtime
-from engine.scheduling import tick
+from engine.scheduling import heartbeat, tick
 
 
 def cycle(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
           concurrency: int | None = None) -> reports.CycleReport:
     """Tick, reconcile, work until idle and deliver pending alerts, once; what each part did."""
     report = reports.CycleReport(tick=tick.tick(rt))
+    heartbeat.beat(rt, "cycle")
     report.sweep = reconciler.sweep(rt)
     pool = WorkerPool(rt, worker_id, stop=stop, concurrency=concurrency)
     try:
         report.outcomes = pool.work(until_idle=True)
     finally:
         pool.close()
-        outbox_sender.deliver_pending(rt)  # never raises: a webhook that is down is retried by a later pass
+        outbox_sender.deliver_pending(rt, stop=stop)  # never raises: a webhook that is down is retried by a later pass
     return report

@@ -6,7 +6,8 @@ the idle threads at once, so a burst's first runs start while the tick is still
 creating the others. The loop sleeps until the next due slot or retry, but never
 longer than the poll interval nor 30 s; an idle thread looks for runs queued by
 other processes every poll interval. SIGTERM/SIGINT set ``stop``: the current
-step finishes, the run is handed back, the process exits 0.
+step finishes (or is abandoned 10 s later, ``worker.STOP_GRACE_S``), the run is handed
+back, the process exits 0.
 """
 
 from __future__ import annotations
@@ -17,17 +18,16 @@ from datetime import datetime, timedelta
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import start_http_server
-
 from engine.core import logs
 from engine.execution import loop, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender, prune
 from engine.runtime import Runtime
-from engine.scheduling import tick
+from engine.scheduling import heartbeat, tick
 from engine.store import run_rows
 
 log = logging.getLogger(__name__)
+BEAT_EVERY_S = 10.0  # the scheduler's heartbeat (engine.scheduling.heartbeat), at most this often
 MAX_SLEEP = timedelta(seconds=30)
 
 
@@ -47,7 +47,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     worker = WorkerPool(rt, worker_id, stop=stop)  # [worker] concurrency runs at a time, in the background
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
-    last_sweep = float("-inf")
+    last_sweep = last_beat = float("-inf")
     # The alert sender beside the loop: a webhook that hangs delays neither a tick nor a claim.
     sender = threading.Thread(target=outbox_sender.deliver_until, args=(rt, stop), name="alerts", daemon=True)
     sender.start()
@@ -71,6 +71,9 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                         logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
                     reclaim = False
                 report = tick.tick(rt, committed=worker.wake)
+                if rt.clock.monotonic() - last_beat >= BEAT_EVERY_S:
+                    heartbeat.beat(rt, "serve")
+                    last_beat = rt.clock.monotonic()
                 if rt.clock.monotonic() - last_sweep >= sweep_every:
                     reconciler.sweep(rt)
                     last_sweep = rt.clock.monotonic()
@@ -110,9 +113,7 @@ def _start_ui(rt: Runtime, port: int) -> Any:
 
 
 def _start_metrics(rt: Runtime, port: int) -> WSGIServer:
-    """prometheus_client's own HTTP server on 127.0.0.1, serving ``metrics.registry_for(rt)``."""
-    from engine.read import metrics
+    """The exposition on 127.0.0.1 behind the page's Host check and its token (``web.metrics_endpoint``)."""
+    from engine.web import metrics_endpoint
 
-    server, _thread = start_http_server(port, addr="127.0.0.1", registry=metrics.registry_for(rt))
-    logs.event(log, logging.INFO, "metrics_listening", port=server.server_address[1])
-    return server
+    return metrics_endpoint.start(rt, port)

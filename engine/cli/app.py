@@ -93,15 +93,22 @@ class Cli:
             return workflow_registry.load_registry()
         return workflow_registry.load_with_config(self.config_path, db_override=self.db_url)[1]
 
-    def runtime(self) -> "Runtime":
-        """Validate the config first (bad input writes nothing), then open the store."""
+    def runtime(self, *, strict: bool = False) -> "Runtime":
+        """Validate the config first (bad input writes nothing), then open the store.
+
+        An invalid ``[[schedules]]`` entry is left out, said in one line on stderr, so that reading
+        history and running the other schedules go on; ``strict`` (``schedules apply``) refuses instead.
+        """
         if self._runtime is None:
             from engine.plugins import workflow_registry
             from engine.runtime import Runtime
             from engine.store.handle import Store
 
             clock = self.clock()
-            config, registry = workflow_registry.load_with_config(self.config_path, db_override=self.db_url)
+            config, registry = workflow_registry.load_with_config(self.config_path, db_override=self.db_url,
+                                                                  sparing=not strict)
+            for line in config.left_out:
+                output.warn(f"{line} (the other schedules go on; fix it, then `reportflow schedules apply`)")
             store = Store.open(config.store_url)
             self._runtime = Runtime(store=store, registry=registry, config=config, clock=clock)
         return self._runtime
@@ -213,6 +220,7 @@ def db_backup(ctx: typer.Context, path: Path) -> None:
     cli = _cli(ctx)
     url = cli.store_url()
     engine = database.create_db_engine(url)
+    _exit_on_sigterm()  # the partial copy is removed on the way out, as for Ctrl-C
     try:
         if engine.dialect.name == "sqlite":
             database.ensure_schema(engine, auto_migrate=False)
@@ -235,7 +243,7 @@ def schedules_apply(ctx: typer.Context,
     from engine.cli import render
     from engine.scheduling import definitions
 
-    report = definitions.apply(_cli(ctx).runtime(), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
+    report = definitions.apply(_cli(ctx).runtime(strict=True), confirmed=yes, overwrite=overwrite, dry_run=dry_run)
     render.apply_report(report)
 
 
@@ -431,7 +439,7 @@ def schedules_draft(
 def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """One scheduler pass: create the runs that are due. Example: reportflow tick"""
     from engine.cli import fast_tick
-    from engine.scheduling import tick
+    from engine.scheduling import heartbeat, tick
 
     cli = _cli(ctx)
     seen = _inputs_seen(cli)
@@ -439,15 +447,25 @@ def tick_command(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if seen is not None:
         fast_tick.remember(runtime, seen)  # the next nothing-due tick can skip the validation
     report = tick.tick(runtime)
+    heartbeat.beat(runtime, "tick")
     _deliver(runtime)
     output.tick_report(report, as_json)
 
 
-def _deliver(rt: Any) -> None:
-    """The alert sender, at the end of a command that may have recorded alerts (never raises)."""
+def _deliver(rt: Any, stop: threading.Event | None = None) -> None:
+    """The alert sender, at the end of a command that may have recorded alerts (never raises; bounded)."""
     from engine.operations import outbox_sender
 
-    outbox_sender.deliver_pending(rt)
+    outbox_sender.deliver_pending(rt, stop=stop)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the command as SystemExit(143), so ``finally`` and cleanup blocks run (default: none do)."""
+
+    def _handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _handler)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -489,7 +507,7 @@ def work(ctx: typer.Context,
             stop.set()
             sender.join(30)
     if sender is None:
-        _deliver(rt)
+        _deliver(rt, stop)
     from engine.read import idle
 
     output.outcomes(outcomes, idle.what_waits(rt))
@@ -522,7 +540,7 @@ def _inputs_seen(cli: Cli) -> "fast_tick.Inputs | None":
 
     try:
         return fast_tick.read_inputs(cli.config_path, cli.db_url)
-    except OSError:
+    except (OSError, errors.ConfigInvalid):
         return None  # no config to read: runtime() says so
 
 
@@ -546,7 +564,7 @@ def serve_command(ctx: typer.Context,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
                                                          help="Also serve the web page on [ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
-    """Scheduler, worker and reconciler loops in one process; SIGTERM finishes the step and exits 0.
+    """Scheduler, worker and reconciler loops in one process; SIGTERM hands the run back and exits 0 (within 60 s).
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING
 from engine.cli import options
 from engine.config import defaults
 from engine.config.defaults import DEFAULT_CONFIG
-from engine.core import reports
+from engine.core import errors, reports
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -164,6 +165,10 @@ def quiet(request: Request) -> tuple[reports.TickReport | reports.CycleReport | 
                 return None
             next_due_at: datetime | None = conn.execute(due.next_wake_query()).scalar()
             retry_due = conn.execute(due.retry_due_query(now)).first() is not None
+            if not work:  # a scheduler whose beat is stale says it is alive through the full path
+                beat_at = conn.execute(due.scheduler_beat_query(due.scheduler_id(socket.gethostname()))).scalar()
+                if beat_at is None or now - beat_at > due.BEAT_STALE_AFTER:
+                    return None
             if work or cycle:
                 # Both end by delivering the outbox: an event due while a target is named means work.
                 if _has_notify_target(seen.config_bytes) and conn.execute(due.pending_due_query(now)).first():
@@ -267,7 +272,7 @@ def _reader(url: str) -> Engine | None:
 
 
 def read_inputs(config_path: Path, db_override: str | None) -> Inputs:
-    """Read the config file and fingerprint it with the rest of what validation reads (OSError if unreadable).
+    """Read the config file and fingerprint it with the rest of what validation reads (ConfigInvalid if unreadable).
 
     Covered: the config's bytes, its absolute path and resolved folder (relative
     paths and the SQLite URL resolve against it), the store override, the
@@ -279,7 +284,7 @@ def read_inputs(config_path: Path, db_override: str | None) -> Inputs:
     from engine.core import clock
 
     read_at = clock.REAL.now()
-    data = config_path.read_bytes()
+    data = defaults.read_config_bytes(config_path)  # never a FIFO or a device, never more than it allows
     digest = hashlib.sha256()
     parts = (RECIPE, sys.version, sys.executable, os.path.abspath(config_path), str(config_path.parent.resolve()),
              db_override or "", *(_distributions(entry) for entry in sys.path))
@@ -364,9 +369,9 @@ def remember(rt: Runtime, seen: Inputs) -> None:
                       if isinstance(entry, dict) and isinstance(entry.get("path"), str)]
     files = watched_files([config.path.resolve(), *workflow_files])
     try:
-        if files is None or config.path.read_bytes() != seen.config_bytes:
+        if files is None or defaults.read_config_bytes(config.path) != seen.config_bytes:
             return
-    except OSError:
+    except (OSError, errors.ConfigInvalid):
         return
     settled_before = seen.read_at_ns - SETTLE // timedelta(microseconds=1) * 1000
     if any(mtime_ns >= settled_before for _, _, mtime_ns in files):

@@ -10,6 +10,7 @@ anything is written.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -37,8 +39,8 @@ from engine.config import defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import alerts, errors
-from engine.core.models import DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
+from engine.core import errors
+from engine.core.models import Criticality, DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -114,8 +116,24 @@ def _optional_duration(value: Any) -> timedelta | None:
     return None if value in ("", None) else parse_duration(value)
 
 
+def check_path(value: str) -> str:
+    """A field validator for paths: no NUL, no absurd length or depth (``defaults.path_problem``)."""
+    problem = defaults.path_problem(value)
+    if problem is not None:
+        raise ValueError(f"the path {problem}")
+    return value
+
+
+def check_store_url(value: str) -> str:
+    """``[store] url``: a SQLite URL's file must be a usable path (what ``Store.open`` creates)."""
+    file = defaults.sqlite_file(value)
+    if file is not None:
+        check_path(file)
+    return value
+
+
 class StoreConfig(Strict):
-    url: str = DEFAULT_DB_URL
+    url: Annotated[str, AfterValidator(check_store_url)] = DEFAULT_DB_URL
     retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
     retain_max: int = Field(default=5000, ge=1)  # a daily prune that would delete more deletes none (SPEC §15.4)
 
@@ -206,8 +224,9 @@ class ScheduleConfig(Strict):
     dst_fold: DstFold = ScheduleSpec.dst_fold
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
-    criticality: alerts.Criticality = ScheduleSpec.criticality
+    criticality: Criticality = ScheduleSpec.criticality
     deadline: OptionalDuration = ScheduleSpec.deadline
+    start_by: OptionalDuration = ScheduleSpec.start_by
     # 0.95, "95%" or "95% within 30m" (the "within" part is the deadline): below it, ``freshness_low``.
     freshness_target: float | None = ScheduleSpec.freshness_target
     # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
@@ -241,7 +260,7 @@ class ScheduleConfig(Strict):
 class WorkflowSourceConfig(Strict):
     """One ``[[workflows]]`` entry: a Python file (relative to the config's folder) or a module path."""
 
-    path: Annotated[str, Field(min_length=1)] | None = None
+    path: Annotated[str, Field(min_length=1), AfterValidator(check_path)] | None = None
     module: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")] | None = None
 
     @model_validator(mode="after")
@@ -284,6 +303,8 @@ class AppConfig:
     retain: timedelta | None = None
     ui: UiConfig = field(default_factory=UiConfig)
     retain_max: int = 5000
+    #: ``[[schedules]]`` entries left out because they are invalid (``build_config_sparing``), each in one line.
+    left_out: tuple[str, ...] = ()
 
     def schedule(self, name: str) -> ScheduleSpec:
         """The schedule of the config named ``name``; raises NotFound."""
@@ -293,40 +314,77 @@ class AppConfig:
         raise errors.NotFound(f"no schedule named '{name}' in {self.path or 'the configuration'}")
 
 
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def key_path(loc: Sequence[int | str]) -> str:
-    """Pydantic's ``('schedules', 0, 'cron')`` as ``schedules[0].cron``."""
+    """Pydantic's ``('schedules', 0, 'cron')`` as ``schedules[0].cron``.
+
+    The names pydantic gives the members of a union (``list[constrained-str]``,
+    ``literal['*']``) are not keys of the file and are left out.
+    """
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
+        elif _KEY.match(part):
             out += f".{part}" if out else str(part)
     return out
 
 
+def _in_own_words(error: Mapping[str, Any]) -> str:
+    """A pydantic error as the product says it: never pydantic's sentence, never its URL."""
+    kind = str(error.get("type", ""))
+    ctx = error.get("ctx") or {}
+    if kind in ("value_error", "assertion_error"):
+        return str(error.get("msg", "")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    words = {
+        "missing": "is required",
+        "extra_forbidden": "unknown key",
+        "string_type": "must be a string (in quotes)",
+        "string_pattern_mismatch": f"must match {ctx.get('pattern')}",
+        "string_too_long": f"must be at most {ctx.get('max_length')} characters",
+        "string_too_short": f"must be at least {ctx.get('min_length')} characters",
+        "too_short": f"must have at least {ctx.get('min_length')} entries",
+        "too_long": f"must have at most {ctx.get('max_length')} entries",
+        "int_type": "must be a whole number", "int_parsing": "must be a whole number",
+        "int_from_float": "must be a whole number",
+        "float_type": "must be a number", "float_parsing": "must be a number",
+        "bool_type": "must be true or false", "bool_parsing": "must be true or false",
+        "greater_than": f"must be greater than {ctx.get('gt')}",
+        "greater_than_equal": f"must be at least {ctx.get('ge')}",
+        "less_than": f"must be less than {ctx.get('lt')}",
+        "less_than_equal": f"must be at most {ctx.get('le')}",
+        "literal_error": f"must be one of {ctx.get('expected')}",
+        "enum": f"must be one of {ctx.get('expected')}",
+        "list_type": "must be a list", "tuple_type": "must be a list", "set_type": "must be a list",
+        "dict_type": "must be a table", "model_type": "must be a table", "model_attributes_type": "must be a table",
+    }
+    return words.get(kind, "is not a valid value")
+
+
 def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequence[int | str] = ()) -> errors.ConfigInvalid:
-    """The first pydantic error as a ConfigInvalid naming the key path and the bad value."""
+    """The first pydantic error as a ConfigInvalid naming the key path and the bad value, in the product's words."""
     first = exc.errors()[0]
-    message = first["msg"].removeprefix("Value error, ")
+    message = _in_own_words(first)
     if first["type"] == "extra_forbidden":
         message = "unknown key"
     elif first["loc"] and str(first["loc"][-1]).endswith("_env"):
         message = "must be the NAME of an environment variable, not its value"  # the value may be a secret URL
     elif "input" in first and not isinstance(first["input"], dict | list):
-        message = f"{first['input']!r}: {message}"
+        shown = repr(first["input"])
+        message = f"{shown if len(shown) <= 80 else shown[:77] + '...'}: {message}"
     return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file; an unreadable or malformed one raises ConfigInvalid."""
+    """Parse a TOML file; an unreadable, oversized, non-regular or malformed one raises ConfigInvalid."""
+    data = defaults.read_config_bytes(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise errors.ConfigInvalid(
-            "config file not found (run `reportflow init`, or pass --config / set REPORTFLOW_CONFIG)",
-            file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.ConfigInvalid(f"cannot read: {exc}", file=str(path)) from exc
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.ConfigInvalid(f"cannot read: not UTF-8 ({exc.reason} at byte {exc.start})",
+                                   file=str(path)) from exc
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -367,6 +425,33 @@ def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any]
 def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
     """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
     return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
+
+
+_SCHEDULE_KEY = re.compile(r"^schedules\[(\d+)\]")
+
+
+def build_config_sparing(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],
+                         db_override: str | None = None) -> AppConfig:
+    """``build_config``, but an invalid ``[[schedules]]`` entry is left out (named in ``left_out``) instead of
+    refusing the file: one bad schedule must not stop the others, nor an operator reading history.
+
+    Anything else that is invalid (a section, a project, the TOML itself) still refuses the file.
+    """
+    entries = list(raw.get("schedules", []))
+    left_out: list[str] = []
+    while True:
+        try:
+            config = build_config({**raw, "schedules": entries}, path=path, registry=registry,
+                                  db_override=db_override)
+        except errors.ConfigInvalid as exc:
+            found = _SCHEDULE_KEY.match(exc.key or "")
+            if found is None or int(found.group(1)) >= len(entries):
+                raise
+            entry = entries.pop(int(found.group(1)))
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            left_out.append(f"schedule {name!r} is left out, it is invalid: {exc.message}")
+            continue
+        return dataclasses.replace(config, left_out=tuple(left_out))
 
 
 def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping[str, Any],

@@ -8,10 +8,84 @@ every one of them picks and resolves the store URL with ``store_url``.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+
+from engine.core import errors
 
 DEFAULT_CONFIG = "reportflow.toml"
 DEFAULT_DB_URL = "sqlite:///.reportflow/reportflow.db"
+#: A config file larger than this is refused unread (10,000 schedules take about 1.5 MiB).
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+#: Paths in the config: longer or deeper ones are typos or probes (PATH_MAX is 4096 on Linux).
+MAX_PATH_CHARS = 4096
+MAX_PATH_DEPTH = 100
+MAX_NAME_BYTES = 255
+
+
+def read_config_bytes(path: Path) -> bytes:
+    """The bytes of the config file at ``path``; raises ConfigInvalid naming it when it cannot be one.
+
+    Opened without blocking and checked before anything is read: a FIFO, a device
+    (``/dev/zero``) or a folder is refused, and so is a file over ``MAX_CONFIG_BYTES``.
+    """
+    problem = path_problem(str(path))
+    if problem is not None:
+        raise errors.ConfigInvalid(f"the config path {problem}", file=repr(str(path)[:200]))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise errors.ConfigInvalid(
+            "config file not found (run `reportflow init`, or pass --config / set REPORTFLOW_CONFIG)",
+            file=str(path)) from None
+    except OSError as exc:
+        raise errors.ConfigInvalid(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise errors.ConfigInvalid("not a regular file (a config is a TOML file, not a device, FIFO or folder)",
+                                       file=str(path))
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise errors.ConfigInvalid(f"{info.st_size} bytes: a config file is at most {MAX_CONFIG_BYTES} bytes",
+                                       file=str(path))
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_CONFIG_BYTES:  # it grew while being read
+                raise errors.ConfigInvalid(f"a config file is at most {MAX_CONFIG_BYTES} bytes", file=str(path))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise errors.ConfigInvalid(f"cannot read: {exc.strerror or exc}", file=str(path)) from exc
+    finally:
+        os.close(fd)
+
+
+def path_problem(text: str) -> str | None:
+    """What makes ``text`` unusable as a path (a NUL, an absurd length or depth), or None.
+
+    Caught at load, these otherwise fail deep inside the standard library at run time
+    (``ValueError: embedded null byte``, a ``RecursionError`` creating 2,000 folders).
+    """
+    if "\x00" in text:
+        return "contains a NUL character"
+    if len(text) > MAX_PATH_CHARS:
+        return f"is {len(text)} characters long (at most {MAX_PATH_CHARS})"
+    parts = [part for part in text.split("/") if part]
+    if len(parts) > MAX_PATH_DEPTH:
+        return f"is {len(parts)} folders deep (at most {MAX_PATH_DEPTH})"
+    if any(len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for part in parts):
+        return f"has a name longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file part of a ``sqlite:///path`` URL (without its ``?query``), or None for another URL."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or url == "sqlite:///:memory:":
+        return None
+    return url[len(prefix):].split("?", 1)[0]
 
 
 def resolve_store_url(url: str, base_dir: Path) -> str:

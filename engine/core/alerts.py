@@ -14,15 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from engine.core.clock import format_instant
-
-
-class Criticality(StrEnum):
-    """How loudly a schedule's alerts are sent (a schedule's ``criticality``)."""
-
-    CRITICAL = "critical"
-    HIGH = "high"
-    NORMAL = "normal"
-    LOW = "low"
+from engine.core.models import UNSUCCESSFUL_STATUSES, Criticality
 
 
 class Severity(StrEnum):
@@ -49,7 +41,6 @@ EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | SLO_EVENTS | {"prune_held", "recovered"
 # Raised by these, a later SUCCESS of the same period raises ``recovered``.
 RECOVERABLE = ("run_failed", "run_partial", "run_late")
 # Latest-revision statuses that make a period count as not successful (c in the §15.1 table).
-UNSUCCESSFUL = frozenset({"FAILED", "PARTIAL_SUCCESS", "MISSED", "MANUAL_REQUIRED"})
 MAX_RETRY_DELAY = timedelta(minutes=15)
 FIRST_RETRY_DELAY = timedelta(seconds=30)
 
@@ -92,7 +83,7 @@ def count_unsuccessful(earlier_statuses: Iterable[str]) -> int:
     """
     c = 1
     for status in earlier_statuses:
-        if status not in UNSUCCESSFUL:
+        if status not in UNSUCCESSFUL_STATUSES:
             break
         c += 1
     return c

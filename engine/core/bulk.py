@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from datetime import date
 
 from engine.core import errors, retention
-from engine.core.models import Run, RunStatus
+from engine.core.models import AWAITING_OPERATOR_STATUSES, RETRYABLE_STATUSES, Run, RunStatus
 
-# What ``runs retry`` accepts (SPEC §12), and what ``runs retry --schedule`` takes without ``--status``.
-RETRYABLE = (RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING, RunStatus.CANCELLED,
-             RunStatus.MISSED, RunStatus.SKIPPED)
+# What ``runs retry`` accepts (SPEC §12), in the order forms list them, and what ``runs retry --schedule``
+# takes without ``--status``; what ``runs approve`` takes.
 DEFAULT_RETRY = (RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS)
-APPROVABLE = (RunStatus.MANUAL_REQUIRED,)
+RETRYABLE = DEFAULT_RETRY + tuple(s for s in RunStatus if s in RETRYABLE_STATUSES and s not in DEFAULT_RETRY)
+APPROVABLE = tuple(s for s in RunStatus if s in AWAITING_OPERATOR_STATUSES)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,6 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from engine.core import alerts
-
 
 class RunStatus(StrEnum):
     PENDING = "PENDING"
@@ -29,19 +27,39 @@ class RunStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
+# Subsets of the run statuses, each named once here by its rule (tests/unit/test_transitions.py checks how
+# they relate: every status is active, terminal or awaiting an operator, and no two of those overlap).
+
+#: Will still run, or is running: the period's outcome is not known yet (a team parent WAITING included).
 ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING,
                              RunStatus.WAITING})
-# Waiting for a worker (once ``not_before`` has passed); the order is the SQL's (a partial index repeats it).
-CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
-# A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
-BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING, RunStatus.WAITING)
-# Runs that have not started: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
-HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
-HELD_BY_DISABLED = "schedule disabled"
+#: Finished for good: no worker will touch it again unless an operator asks.
 TERMINAL_STATUSES = frozenset({
     RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS, RunStatus.FAILED,
     RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED,
 })
+#: Waits for an operator's decision (``runs approve``) before it can run.
+AWAITING_OPERATOR_STATUSES = frozenset({RunStatus.MANUAL_REQUIRED})
+#: Not finished: active, or awaiting an operator (a parent waits while a child is in one of these).
+UNFINISHED_STATUSES = ACTIVE_STATUSES | AWAITING_OPERATOR_STATUSES
+#: Not started yet: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
+HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
+HELD_BY_DISABLED = "schedule disabled"
+#: Waiting for a worker (once ``not_before`` has passed); the order is the SQL's (a partial index repeats it).
+CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)
+#: A scheduled run in one of these holds its schedule's slot: the schedule's next run waits PENDING (SPEC §3.4).
+BUSY_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING, RunStatus.WAITING)
+#: An operator may cancel it at once (a RUNNING run stops at its next step boundary instead).
+CANCELLABLE_STATUSES = HOLDABLE_STATUSES | AWAITING_OPERATOR_STATUSES
+#: Finished without running: a misfire, an overlap policy or an operator decided so.
+UNRUN_STATUSES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+#: The period's report exists (PARTIAL_SUCCESS: saved, the upload failed).
+SUCCESSFUL_STATUSES = frozenset({RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS})
+#: A period that did not succeed and was alerted: counted in a schedule's consecutive failures.
+UNSUCCESSFUL_STATUSES = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.MISSED,
+                                   RunStatus.MANUAL_REQUIRED})
+#: An operator may queue it again (``runs retry``): finished without success, or waiting for a retry.
+RETRYABLE_STATUSES = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING}) | UNRUN_STATUSES
 
 
 class RunTrigger(StrEnum):
@@ -95,6 +113,15 @@ class Misfire(StrEnum):
     MANUAL = "MANUAL"
 
 
+class Criticality(StrEnum):
+    """How loudly a schedule's alerts are sent (a schedule's ``criticality``)."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+
 class ReportOn(StrEnum):
     PREVIOUS = "previous"  # the period before the slot's, whole
     CURRENT = "current"  # the slot's own period, up to the slot
@@ -125,6 +152,7 @@ class SlotReason(StrEnum):
     OVERLAP = "overlap"
     TOO_OLD = "too_old"
     DISABLED = "disabled"
+    START_BY = "start_by"  # queued on time, not started by the schedule's start_by
 
 
 # Priority of the trigger that last queued a run: MANUAL > SCHEDULED > BACKFILL.
@@ -159,8 +187,9 @@ class ScheduleSpec:
     dst_fold: DstFold = DstFold.FIRST
     allow_frequent: bool = False
     enabled: bool = True
-    criticality: alerts.Criticality = alerts.Criticality.NORMAL  # the severity of its alerts (SPEC §15.1)
+    criticality: Criticality = Criticality.NORMAL  # how loudly its alerts are sent
     deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
+    start_by: timedelta | None = None  # a scheduled run not started by slot + start_by is MISSED; None: never
     freshness_target: float | None = None  # the share of periods due that should be fresh; below: freshness_low
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.core.models import ACTIVE_STATUSES, Run, RunStatus
+from engine.core.models import ACTIVE_STATUSES, UNRUN_STATUSES, Run, RunStatus
 
 
 class Command(StrEnum):
@@ -27,7 +27,7 @@ class PeriodAction(StrEnum):
     PRESENT = "present"  # active or SUCCESS: nothing to do
 
 
-REQUEUE_ON_BACKFILL = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
+REQUEUE_ON_BACKFILL = UNRUN_STATUSES
 REQUEUE_ON_TRIGGER = REQUEUE_ON_BACKFILL | {RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS}
 
 

@@ -13,9 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.core.models import RunStatus, ScheduleSpec
-
-ACTIVE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRY_PENDING})
+from engine.core.models import ACTIVE_STATUSES, RunStatus, ScheduleSpec
 
 
 @dataclass(frozen=True)
@@ -71,6 +69,6 @@ def late_slots(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], 
         if slot + deadline > now:
             continue
         fact = facts.get(slot)
-        if fact is None or fact.status in ACTIVE:
+        if fact is None or fact.status in ACTIVE_STATUSES:
             late.append(slot)
     return late

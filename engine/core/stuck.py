@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-WAITING = ("PENDING", "QUEUED", "RETRY_PENDING")
+from engine.core.models import HOLDABLE_STATUSES
+
+WAITING = tuple(sorted(s.value for s in HOLDABLE_STATUSES))
 # A worker beats every 10 s; one not seen for this long is taken for dead.
 LIVE_WINDOW = timedelta(seconds=90)
 

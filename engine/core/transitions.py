@@ -12,8 +12,9 @@ from engine.core import errors
 from engine.core.models import RunStatus as S
 
 ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
-    S.PENDING: frozenset({S.QUEUED, S.CANCELLED}),
-    S.QUEUED: frozenset({S.RUNNING, S.CANCELLED}),
+    # PENDING/QUEUED -> MISSED: a scheduled run not started by its schedule's ``start_by``.
+    S.PENDING: frozenset({S.QUEUED, S.CANCELLED, S.MISSED}),
+    S.QUEUED: frozenset({S.RUNNING, S.CANCELLED, S.MISSED}),
     # RUNNING -> QUEUED: a worker shutting down (SIGTERM) hands the run back at a step boundary.
     # RUNNING -> WAITING: a fan-out step started child runs; WAITING -> QUEUED when the last one finishes.
     S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED, S.QUEUED,

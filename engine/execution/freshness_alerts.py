@@ -33,7 +33,7 @@ def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.Fresh
             slots = [f.at for f in cron.fires_between(spec.cron, spec.timezone, now - 2 * window, now,
                                                        dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
             slots = slots[-2 * periods.MAX_SLOTS:]
-            facts = periods.period_facts(conn, schedule.id, slots[0], slots[-1]) if slots else {}
+            facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
             if schedule.created_at is not None:  # as ``periods.measure``: before it existed, only periods it ran
                 slots = [s for s in slots if s > schedule.created_at or s in facts]
             low = freshness.decide_freshness_low(slots, facts, now=now, deadline=slo.deadline_of(spec),

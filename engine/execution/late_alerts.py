@@ -36,7 +36,7 @@ def find_late(rt: Runtime, now: datetime) -> list[tuple[Schedule, datetime]]:
                                                        dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
             if not slots:
                 continue
-            facts = periods.period_facts(conn, schedule.id, slots[0], slots[-1])
+            facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
             late = slo.late_slots(slots, facts, now=now, deadline=deadline)
             keys = {outbox.period_dedupe_key("run_late", schedule.name, slot): slot for slot in late}
             seen = outbox.recorded(conn, list(keys))

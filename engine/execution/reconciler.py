@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import alerts, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_RECONCILER, Run, RunStatus
+from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus, SlotReason
 from engine.execution import freshness_alerts, late_alerts
 from engine.runtime import Runtime
 from engine.store import audit_rows, claims, families, outbox, recovery, run_rows, schedule_rows, waiting
@@ -74,6 +74,35 @@ def reclaim_own(rt: Runtime, worker_id: str, *, still_held: Collection[int] = ()
     return report.recovered + report.failed
 
 
+def _miss_unstarted(rt: Runtime, now: datetime) -> list[int]:
+    """Scheduled runs not started by their schedule's ``start_by`` become MISSED (with their alert and audit):
+    a report that was due at 09:00 is not run at 15:00 unless an operator asks (``runs retry``)."""
+    missed: list[int] = []
+    with rt.store.read() as conn:
+        timed = [s for s in schedule_rows.list_schedules(conn) if s.spec.start_by is not None]
+    for schedule in timed:
+        assert schedule.spec.start_by is not None
+        with rt.store.write() as conn:
+            late = run_rows.unstarted_past(conn, schedule.id, now - schedule.spec.start_by)
+            for run in late:
+                run_rows.set_status(conn, run.id, RunStatus.MISSED, reason=SlotReason.START_BY.value, completed_at=now)
+                audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_missed", run_id=run.id,
+                                        schedule_id=schedule.id, reason="start_by",
+                                        before={"status": run.status.value}, after={"status": "MISSED"})
+                outbox.record_schedule_event(
+                    conn, schedule, "slots_not_run",
+                    outbox.period_dedupe_key("slots_not_run", schedule.name, run.scheduled_for), now,
+                    f"{schedule.name} {run.business_key}: not started by {format_instant(run.scheduled_for + schedule.spec.start_by)} "
+                    "(start_by): MISSED; `reportflow runs retry` runs it", business_key=run.business_key,
+                    details={"run": run.id, "reason": "start_by"})
+                missed.append(run.id)
+            if late:
+                claims.promote_pending(conn, schedule.id, now)
+    for run_id in missed:
+        logs.event(log, logging.WARNING, "run_missed", run=run_id, reason="start_by")
+    return missed
+
+
 def sweep(rt: Runtime) -> SweepReport:
     """One reconciler pass at ``rt.clock.now()``.
 
@@ -102,6 +131,7 @@ def sweep(rt: Runtime) -> SweepReport:
     for promoted in report.promoted:
         logs.event(log, logging.INFO, "run_promoted", run=promoted, reason="blocker_gone")
     _families(rt, report, now)
+    report.missed = _miss_unstarted(rt, now)
     report.stalled, report.silent = find_problems(rt, now)
     for run in report.stalled:
         logs.event(log, logging.WARNING, "run_stalled", run=run.id, key=run.idempotency_key,
@@ -161,7 +191,7 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
                                          details={"next_run_at": slot})
         for waiting in report.stuck:
             owner = schedule_rows.get_schedule(conn, waiting.schedule) if waiting.schedule else None
-            criticality = owner.spec.criticality if owner is not None else alerts.Criticality.NORMAL
+            criticality = owner.spec.criticality if owner is not None else Criticality.NORMAL
             because = f": {waiting.reason}" if waiting.reason else ""
             outbox.record_event(
                 conn, event="run_stuck", dedupe_key=outbox.run_dedupe_key("run_stuck", waiting.run_id), at=now,

@@ -5,16 +5,22 @@ together with the next step's start and the lease extension. Every write is
 conditioned on the claim's fencing token, and ``ctx.check_fence()`` re-checks
 it right before each external effect, so a worker that lost its lease can
 neither complete a step nor a run that another worker now owns.
+
+Stopping (SIGTERM, SIGINT) is bounded: a step still busy ``STOP_GRACE_S`` after the
+stop is abandoned like a step past its timeout (its token revoked locally, its daemon
+thread left to end on its own) and the run is handed back to resume at that step
+(attempt trigger ``handback``), so a stuck generation never holds a shutdown.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -22,7 +28,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from engine.core import errors, logs, policies
+from engine.core import clock, errors, logs, policies
 from engine.core.clock import Clock, parse_instant
 from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
 from engine.execution import fan_out, loop
@@ -34,6 +40,44 @@ from engine.store.claims import Claim
 from engine.store.handle import Store
 
 log = logging.getLogger(__name__)
+#: How long a step may go on after a stop before it is abandoned and its run handed back.
+STOP_GRACE_S = 10.0
+_POLL_S = 0.25  # how often a worker waiting on its step looks at the stop event
+
+
+class _StepThread:
+    """One daemon thread that runs a worker's steps, in order.
+
+    A daemon, unlike a ``ThreadPoolExecutor``'s threads (joined at interpreter exit): a step
+    abandoned at its timeout or at a stop, blocked in a read, never holds the process open.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None  # started by the first step (a worker may run none)
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run ``fn`` on this thread after what was submitted before; its future."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="step", daemon=True)
+            self._thread.start()
+        future: Future[Any] = Future()
+        self._queue.put((future, fn))
+        return future
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, fn = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting worker
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Let the thread end once what it runs now (if anything) has returned."""
+        self._queue.put(None)
 
 
 def default_worker_id() -> str:
@@ -109,7 +153,7 @@ class Worker:
         self.stop = stop or threading.Event()
         self.worker_id = worker_id or default_worker_id()
         self.lease = rt.config.worker.lease
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
+        self._executor = _StepThread()
         self.steps_by_workflow = {name: wf.step_names() for name, wf in rt.registry.items()}
         self._deferred: list[tuple[int, str, dict[str, Any]]] = []  # log events, emitted after the commit
         self.projects = self._served_projects()
@@ -294,18 +338,40 @@ class Worker:
             if not isinstance(result, StepResult):
                 raise TypeError(f"step returned {type(result).__name__}, not StepResult")
             return result
-        future = self._executor.submit(self._attempts, step, ctx)
-        try:
-            result = future.result(timeout=timeout_s)
-        except FutureTimeout:
-            # The thread cannot be killed: revoke its token locally so it can make no external effect.
-            lease.lost.set()
-            self._executor.shutdown(wait=False)
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="step")
-            raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {timeout_s:g}s") from None
+        result = self._await(step, self._executor.submit(partial(self._attempts, step, ctx)), lease)
         if not isinstance(result, StepResult):
             raise TypeError(f"step returned {type(result).__name__}, not StepResult")
         return result
+
+    def _await(self, step: StepSpec, future: Future[Any], lease: _Lease) -> Any:
+        """The step's result, waited for in real time until its timeout, or ``STOP_GRACE_S`` after a stop.
+
+        Past either, the step is abandoned: a thread cannot be killed, so its token is revoked
+        locally (it can make no external effect) and a fresh step thread takes its place. A
+        timeout is ``STEP_TIMEOUT``; a stop is ``Interrupted`` (the caller hands the run back).
+        """
+        started = clock.REAL.monotonic()
+        stopped_at: float | None = None
+        while True:
+            now = clock.REAL.monotonic()
+            if stopped_at is None and self.stop.is_set():
+                stopped_at = now
+            ends = started + step.timeout_s if stopped_at is None else min(started + step.timeout_s,
+                                                                           stopped_at + STOP_GRACE_S)
+            try:
+                return future.result(timeout=max(0.0, min(ends - now, _POLL_S)))
+            except FutureTimeout:
+                if clock.REAL.monotonic() < ends:
+                    continue
+            lease.lost.set()
+            self._executor.shutdown()
+            self._executor = _StepThread()
+            if stopped_at is not None and clock.REAL.monotonic() - started < step.timeout_s:
+                logs.event(log, logging.WARNING, "step_abandoned", run=lease.run_id, step=step.name,
+                           grace_s=STOP_GRACE_S)
+                raise errors.Interrupted(f"run {lease.run_id}: {step.name} was still busy {STOP_GRACE_S:g}s "
+                                         "after the stop")
+            raise errors.step_error("STEP_TIMEOUT", f"step did not finish within {step.timeout_s:g}s")
 
     def _attempts(self, step: StepSpec, ctx: StepContext) -> StepResult:
         """Execute the step, again within its ``retry_budget_s`` after retryable errors (in the step thread).
@@ -503,7 +569,7 @@ class Worker:
     def close(self) -> None:
         """Stop the heartbeat thread and the step thread, and let go of the connection."""
         self._closed.set()
-        self._executor.shutdown(wait=False)
+        self._executor.shutdown()
         if not isinstance(self._writer, GroupCommitter):  # a shared one is the pool's to close
             self._writer.close()
 
@@ -511,7 +577,8 @@ class Worker:
 def _engine_facts(rt: Runtime, start: datetime, end: datetime) -> dict[str, Any]:
     """``StepContext.engine_facts``: one read transaction, as of the runtime's clock."""
     with rt.store.read() as conn:
-        return ops_facts.read(conn, start, end, rt.clock.now(), rt.config.notify.stuck_after)
+        return ops_facts.read(conn, start, end, rt.clock.now(), rt.config.notify.stuck_after,
+                              {name: wf.period for name, wf in rt.registry.items()})
 
 
 def wait_for_slot(store: Store, clock: Clock, name: str, interval: timedelta) -> None:

@@ -17,6 +17,8 @@ from sqlalchemy.engine import Connection
 
 from engine.core import cron, errors, logs, policies, retention, revisions
 from engine.core.models import (
+    CANCELLABLE_STATUSES,
+    RETRYABLE_STATUSES,
     AttemptOutcome,
     AttemptTrigger,
     PeriodKind,
@@ -32,9 +34,6 @@ from engine.store import audit_rows, claims, pruning, recovery, run_rows, schedu
 
 log = logging.getLogger(__name__)
 
-RETRYABLE = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING,
-                       RunStatus.CANCELLED, RunStatus.MISSED, RunStatus.SKIPPED})
-CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING, RunStatus.MANUAL_REQUIRED})
 BACKFILL_BATCH = 200  # backfill periods per transaction: a long range commits as it goes, never in one lock
 
 
@@ -347,7 +346,7 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
         elif run.status is RunStatus.RUNNING:
             run_rows.request_cancel(conn, run_id)
             action, status = "cancel_requested", run.status.value
-        elif run.status in CANCELLABLE:
+        elif run.status in CANCELLABLE_STATUSES:
             run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
             recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
                                            "cancelled by an operator before any worker took it")
@@ -373,7 +372,7 @@ def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionRe
         if from_step is not None and from_step not in workflow.step_names():
             raise errors.InvalidInput(f"unknown step '{from_step}' for {run.workflow} "
                                       f"(steps: {', '.join(workflow.step_names())})")
-        allowed = RETRYABLE | ({RunStatus.SUCCESS} if from_step else set())
+        allowed = RETRYABLE_STATUSES | ({RunStatus.SUCCESS} if from_step else set())
         if run.status not in allowed:
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "QUEUED",
                                            "retry takes FAILED, PARTIAL_SUCCESS, RETRY_PENDING, CANCELLED, MISSED, "

@@ -15,7 +15,8 @@ import fcntl
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -83,15 +84,21 @@ def config_timezone(config: config_file.AppConfig) -> str | None:
 
 
 def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
-        project: str | None = None, workflow: str | None = None, name: str | None = None) -> DraftAnswer:
-    """The drafter's answer for ``text`` (InvalidInput when it cannot read it); ``name`` names the entry."""
+        project: str | None = None, workflow: str | None = None, name: str | None = None,
+        exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
+        deadline_s: float | None = None) -> DraftAnswer:
+    """The drafter's answer for ``text`` (InvalidInput when it cannot read it); ``name`` names the entry.
+
+    ``exclusive`` and ``deadline_s`` reach the drafter (``DraftRequest``): the page passes
+    the store's generation lock (without waiting) and its deadline.
+    """
     if not text.strip():
         raise errors.InvalidInput("the sentence to draft from is empty")
     owner = drafter(registry, workflow)
     assert owner.draft_schedule is not None
     request = DraftRequest(text=text, project=project, workflow=workflow,
                            workflows={name: wf.period for name, wf in registry.items()}, name=name,
-                           timezone=config_timezone(config))
+                           timezone=config_timezone(config), exclusive=exclusive, deadline_s=deadline_s)
     answer = owner.draft_schedule(config.workflow_settings.get(owner.name), request)
     if name:  # the operator's name wins over the drafter's
         answer = DraftAnswer({**answer.entry, "name": name}, answer.rationale, answer.drafter)
@@ -154,9 +161,11 @@ def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None
 
 def draft(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
           now: datetime, project: str | None = None, workflow: str | None = None,
-          name: str | None = None) -> DraftReport:
+          name: str | None = None, exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
+          deadline_s: float | None = None) -> DraftReport:
     """Ask the drafter, then ``evaluate`` its entry."""
-    answer = ask(config, registry, text, project=project, workflow=workflow, name=name)
+    answer = ask(config, registry, text, project=project, workflow=workflow, name=name, exclusive=exclusive,
+                 deadline_s=deadline_s)
     return evaluate(config, registry, answer.entry, now=now, rationale=answer.rationale,
                     drafter_name=answer.drafter)
 
@@ -169,9 +178,14 @@ def append(path: Path, report: DraftReport) -> None:
     turns (a lock on the folder), so each reads the file the last one wrote and no
     draft is lost to a concurrent one. The temporary file has one fixed name: one
     left by a SIGKILL mid-write is overwritten by the next append, never piled up.
+    A symlinked config is followed: the file it points at is the one rewritten (beside
+    itself, so the rename stays in one folder), and the link stays a link.
     """
     if not report.valid:
         raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
+    path = Path(os.path.realpath(path))
+    if not path.is_file():
+        raise errors.InvalidInput(f"{path} is not a regular file; the draft can only be appended to one")
     directory = os.open(path.parent, os.O_RDONLY)
     try:
         fcntl.flock(directory, fcntl.LOCK_EX)  # released when the descriptor is closed

@@ -14,15 +14,13 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from engine.core import logs
-from engine.core.models import PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
+from engine.core.models import CANCELLABLE_STATUSES, PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
 from engine.runtime import Runtime
 from engine.store import audit_rows, families, recovery, run_rows
 
 log = logging.getLogger(__name__)
 
 FAN_OUT_PIN = "fan_out_step"  # engine.execution.fan_out.FAN_OUT_PIN
-WAITING_CANCELLABLE = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING,
-                                 RunStatus.MANUAL_REQUIRED})
 RETRIED_CHILDREN = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.CANCELLED})
 
 
@@ -32,7 +30,7 @@ def cancel_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -
     for child in families.children_of(conn, parent.id):
         if child.status is RunStatus.RUNNING:
             run_rows.request_cancel(conn, child.id)
-        elif child.status in WAITING_CANCELLABLE:
+        elif child.status in CANCELLABLE_STATUSES:
             run_rows.set_status(conn, child.id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
             recovery.close_pending_attempt(conn, child.id, AttemptOutcome.CANCELLED, now,
                                            f"its parent run {parent.id} was cancelled")

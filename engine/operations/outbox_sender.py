@@ -5,8 +5,14 @@ with no transaction open, then records the outcomes in one short write transacti
 An event is marked delivered only when every configured target accepted it, so a
 crash before that mark sends it again (receivers drop repeats by ``id``). A target
 that fails ends the pass (the rest wait for the next one, in order); the failed event
-is tried again after a backoff of at most 15 minutes. Never raises: a sender failure
-never ends a worker or ``serve``.
+is tried again after a backoff of at most 15 minutes: whatever the failure, a refusal,
+a timeout or a protocol error, it is recorded as a failed attempt. Never raises: a
+sender failure never ends a worker or ``serve``.
+
+A pass is bounded: each send ends within its transport's deadline
+(``engine.alert_transports``), and a pass starts no new send after ``PASS_BUDGET_S``,
+or after ``STOPPING_BUDGET_S`` once its process is stopping (SIGTERM): what is left
+stays in the outbox for the next pass of any process.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from engine.core import alerts, errors, logs
+from engine.core import alerts, clock, errors, logs
 from engine.runtime import Runtime
 from engine.store import outbox
 
 log = logging.getLogger(__name__)
 BATCH = 100
+PASS_BUDGET_S = 30.0  # no new send starts after this long in one pass
+STOPPING_BUDGET_S = 5.0  # ... or after this long once the process is stopping
 
 
 @dataclass
@@ -30,8 +38,11 @@ class DeliveryReport:
     error: str | None = None  # the pass itself failed (the database): logged, tried again next time
 
 
-def deliver_pending(rt: Runtime, *, limit: int = BATCH) -> DeliveryReport:
-    """Send the pending events due now to every configured target and mark them; never raises."""
+def deliver_pending(rt: Runtime, *, limit: int = BATCH, stop: threading.Event | None = None) -> DeliveryReport:
+    """Send the pending events due now to every configured target and mark them; never raises.
+
+    Starts no new send past ``PASS_BUDGET_S`` (``STOPPING_BUDGET_S`` once ``stop`` is set).
+    """
     report = DeliveryReport()
     transports = rt.transports
     if not transports.has_targets:
@@ -41,8 +52,15 @@ def deliver_pending(rt: Runtime, *, limit: int = BATCH) -> DeliveryReport:
         with rt.store.read() as conn:
             due = outbox.list_due(conn, now, limit=limit)
         outcomes: list[tuple[int, alerts.Alert, str | None]] = []
+        started = clock.REAL.monotonic()  # sends take real time, whatever clock the runtime simulates
         for row_id, alert in due:
-            reason = _send(rt, alert)
+            budget = STOPPING_BUDGET_S if stop is not None and stop.is_set() else PASS_BUDGET_S
+            if outcomes and clock.REAL.monotonic() - started > budget:
+                break  # the rest wait for the next pass
+            try:
+                reason = _send(rt, alert)
+            except Exception as exc:  # noqa: BLE001 - whatever a transport raised is a failed attempt
+                reason = f"{type(exc).__name__}"
             outcomes.append((row_id, alert, reason))
             if reason is not None:
                 break
@@ -84,9 +102,10 @@ def _send(rt: Runtime, alert: alerts.Alert) -> str | None:
 
 
 def deliver_until(rt: Runtime, stop: threading.Event, *, every_s: float = 5.0) -> None:
-    """Deliver every ``every_s`` until ``stop`` is set (a long ``work`` loop's sender thread), then once more."""
+    """Deliver every ``every_s`` until ``stop`` is set (a long ``work`` loop's sender thread), then once more
+    within ``STOPPING_BUDGET_S``."""
     while not stop.is_set():
-        deliver_pending(rt)
+        deliver_pending(rt, stop=stop)
         rt.clock.wait(every_s, stop)
-    deliver_pending(rt)
+    deliver_pending(rt, stop=stop)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from engine.core import alerts, errors, logs, retention
+from engine.core.models import Criticality
 from engine.runtime import Runtime
 from engine.store import audit_rows, outbox, pruning
 
@@ -92,7 +93,7 @@ def hold_prune(rt: Runtime, planned: PruneReport, limit: int) -> None:
     with rt.store.write() as conn:
         outbox.record_event(conn, event="prune_held", dedupe_key=f"prune_held/{planned.before.isoformat()}",
                             at=rt.clock.now(), summary=summary,
-                            decision=alerts.decide_severity("prune_held", alerts.Criticality.NORMAL, 1),
+                            decision=alerts.decide_severity("prune_held", Criticality.NORMAL, 1),
                             details={"count": planned.removed, "retain_max": limit,
                                      "oldest_period": None if oldest is None else oldest.isoformat(),
                                      "before": planned.before.isoformat()})

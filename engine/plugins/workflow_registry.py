@@ -61,11 +61,13 @@ def load_registry(sources: Sequence[Source] = (), *, config_file: str | None = N
     return registry
 
 
-def load_with_config(config_path: Path, *, db_override: str | None = None) -> tuple[config_file.AppConfig, Registry]:
+def load_with_config(config_path: Path, *, db_override: str | None = None,
+                     sparing: bool = False) -> tuple[config_file.AppConfig, Registry]:
     """Read ``config_path``, load the installed workflows and its ``[[workflows]]``, then validate it all.
 
     Every process started with the same config file (CLI, workers, ``serve``)
-    sees the same workflows. Raises ``ConfigInvalid`` before anything is written.
+    sees the same workflows. Raises ``ConfigInvalid`` before anything is written;
+    ``sparing``: an invalid ``[[schedules]]`` entry is left out instead (``build_config_sparing``).
     """
     raw = config_file.read_toml(config_path)
     file = str(config_path)
@@ -75,7 +77,8 @@ def load_with_config(config_path: Path, *, db_override: str | None = None) -> tu
                       module=entry.module)
                for index, entry in enumerate(config_file.workflow_sources(raw, file))]
     registry = load_registry(sources, config_file=file)
-    return config_file.build_config(raw, path=config_path, registry=registry, db_override=db_override), registry
+    build = config_file.build_config_sparing if sparing else config_file.build_config
+    return build(raw, path=config_path, registry=registry, db_override=db_override), registry
 
 
 def _as_def(obj: Any) -> WorkflowDef | None:

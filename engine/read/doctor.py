@@ -19,7 +19,7 @@ import hashlib
 import logging
 import socket
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +30,13 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from engine.config import config_file
 from engine.core import error_codes, errors, logs, redact
 from engine.core.clock import Clock, format_instant
-from engine.core.models import ArtifactRecord, RunStatus
+from engine.core.models import SUCCESSFUL_STATUSES, ArtifactRecord, RunStatus
 from engine.execution import reconciler
 from engine.plugins import workflow_registry
 from engine.plugins.contract import Finding
 from engine.plugins.workflow_registry import Registry
 from engine.runtime import Runtime
-from engine.store import database
+from engine.store import database, instances, schedule_rows
 from engine.store.handle import Store
 from engine.store.tables import artifacts, runs
 
@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 MAX_SKEW = timedelta(seconds=1)
 MIN_SHARED_LEASE = timedelta(seconds=30)
 CONNECT_TIMEOUT_S = 5
-SUCCESSFUL = (RunStatus.SUCCESS.value, RunStatus.PARTIAL_SUCCESS.value)
 
 
 def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[Finding]:
@@ -64,6 +63,7 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
     if store is not None:
         try:
             rt = Runtime(store=store, registry=registry, config=cfg, clock=clock, actor="doctor")
+            findings += check_scheduler(rt)
             findings += check_runs(rt)
             findings += check_clock(store, clock)
             findings += check_lease(store, cfg.worker.lease)
@@ -134,6 +134,55 @@ def _open_store(url: str, findings: list[Finding]) -> Store | None:
     return Store(engine)
 
 
+#: A scheduler not heard from for this long is reported: ``serve`` beats every 10 s, a cron ``cycle`` or
+#: ``tick`` at least every ``due.BEAT_STALE_AFTER`` (5 minutes) when it runs every minute.
+SCHEDULER_SILENT_AFTER = timedelta(minutes=15)
+
+
+def check_scheduler(rt: Runtime) -> list[Finding]:
+    """What ticks this database, from the heartbeats: every scheduler and worker seen, or "never ticked".
+
+    Says only what the beats show: a scheduler is "ticking" when one beat within
+    ``SCHEDULER_SILENT_AFTER``; with enabled schedules and no beat at all, nothing ever ticked.
+    """
+    now = rt.clock.now()
+    with rt.store.read() as conn:
+        seen = instances.list_instances(conn)
+        enabled = any(s.enabled for s in schedule_rows.list_schedules(conn))
+    schedulers = [i for i in seen if i["role"] in instances.SCHEDULER_ROLES]
+    workers = [i for i in seen if i["role"] not in instances.SCHEDULER_ROLES]
+    found = []
+    if not schedulers:
+        if enabled:
+            found.append(Finding("scheduler", "never ticked: no `serve`, `cycle` or `tick` has run against this "
+                                              "database, so no schedule makes runs; start `reportflow serve`, or "
+                                              "add `* * * * * reportflow cycle` to the system's cron", problem=True))
+    for node in schedulers:
+        last = node["last_seen_at"]
+        assert isinstance(last, datetime)
+        ago = _ago(now - last)
+        where = f"{node['role']} on {node['host']} (pid {node['pid']})"
+        if now - last > SCHEDULER_SILENT_AFTER:
+            found.append(Finding("scheduler", f"{where} last ticked {format_instant(last)}, {ago} ago: is it still "
+                                              "running (or the cron line in place)?", problem=enabled))
+        else:
+            found.append(Finding("scheduler", f"{where} ticked {ago} ago"))
+    for node in workers[:10]:
+        last = node["last_seen_at"]
+        assert isinstance(last, datetime)
+        found.append(Finding("workers", f"worker {node['id']} last seen {_ago(now - last)} ago"))
+    return found
+
+
+def _ago(span: timedelta) -> str:
+    seconds = max(0, int(span.total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h" if seconds < 172800 else f"{seconds // 86400} days"
+
+
 def check_runs(rt: Runtime) -> list[Finding]:
     """Stalled runs, silent schedules (``reconciler.find_problems``) and stuck runs (``find_stuck``) at ``rt.clock.now()``."""
     stalled, silent = reconciler.find_problems(rt, rt.clock.now())
@@ -151,7 +200,7 @@ def check_runs(rt: Runtime) -> list[Finding]:
         found.append(Finding("runs", f"run {waiting.run_id} ({waiting.key}) is stuck: {waiting.status} and not "
                                      f"claimed since {format_instant(waiting.waiting_since)} ({why})", problem=True))
     if not found:
-        found.append(Finding("runs", "no stalled or stuck run; every enabled schedule is being ticked"))
+        found.append(Finding("runs", "no stalled or stuck run, and no schedule's slot left unhandled past its grace"))
     return found + check_failures(rt)
 
 
@@ -209,7 +258,7 @@ def latest_artifacts(store: Store) -> tuple[list[ArtifactRecord], dict[int, str]
     query = (select(artifacts.c.id, artifacts.c.run_id, artifacts.c.kind, artifacts.c.step, artifacts.c.location,
                     artifacts.c.sha256, artifacts.c.external_id, artifacts.c.created_at, runs.c.workflow)
              .select_from(artifacts.join(runs, artifacts.c.run_id == runs.c.id))
-             .where(runs.c.status.in_(SUCCESSFUL)).order_by(artifacts.c.id))
+             .where(runs.c.status.in_(sorted(s.value for s in SUCCESSFUL_STATUSES))).order_by(artifacts.c.id))
     latest: dict[tuple[int, str], ArtifactRecord] = {}
     workflow_of: dict[int, str] = {}
     with store.read() as conn:

@@ -13,7 +13,7 @@ where they fit: runs created (``scheduled_request_created_count``), slots not ru
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +27,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from sqlalchemy.engine import Connection
 
+from engine.core.models import PeriodKind
 from engine.runtime import Runtime
 from engine.store import metric_facts, periods, schedule_rows, waiting
 
@@ -52,14 +53,19 @@ def exposition(rt: Runtime) -> str:
 
 
 def read_snapshot(conn: Connection, now: datetime, *, slo_window: timedelta = DEFAULT_SLO_WINDOW,
-                  stuck_after: timedelta = DEFAULT_STUCK_AFTER) -> metric_facts.Snapshot:
+                  stuck_after: timedelta = DEFAULT_STUCK_AFTER,
+                  period_kind: Callable[[str], PeriodKind | None] | None = None) -> metric_facts.Snapshot:
     """Every metric at ``now`` inside the caller's transaction: the store's facts, each live schedule's success
-    rate, freshness and freshness target over ``slo_window``, and the runs stuck past ``stuck_after``."""
+    rate, freshness and freshness target over ``slo_window``, and the runs stuck past ``stuck_after``.
+
+    ``period_kind`` (``Runtime.period_kind``): each workflow's period, so periods are judged by business key.
+    """
     snapshot = metric_facts.read_snapshot(conn, now)
     measured: dict[str, tuple[float, float]] = {}
     targets: dict[str, float] = {}
     for schedule in schedule_rows.list_schedules(conn):
-        slo = periods.measure(conn, schedule, now, slo_window)
+        kind = period_kind(schedule.spec.workflow) if period_kind is not None else None
+        slo = periods.measure(conn, schedule, now, slo_window, kind)
         if slo.success_rate is not None and slo.freshness is not None:
             measured[schedule.name] = (slo.success_rate, slo.freshness)
         if schedule.spec.freshness_target is not None:
@@ -83,7 +89,8 @@ class StoreCollector(Collector):
         now = self.rt.clock.now()
         notify = self.rt.config.notify
         with self.rt.store.read() as conn:
-            snapshot = read_snapshot(conn, now, slo_window=notify.slo_window, stuck_after=notify.stuck_after)
+            snapshot = read_snapshot(conn, now, slo_window=notify.slo_window, stuck_after=notify.stuck_after,
+                                     period_kind=self.rt.period_kind)
         yield from families(snapshot, now)
 
 

@@ -42,7 +42,8 @@ def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[S
         schedules = schedule_rows.list_schedules(conn, include_archived=include_archived)
         last = _last_runs(conn, [s.id for s in schedules]) if schedules else {}
         now, window = rt.clock.now(), rt.config.notify.slo_window
-        measured = {s.id: periods.measure(conn, s, now, window) for s in schedules if not s.archived}
+        measured = {s.id: periods.measure(conn, s, now, window, rt.period_kind(s.spec.workflow))
+                    for s in schedules if not s.archived}
     return [ScheduleOverview(s, last.get(s.id), measured.get(s.id)) for s in schedules]
 
 
@@ -51,7 +52,8 @@ def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, name)
         last = _last_runs(conn, [schedule.id])
-        measured = periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window)
+        measured = periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window,
+                                   rt.period_kind(schedule.spec.workflow))
     return ScheduleOverview(schedule, last.get(schedule.id), measured)
 
 
@@ -67,4 +69,5 @@ def schedule_slo(rt: Runtime, schedule_name: str) -> slo.Slo:
     """Success rate, freshness, periods due and window of one schedule at ``rt.clock.now()``."""
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, schedule_name)
-        return periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window)
+        return periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window,
+                               rt.period_kind(schedule.spec.workflow))

@@ -1,8 +1,19 @@
-"""A consistent copy of a live SQLite database (``reportflow db backup``)."""
+"""A consistent copy of a live SQLite database (``reportflow db backup``).
+
+The copy is written to a partial file beside the destination (``.NAME.partial``), made
+durable (fsync of the file, then of the folder after the rename) and renamed into place,
+so the destination is either absent or complete. A partial file never outlives its try:
+any exception or signal the process sees removes it, and the partials a ``kill -9`` left
+(no live backup holds their lock) are removed by the next backup into that folder.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +21,22 @@ from sqlalchemy.engine import Engine
 
 from engine.core import errors
 
+PARTIAL = ".partial"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def partial_path(destination: Path) -> Path:
+    """Where the copy of ``destination`` is written before the rename."""
+    return destination.with_name(f".{destination.name}{PARTIAL}")
+
 
 def backup_sqlite(engine: Engine, destination: Path) -> int:
     """Copy a live SQLite database to ``destination`` with sqlite3's online backup API.
 
     One backup step copies every page under one read transaction, so the copy
     is a consistent snapshot even while workers commit (WAL lets them go on).
-    The copy is written beside ``destination`` and renamed into place.
+    The copy is written beside ``destination``, fsynced and renamed into place;
+    stale partial copies of earlier killed tries in that folder are removed first.
     Returns the number of pages copied.
     """
     if engine.dialect.name != "sqlite":
@@ -27,8 +47,21 @@ def backup_sqlite(engine: Engine, destination: Path) -> int:
         raise errors.InvalidInput(f"{destination} already exists; give a new path")
     if not destination.parent.is_dir():
         raise errors.InvalidInput(f"{destination.parent} is not a folder")
-    partial = destination.with_name(f".{destination.name}.partial")
-    partial.unlink(missing_ok=True)
+    remove_stale_partials(destination.parent)
+    partial = partial_path(destination)
+    with _held(partial):
+        try:
+            pages = _copy(engine, partial)
+            _fsync(partial)
+            partial.rename(destination)
+        except BaseException:  # an error, Ctrl-C, SIGTERM (the CLI makes it SystemExit): no partial stays
+            _discard(partial)
+            raise
+    _fsync(destination.parent)
+    return pages
+
+
+def _copy(engine: Engine, partial: Path) -> int:
     raw = engine.raw_connection()
     try:
         source: Any = raw.driver_connection
@@ -39,10 +72,65 @@ def backup_sqlite(engine: Engine, destination: Path) -> int:
             target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
         finally:
             target.close()
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
     finally:
         raw.close()
-    partial.rename(destination)
     return pages
+
+
+@contextmanager
+def _held(partial: Path) -> Iterator[None]:
+    """Create ``partial`` and hold an flock on it while the copy runs: a live try is never taken for stale.
+
+    SQLite's own locks are POSIX record locks, which do not meet ``flock`` on Linux.
+    """
+    fd = os.open(partial, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise errors.Conflict(f"another backup is writing {partial.name}; let it finish") from None
+        os.ftruncate(fd, 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Remove the partial copies in ``folder`` that no live backup holds (a ``kill -9`` left them).
+
+    Only ``.NAME.partial`` files that are empty or start with SQLite's header are touched
+    (with their ``-journal``); a partial whose writer is alive holds its lock and is left.
+    """
+    removed = []
+    for candidate in folder.glob(f".*{PARTIAL}"):
+        if candidate.is_symlink() or not candidate.is_file():
+            continue
+        try:
+            fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if os.read(fd, len(_SQLITE_HEADER)) not in (b"", _SQLITE_HEADER):
+                continue  # not a copy of ours
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a backup is writing it now
+            _discard(candidate)
+            removed.append(candidate)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _discard(partial: Path) -> None:
+    for leftover in (partial, partial.with_name(partial.name + "-journal")):
+        leftover.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -26,6 +26,7 @@ from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import NullPool
 
+from engine.config import defaults
 from engine.core import errors, redact
 from engine.store import fastsql, locks
 
@@ -104,6 +105,9 @@ def create_db_engine(url: str, *, pool_size: int = 5) -> Engine:
         raise errors.InvalidInput(f"store url '{safe_url(url)}' is not a database URL") from exc
     backend = parsed.get_backend_name()
     if backend == "sqlite":
+        problem = defaults.path_problem(defaults.sqlite_file(url) or "")
+        if problem is not None:  # --db and REPORTFLOW_DB too (the config's own url is checked at load)
+            raise errors.InvalidInput(f"store url '{safe_url(url)[:100]}': the path {problem}")
         path = sqlite_path(url)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ on the full table.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Select, String, column, func, or_, select, table, text
@@ -29,6 +29,22 @@ def next_wake_query(next_run_at: ColumnElement[Any] = NEXT_RUN_AT) -> Select[Any
     """The earliest ``next_run_at`` of a live schedule: the next tick with work, and, compared with
     ``now``, whether one is due (a schedule is due when live with ``next_run_at <= now``)."""
     return select(func.min(next_run_at)).where(text(LIVE_SCHEDULE))
+
+
+_INSTANCES = table("instances", column("id", String()), column("last_seen_at", UTCDateTime()))
+#: A fast-path tick whose host's scheduler beat is older than this takes the full path, which beats.
+BEAT_STALE_AFTER = timedelta(minutes=5)
+
+
+def scheduler_id(host: str) -> str:
+    """The heartbeat row of whatever ticks on ``host`` (``serve``, ``cycle`` or ``tick``): one per host."""
+    return f"scheduler@{host}"
+
+
+def scheduler_beat_query(instance_id: str) -> Select[Any]:
+    """When the scheduler of this host last beat (``store.instances.scheduler_id``): a fast-path tick whose
+    beat is stale takes the full path, which beats, so ``doctor`` can tell a scheduler is alive."""
+    return select(_INSTANCES.c.last_seen_at).where(_INSTANCES.c.id == instance_id)
 
 
 _EVENTS = table("events", column("status"), column("attempts"), column("next_try_at", UTCDateTime()))

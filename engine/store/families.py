@@ -18,13 +18,12 @@ from sqlalchemy import exists, select, text, update
 from sqlalchemy.engine import Connection
 
 from engine.core import transitions
-from engine.core.models import AttemptTrigger, Run, RunStatus, StepStatus
+from engine.core.models import UNFINISHED_STATUSES, AttemptTrigger, Run, RunStatus, StepStatus
 from engine.store import locks, rows, run_rows
 from engine.store.tables import runs, steps
 
 # A child counts as finished in its terminal statuses; RETRY_PENDING and MANUAL_REQUIRED still work.
-UNFINISHED = (RunStatus.PENDING.value, RunStatus.QUEUED.value, RunStatus.RUNNING.value,
-              RunStatus.RETRY_PENDING.value, RunStatus.WAITING.value, RunStatus.MANUAL_REQUIRED.value)
+UNFINISHED = sorted(s.value for s in UNFINISHED_STATUSES)
 _child = runs.alias("child")
 
 

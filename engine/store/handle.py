@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 # Only ``database`` here: a nothing-due ``tick`` (engine.cli.fast_tick) imports modules of this package
 # without the table definitions and the run queries (SPEC §11).
+from engine.core import errors
 from engine.store import database, locks
 
 
@@ -47,19 +48,25 @@ class Store:
             yield conn
 
     @contextmanager
-    def exclusive(self, name: str) -> Iterator[None]:
+    def exclusive(self, name: str, *, wait: bool = True) -> Iterator[None]:
         """A mutex across every process sharing this store (e.g. one generation per Ollama host).
 
         PostgreSQL: a session advisory lock (all nodes), committed at once so no
         transaction stays open while the caller works: an open one would hold VACUUM
         back and, under ``idle_in_transaction_session_timeout``, get the session killed
         and the lock silently dropped. SQLite: a file lock beside the database (SQLite
-        serves one host).
+        serves one host). ``wait=False`` raises ``Conflict`` at once when another holder
+        has it (a web request must not queue behind a generation).
         """
         key = locks.named(name)
+        busy = errors.Conflict(f"'{name}' is held by another process or thread")
         if self.dialect == "postgresql":
             with self.engine.connect() as conn:
-                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+                if wait:
+                    conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+                elif not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar_one():
+                    conn.commit()
+                    raise busy
                 conn.commit()  # a session lock outlives the transaction that took it
                 try:
                     yield
@@ -70,8 +77,14 @@ class Store:
         path = database.sqlite_path(str(self.engine.url))
         lock_file = None if path is None else path.with_name(f"{path.name}.{key & 0xFFFFFFFF:08x}.lock")
         # flock is per process: a thread lock keeps two threads of this process apart too.
-        with self._local_mutexes.setdefault(name, threading.Lock()), database.file_lock(lock_file):
-            yield
+        mutex = self._local_mutexes.setdefault(name, threading.Lock())
+        if not mutex.acquire(blocking=wait):
+            raise busy
+        try:
+            with database.file_lock(lock_file, wait=wait):
+                yield
+        finally:
+            mutex.release()
 
     def reserve_rate_slot(self, name: str, interval: timedelta, now: datetime) -> datetime:
         """Reserve the next slot of the shared rate limit ``name`` in its own short

@@ -22,6 +22,10 @@ def beat(conn: Connection, *, instance_id: str, role: str, host: str, pid: int, 
                                                started_at=now, last_seen_at=now))
 
 
+#: The roles of the processes that tick (create due runs): their beats tell whether anything schedules.
+SCHEDULER_ROLES = ("serve", "cycle", "tick")
+
+
 def list_instances(conn: Connection) -> list[dict[str, object]]:
-    """Every node that said it was alive, most recent first."""
+    """Every process that said it was alive (workers and schedulers), most recent first."""
     return [dict(row) for row in conn.execute(select(instances).order_by(instances.c.last_seen_at.desc())).mappings()]

@@ -40,9 +40,9 @@ from engine.core.models import (
     RunStatus,
     RunTrigger,
 )
-from engine.store import rows
+from engine.store import instances, rows, tables
 from engine.store.run_rows import family_schedule_disabled, family_schedule_id
-from engine.store.tables import attempts, audit_events, events, instances, runs, schedules
+from engine.store.tables import attempts, audit_events, events, runs, schedules
 from engine.store.types import UTCDateTime
 
 # 10 ms (a trivial step on a warm worker) to 1 h (a CPU-bound LLM generation), roughly ×2.5 apart.
@@ -57,8 +57,6 @@ NOT_RUN_ACTIONS = {"slots_missed": "misfire", "slots_manual_required": "manual_r
                    "slots_too_old": "too_old", "slots_disabled": "disabled"}
 MISSED_REASONS = ("misfire", "manual_required", "too_old")  # what "missed" counts (disabled: on purpose)
 OVERLAP_ACTIONS = ("slots_overlap_skipped",)
-# The roles whose heartbeat is a scheduler's (SPEC §15.8: serve, cycle and tick record one).
-SCHEDULER_ROLES = ("scheduler", "serve", "cycle", "tick")
 
 
 @dataclass(frozen=True)
@@ -310,8 +308,8 @@ def _undelivered(conn: Connection, live: Sequence[str]) -> dict[tuple[str, str],
 
 def _scheduler_beat(conn: Connection) -> datetime | None:
     """The latest heartbeat of a scheduler (``serve``, ``cycle``, ``tick``), or None when none was ever recorded."""
-    query = select(type_coerce(func.max(instances.c.last_seen_at), UTCDateTime())).where(
-        instances.c.role.in_(SCHEDULER_ROLES))
+    query = select(type_coerce(func.max(tables.instances.c.last_seen_at), UTCDateTime())).where(
+        tables.instances.c.role.in_(instances.SCHEDULER_ROLES))
     beat: datetime | None = conn.execute(query).scalar()
     return beat
 

@@ -24,19 +24,24 @@ from sqlalchemy.engine import Connection
 
 from engine.core import cron
 from engine.core.clock import format_instant
+from engine.core.models import UNRUN_STATUSES, PeriodKind
 from engine.store import periods, schedule_rows, waiting
 from engine.store.tables import audit_events, runs, schedules
 
 _COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,
             runs.c.status, runs.c.trigger_type, runs.c.error_code, runs.c.scheduled_for,
             runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s, runs.c.reason)
-UNRUN = ("MISSED", "SKIPPED", "CANCELLED")
+UNRUN = frozenset(s.value for s in UNRUN_STATUSES)
 #: A change raising runs/day more than this factor is high risk (as ``schedules set`` says).
 RISK_FACTOR = 10
 
 
-def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_after: timedelta) -> dict[str, Any]:
-    """The facts of ``[start, end)`` as of ``now``; a run is stuck after waiting ``stuck_after`` unclaimed."""
+def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_after: timedelta,
+         kinds: Mapping[str, PeriodKind] | None = None) -> dict[str, Any]:
+    """The facts of ``[start, end)`` as of ``now``; a run is stuck after waiting ``stuck_after`` unclaimed.
+
+    ``kinds``: the installed workflows' periods (periods are judged by business key, ``periods.period_facts``).
+    """
     rows = conn.execute(select(*_COLUMNS).where(runs.c.scheduled_for >= start,
                                                 runs.c.scheduled_for < end)
                         .order_by(runs.c.scheduled_for, runs.c.id)).mappings().all()
@@ -62,8 +67,9 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_
     as_of = min(end, now)
     for entry in facts["schedules"]:  # SPEC §15.2 over the report's period, by its one definition
         schedule_id = ids.get(entry["schedule"])
-        measured = None if schedule_id is None or as_of <= start else periods.measure(
-            conn, schedule_rows.get_schedule_by_id(conn, schedule_id), as_of, as_of - start)
+        schedule = None if schedule_id is None else schedule_rows.get_schedule_by_id(conn, schedule_id)
+        measured = None if schedule is None or as_of <= start else periods.measure(
+            conn, schedule, as_of, as_of - start, (kinds or {}).get(schedule.spec.workflow))
         entry.update(success_rate=None if measured is None else measured.success_rate,
                      freshness=None if measured is None else measured.freshness,
                      periods_due=None if measured is None else measured.periods_due)

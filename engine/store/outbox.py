@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts, redact
 from engine.core.clock import format_instant
-from engine.core.models import Run, RunStatus, Schedule
+from engine.core.models import Criticality, Run, RunStatus, Schedule
 from engine.store import fastsql, schedule_rows
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import events, runs, schedules, sql_in
@@ -69,9 +69,15 @@ def consecutive_unsuccessful(conn: Connection, schedule_id: int, scheduled_for: 
 
 def record_run_event(conn: Connection, run: Run, event: str, now: datetime, summary: str,
                      details: Mapping[str, Any] | None = None) -> bool:
-    """Record ``event`` about ``run`` (at most once per run), with its schedule's severity."""
+    """Record ``event`` about ``run`` (at most once per run), with its schedule's severity.
+
+    A child run raises nothing of its own: its failure is part of its parent's alert (the parent
+    ends PARTIAL_SUCCESS naming it), routed by the parent's schedule: one alert per problem.
+    """
+    if run.parent_id is not None:
+        return False
     schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id) if run.schedule_id is not None else None
-    criticality = schedule.spec.criticality if schedule is not None else alerts.Criticality.NORMAL
+    criticality = schedule.spec.criticality if schedule is not None else Criticality.NORMAL
     c = 1
     if schedule is not None and event in alerts.PERIOD_EVENTS:
         c = consecutive_unsuccessful(conn, schedule.id, run.scheduled_for)

@@ -1,35 +1,70 @@
-"""The latest revision of each period of a schedule, and the success rate and freshness they give (SPEC §15.2)."""
+"""The latest revision of each period of a schedule, and the success rate and freshness they give (SPEC §15.2).
+
+A period is judged by its business key when the schedule's workflow is known here: a
+slot of today's cron finds the run of its period even when an earlier version of the
+schedule made it at another instant (a cron moved from 19:30 to 20:00 after today's
+19:30 run succeeded leaves today successful, not late).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from engine.core import cron, slo
-from engine.core.models import RunStatus, Schedule
+from engine.core import cron, policies, slo
+from engine.core.models import PeriodKind, RunStatus, Schedule
 from engine.store.tables import runs
 
+_KEYS_PER_QUERY = 500
 
-def period_facts(conn: Connection, schedule_id: int, start: datetime, end: datetime) -> dict[datetime, slo.PeriodFact]:
-    """Each period with ``start <= scheduled_for <= end``: its latest revision's status and completion."""
-    query = (select(runs.c.scheduled_for, runs.c.status, runs.c.completed_at)
-             .where(runs.c.schedule_id == schedule_id, runs.c.scheduled_for >= start, runs.c.scheduled_for <= end)
-             .order_by(runs.c.scheduled_for, runs.c.revision, runs.c.id))
+
+def period_facts(conn: Connection, schedule: Schedule, slots: Sequence[datetime],
+                 kind: PeriodKind | None = None) -> dict[datetime, slo.PeriodFact]:
+    """Each slot's period: its latest revision's status and completion (slots without a run left out).
+
+    With ``kind`` (the workflow's period) a slot finds its period's run by business key, whichever
+    version of the schedule made it; without, by the slot's instant.
+    """
+    if not slots:
+        return {}
     facts: dict[datetime, slo.PeriodFact] = {}
-    for slot, status, completed_at in conn.execute(query):
-        facts[slot] = slo.PeriodFact(slot, RunStatus(status), completed_at)  # the last row is the latest revision
+    if kind is None or kind is PeriodKind.SLOT:
+        query = (select(runs.c.scheduled_for, runs.c.status, runs.c.completed_at)
+                 .where(runs.c.schedule_id == schedule.id, runs.c.scheduled_for >= slots[0],
+                        runs.c.scheduled_for <= slots[-1])
+                 .order_by(runs.c.scheduled_for, runs.c.revision, runs.c.id))
+        for slot, status, completed_at in conn.execute(query):
+            facts[slot] = slo.PeriodFact(slot, RunStatus(status), completed_at)  # the last row: the latest revision
+        return facts
+    spec = schedule.spec
+    key_of = {slot: policies.business_period(kind, slot, spec.timezone, spec.report_on).key for slot in slots}
+    keys = sorted(set(key_of.values()))
+    latest: dict[str, tuple[RunStatus, datetime | None]] = {}
+    for first in range(0, len(keys), _KEYS_PER_QUERY):
+        chunk = keys[first:first + _KEYS_PER_QUERY]
+        query = (select(runs.c.business_key, runs.c.status, runs.c.completed_at)
+                 .where(runs.c.schedule_id == schedule.id, runs.c.business_key.in_(chunk))
+                 .order_by(runs.c.business_key, runs.c.revision, runs.c.id))
+        for key, status, completed_at in conn.execute(query):
+            latest[key] = (RunStatus(status), completed_at)
+    for slot, key in key_of.items():
+        if key in latest:
+            facts[slot] = slo.PeriodFact(slot, *latest[key])
     return facts
 
 
 MAX_SLOTS = 20_000  # a minutely schedule over 30 days is 43,200 slots: the window is cut to its newest ones
 
 
-def measure(conn: Connection, schedule: Schedule, now: datetime, window: timedelta) -> slo.Slo:
+def measure(conn: Connection, schedule: Schedule, now: datetime, window: timedelta,
+            kind: PeriodKind | None = None) -> slo.Slo:
     """One schedule's success rate and freshness over ``window`` before ``now`` (in the caller's transaction).
 
     The one definition: ``schedules list``/``show``, the metrics, the web page and the ops report use it.
+    ``kind``: the workflow's period, when known (periods are then judged by business key).
     Periods before the schedule was created count only when they have a run (a backfill).
     """
     spec = schedule.spec
@@ -37,7 +72,7 @@ def measure(conn: Connection, schedule: Schedule, now: datetime, window: timedel
     slots = [f.at for f in cron.fires_between(spec.cron, spec.timezone, start, now, dst_gap=spec.dst_gap,
                                                dst_fold=spec.dst_fold)]
     slots = slots[-MAX_SLOTS:]
-    facts = period_facts(conn, schedule.id, slots[0], slots[-1]) if slots else {}
+    facts = period_facts(conn, schedule, slots, kind)
     if schedule.created_at is not None:  # periods before the schedule existed count only if something ran them
         slots = [s for s in slots if s > schedule.created_at or s in facts]
     return slo.compute_slo(slots, facts, now=now, deadline=slo.deadline_of(spec), window=window)

@@ -9,12 +9,13 @@ from typing import Any
 
 from sqlalchemy.engine import RowMapping
 
-from engine.core import alerts, redact
+from engine.core import redact
 from engine.core.models import (
     ArtifactRecord,
     AttemptOutcome,
     AttemptRecord,
     AttemptTrigger,
+    Criticality,
     DstFold,
     DstGap,
     Misfire,
@@ -29,11 +30,12 @@ from engine.core.models import (
     StepStatus,
 )
 
-_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline")
+_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
-          "criticality": alerts.Criticality}
+          "criticality": Criticality}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL: dict[str, Any] = {"criticality": alerts.Criticality.NORMAL, "deadline": None, "freshness_target": None}
+_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None,
+                             "freshness_target": None}
 
 
 

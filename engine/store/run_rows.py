@@ -220,6 +220,15 @@ def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
+def unstarted_past(conn: Connection, schedule_id: int, started_by: datetime) -> list[Run]:
+    """Scheduled runs of a schedule, never started and not held elsewhere, whose slot is before ``started_by``."""
+    query = _run_query().where(runs.c.schedule_id == schedule_id,
+                               runs.c.trigger_type == RunTrigger.SCHEDULED.value,
+                               runs.c.status.in_([RunStatus.PENDING.value, RunStatus.QUEUED.value]),
+                               runs.c.started_at.is_(None), runs.c.scheduled_for < started_by)
+    return [rows.run_from_row(row) for row in conn.execute(query.order_by(runs.c.scheduled_for)).mappings()]
+
+
 def set_status(conn: Connection, run_id: int, target: RunStatus, **values: Any) -> None:
     """Move a run to ``target`` under the transition table's guard; raises InvalidTransition."""
     _guarded_status(conn, run_id, target, **values)

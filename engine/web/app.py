@@ -58,7 +58,8 @@ SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
 ]
-_PLAIN = [(b"content-type", b"text/plain; charset=utf-8"), (b"cache-control", b"no-store")]
+NO_STORE = (b"cache-control", b"no-store")
+_PLAIN = [(b"content-type", b"text/plain; charset=utf-8"), NO_STORE]
 
 
 def host_name(header: str) -> str:
@@ -77,7 +78,9 @@ def allowed_hosts(bound: str, extra: tuple[str, ...]) -> frozenset[str]:
 
 class Guard:
     """Outermost: the Host check (DNS rebinding gets 400), the security headers on every answer
-    (error pages included), ``Secure`` on the cookie over HTTPS, and a plain 500 for any bug."""
+    (error pages included), ``Cache-Control: no-store`` on everything but ``/static/`` (pages and
+    ``/api/`` carry runs, reports and the CSRF token: no browser or proxy cache keeps them),
+    ``Secure`` on the cookie over HTTPS, and a plain 500 for any bug."""
 
     def __init__(self, app: ASGIApp, hosts: frozenset[str], secure_cookies: bool) -> None:
         self.app, self.hosts, self.secure_cookies = app, hosts, secure_cookies
@@ -88,6 +91,7 @@ class Guard:
             return
         started = False
         secure = self.secure_cookies or scope.get("scheme") == "https"
+        cacheable = str(scope.get("path", "")).startswith("/static/")
 
         async def with_headers(message: Message) -> None:
             nonlocal started
@@ -95,6 +99,8 @@ class Guard:
                 started = True
                 headers = [(k, v + b"; secure" if secure and k == b"set-cookie" and b"secure" not in v.lower() else v)
                            for k, v in message.get("headers", [])]
+                if not cacheable and all(k.lower() != b"cache-control" for k, _ in headers):
+                    headers.append(NO_STORE)
                 message["headers"] = [*headers, *SECURITY_HEADERS]
             await send(message)
 

@@ -3,7 +3,8 @@ server-side session, CSRF on every form, and a limit on failed logins.
 
 - The write token comes from the environment variable named by ``[ui] token_env``;
   without it the page is read-only and every POST is refused (403). A token shorter
-  than ``MIN_TOKEN_LENGTH`` is refused at start (exit 2).
+  than ``MIN_TOKEN_LENGTH``, or made of fewer than ``MIN_DISTINCT`` different characters
+  (16 spaces, ``aaaaaaaaaaaaaaaa``), is refused at start (exit 2).
 - ``/login`` compares the submitted token with ``hmac.compare_digest`` and opens a
   session (``engine.web.sessions``); the signed, HttpOnly, SameSite=Strict cookie holds
   only the random session id and the CSRF token, no digest of the token.
@@ -27,6 +28,7 @@ from engine.web import sessions
 
 CSRF_FIELD = "csrf_token"
 MIN_TOKEN_LENGTH = 16
+MIN_DISTINCT = 4
 _LOGIN_NAME = re.compile(r"[^A-Za-z0-9_.@-]")
 
 
@@ -46,11 +48,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+_MAKE_ONE = "use a long random one (python -c 'import secrets; print(secrets.token_urlsafe(24))')"
+
+
 def check_token(token: str | None, token_env: str) -> None:
-    """Refuse (exit 2) a token short enough to guess online."""
-    if token is not None and len(token) < MIN_TOKEN_LENGTH:
-        raise errors.InvalidInput(f"{token_env} is shorter than {MIN_TOKEN_LENGTH} characters; "
-                                  "use a long random one (python -c 'import secrets; print(secrets.token_urlsafe(24))')")
+    """Refuse (exit 2) a token short or plain enough to guess online."""
+    if token is None:
+        return
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise errors.InvalidInput(f"{token_env} is shorter than {MIN_TOKEN_LENGTH} characters; {_MAKE_ONE}")
+    if len(set(token)) < MIN_DISTINCT or not token.strip():
+        raise errors.InvalidInput(f"{token_env} is weak: it repeats fewer than {MIN_DISTINCT} different "
+                                  f"characters; {_MAKE_ONE}")
 
 
 def check_bind(host: str, token: str | None, token_env: str) -> None:

@@ -28,6 +28,8 @@ class WebState:
     token: str | None
     session_store: sessions.SessionStore
     limiter: sessions.LoginLimiter = field(default_factory=sessions.LoginLimiter)
+    draft_limiter: sessions.EventLimiter = field(default_factory=lambda: sessions.EventLimiter(
+        sessions.DRAFTS_PER_WINDOW, sessions.DRAFT_WINDOW, max_keys=sessions.MAX_SESSIONS))
 
     def session(self, request: Request) -> sessions.Session | None:
         """The logged-in session of ``request``, or None."""

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
@@ -18,7 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from engine.core import bulk, cron, cron_words, errors, inputs, limits, logs, revisions
-from engine.core.models import ACTIVE_STATUSES, RunStatus, RunTrigger
+from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
@@ -52,30 +53,78 @@ def home(request: Request) -> Response:
     return RedirectResponse("/schedules", status_code=302)
 
 
-def schedules_page(request: Request) -> Response:
-    """``/schedules``: every schedule and its last run."""
-    rt = state_of(request).rt
-    overviews = schedule_queries.schedules_overview(rt)
+def _schedule_items(rt: Runtime) -> list[dict[str, Any]]:
     now = rt.clock.now()
     items = []
-    for overview in overviews:
+    for overview in schedule_queries.schedules_overview(rt):
         spec = overview.schedule.spec
         fires = cron.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
         items.append({"view": views.schedule_view(overview.schedule, overview.last_run, overview.slo),
                       "words": cron_words.describe(spec.cron), "fires": fires})
-    text = (request.query_params.get("draft") or "").strip()
+    return items
+
+
+def schedules_page(request: Request) -> Response:
+    """``/schedules``: every schedule and its last run, and the draft form (``POST /schedules/draft``)."""
+    rt = state_of(request).rt
+    return page(request, "schedules.html", title="Schedules", items=_schedule_items(rt), draft=None,
+                draft_text="", draft_error=None, draft_project="", draft_workflow="")
+
+
+#: The draft form (SPEC §16.2 on the page): what it takes, how long it may take, how often.
+DRAFT_TEXT_MAX = 500
+DRAFT_DEADLINE_S = 30.0
+DRAFT_ECHO_MAX = 300  # characters of an error or a rationale shown back
+
+
+async def draft_action(request: Request) -> Response:
+    """``POST /schedules/draft``: a schedule drafted from words, validated and previewed; nothing written.
+
+    Logged in and CSRF-checked like every action; at most ``sessions.DRAFTS_PER_WINDOW`` per session
+    per window (429 after); the model is asked under the host's generation lock without waiting
+    for it (busy: said at once) and within ``DRAFT_DEADLINE_S``; what it echoes is cut.
+    """
+    rt, form = await _authorised_form(request)
+    web = state_of(request)
+    now = rt.clock.now()
+    session_key = str(request.session.get("sid"))
+    wait = web.draft_limiter.blocked_for(session_key, now)
+    if wait is not None:
+        seconds = max(1, math.ceil(wait.total_seconds()))
+        answer = page(request, "error.html", status_code=429, title="429 too many drafts",
+                      message=f"too many drafts from this session; try again in {seconds} s")
+        answer.headers["Retry-After"] = str(seconds)
+        return answer
+    web.draft_limiter.record(session_key, now)
+    text = (_field(form, "draft") or "").strip()
+    project = (_field(form, "project") or "").strip()[:64] or None
+    workflow = (_field(form, "workflow") or "").strip()[:64] or None
     draft, draft_error = None, None
-    if text:  # SPEC §16.2: the same validation and preview as the CLI; writing stays on the CLI
+    if len(text) > DRAFT_TEXT_MAX:
+        draft_error = f"the sentence is {len(text)} characters long; at most {DRAFT_TEXT_MAX}"
+    elif text:
+        def ask() -> drafts.DraftReport:
+            return drafts.draft(rt.config, rt.registry, text, now=now, project=project, workflow=workflow,
+                                exclusive=partial(rt.store.exclusive, wait=False), deadline_s=DRAFT_DEADLINE_S)
         try:
-            draft = drafts.draft(rt.config, rt.registry, text, now=now,
-                                 project=request.query_params.get("project") or None,
-                                 workflow=request.query_params.get("workflow") or None)
+            draft = _cut(await run_in_threadpool(ask))
         except errors.ReportflowError as exc:
-            draft_error = exc.message
-    return page(request, "schedules.html", title="Schedules", items=items, draft=draft,
-                draft_text=text, draft_error=draft_error,
-                draft_project=request.query_params.get("project") or "",
-                draft_workflow=request.query_params.get("workflow") or "")
+            draft_error = _clipped(exc.message)
+    return page(request, "schedules.html", title="Schedules", items=_schedule_items(rt), draft=draft,
+                draft_text=text[:DRAFT_TEXT_MAX], draft_error=draft_error, draft_project=project or "",
+                draft_workflow=workflow or "")
+
+
+def _clipped(text: str, limit: int = DRAFT_ECHO_MAX) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit} more characters)"
+
+
+def _cut(report: drafts.DraftReport) -> drafts.DraftReport:
+    """The draft as the page shows it: a model's long rationale, error or field is cut, never echoed whole."""
+    entry = {key: _clipped(value, 100) if isinstance(value, str) else value for key, value in report.draft.items()}
+    return dataclasses.replace(report, draft=entry, rationale=_clipped(report.rationale),
+                               errors=[_clipped(problem) for problem in report.errors],
+                               toml=_clipped(report.toml, 2000))
 
 
 def schedule_page(request: Request) -> Response:
@@ -182,13 +231,13 @@ def run_page(request: Request) -> Response:
                 file_problem=file_problem,
                 commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
                 audit=run_queries.run_audit(rt, run.id), step_names=step_names,
-                can_retry=run.status in actions.RETRYABLE, can_retry_from=run.status in
-                actions.RETRYABLE | {RunStatus.SUCCESS},
+                can_retry=run.status in RETRYABLE_STATUSES, can_retry_from=run.status in
+                RETRYABLE_STATUSES | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
                 can_run_now=run.schedule_id is not None and revisions.decide_action(
                     revisions.Command.TRIGGER, run.status) in (revisions.PeriodAction.REQUEUE,
                                                                revisions.PeriodAction.APPROVE),
-                can_cancel=run.status in actions.CANCELLABLE | {RunStatus.RUNNING, RunStatus.WAITING},
+                can_cancel=run.status in CANCELLABLE_STATUSES | {RunStatus.RUNNING, RunStatus.WAITING},
                 active=run.status in ACTIVE_STATUSES,
                 default_step=views.failed_step(run) or (step_names[0] if step_names else ""))
 
@@ -219,7 +268,8 @@ def _throttled(request: Request) -> Response | None:
         return None
     seconds = max(1, math.ceil(wait.total_seconds()))
     answer = page(request, "error.html", status_code=429, title="429 too many failed logins",
-                  message=f"too many failed logins from this address; try again in {seconds} s")
+                  message=f"too many failed logins (from this address, or from all of them); "
+                          f"try again in {seconds} s")
     answer.headers["Retry-After"] = str(seconds)
     return answer
 
@@ -360,7 +410,8 @@ async def backfill_action(request: Request) -> Response:
 
 ROUTES = [
     Route("/", home),
-    Route("/schedules", schedules_page),
+    Route("/schedules", schedules_page, methods=["GET"]),
+    Route("/schedules/draft", draft_action, methods=["POST"]),
     Route("/schedules/{name}", schedule_page),
     Route("/schedules/{name}/backfill", backfill_preview, methods=["GET"]),
     Route("/schedules/{name}/backfill", backfill_action, methods=["POST"]),

@@ -5,8 +5,9 @@ write token; the id maps here to who logged in and until when. Logout forgets th
 so a saved copy of the old cookie no longer acts; a session ends after ``[ui] session_ttl``.
 Why memory and not the database: docs/DESIGN.md "Web sessions".
 
-``decide_login_block`` is the pure decision of the limit; ``LoginLimiter`` holds the
-failures per client address and asks it.
+``decide_login_block`` is the pure decision of a limit; ``LoginLimiter`` holds the failed
+token attempts per client address and across all of them (one address per guess is no way
+around it), and ``EventLimiter`` the drafts of each session.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from datetime import datetime, timedelta
 
 MAX_FAILURES = 5
 FAILURE_WINDOW = timedelta(minutes=5)
+#: Failed token attempts from every address together, within ``FAILURE_WINDOW``: past this,
+#: ``/login`` (and ``/metrics``) answer 429 to everyone until the window passes.
+GLOBAL_MAX_FAILURES = 20
+#: Schedule drafts per logged-in session (each may ask the model): at most this many per window.
+DRAFTS_PER_WINDOW = 5
+DRAFT_WINDOW = timedelta(minutes=1)
 MAX_SESSIONS = 1000
 MAX_ADDRESSES = 10_000
 
@@ -72,34 +79,57 @@ class SessionStore:
             del self._sessions[sid]
 
 
-def decide_login_block(failures: Iterable[datetime], now: datetime) -> timedelta | None:
-    """How long ``/login`` stays closed to an address with these failure instants (None: open).
+def decide_login_block(failures: Iterable[datetime], now: datetime, *, limit: int = MAX_FAILURES,
+                       window: timedelta = FAILURE_WINDOW) -> timedelta | None:
+    """How long a limit stays closed after events at these instants (None: open).
 
-    Closed once ``MAX_FAILURES`` fall within the last ``FAILURE_WINDOW``, until the oldest
-    of them leaves the window.
+    Closed once ``limit`` of them fall within the last ``window``, until the oldest of
+    those leaves the window. The login limit (``MAX_FAILURES`` per address, and
+    ``GLOBAL_MAX_FAILURES`` in all) and the draft limit per session both ask it.
     """
-    recent = sorted(at for at in failures if now - at < FAILURE_WINDOW)
-    if len(recent) < MAX_FAILURES:
+    recent = sorted(at for at in failures if now - at < window)
+    if len(recent) < limit:
         return None
-    return recent[-MAX_FAILURES] + FAILURE_WINDOW - now
+    return recent[-limit] + window - now
+
+
+class EventLimiter:
+    """Events per key (an address, a session) within a window, at most ``limit``; thread-safe."""
+
+    def __init__(self, limit: int, window: timedelta, *, max_keys: int = MAX_ADDRESSES) -> None:
+        self.limit = limit
+        self.window = window
+        self.max_keys = max_keys
+        self._events: dict[str, deque[datetime]] = {}
+        self._lock = threading.Lock()
+
+    def blocked_for(self, key: str, now: datetime) -> timedelta | None:
+        """How long ``key`` must wait before the next event (None: it may go now)."""
+        with self._lock:
+            return decide_login_block(self._events.get(key, ()), now, limit=self.limit, window=self.window)
+
+    def record(self, key: str, now: datetime) -> None:
+        """Count one event of ``key`` at ``now``."""
+        with self._lock:
+            if key not in self._events and len(self._events) >= self.max_keys:
+                self._events.pop(next(iter(self._events)))
+            self._events.setdefault(key, deque(maxlen=self.limit)).append(now)
 
 
 class LoginLimiter:
-    """Failed logins per client address, within the window; thread-safe."""
+    """Failed token attempts: per client address, and across every address (the global limit)."""
 
     def __init__(self) -> None:
-        self._failures: dict[str, deque[datetime]] = {}
-        self._lock = threading.Lock()
+        self._per_address = EventLimiter(MAX_FAILURES, FAILURE_WINDOW)
+        self._everyone = EventLimiter(GLOBAL_MAX_FAILURES, FAILURE_WINDOW, max_keys=1)
 
     def blocked_for(self, address: str, now: datetime) -> timedelta | None:
         """How long ``address`` must wait before trying again (None: it may try now)."""
-        with self._lock:
-            return decide_login_block(self._failures.get(address, ()), now)
+        waits = [wait for wait in (self._per_address.blocked_for(address, now),
+                                   self._everyone.blocked_for("*", now)) if wait is not None]
+        return max(waits) if waits else None
 
     def record_failure(self, address: str, now: datetime) -> None:
-        """Count a failed login from ``address`` at ``now``."""
-        with self._lock:
-            if address not in self._failures and len(self._failures) >= MAX_ADDRESSES:
-                self._failures.pop(next(iter(self._failures)))
-            window = self._failures.setdefault(address, deque(maxlen=MAX_FAILURES))
-            window.append(now)
+        """Count a failed attempt from ``address`` at ``now``, for it and for everyone."""
+        self._per_address.record(address, now)
+        self._everyone.record("*", now)

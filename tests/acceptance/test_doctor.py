@@ -15,7 +15,7 @@ from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.plugins.contract import ArtifactRef
-from engine.scheduling import definitions
+from engine.scheduling import definitions, heartbeat
 from engine.store import claims, run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.support import REPO_ROOT, make_runtime, run_cli, write_config
@@ -33,7 +33,8 @@ def free_port() -> int:
 
 
 def problems(stdout: str) -> list[str]:
-    return [line for line in stdout.splitlines() if line.startswith("PROBLEM")]
+    """The problems reported about what a test set up (the scheduler's heartbeat is checked on its own below)."""
+    return [line for line in stdout.splitlines() if line.startswith("PROBLEM") and "scheduler:" not in line]
 
 
 def doctor(config: Path, env: Mapping[str, str] | None = None, now: str | None = None) -> Any:
@@ -172,6 +173,7 @@ def test_trashed_notion_page_and_schema(tmp_path: Path, monkeypatch: pytest.Monk
         rt = make_runtime(url, schedules=[DAILY], clock=SystemClock(), base_dir=tmp_path,
                           extra={"reports": {"dir": "reports"}, "notion": notion, "projects": projects})
         definitions.apply(rt)
+        heartbeat.beat(rt, "serve")  # a scheduler is running: the installation is healthy
         actions.trigger(rt, "main-daily")
         outcome = Worker(rt, "w1").run_one()
         assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
@@ -204,3 +206,17 @@ def test_trashed_notion_page_and_schema(tmp_path: Path, monkeypatch: pytest.Monk
         refused = doctor(config, env=env)
         (line,) = problems(refused.stdout)
         assert "refused the token" in line and env["RF_TEST_NOTION_TOKEN"] not in refused.stdout
+
+
+def test_doctor_says_never_ticked_until_something_ticks(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}",
+                          schedules=[dict(name="e", workflow="echo", project="p", cron="0 * * * *", timezone="UTC")])
+    assert run_cli("schedules", "apply", config=config, now="2026-09-29T09:00:00Z").returncode == 0
+    before = doctor(config, now="2026-09-29T09:01:00Z")
+    assert before.returncode == 1 and "PROBLEM scheduler: never ticked" in before.stdout
+    assert "being ticked" not in before.stdout  # it never claims what it has not seen
+    assert run_cli("tick", config=config, now="2026-09-29T09:02:00Z").returncode == 0
+    after = doctor(config, now="2026-09-29T09:03:00Z")
+    assert "never ticked" not in after.stdout and "ok scheduler: tick on " in after.stdout, after.stdout
+    late = doctor(config, now="2026-09-29T10:00:00Z")
+    assert "PROBLEM scheduler: tick on " in late.stdout and "58 min ago" in late.stdout

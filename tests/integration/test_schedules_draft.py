@@ -206,14 +206,23 @@ def test_the_schedules_page_drafts_with_the_same_validation(tmp_path: Path) -> N
     from datetime import UTC, datetime
     rt = Runtime(store=Store.open(cfg.store_url, auto_migrate=True), registry=registry, config=cfg,
                  clock=ManualClock(datetime(2026, 3, 5, tzinfo=UTC)))
-    web = TestClient(create_app(rt, token=None), base_url="http://127.0.0.1")
-    ok = web.get("/schedules", params={"draft": "every weekday at 18:30 New York time for api"})
+    from tests.integration.test_web import TOKEN, csrf_of
+
+    web = TestClient(create_app(rt, token=TOKEN), base_url="http://127.0.0.1", follow_redirects=False)
+    login = csrf_of(web.get("/login").text)
+    assert web.post("/login", data={"token": TOKEN, "csrf_token": login}).status_code == 303
+    csrf = csrf_of(web.get("/schedules").text)
+
+    def draft_on_page(text: str) -> Any:
+        return web.post("/schedules/draft", data={"draft": text, "csrf_token": csrf})
+
+    ok = draft_on_page("every weekday at 18:30 New York time for api")
     assert ok.status_code == 200 and 'data-draft="valid"' in ok.text
     assert "0.71 runs/day" in ok.text and "Mon 2026-03-09 18:30 -0400" in ok.text
     assert 'cron = &#34;30 18 * * 1-5&#34;' in ok.text
-    bad = web.get("/schedules", params={"draft": "every weekday at 07:00, weekly report for api"})
+    bad = draft_on_page("every weekday at 07:00, weekly report for api")
     assert 'data-draft="invalid"' in bad.text and "one slot per ISO week" in bad.text
-    unread = web.get("/schedules", params={"draft": "now and then"})
+    unread = draft_on_page("now and then")
     assert 'data-draft="error"' in unread.text and "needs a model" in unread.text
     assert path.read_bytes() == before
 
@@ -231,3 +240,19 @@ def test_a_symlink_at_the_temporary_name_is_refused_and_nothing_is_written(tmp_p
     assert "Traceback" not in refused.stderr
     assert path.read_bytes() == before and elsewhere.read_text() == "keep"
     assert drafts.temporary_path(path).is_symlink()  # what was planted is left for its owner to look at
+
+
+def test_write_through_a_symlinked_config_writes_the_real_file_and_keeps_the_link(tmp_path: Path) -> None:
+    """Issue 36, item 9: the rename used to replace the symlink with a plain file; the real config never
+    got the schedule (and the next edit of the real file was silently ignored)."""
+    real_dir = tmp_path / "etc-reportflow"
+    real_dir.mkdir()
+    real = config(real_dir)
+    link = tmp_path / "reportflow.toml"
+    link.symlink_to(real)
+    written = draft(link, "every day at 07:00 for api", "--write", "--yes")
+    assert written.returncode == 0, written.stderr
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    names = [s["name"] for s in tomllib.loads(real.read_text())["schedules"]]
+    assert len(names) == 3 and names[-1] not in ("web-daily", "echo-tick")
+    assert not list(real_dir.glob(".*.draft")) and not list(tmp_path.glob(".*.draft"))

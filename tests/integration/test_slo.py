@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from engine.core.clock import ManualClock
+from engine.core.models import PeriodKind
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.read import schedule_queries
@@ -56,3 +57,36 @@ def test_a_schedule_with_no_period_due_has_no_rate(store_url: str, tmp_path: Pat
     definitions.apply(rt)
     got = schedule_queries.schedule_slo(rt, "four")
     assert (got.success_rate, got.freshness, got.periods_due) == (None, None, 0)
+
+
+def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(store_url: str, tmp_path: Path) -> None:
+    """The 19:30 run of a daily succeeded; then the cron moved to 20:00. Today is judged by the version in force
+    at its slot: its period has its report, so no run_late, and the success rate stays 100%."""
+    import dataclasses
+
+    daily = dataclasses.replace(FOUR_STEPS, name="daily_steps", period=PeriodKind.DAY)
+    spec = dict(name="daily", workflow="daily_steps", project="p1", cron="30 19 * * *", timezone="UTC",
+                report_on="current", deadline="30m")
+
+    def runtime(cron: str) -> Runtime:
+        return make_runtime(store_url, schedules=[{**spec, "cron": cron}], clock=clock,
+                            registry={"daily_steps": daily}, extra={"notify": {"slo_window": "1d"},
+                                                                    "testflow": {"log": str(tmp_path / "log")}})
+
+    clock = ManualClock(datetime(2026, 9, 29, 12, 0, tzinfo=UTC))
+    rt = runtime("30 19 * * *")
+    definitions.apply(rt)
+    clock.set(datetime(2026, 9, 29, 19, 30, 30, tzinfo=UTC))
+    tick.tick(rt)
+    Worker(rt, "w").work(until_idle=True)
+    clock.set(datetime(2026, 9, 29, 19, 45, tzinfo=UTC))
+    rt = runtime("0 20 * * *")
+    definitions.apply(rt, confirmed=True)
+    clock.set(datetime(2026, 9, 29, 21, 0, tzinfo=UTC))
+    tick.tick(rt)
+    Worker(rt, "w").work(until_idle=True)
+    reconciler.sweep(rt)
+    with rt.store.read() as conn:
+        assert [e.event for e in outbox.list_events(conn) if e.event == "run_late"] == []
+    got = schedule_queries.schedule_slo(rt, "daily")
+    assert (got.periods_due, got.succeeded, got.success_rate) == (1, 1, 1.0)

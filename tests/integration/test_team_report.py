@@ -21,7 +21,7 @@ from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.plugins.workflow_registry import load_registry
 from engine.scheduling import definitions
-from engine.store import run_rows
+from engine.store import outbox, run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo
@@ -94,6 +94,12 @@ def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store
     text = path.read_text()
     assert "Not collected: web (GIT_REPO_NOT_FOUND)" in text
     assert "### web\n\n**Not collected** (FAILED, GIT_REPO_NOT_FOUND)" in text
+    # One alert for one problem: the team's run_partial, routed by its schedule, naming the child that failed.
+    with rt.store.read() as conn:
+        raised = [(e.event, e.schedule) for e in outbox.list_events(conn)]
+        (partial,) = [e for e in outbox.list_events(conn) if e.event == "run_partial"]
+    assert raised == [("run_partial", "core-daily")]
+    assert "GIT_REPO_NOT_FOUND" in str(partial.details)
     assert "new checkout page" not in text and "add the orders endpoint" in text
 
     shutil.move(tmp_path / "web-away", tmp_path / "web")

@@ -186,3 +186,82 @@ def test_a_password_stored_before_masking_is_masked_on_the_page_and_the_api(site
         answer = c.get(path)
         assert answer.status_code == 200 and "OLDROWCANARY" not in answer.text, path
     assert "rf:***@127.0.0.1" in c.get(f"/api/runs/{site.failed_id}").text
+
+
+# --- issue 36 ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("weak", [" " * 16, "a" * 16, "abababababababab"])
+def test_a_token_of_one_repeated_character_is_refused_as_weak_at_start(tmp_path: Path, weak: str) -> None:
+    config = write_config(tmp_path / "rf.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}")
+    result = run_cli("ui", "--port", "0", config=config, env={"REPORTFLOW_UI_TOKEN": weak})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "weak" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_token_guesses_are_limited_across_addresses_too(site: Site) -> None:
+    """Five guesses from each of 20 loopback addresses used to give 100 guesses and no 429."""
+    app = create_app(site.rt, token=TOKEN)
+    clients = [TestClient(app, base_url="http://127.0.0.1", follow_redirects=False, client=(f"127.0.0.{n}", 5000))
+               for n in range(2, 23)]
+    forms = [(c, csrf_of(c.get("/login").text)) for c in clients]
+    answers = [c.post("/login", data={"token": f"guess-{n}-{guess}", "csrf_token": csrf}).status_code
+               for n, (c, csrf) in enumerate(forms[:20]) for guess in range(5)]
+    assert answers.count(403) == 20 and answers.count(429) == 80  # 20 tries in all, from any address
+    fresh, csrf = forms[20]
+    blocked = fresh.post("/login", data={"token": TOKEN, "csrf_token": csrf})
+    assert blocked.status_code == 429 and 1 <= int(blocked.headers["retry-after"]) <= 300
+
+
+def test_pages_and_the_api_are_never_cached_static_files_may_be(site: Site) -> None:
+    c, _ = logged_in(site.rt)
+    for path in ("/schedules", f"/runs/{site.ok_id}", "/runs", "/login", "/api/runs", "/runs/999999"):
+        assert c.get(path).headers.get("cache-control") == "no-store", path
+    assert c.get("/static/style.css").headers.get("cache-control") != "no-store"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_metrics_check_the_host_and_the_token(tmp_path: Path) -> None:
+    """``serve --metrics-port`` served any Host (DNS rebinding) and needed no token; now as the page."""
+    import signal
+    import urllib.error
+    import urllib.request
+
+    from tests.acceptance import procs
+
+    port = _free_port()
+    config = write_config(tmp_path / "rf.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}")
+    serve = procs.spawn(tmp_path, config, "serve", "--metrics-port", str(port), env={"REPORTFLOW_UI_TOKEN": TOKEN})
+
+    def get(host: str, token: str | None = None) -> tuple[int, str]:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Host": host})
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError:
+            return 0, ""
+
+    try:
+        procs.wait_for(lambda: get("127.0.0.1", TOKEN)[0] == 200, 60, "the metrics endpoint")
+        status, body = get("127.0.0.1", TOKEN)
+        assert "reportflow_" in body
+        assert get("attacker.example", TOKEN)[0] == 400
+        assert get(f"localhost:{port}")[0] == 401
+        assert get("127.0.0.1", "not-the-token")[0] == 401
+        for _ in range(3):
+            get("127.0.0.1", "not-the-token")
+        assert get("127.0.0.1", TOKEN)[0] == 429  # the page's failed-login limit counts these too
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        procs.finish(serve, timeout=120)

@@ -11,6 +11,7 @@ byte-identical. The cases complement ``tests/acceptance/test_cli.py``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -80,6 +81,14 @@ class Case:
     command: tuple[str, ...] = ("schedules", "apply")
 
 
+TEAM = """
+[[schedules]]
+name = "{name}"
+workflow = "team_weekly_report"
+{project}projects = ["platform"]
+cron = "0 9 * * 1"
+timezone = "UTC"
+"""
 WRITERS = [("schedules", "apply"), ("tick",), ("work", "--until-idle"),
            ("trigger", "platform-daily", "--date", "2026-09-29"),
            ("backfill", "platform-daily", "--from", "2026-09-20", "--to", "2026-09-25"),
@@ -162,6 +171,32 @@ CONFIG_CASES: dict[str, Case] = {
     "byte order mark": Case(head("\ufeff"), ("bad.toml", "TOML")),
     "deeply nested TOML": Case(add("\n[deep]\nx = " + "[" * 5000 + "]" * 5000 + "\n"), ("bad.toml", "nested too deeply")),
     "not UTF-8": Case(lambda text: text.replace("Asia/Seoul", "Asia/S\udce9oul"), ("bad.toml", "cannot read")),
+    # issue 36: what used to load and then fail at run time (or with a traceback)
+    "reports dir at the filesystem root": Case(sub('dir = "reports"', 'dir = "/"'), ("bad.toml: reports.dir", "root")),
+    "reports dir outside the config's folder": Case(sub('dir = "reports"', 'dir = "../elsewhere"'),
+                                                    ("bad.toml: reports.dir", "outside the config's folder")),
+    "reports dir in /etc": Case(sub('dir = "reports"', 'dir = "/etc/rf-probe"'), ("bad.toml: reports.dir", "system")),
+    "NUL in the reports dir": Case(sub('dir = "reports"', 'dir = "rep\\u0000orts"'), ("bad.toml: reports.dir", "NUL")),
+    "NUL in a repository path": Case(sub('repo = "', 'repo = "\\u0000'), ("bad.toml: projects[0].repo", "NUL")),
+    "NUL in the SQLite path": Case(sub('"sqlite:///rf.db"', '"sqlite:///r\\u0000f.db"'), ("bad.toml: store.url", "NUL")),
+    "a SQLite path 2,000 folders deep": Case(sub('"sqlite:///rf.db"', '"sqlite:///' + "a/" * 2000 + 'rf.db"'),
+                                             ("bad.toml: store.url", "2001 folders deep")),
+    "a prompt version without prompts": Case(sub('provider = "builtin"', 'provider = "builtin"\nprompt_version = "v999"'),
+                                             ("bad.toml: llm.prompt_version", "'v999'", "v1, v2, v3")),
+    "an llm host that is a file URL": Case(sub('provider = "builtin"', 'provider = "builtin"\nhost = "file:///etc/passwd"'),
+                                           ("bad.toml: llm.host", "http:// or https://")),
+    "a notion base_url that is a file URL": Case(add('\n[notion]\nbase_url = "file:///tmp/x"\n'),
+                                                 ("bad.toml: notion.base_url", "http:// or https://")),
+    "a team schedule named with a dot": Case(add(TEAM.format(name="Core.Team", project='project = "core"\n')),
+                                             ("bad.toml: schedules[1].name", "'Core.Team'", "report file")),
+    "a team schedule name of 65 characters": Case(add(TEAM.format(name="t" * 65, project='project = "core"\n')),
+                                                  ("bad.toml: schedules[1].name", "64 characters")),
+    "a team schedule without project": Case(add(TEAM.format(name="core-weekly", project="")),
+                                            ("bad.toml: schedules[1].project", "names its team")),
+    "a team key that is no key": Case(add(TEAM.format(name="core-weekly", project='project = "Core Team"\n')),
+                                      ("bad.toml: schedules[1].project", "'Core Team'")),
+    "a [[teams]] entry without key": Case(add('\n[[teams]]\nprojects = ["platform"]\n'),
+                                          ("bad.toml: teams[0].key", "is required")),
 }
 
 
@@ -199,7 +234,7 @@ def install(golden: Path, tmp_path: Path) -> Path:
 
 
 def not_config(path: Path) -> bool:
-    return path.name == "bad.toml"
+    return path.name in ("bad.toml", "etc-link")
 
 
 def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...], config: Path) -> None:
@@ -210,6 +245,9 @@ def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...], 
     assert "Traceback" not in result.stderr, shown
     if not result.stderr.startswith("Usage:"):  # Click's own usage errors have their box; ours are one line
         assert result.stderr.strip().count("\n") == 0, shown
+        # The product's own words: never a library's message or its URL (pydantic's "1 validation error for ...").
+        for foreign in ("pydantic", "validation error for", "Input should", "String should", "Field required"):
+            assert foreign not in result.stderr, shown
     for text in says:
         assert text in result.stderr, f"expected {text!r} in the message\n{shown}"
     assert tree_digest(install, skip=not_config) == before, "the install changed"
@@ -325,6 +363,34 @@ def test_a_misspelled_schedules_table_is_refused(install: Path) -> None:
     bad = install / "bad.toml"
     bad.write_text((install / "reportflow.toml").read_text().replace("[[schedules]]", "[[schedule]]"))
     expect_refused(install, ("schedules", "apply"), ("schedule", "unknown section"), bad)
+
+
+def test_a_reports_dir_that_is_a_symlink_out_of_the_config_folder_is_refused(install: Path) -> None:
+    (install / "etc-link").symlink_to("/etc")
+    bad = install / "bad.toml"
+    bad.write_text((install / "reportflow.toml").read_text().replace('dir = "reports"', 'dir = "etc-link/rf-probe"'))
+    expect_refused(install, ("work", "--until-idle"), ("bad.toml: reports.dir", "/etc", "outside"), bad)
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder", "huge"])
+def test_a_config_that_is_no_regular_file_or_is_huge_is_refused_unread(install: Path, tmp_path: Path,
+                                                                       kind: str) -> None:
+    """``--config /dev/zero`` read until MemoryError, a FIFO blocked for ever: both are refused at once."""
+    if kind == "device":
+        config = Path("/dev/zero")
+    elif kind == "fifo":
+        config = tmp_path / "fifo.toml"
+        os.mkfifo(config)
+    elif kind == "folder":
+        config = tmp_path / "folder.toml"
+        config.mkdir()
+    else:
+        config = tmp_path / "huge.toml"
+        with config.open("wb") as handle:
+            handle.truncate(17 * 1024 * 1024)  # sparse: 17 MiB of NULs, nothing on disk
+    says = ("is at most",) if kind == "huge" else ("not a regular file",)
+    for command in (("tick",), ("work", "--until-idle"), ("schedules", "apply")):
+        expect_refused(install, command, (str(config), *says), config)
 
 
 def test_init_with_a_long_repository_name_writes_a_config_it_accepts(tmp_path: Path) -> None:

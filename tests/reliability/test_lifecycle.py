@@ -171,6 +171,69 @@ def test_db_backup_refuses_postgres_with_the_pg_dump_equivalent(pg_url: str, tmp
     assert not (tmp_path / "copy.db").exists()
 
 
+def _big_install(tmp: Path) -> Path:
+    """An install whose database holds 300 MiB (a copy takes a noticeable moment: a signal lands inside it)."""
+    config = write_config(tmp / "reportflow.toml", db_url="sqlite:///rf.db", schedules=[ECHO_DAILY])
+    _cli(tmp, config, "schedules", "apply", now="2026-03-01T00:00:00Z")
+    db = sqlite3.connect(tmp / "rf.db")
+    try:
+        db.execute("CREATE TABLE ballast (x BLOB)")
+        for _ in range(30):
+            db.execute("INSERT INTO ballast VALUES (zeroblob(10 * 1024 * 1024))")
+        db.commit()
+    finally:
+        db.close()
+    return config
+
+
+def _partials(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".partial" in p.name)
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_a_backup_stopped_midway_leaves_no_partial_copy(tmp_path: Path, how: signal.Signals) -> None:
+    """Issue 36, item 19: ``kill -9`` during ``db backup`` left a partial copy of hundreds of MB until the
+    same destination was tried again. SIGTERM and Ctrl-C now remove it on the way out; after a SIGKILL,
+    the next backup into that folder removes it, whatever its destination."""
+    config = _big_install(tmp_path)
+    out = tmp_path / "backups"
+    out.mkdir()
+    proc = procs.spawn(tmp_path, config, "db", "backup", str(out / "first.db"), now="2026-03-01T00:00:00Z")
+    procs.wait_for(lambda: bool(_partials(out)) or proc.poll() is not None, 60, "the partial copy")
+    assert proc.poll() is None, "the copy ended before the signal could land inside it"
+    proc.send_signal(how)
+    procs.finish(proc, timeout=60)
+    assert not (out / "first.db").exists()
+    if how is signal.SIGKILL:
+        assert ".first.db.partial" in _partials(out)  # nobody was left to remove it (nor its journal)...
+        _cli(tmp_path, config, "db", "backup", str(out / "second.db"), now="2026-03-01T00:00:00Z")
+        assert (out / "second.db").exists()  # ...the next try does
+    else:
+        assert proc.returncode != 0
+    assert _partials(out) == []
+
+
+def test_a_backup_leaves_a_partial_copy_another_backup_is_writing(tmp_path: Path) -> None:
+    """The stale-partial sweep takes only copies nobody holds: a live one keeps its lock."""
+    import fcntl
+
+    from engine.store import backup
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    live = folder / ".live.db.partial"
+    stale = folder / ".stale.db.partial"
+    other = folder / ".notes.partial"
+    live.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    stale.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    (folder / ".stale.db.partial-journal").write_bytes(b"j")
+    other.write_text("not a database")
+    with live.open("rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        assert backup.remove_stale_partials(folder) == [stale]
+    assert sorted(p.name for p in folder.iterdir()) == [".live.db.partial", ".notes.partial"]
+
+
 # --- restore drill ---------------------------------------------------------------------------------
 
 PROJECT = "drill"
@@ -250,3 +313,25 @@ def _cli_env(tmp: Path, config: Path, env: dict[str, str], *args: str, now: str)
     done = procs.run(tmp, config, *args, now=now, env=env)
     assert done.returncode == 0, f"{args} exited {done.returncode}: {done.stdout}{done.stderr[-3000:]}"
     return done
+
+
+def test_a_backup_is_fsynced_before_its_rename_and_its_folder_after(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.store import backup, database
+
+    engine = database.create_db_engine(f"sqlite:///{tmp_path / 'live.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (x)")
+    synced: list[tuple[str, bool]] = []
+    real_fsync = backup._fsync
+
+    def watching(path: Path) -> None:
+        synced.append((path.name, (tmp_path / "copy.db").exists()))
+        real_fsync(path)
+
+    monkeypatch.setattr(backup, "_fsync", watching)
+    try:
+        backup.backup_sqlite(engine, tmp_path / "copy.db")
+    finally:
+        engine.dispose()
+    assert synced == [(".copy.db.partial", False), (tmp_path.name, True)]

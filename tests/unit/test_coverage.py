@@ -31,6 +31,7 @@ class Branch:
     chain: list[tuple[int, datetime]] = field(default_factory=list)
     dropped: list[tuple[int, datetime]] = field(default_factory=list)
     sides: dict[int, set[int]] = field(default_factory=dict)
+    authored: dict[int, datetime] = field(default_factory=dict)  # every commit's author date
     next_id: int = 1
 
     def push(self, when: datetime, dates: list[datetime], side_sizes: list[int]) -> None:
@@ -38,8 +39,11 @@ class Branch:
             commit = self.next_id
             self.next_id += 1
             self.sides[commit] = set(range(self.next_id, self.next_id + size))
+            for index, side in enumerate(self.sides[commit]):  # a merged branch's work, authored days before
+                self.authored[side] = min(date, when) - timedelta(days=index + 1)
             self.next_id += size
             self.chain.append((commit, min(date, when)))
+            self.authored[commit] = min(date, when)
 
     def force_push(self, drop: int) -> None:
         self.dropped = list(self.chain)
@@ -75,8 +79,11 @@ class Branch:
 
 
 def run_report(branch: Branch, history: dict[int, tuple[int, ...]], marks: list[Mark],
-               start: datetime, end: datetime) -> set[int]:
-    """One report run as the workflow does it: plan, read the branch for dated bounds, record, take the range."""
+               start: datetime, end: datetime) -> tuple[set[int], set[int]]:
+    """One report run as the workflow does it: plan, read the branch for dated bounds, record, take the range.
+
+    Returns what it holds by landing, and by author date (with the range's commits authored earlier: arrived late).
+    """
     plan = coverage.plan(marks, start, end)
 
     def value(bound: coverage.Bound) -> dict[str, str]:
@@ -86,13 +93,13 @@ def run_report(branch: Branch, history: dict[int, tuple[int, ...]], marks: list[
         return {} if head is None else {"main": str(head)}
 
     lower, upper = value(plan.lower), value(plan.upper)
-    for bound, heads in ((plan.lower, lower), (plan.upper, upper)):
-        if bound.at in plan.to_record and all(m.at != bound.at for m in marks):
-            marks.append(Mark(bound.at, heads))
+    for mark in plan.new_marks(lower, upper):
+        if all(m.at != mark.at for m in marks):
+            marks.append(mark)
     marks.sort(key=lambda m: m.at)
     if plan.covered:
         assert upper == lower
-        return set()
+        return set(), set()
 
     def reach(heads: dict[str, str]) -> set[int]:
         return branch.reach(int(heads["main"]) if heads else None, history)
@@ -100,7 +107,9 @@ def run_report(branch: Branch, history: dict[int, tuple[int, ...]], marks: list[
     held = reach(upper) - reach(lower)
     for earlier in plan.earlier:
         held -= reach(earlier)
-    return held
+    by_date = {c for c in reach(upper) if plan.since <= branch.authored[c] < plan.until}
+    late = {c for c in held if branch.authored[c] < plan.since}
+    return held, by_date | late
 
 
 pushes = st.lists(st.tuples(
@@ -115,6 +124,9 @@ pushes = st.lists(st.tuples(
 # A commit reported, force-pushed away, and pushed back: it must not be reported again.
 @example(pushes=[(1, [0], [0, 0, 0], 0), (30, [0], [0, 0, 0], 5), (54, [0], [0, 0, 0], 4)],
          run_days=[(0, 0), (1, 0), (2, 0)], rewrite=True)
+# Out of order: day 2 first, then a backfill of day 0 reaching over day 1, then day 1 (held already).
+@example(pushes=[(12, [0], [0, 0, 0], 0), (36, [0], [1, 0, 0], 0), (60, [0], [0, 0, 0], 0)],
+         run_days=[(2, 0), (0, 49), (1, 26)], rewrite=False)
 @given(pushes=pushes, run_days=st.lists(st.tuples(st.integers(0, 19), st.integers(0, 30 * 24)), max_size=40),
        rewrite=st.booleans())
 def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int], list[int], int]],
@@ -128,7 +140,7 @@ def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int]
     events.sort(key=lambda e: (e[0], e[1]))
 
     branch, marks, history = Branch(), list[Mark](), dict[int, tuple[int, ...]]()
-    reports: dict[int, list[set[int]]] = {}
+    reports: dict[int, list[tuple[set[int], set[int]]]] = {}
     for when, kind, payload in events:
         if kind == 0:
             offsets, sides, drop = payload  # type: ignore[misc]
@@ -145,36 +157,38 @@ def test_every_commit_is_in_exactly_one_report(pushes: list[tuple[int, list[int]
             reports.setdefault(day, []).append(run_report(branch, history, marks, T0 + day * DAY, T0 + (day + 1) * DAY))
 
     # A run of the same window again (a retry, a revision) reports what the first did: its bounds are marks.
-    per_window = [runs[0] for runs in reports.values()]
     for runs in reports.values():
         assert all(r == runs[0] for r in runs[1:])
-    seen: dict[int, int] = {}
-    for held in per_window:
-        for commit in held:
-            seen[commit] = seen.get(commit, 0) + 1
-    assert [c for c, n in seen.items() if n > 1] == []  # never in two reports
-    if not rewrite and marks:
-        first, last = marks[0].value, marks[-1].value
-        expected = (branch.reach(int(last["main"]) if last else None, history)
-                    - branch.reach(int(first["main"]) if first else None, history))
-        assert expected <= set(seen)  # every commit between the first and the last mark is in one
+    for attribution in (0, 1):  # landed, then authored
+        seen: dict[int, int] = {}
+        for runs in reports.values():
+            for commit in runs[0][attribution]:
+                seen[commit] = seen.get(commit, 0) + 1
+        assert [c for c, n in seen.items() if n > 1] == [], ("landed", "authored")[attribution]  # never in two
+        if not rewrite and marks:
+            first, last = coverage.heads_of(marks[0]), coverage.heads_of(marks[-1])
+            expected = (branch.reach(int(last["main"]) if last else None, history)
+                        - branch.reach(int(first["main"]) if first else None, history))
+            if attribution:  # by author date: what was authored after the last edge is for a report to come
+                expected = {c for c in expected if branch.authored[c] < marks[-1].at}
+            assert expected <= set(seen), ("landed", "authored")[attribution]  # every commit in between is in one
 
 
 def test_a_window_after_an_outage_holds_the_periods_without_a_report() -> None:
-    marks = [Mark(T0, {"main": "a"}), Mark(T0 + DAY, {"main": "b"})]
+    marks = [Mark(T0, coverage.mark_value({"main": "a"})), Mark(T0 + DAY, coverage.mark_value({"main": "b"}))]
     plan = coverage.plan(marks, T0 + 3 * DAY, T0 + 4 * DAY)
     assert (plan.lower.how, plan.lower.source, plan.lower.heads) == ("carried", T0 + DAY, {"main": "b"})
     assert plan.since == T0 + DAY and plan.to_record == (T0 + 4 * DAY,)
 
 
 def test_a_backfilled_window_inside_a_later_report_holds_nothing() -> None:
-    marks = [Mark(T0, {"main": "a"}), Mark(T0 + 4 * DAY, {"main": "e"})]  # the T0+3d report carried from T0
+    marks = [Mark(T0, coverage.mark_value({"main": "a"})), Mark(T0 + 4 * DAY, coverage.mark_value({"main": "e"}))]  # the T0+3d report carried from T0
     plan = coverage.plan(marks, T0 + DAY, T0 + 2 * DAY)
     assert plan.covered and plan.upper.heads == plan.lower.heads == {"main": "a"} and plan.to_record == ()
 
 
 def test_a_backfill_before_the_first_report_reaches_to_it() -> None:
-    marks = [Mark(T0 + 2 * DAY, {"main": "c"})]  # the T0+2d report ran first, before this backfill
+    marks = [Mark(T0 + 2 * DAY, coverage.mark_value({"main": "c"}))]  # the T0+2d report ran first, before this backfill
     plan = coverage.plan(marks, T0, T0 + DAY)
     assert (plan.lower.how, plan.upper.how, plan.upper.heads) == ("dated", "ahead", {"main": "c"})
     assert plan.until == T0 + 2 * DAY and plan.to_record == (T0, T0 + DAY)
@@ -186,6 +200,6 @@ def test_the_first_report_reads_both_edges_from_the_branch() -> None:
 
 
 def test_a_retry_finds_both_edges_recorded() -> None:
-    marks = [Mark(T0, {"main": "a"}), Mark(T0 + DAY, {"main": "b"})]
+    marks = [Mark(T0, coverage.mark_value({"main": "a"})), Mark(T0 + DAY, coverage.mark_value({"main": "b"}))]
     plan = coverage.plan(marks, T0, T0 + DAY)
     assert (plan.lower.how, plan.upper.how, plan.to_record) == ("recorded", "recorded", ())

@@ -339,3 +339,12 @@ def test_a_current_window_whose_slot_starts_its_period_is_refused() -> None:
     fine = ScheduleSpec(name="d", workflow="w", project="p", cron="30 19 * * *", timezone="UTC",
                         report_on=ReportOn.CURRENT)
     cron.check_schedule(fine, PeriodKind.DAY)
+
+
+def test_a_team_parent_still_waiting_past_its_deadline_is_late() -> None:
+    from engine.core import slo
+
+    slot = datetime(2026, 11, 30, 10, 30, tzinfo=UTC)
+    waiting = {slot: slo.PeriodFact(slot, RunStatus.WAITING, None)}
+    late = slo.late_slots([slot], waiting, now=slot + timedelta(hours=2), deadline=timedelta(hours=1))
+    assert late == [slot]

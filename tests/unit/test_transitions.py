@@ -43,3 +43,21 @@ def test_sources_is_the_inverse_of_the_table() -> None:
 def test_no_status_leads_back_into_pending_or_manual_required() -> None:
     assert transitions.sources(S.PENDING) == frozenset()
     assert transitions.sources(S.MANUAL_REQUIRED) == frozenset()
+
+
+def test_status_subsets_are_named_once_and_relate_as_their_rules_say() -> None:
+    from engine.core import models
+
+    every = set(models.RunStatus)
+    active, terminal, operator = models.ACTIVE_STATUSES, models.TERMINAL_STATUSES, models.AWAITING_OPERATOR_STATUSES
+    # Every status is active, terminal or awaiting an operator, and only one of those.
+    assert active | terminal | operator == every
+    assert not (active & terminal) and not (active & operator) and not (terminal & operator)
+    assert models.UNFINISHED_STATUSES == every - terminal
+    assert set(models.CLAIMABLE_STATUSES) <= models.HOLDABLE_STATUSES <= active
+    assert set(models.BUSY_STATUSES) <= active and models.RunStatus.WAITING in models.BUSY_STATUSES
+    assert models.CANCELLABLE_STATUSES == models.HOLDABLE_STATUSES | operator
+    assert models.UNRUN_STATUSES <= terminal and models.SUCCESSFUL_STATUSES <= terminal
+    assert not (models.UNRUN_STATUSES & models.SUCCESSFUL_STATUSES)
+    assert models.RETRYABLE_STATUSES.isdisjoint({models.RunStatus.SUCCESS, models.RunStatus.RUNNING})
+    assert models.UNSUCCESSFUL_STATUSES.isdisjoint(active) and models.RunStatus.SUCCESS not in models.UNSUCCESSFUL_STATUSES
