@@ -38,15 +38,19 @@ def _fresh(slot: datetime, facts: Mapping[datetime, slo.PeriodFact], deadline: t
 
 
 def decide_freshness_low(slots: Sequence[datetime], facts: Mapping[datetime, slo.PeriodFact], *, now: datetime,
-                         deadline: timedelta, window: timedelta, target: float) -> FreshnessLow | None:
+                         deadline: timedelta, window: timedelta, target: float,
+                         max_slots: int | None = None) -> FreshnessLow | None:
     """The judgement to raise at ``now``, or None when freshness is at or above ``target`` (or nothing is due).
 
     ``slots``: the schedule's slots, ascending, from a window or more before ``now`` up to
     ``now`` (earlier judgements need the slots before their own window); ``facts``: the
-    latest revision of each of those periods.
+    latest revision of each of those periods; ``max_slots``: a window holds at most its
+    newest that many (``periods.measure`` cuts a minutely schedule's window the same way).
     """
-    current = slo.compute_slo([s for s in slots if s >= now - window], facts, now=now, deadline=deadline,
-                              window=window)
+    in_window = [s for s in slots if s >= now - window]
+    if max_slots is not None:
+        in_window = in_window[-max_slots:]
+    current = slo.compute_slo(in_window, facts, now=now, deadline=deadline, window=window)
     if current.freshness is None or current.freshness >= target:
         return None
     due = [s for s in slots if s + deadline <= now]
@@ -59,6 +63,8 @@ def decide_freshness_low(slots: Sequence[datetime], facts: Mapping[datetime, slo
         if due[k] < now - window:
             break
         first = bisect_left(due, judged_at - window)
+        if max_slots is not None:
+            first = max(first, k + 1 - max_slots)
         share = (fresh_before[k + 1] - fresh_before[first]) / (k + 1 - first)
         if share >= target:
             break

@@ -37,7 +37,8 @@ def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.Fresh
             if schedule.created_at is not None:  # as ``periods.measure``: before it existed, only periods it ran
                 slots = [s for s in slots if s > schedule.created_at or s in facts]
             low = freshness.decide_freshness_low(slots, facts, now=now, deadline=slo.deadline_of(spec),
-                                                 window=window, target=spec.freshness_target)
+                                                 window=window, target=spec.freshness_target,
+                                                 max_slots=periods.MAX_SLOTS)
             if low is None:
                 continue
             key = outbox.period_dedupe_key(EVENT, schedule.name, low.slot_at)

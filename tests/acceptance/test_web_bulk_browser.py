@@ -27,7 +27,8 @@ from tests.support import make_runtime
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
-SPEC = dict(name="daily", workflow="four_steps", project="p1", cron="0 9 * * *", timezone="UTC")
+SPEC = dict(name="daily", workflow="four_steps", project="p1", cron="0 9 * * *", timezone="UTC",
+            freshness_target="95%")
 
 
 @pytest.fixture
@@ -67,6 +68,7 @@ def test_retry_a_range_and_regenerate_a_report_in_a_browser(browser_page: Any, w
     page.fill('input[name="token"]', TOKEN)
     page.click('form.login button[type="submit"]')
     page.wait_for_url(f"{base}/schedules/daily")
+    assert page.locator("#freshness").inner_text() == "0% on time (target 95%)"  # backfilled: none was on time
     actions_box = page.locator("#operator-actions")
     assert "7 failed or partial now" in actions_box.inner_text()
     page.screenshot(path=str(shots / "schedule-actions.png"), full_page=True)
