@@ -103,9 +103,11 @@ def read_snapshot(conn: Connection, now: datetime) -> Snapshot:
     live: list[str] = []
     next_run_at: dict[str, datetime] = {}
     deadlines: dict[int, timedelta] = {}
+    any_disabled = False
     for row in conn.execute(select(schedules.c.id, schedules.c.name, schedules.c.enabled, schedules.c.archived,
                                    schedules.c.next_run_at, schedules.c.definition)):
         names[row.id] = row.name
+        any_disabled = any_disabled or not row.enabled
         if not row.archived:
             live.append(row.name)
             deadlines[row.id] = slo.deadline_of(rows.spec_from_definition(row.definition, row.enabled))
@@ -136,7 +138,7 @@ def read_snapshot(conn: Connection, now: datetime) -> Snapshot:
         pending_age_s=dict.fromkeys(live, 0.0) | pending_age,
         in_progress=zeros | in_progress,
         in_progress_age_s=dict.fromkeys(live, 0.0) | in_progress_age,
-        held=zeros | _held(conn, names),
+        held=zeros | (_held(conn, names) if any_disabled else {}),  # none disabled: nothing held, no scan
         late=zeros | _late(conn, names, deadlines, now),
         undelivered=_undelivered(conn, live),
         scheduler_beat_at=_scheduler_beat(conn),
