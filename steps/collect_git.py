@@ -389,7 +389,10 @@ def _open_repo(repo_path: Path) -> git.Repo:
     return handle
 
 
-def _unreadable(repo_dir: Path, exc: GitFailure) -> errors.StepError:
+def _unreadable(repo_dir: Path, exc: GitFailure) -> errors.ReportflowError:
+    """What a failed git means: a git killed by a signal interrupted the step (the run is handed back)."""
+    if exc.killed:
+        return errors.Interrupted(f"git was stopped by a signal while reading {repo_dir}: {exc}")
     return errors.step_error("GIT_REPO_NOT_FOUND", f"cannot read git repository {repo_dir}: {exc}")
 
 

@@ -19,6 +19,12 @@ Owns the commit models and the three git invocations the collector uses:
   scratch index of that commit, so the answer is the pinned head's, whatever
   the work tree holds.
 
+Git runs in a session of its own (``start_new_session``): the SIGINT a terminal sends to
+its foreground process group at Ctrl-C reaches reportflow, which decides what an
+interruption means (the run is handed back), and never kills git under a step. A git
+killed by a signal all the same is an interruption (``GitFailure.killed``), never a
+missing repository.
+
 Git runs with GitPython's git executable and options that make its output
 independent of the user's configuration, and with ``GIT_FLUSH=0``: by default
 git flushes stdout after every commit when it writes to a pipe, one wake-up of
@@ -74,10 +80,12 @@ class CommitInfo(BaseModel):
 class GitFailure(Exception):
     """A git command that failed; ``missing_object`` when it named an unknown object."""
 
-    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str, *, killed: bool | None = None) -> None:
         text = stderr.strip()
         super().__init__(f"git {' '.join(args[:1])} exited {returncode}: {text}")
         self.returncode = returncode
+        #: Killed by a signal (a negative return code): an interruption, not a fault of the repository.
+        self.killed = returncode < 0 if killed is None else killed
         self.missing_object = any(s in text for s in ("bad object", "unknown revision",
                                                       "bad revision", "not a valid object"))
 
@@ -110,12 +118,12 @@ def run(repo_dir: Path, args: Sequence[str], *, stdin: bytes | None = None,
     """Run git in ``repo_dir`` (``env`` added to the environment) and return its stdout;
     raise ``GitFailure``."""
     try:
-        proc = subprocess.run(_command(args), cwd=repo_dir, input=stdin, capture_output=True,
+        proc = subprocess.run(_command(args), cwd=repo_dir, input=stdin, capture_output=True, start_new_session=True,
                               timeout=timeout_s, check=False, env={**_env(), **(env or {})})
     except subprocess.TimeoutExpired as exc:
-        raise GitFailure(args, -1, f"timed out after {timeout_s}s") from exc
+        raise GitFailure(args, -1, f"timed out after {timeout_s}s", killed=False) from exc
     except OSError as exc:
-        raise GitFailure(args, -1, str(exc)) from exc
+        raise GitFailure(args, -1, str(exc), killed=False) from exc
     if proc.returncode != 0:
         raise GitFailure(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc.stdout
@@ -174,7 +182,7 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
     """
     args = ["log", FORMAT, *DIFF_OPTIONS, *_range(since, until, include_merges), *heads, "--"]
     # stderr stays unread until stdout ends: git prints at most a line or two there.
-    with subprocess.Popen(_command(args), cwd=repo_dir, stdout=subprocess.PIPE,
+    with subprocess.Popen(_command(args), cwd=repo_dir, stdout=subprocess.PIPE, start_new_session=True,
                           stderr=subprocess.PIPE, env=_env()) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         buf = bytearray()
@@ -211,7 +219,7 @@ def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime 
     fmt = "--format=%at %H" + ("%x1f%aN%x1f%aE" if with_idents else "")
     args = ["log", fmt, *_range(since, until, include_merges), *heads, "--"]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        code = subprocess.run(_command(args), cwd=repo_dir, stdout=out, stderr=err,
+        code = subprocess.run(_command(args), cwd=repo_dir, stdout=out, stderr=err, start_new_session=True,
                               check=False, env=_env()).returncode
         if code != 0:
             err.seek(0)

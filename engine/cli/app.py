@@ -468,15 +468,30 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _handler)
 
 
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
+class SignalStop(threading.Event):
+    """The stop event of a loop command, set by SIGINT or SIGTERM, remembering which came first."""
+
+    signum: int | None = None
+
+
+def _stop_on_signals() -> SignalStop:
+    stop = SignalStop()
 
     def _handler(signum: int, _frame: Any) -> None:
+        if stop.signum is None:
+            stop.signum = signum
         stop.set()
 
     signal.signal(signal.SIGTERM, _handler)
     signal.signal(signal.SIGINT, _handler)
     return stop
+
+
+def _exit_if_signalled(stop: SignalStop) -> None:
+    """After a graceful stop (the run in flight handed back): exit 130 after SIGINT, 143 after SIGTERM, as a
+    shell does, so that a script or a supervisor can tell an interrupted pass from a finished one."""
+    if stop.signum is not None:
+        raise typer.Exit(128 + stop.signum)
 
 
 @app.command()
@@ -510,7 +525,9 @@ def work(ctx: typer.Context,
         _deliver(rt, stop)
     from engine.read import idle
 
-    output.outcomes(outcomes, idle.what_waits(rt))
+    # An interrupted pass is not idle: what waits is said only when the loop ran out of work.
+    output.outcomes(outcomes, None if stop.signum is not None else idle.what_waits(rt))
+    _exit_if_signalled(stop)
 
 
 @app.command("cycle")
@@ -528,10 +545,12 @@ def cycle_command(ctx: typer.Context, as_json: JsonOpt = False,
     rt = cli.runtime()
     if seen is not None:
         fast_tick.remember(rt, seen)  # the next cycle with nothing to do can skip the validation
-    report = cycle.cycle(rt, stop=_stop_on_signals(), worker_id=worker_id, concurrency=concurrency)
+    stop = _stop_on_signals()
+    report = cycle.cycle(rt, stop=stop, worker_id=worker_id, concurrency=concurrency)
     from engine.read import idle
 
-    output.cycle_report(report, as_json, idle.what_waits(rt))
+    output.cycle_report(report, as_json, None if stop.signum is not None else idle.what_waits(rt))
+    _exit_if_signalled(stop)
 
 
 def _inputs_seen(cli: Cli) -> "fast_tick.Inputs | None":
@@ -564,14 +583,16 @@ def serve_command(ctx: typer.Context,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
                                                          help="Also serve the web page on [ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
-    """Scheduler, worker and reconciler loops in one process; SIGTERM hands the run back and exits 0 (within 60 s).
+    """Scheduler, worker and reconciler loops in one process; SIGTERM hands the run back and exits 143 (within 60 s).
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
     from engine.app import serve
 
     rt = _cli(ctx).runtime()
-    serve.serve(rt, stop=_stop_on_signals(), worker_id=worker_id, metrics_port=metrics_port, ui_port=ui_port)
+    stop = _stop_on_signals()
+    serve.serve(rt, stop=stop, worker_id=worker_id, metrics_port=metrics_port, ui_port=ui_port)
+    _exit_if_signalled(stop)
 
 
 @app.command()

@@ -48,11 +48,12 @@ def log_lines(tmp: Path) -> list[list[str]]:
 
 
 def sigterm_at_gate(proc: subprocess.Popen[str], tmp: Path, log_name: str) -> None:
-    """SIGTERM a process whose step waits at the gate, open the gate: it must finish the step and exit 0."""
+    """SIGTERM a process whose step waits at the gate, open the gate: it must finish the step and exit 143
+    (128 + SIGTERM, as a shell reports it: an interrupted pass, not a finished one)."""
     proc.send_signal(signal.SIGTERM)
     (tmp / "gate").touch()
     proc.wait(timeout=60)
-    assert proc.returncode == 0, (tmp / log_name).read_text()
+    assert proc.returncode == 143, (tmp / log_name).read_text()
 
 
 def db(url: str):  # type: ignore[no-untyped-def]
@@ -228,7 +229,7 @@ def test_serve_executes_a_due_run_and_stops_cleanly_on_sigterm(sqlite_url: str, 
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
-    assert server.returncode == 0, (tmp_path / "serve.log").read_text()
+    assert server.returncode == 143, (tmp_path / "serve.log").read_text()
     with db(sqlite_url).connect() as conn:
         first = conn.execute(select(runs.c.status, runs.c.started_at, runs.c.scheduled_for)
                              .where(runs.c.id == 1)).one()

@@ -229,7 +229,7 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
                 assert ex.code == 1 and DB_ERROR.match(ex.last_line), (
                     f"{context}: {node.name} exited {ex.code} with {ex.last_line!r}\n{node.logs()[-3000:]}")
             code = codes[node.name]
-            assert code in (0, None), f"{context}: {node.name} exited {code} on SIGTERM\n{node.logs()[-3000:]}"
+            assert code in (143, None), f"{context}: {node.name} exited {code} on SIGTERM\n{node.logs()[-3000:]}"
     finally:
         fleet.watch.halt()
         fleet.close()

@@ -147,10 +147,11 @@ class Soak:
         for node in nodes:
             code = node.terminate()  # None: killed by the test and not restarted yet (that exit is checked below)
             if code is None:
-                code = 0
+                code = 143
             if code == -15 and "serve_started" not in Path(node.proc.log_path).read_text():  # type: ignore[union-attr]
-                code = 0  # restarted after a kill and still importing when the round ended: it had done nothing
-            assert code == 0, f"{context}: {node.name} exited {code} on SIGTERM\n{node.logs()[-3000:]}"
+                code = 143  # restarted after a kill and still importing when the round ended: it had done nothing
+            # 143: stopped by SIGTERM after handing its run back (128 + 15, as a shell reports it)
+            assert code == 143, f"{context}: {node.name} exited {code} on SIGTERM\n{node.logs()[-3000:]}"
             for ex in node.exits:
                 assert ex.code == -9, f"{context}: {node.name} died by itself ({ex.code}): {ex.last_line}"
             self.restarts += len(node.exits)
