@@ -523,7 +523,10 @@ def work(ctx: typer.Context,
             sender.join(30)
     if sender is None:
         _deliver(rt, stop)
-    output.outcomes(outcomes)
+    from engine.read import idle
+
+    # An interrupted pass is not idle: what waits is said only when the loop ran out of work.
+    output.outcomes(outcomes, None if stop.signum is not None else idle.what_waits(rt))
     _exit_if_signalled(stop)
 
 
@@ -545,7 +548,9 @@ def cycle_command(ctx: typer.Context, as_json: JsonOpt = False,
         fast_tick.remember(rt, seen)  # the next cycle with nothing to do can skip the validation
     stop = _stop_on_signals()
     report = cycle.cycle(rt, stop=stop, worker_id=worker_id, concurrency=concurrency)
-    output.cycle_report(report, as_json)
+    from engine.read import idle
+
+    output.cycle_report(report, as_json, None if stop.signum is not None else idle.what_waits(rt))
     _exit_if_signalled(stop)
 
 
@@ -618,13 +623,54 @@ def ui(ctx: typer.Context,
 @app.command()
 def trigger(ctx: typer.Context, schedule: str,
             date_: Annotated[Optional[str], typer.Option("--date", help="Business date (YYYY-MM-DD).")] = None,
+            from_: Annotated[Optional[str], typer.Option("--from", help="First business date of a range.")] = None,
+            to: Annotated[Optional[str], typer.Option("--to", help="Last business date of a range.")] = None,
             force_new: Annotated[bool, typer.Option("--force-new", help="Make a new revision.")] = False,
+            dry_run: Annotated[bool, typer.Option("--dry-run", help="A range: list, change nothing.")] = False,
+            yes: Annotated[bool, typer.Option("--yes", help="A range: do not ask (for scripts).")] = False,
             as_json: JsonOpt = False) -> None:
-    """A manual run for a business date (default: the latest slot). Example: reportflow trigger platform-daily --date 2026-09-29"""
+    """A manual run for a business date (default: the latest slot), or for each period of a range (asks first).
+
+    Example: reportflow trigger platform-daily --date 2026-09-29; reportflow trigger platform-daily --from 2026-09-01 --to 2026-09-07
+    """
     from engine.operations import actions
 
-    day = _parse_date(date_, "--date") if date_ else None
-    output.action(actions.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
+    if from_ is None and to is None:
+        if dry_run or yes:
+            raise errors.InvalidInput("--dry-run and --yes go with a range (--from D --to D)")
+        day = _parse_date(date_, "--date") if date_ else None
+        output.action(actions.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
+        return
+    from engine.cli import bulk_render, render
+
+    if date_ is not None or from_ is None or to is None:
+        raise errors.InvalidInput("give --date D, or a range: --from D --to D (both)")
+    first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
+    rt = _cli(ctx).runtime()
+    if not dry_run and not yes:
+        planned = actions.trigger_range(rt, schedule, first=first, last=last, force_new=force_new, dry_run=True)
+        acting = [r for r in planned.results if r.action != "unchanged"]
+        if not acting:
+            bulk_render.trigger_range(planned, True, as_json)
+            return
+        if not as_json:
+            bulk_render.trigger_range(planned, True, False)
+        _confirm(f"trigger {len(acting)} period(s) of {schedule} from {first} to {last}?", "nothing triggered")
+    with render.progress("trigger", quiet=as_json) as advance:
+        report = actions.trigger_range(rt, schedule, first=first, last=last, force_new=force_new, dry_run=dry_run,
+                                       progress=advance)
+    bulk_render.trigger_range(report, dry_run, as_json)
+
+
+def _confirm(question: str, refusal: str) -> None:
+    """Ask on stderr (default no); anything but yes, or no answer at all, changes nothing and exits 2."""
+    try:
+        confirmed = typer.confirm(question, default=False, err=True)
+    except typer.Abort:  # no answer at all (a script without --yes): end the prompt's line first
+        sys.stderr.write("\n")
+        confirmed = False
+    if not confirmed:
+        raise errors.InvalidInput(f"{refusal}: not confirmed (answer y, or pass --yes in scripts)")
 
 
 @app.command()
@@ -710,21 +756,98 @@ def runs_show(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
 
 
 @runs_app.command("retry")
-def runs_retry(ctx: typer.Context, run: str,
+def runs_retry(ctx: typer.Context,
+               run: Annotated[Optional[str], typer.Argument(help="The run (or --schedule).")] = None,
                from_step: Annotated[Optional[str], typer.Option("--from-step", help="Re-run from this step.")] = None,
+               schedule: Annotated[Optional[str], typer.Option(
+                   "--schedule", help="Every run of this schedule in --status (FAILED,PARTIAL_SUCCESS).")] = None,
+               status: Annotated[Optional[list[str]], typer.Option(
+                   "--status", help="With --schedule: the statuses to retry, comma-separated.")] = None,
+               from_: Annotated[Optional[str], typer.Option("--from", help="With --schedule: first business date.")]
+               = None,
+               to: Annotated[Optional[str], typer.Option("--to", help="With --schedule: last business date.")] = None,
+               dry_run: Annotated[bool, typer.Option("--dry-run", help="List, change nothing.")] = False,
+               yes: Annotated[bool, typer.Option("--yes", help="Do not ask (for scripts).")] = False,
                as_json: JsonOpt = False) -> None:
-    """A new attempt of the same run. Example: reportflow runs retry 42 --from-step UPLOAD_NOTION"""
-    from engine.operations import actions
+    """A new attempt of the same run, or of every failed run of a schedule (asks first).
 
-    output.action(actions.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
+    Example: reportflow runs retry 42 --from-step UPLOAD_NOTION; reportflow runs retry --schedule platform-daily --status FAILED,PARTIAL_SUCCESS --from 2026-09-01 --to 2026-09-30
+    """
+    from engine.core import bulk
+    from engine.operations import actions, bulk_actions
+
+    if schedule is None:
+        if run is None:
+            raise errors.InvalidInput("name a run, or --schedule S for its failed runs")
+        if status or from_ or to or dry_run or yes:
+            raise errors.InvalidInput("--status, --from, --to, --dry-run and --yes go with --schedule")
+        output.action(actions.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
+        return
+    if run is not None:
+        raise errors.InvalidInput("name a run or --schedule, not both")
+    if from_step is not None:
+        raise errors.InvalidInput("--from-step takes one run: `reportflow runs retry RUN --from-step STEP`")
+    statuses = bulk.parse_statuses(status or [], bulk.RETRYABLE)
+    first, last = _optional_range(from_, to)
+    rt = _cli(ctx).runtime()
+    _bulk(bulk_actions.plan_retry(rt, schedule, statuses=statuses, first=first, last=last), rt,
+          dry_run=dry_run, yes=yes, as_json=as_json)
 
 
 @runs_app.command("approve")
-def runs_approve(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
-    """Queue a MANUAL_REQUIRED run. Example: reportflow runs approve 42"""
-    from engine.operations import actions
+def runs_approve(ctx: typer.Context,
+                 run: Annotated[Optional[str], typer.Argument(help="The run (or --schedule S --all).")] = None,
+                 schedule: Annotated[Optional[str], typer.Option("--schedule", help="With --all: this schedule's.")]
+                 = None,
+                 all_: Annotated[bool, typer.Option("--all", help="Every MANUAL_REQUIRED run of --schedule.")] = False,
+                 from_: Annotated[Optional[str], typer.Option("--from", help="With --all: first business date.")]
+                 = None,
+                 to: Annotated[Optional[str], typer.Option("--to", help="With --all: last business date.")] = None,
+                 dry_run: Annotated[bool, typer.Option("--dry-run", help="List, change nothing.")] = False,
+                 yes: Annotated[bool, typer.Option("--yes", help="Do not ask (for scripts).")] = False,
+                 as_json: JsonOpt = False) -> None:
+    """Queue a MANUAL_REQUIRED run, or all of a schedule's (asks first).
 
-    output.action(actions.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    Example: reportflow runs approve 42; reportflow runs approve --schedule platform-daily --all
+    """
+    from engine.operations import actions, bulk_actions
+
+    if schedule is None and not all_:
+        if run is None:
+            raise errors.InvalidInput("name a run, or --schedule S --all")
+        if from_ or to or dry_run or yes:
+            raise errors.InvalidInput("--from, --to, --dry-run and --yes go with --schedule S --all")
+        output.action(actions.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+        return
+    if run is not None:
+        raise errors.InvalidInput("name a run or --schedule S --all, not both")
+    if schedule is None or not all_:
+        raise errors.InvalidInput("approving in bulk takes both --schedule S and --all")
+    first, last = _optional_range(from_, to)
+    rt = _cli(ctx).runtime()
+    _bulk(bulk_actions.plan_approve(rt, schedule, first=first, last=last), rt, dry_run=dry_run, yes=yes,
+          as_json=as_json)
+
+
+def _optional_range(from_: str | None, to: str | None) -> "tuple[date | None, date | None]":
+    return (_parse_date(from_, "--from") if from_ else None, _parse_date(to, "--to") if to else None)
+
+
+def _bulk(plan: Any, rt: "Runtime", *, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Show the plan (all of it with --dry-run), ask unless --yes, then act on the runs shown."""
+    from engine.cli import bulk_render, render
+    from engine.operations import bulk_actions
+
+    if dry_run or not plan.targets:
+        bulk_render.plan(plan, as_json)
+        return
+    if not yes:
+        if not as_json:
+            bulk_render.plan(plan, False, limit=bulk_render.SHOWN_BEFORE_ASKING)
+        _confirm(bulk_render.question(plan), f"nothing {bulk_render.VERB[plan.action][1]}")
+    with render.progress(plan.action, quiet=as_json) as advance:
+        done = bulk_actions.execute(rt, plan, progress=advance)
+    bulk_render.outcomes(plan, done, as_json)
 
 
 @runs_app.command("cancel")

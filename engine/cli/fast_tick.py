@@ -93,9 +93,10 @@ def run(argv: Sequence[str]) -> bool:
     try:
         from engine.cli import output
 
-        report = quiet(request)
-        if report is None:
+        answer = quiet(request)
+        if answer is None:
             return False
+        report, waiting = answer
         # Rendered into data here, so that a report the printer cannot read falls back too.
         if isinstance(report, reports.CycleReport):
             output.cycle_data(report)
@@ -104,11 +105,11 @@ def run(argv: Sequence[str]) -> bool:
     except Exception:  # noqa: BLE001 - whatever it is, the full path meets it again and reports it properly
         return False
     if isinstance(report, reports.CycleReport):
-        output.cycle_report(report, request.as_json)
+        output.cycle_report(report, request.as_json, waiting)
     elif isinstance(report, reports.TickReport):
         output.tick_report(report, request.as_json)
     else:
-        output.outcomes(report)
+        output.outcomes(report, waiting)
     return True
 
 
@@ -141,9 +142,10 @@ def parse_argv(argv: Sequence[str], environ: Mapping[str, str]) -> Request | Non
                    db_override=option(options.DB), as_json=rest[1:] == ["--json"], command=rest[0])
 
 
-def quiet(request: Request) -> reports.TickReport | reports.CycleReport | list[object] | None:
+def quiet(request: Request) -> tuple[reports.TickReport | reports.CycleReport | list[object], str | None] | None:
     """The report of a nothing-due tick, an idle cycle or a ``work --until-idle`` with nothing to claim
-    (no outcome), or None when this path cannot vouch for one."""
+    (no outcome), with what the runs not started wait for (``read.idle``'s line), or None when this path
+    cannot vouch for them."""
     from engine.core.clock import clock_from_spec
     from engine.store import database, due, fingerprints
 
@@ -180,18 +182,29 @@ def quiet(request: Request) -> reports.TickReport | reports.CycleReport | list[o
                 runs = [tuple(row) for row in conn.execute(due.work_query(now))]
                 if conn.execute(due.waits_due_query(now)).first() is not None:
                     return None  # a run waits for a provider whose check has come: the full path heals
+            if work or cycle:
+                later, next_at, pending = conn.execute(due.waiting_query(now)).one()
+                # Runs of a disabled schedule are "held", whatever else they wait for: the full path tells.
+                if (later or pending) and conn.execute(due.disabled_query()).first() is not None:
+                    return None
     finally:
         engine.dispose()
+    waiting = None
+    if work or cycle:  # nothing is due now here (else the full path runs): these are all that can wait
+        from engine.core import backlog
+
+        waiting = backlog.describe(backlog.Backlog(later=int(later or 0), next_at=next_at, pending=int(pending or 0)),
+                                   backfill_limit=1)  # no backfill is due: it would be claimable
     if work:
-        return None if claimable is not None else []
+        return None if claimable is not None else ([], waiting)
     if (next_due_at is not None and next_due_at <= now) or retry_due:
         return None  # something is due: the full path creates its runs, or sends the alerts due again
     tick = reports.TickReport(now=now, next_due_at=next_due_at)
     if not cycle:
-        return tick
+        return tick, None
     if cycle_has_work(now, first_enabled, runs):
         return None
-    return reports.CycleReport(tick=tick)
+    return reports.CycleReport(tick=tick), waiting
 
 
 def _has_notify_target(config_bytes: bytes) -> bool:

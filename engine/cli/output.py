@@ -167,21 +167,22 @@ def heal_report(report: Any) -> None:
         warn(f"run {run_id} waits for a provider, but no automatic re-queue is left: see `reportflow runs show {run_id}`")
 
 
-def cycle_report(report: Any, as_json: bool) -> None:
+def cycle_report(report: Any, as_json: bool, waiting: str | None = None) -> None:
     """Print a ``reports.CycleReport``: its tick, its sweep and its runs, or all three as one JSON object."""
     if as_json:
-        json_out(cycle_data(report))
+        json_out(cycle_data(report) | {"waiting": waiting})
         return
     tick_report(report.tick, False)
     sweep_report(report.sweep, False)
     heal_report(report.heal)
-    outcomes(report.outcomes)
+    outcomes(report.outcomes, waiting)
 
 
-def outcomes(items: Sequence[Any]) -> None:
-    """One line per run executed (``RunOutcome``), or "nothing to do"."""
+def outcomes(items: Sequence[Any], waiting: str | None = None) -> None:
+    """One line per run executed (``RunOutcome``), then what the runs left wait for (``waiting``); with
+    nothing executed, "nothing claimable now: <waiting>", or "nothing to do" when no run waits at all."""
     if not items:
-        say("nothing to do")
+        say(f"nothing claimable now: {waiting}" if waiting else "nothing to do")
         return
     for item in items:
         line = f"run {item.run_id} {item.key}: {item.status.value}{' ' + item.error_code if item.error_code else ''}"
@@ -190,6 +191,8 @@ def outcomes(items: Sequence[Any]) -> None:
         else:
             console().print(f"run {item.run_id} {shown(item.key)}: {status(item.status.value)}"
                             f"{' ' + shown(item.error_code) if item.error_code else ''}")
+    if waiting:
+        say(f"still waiting: {waiting}")
 
 
 def sweep_data(report: Any) -> dict[str, Any]:

@@ -76,6 +76,38 @@ Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 OptionalDuration = Annotated[timedelta | None, BeforeValidator(lambda v: None if v in ("", None) else parse_duration(v))]
 
 
+_FRESHNESS = re.compile(r"^\s*([0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(%?)\s*(?:within\s+(.+?))?\s*$")
+
+
+def data_text(duration: timedelta) -> str:
+    """A duration as a config would write it (``30m``, ``1h``, ``90s``)."""
+    seconds = int(duration.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{duration.total_seconds():g}s"
+
+
+def parse_freshness_target(value: Any) -> tuple[float, timedelta | None]:
+    """``0.95``, ``"95%"`` or ``"95% within 30m"``: the share of due periods that should be fresh, and the
+    deadline that "fresh" means when the text names one."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{value!r} is not a freshness target (e.g. 0.95, \"95%\" or \"95% within 30m\")")
+    within = None
+    if isinstance(value, str):
+        match = _FRESHNESS.match(value)
+        if match is None:
+            raise ValueError(f"{value!r} is not a freshness target (e.g. 0.95, \"95%\" or \"95% within 30m\")")
+        share = float(match.group(1)) / (100 if match.group(2) else 1)
+        if match.group(3):
+            within = parse_duration(match.group(3))
+    else:
+        share = float(value)
+    if not 0 < share <= 1:
+        raise ValueError(f"{value!r}: a freshness target is a share of periods, above 0 and at most 1 (or 100%)")
+    return share, within
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -208,6 +240,8 @@ class ScheduleConfig(Strict):
     # in any 24 hours (SPEC §15.5); 0 turns them off.
     auto_recover: int = Field(default=ScheduleSpec.auto_recover, ge=0, le=100)
     auto_recover_daily: int = Field(default=ScheduleSpec.auto_recover_daily, ge=0, le=100_000)
+    # 0.95, "95%" or "95% within 30m" (the "within" part is the deadline): below it, ``freshness_low``.
+    freshness_target: float | None = ScheduleSpec.freshness_target
     # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
     # team workflows from the config, pinned into each run, not part of the schedule's definition.
     projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None
@@ -216,6 +250,20 @@ class ScheduleConfig(Strict):
     # previous report) or "authored" (by author date, plus what arrived late); read and pinned by the
     # report workflows. Unnamed: "authored", what configurations written before it meant.
     attribution: Literal["landed", "authored"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _freshness(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("freshness_target") in (None, ""):
+            return data
+        share, within = parse_freshness_target(data["freshness_target"])
+        data = {**data, "freshness_target": share}
+        if within is not None:
+            if data.get("deadline") not in (None, "") and parse_duration(data["deadline"]) != within:
+                raise ValueError(f"freshness_target says within {data_text(within)} but deadline is "
+                                 f"{data['deadline']}: give one of them")
+            data["deadline"] = within
+        return data
 
     def to_spec(self) -> ScheduleSpec:
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""

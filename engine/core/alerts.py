@@ -35,7 +35,9 @@ class EventStatus(StrEnum):
 PERIOD_EVENTS = frozenset({"run_failed", "run_partial", "run_late", "slots_not_run"})
 # Events about the machinery itself: severity from the criticality alone.
 HEALTH_EVENTS = frozenset({"run_stuck", "stalled", "silent"})
-EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | {"prune_held", "recovered"}
+# A schedule's freshness below its target (SPEC §15.8): its severity grows like a period event's.
+SLO_EVENTS = frozenset({"freshness_low"})
+EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | SLO_EVENTS | {"prune_held", "recovered"}
 # Raised by these, a later SUCCESS of the same period raises ``recovered``.
 RECOVERABLE = ("run_failed", "run_partial", "run_late")
 # Latest-revision statuses that make a period count as not successful (c in the §15.1 table).

@@ -194,6 +194,7 @@ class ScheduleSpec:
     # again, and of all the schedule's runs in any 24 hours; 0 turns either off.
     auto_recover: int = 3
     auto_recover_daily: int = 50
+    freshness_target: float | None = None  # the share of periods due that should be fresh; below: freshness_low
 
 
 @dataclass(frozen=True)

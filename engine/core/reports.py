@@ -50,6 +50,7 @@ class SweepReport:
     stuck: list[StuckRun] = field(default_factory=list)
     late: int = 0  # periods newly found late (run_late)
     missed: list[int] = field(default_factory=list)  # scheduled runs not started by their start_by
+    freshness_low: int = 0  # schedules newly found below their freshness_target (freshness_low)
 
 
 @dataclass

@@ -37,6 +37,7 @@ class PruneCandidate:
     business_key: str
     status: RunStatus
     scheduled_for: datetime
+    trigger: str = ""  # the run's trigger (SCHEDULED, MANUAL, BACKFILL): the runs-created counter keeps it
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class PrunedRange:
     first: date
     last: date
     counts: Mapping[str, int] = field(default_factory=dict)
+    triggers: Mapping[str, int] = field(default_factory=dict)  # the pruned runs by trigger (none before v5)
 
     def covers(self, first: date, last: date) -> bool:
         """Whether this pruned range holds every business date from ``first`` to ``last``."""
@@ -120,10 +122,13 @@ def summarize(pruned: Sequence[PruneCandidate], timezones: Mapping[int, str]) ->
         tz = timezones.get(schedule_id, "UTC") if schedule_id is not None else "UTC"
         spans = [period_dates(r.business_key, tz) for r in group]
         counts: dict[str, int] = {}
+        triggers: dict[str, int] = {}
         for run in group:
             counts[run.status.value] = counts.get(run.status.value, 0) + 1
+            if run.trigger:
+                triggers[run.trigger] = triggers.get(run.trigger, 0) + 1
         ranges.append(PrunedRange(schedule_id, min(s[0] for s in spans), max(s[1] for s in spans),
-                                  dict(sorted(counts.items()))))
+                                  dict(sorted(counts.items())), dict(sorted(triggers.items()))))
     return ranges
 
 
@@ -137,7 +142,9 @@ def range_from_audit(schedule_id: int | None, after: Mapping[str, object] | None
     except (KeyError, ValueError):
         return None
     counts = after.get("counts")
-    return PrunedRange(schedule_id, first, last, dict(counts) if isinstance(counts, dict) else {})
+    triggers = after.get("triggers")
+    return PrunedRange(schedule_id, first, last, dict(counts) if isinstance(counts, dict) else {},
+                       dict(triggers) if isinstance(triggers, dict) else {})
 
 
 def is_pruned(ranges: Iterable[PrunedRange], first: date, last: date) -> bool:

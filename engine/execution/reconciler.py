@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from engine.core import alerts, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus, SlotReason
-from engine.execution import late_alerts
+from engine.execution import freshness_alerts, late_alerts
 from engine.runtime import Runtime
 from engine.store import audit_rows, claims, families, outbox, recovery, run_rows, schedule_rows, waiting
 
@@ -144,6 +144,7 @@ def sweep(rt: Runtime) -> SweepReport:
                    status=stuck_run.status, since=format_instant(stuck_run.waiting_since), reason=stuck_run.reason)
     _mark_problems(rt, report, now)
     report.late = late_alerts.mark_late(rt, now)
+    report.freshness_low = freshness_alerts.mark_low(rt, now)
     return report
 
 

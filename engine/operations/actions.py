@@ -85,24 +85,38 @@ def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_n
             if slot > now:
                 raise errors.InvalidInput(
                     f"the slot for business date {day} is {slot.isoformat()}, still in the future")
-        period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
-        existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
         pins = workflow.pin(rt.settings(workflow.name), spec.project)
-        decision = revisions.decide_period(revisions.Command.TRIGGER, existing, force_new=force_new)
-        run = decision.run
-        if decision.action is revisions.PeriodAction.CREATE:
-            return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins)
-        assert run is not None
-        if decision.action is revisions.PeriodAction.REVISION:
-            return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins, revision=run.revision + 1,
-                           action="revision")
-        if decision.action is revisions.PeriodAction.REQUEUE:
-            return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "requeued")
-        if decision.action is revisions.PeriodAction.APPROVE:
-            return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "approved")
-        hint = " (use --force-new for a new revision)" if run.status is RunStatus.SUCCESS else ""
-        return ActionResult("unchanged", run.id, run.status.value, run.business_key,
-                            f"run {run.id} for {run.business_key} is already {run.status.value}{hint}")
+        return _trigger_slot(conn, rt, schedule, slot, now, pins, force_new=force_new)
+
+
+def _trigger_slot(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, now: datetime,
+                  pins: dict[str, object], *, force_new: bool = False, dry_run: bool = False) -> ActionResult:
+    """``trigger`` of one slot's period by the §12 table (``dry_run``: what it would do, nothing written)."""
+    spec = schedule.spec
+    workflow = rt.workflow(spec.workflow)
+    period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
+    existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
+    decision = revisions.decide_period(revisions.Command.TRIGGER, existing, force_new=force_new)
+    run = decision.run
+    if dry_run:
+        verb = {revisions.PeriodAction.CREATE: "created", revisions.PeriodAction.REVISION: "revision",
+                revisions.PeriodAction.REQUEUE: "requeued", revisions.PeriodAction.APPROVE: "approved"}
+        action = verb.get(decision.action, "unchanged")
+        return ActionResult(action, 0 if run is None else run.id, "" if run is None else run.status.value,
+                            period.key, f"{period.key}: would be {action}")
+    if decision.action is revisions.PeriodAction.CREATE:
+        return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins)
+    assert run is not None
+    if decision.action is revisions.PeriodAction.REVISION:
+        return _create(conn, rt, schedule, slot, RunTrigger.MANUAL, now, pins, revision=run.revision + 1,
+                       action="revision")
+    if decision.action is revisions.PeriodAction.REQUEUE:
+        return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "requeued")
+    if decision.action is revisions.PeriodAction.APPROVE:
+        return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "approved")
+    hint = " (use --force-new for a new revision)" if run.status is RunStatus.SUCCESS else ""
+    return ActionResult("unchanged", run.id, run.status.value, run.business_key,
+                        f"run {run.id} for {run.business_key} is already {run.status.value}{hint}")
 
 
 def _create(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, trigger_type: RunTrigger,
@@ -235,6 +249,77 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
         if progress is not None:
             progress(min(index + len(batch), len(slots)), len(slots))
     return report
+
+
+@dataclass
+class TriggerRangeReport:
+    """``trigger SCHEDULE --from D --to D``: what happened to each period (one ``ActionResult`` each)."""
+
+    results: list[ActionResult] = field(default_factory=list)
+    future: list[str] = field(default_factory=list)  # periods whose slot is still ahead: left out
+    no_slot: list[str] = field(default_factory=list)  # periods the cron never fires for
+
+    def counts(self) -> dict[str, int]:
+        """How many periods each action took (``created``, ``requeued``, ``approved``, ``revision``, ``unchanged``)."""
+        out: dict[str, int] = {}
+        for result in self.results:
+            out[result.action] = out.get(result.action, 0) + 1
+        return out
+
+
+def trigger_range(rt: Runtime, schedule_name: str, *, first: date, last: date, force_new: bool = False,
+                  dry_run: bool = False, progress: Callable[[int, int], None] | None = None) -> TriggerRangeReport:
+    """``trigger`` for every business period in [first, last]: the §12 table per period, as ``trigger --date`` does.
+
+    A period without a row gets a MANUAL run; MISSED, SKIPPED, CANCELLED, FAILED and
+    PARTIAL_SUCCESS ones are re-queued; MANUAL_REQUIRED ones approved; active and
+    SUCCESS ones left (``force_new``: a new revision of each). Periods whose slot is
+    still in the future are left out. Each action is audited with ``rt.actor``; the
+    periods commit in batches, so a long range never holds the write lock at once.
+    """
+    if last < first:
+        raise errors.InvalidInput(f"--to {last} is before --from {first}")
+    if (last - first).days > 3660:
+        raise errors.InvalidInput("a trigger covers at most 10 years at once")
+    now = rt.clock.now()
+    report = TriggerRangeReport()
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+        refuse_disabled(schedule, "trigger")
+    workflow = rt.workflow(schedule.spec.workflow)
+    pins = workflow.pin(rt.settings(workflow.name), schedule.spec.project)
+    slots = list(_backfill_slots(schedule, workflow.period, first, last, report.no_slot))
+    for index in range(0, len(slots), BACKFILL_BATCH):
+        batch = slots[index:index + BACKFILL_BATCH]
+        with (rt.store.read() if dry_run else rt.store.write()) as conn:
+            for slot in batch:
+                if slot > now:
+                    report.future.append(policies.business_period(
+                        workflow.period, slot, schedule.spec.timezone, schedule.spec.report_on).key)
+                    continue
+                report.results.append(_trigger_slot(conn, rt, schedule, slot, now, pins, force_new=force_new,
+                                                    dry_run=dry_run))
+        if progress is not None:
+            progress(min(index + len(batch), len(slots)), len(slots))
+    return report
+
+
+def trigger_period(rt: Runtime, run_id: int, *, force_new: bool = False) -> ActionResult:
+    """``trigger`` of a run's own period ("run now" on the run's page); ``force_new``: a new revision ("regenerate").
+
+    A child run has no schedule: its parent is the period's run. A disabled schedule exits 3.
+    """
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        run = run_rows.get_run(conn, run_id, detail=False)
+        if run.schedule_id is None:
+            raise errors.InvalidInput(f"run {run_id} is a child run; act on its parent (run {run.parent_id})"
+                                      if run.parent_id is not None else f"run {run_id} belongs to no schedule")
+        schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id)
+        refuse_disabled(schedule, "trigger")
+        workflow = rt.workflow(schedule.spec.workflow)
+        pins = workflow.pin(rt.settings(workflow.name), schedule.spec.project)
+        return _trigger_slot(conn, rt, schedule, run.scheduled_for, now, pins, force_new=force_new)
 
 
 # --- single-run actions -----------------------------------------------------

@@ -81,7 +81,7 @@ def _audit_event(r: retention.PrunedRange, now: datetime, actor: str, before: da
     return {"at": now, "actor": actor, "action": retention.PRUNE_ACTION, "schedule_id": r.schedule_id,
             "run_id": None, "before": None, "version": None,
             "after": {"first": r.first.isoformat(), "last": r.last.isoformat(), "counts": dict(r.counts),
-                      "cutoff": before.isoformat()},
+                      "triggers": dict(r.triggers), "cutoff": before.isoformat()},
             "reason": reason or f"prune --before {before}"}
 
 

@@ -136,7 +136,8 @@ def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = N
     zone = ZoneInfo(spec.timezone)
     return {**({} if measured is None else slo_view(measured)),
             "criticality": spec.criticality.value,
-            "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()), **{
+            "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()),
+            "freshness_target": spec.freshness_target, **{
         "id": schedule.id,
         "name": spec.name,
         "workflow": spec.workflow,

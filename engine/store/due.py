@@ -97,3 +97,18 @@ def waits_due_query(now: datetime) -> Select[Any]:
     """A run waiting for a provider whose look has come at ``now`` (SPEC §15.5): an idle ``cycle`` takes its
     full path then, to probe the provider and queue the run again once it answers."""
     return select(_WAITS.c.check_after).where(_WAITS.c.check_after <= now).limit(1)
+
+
+def waiting_query(now: datetime) -> Select[int, Any, int]:
+    """(QUEUED/RETRY_PENDING runs whose ``not_before`` is after ``now``, the earliest of those, PENDING runs):
+    what an idle ``work`` or ``cycle`` names as waiting (``core.backlog``), in one row."""
+    runs = _RUNS.c
+    later = runs.status.in_(["QUEUED", "RETRY_PENDING"]) & (runs.not_before > now)
+    return select(func.count().filter(later),
+                  func.min(runs.not_before).filter(later),
+                  func.count().filter(runs.status == "PENDING"))
+
+
+def disabled_query() -> Select[Any]:
+    """A disabled schedule, if any (its waiting runs are held)."""
+    return select(_SCHEDULES.c.enabled).where(_SCHEDULES.c.enabled.is_(False)).limit(1)

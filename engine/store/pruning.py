@@ -22,10 +22,12 @@ _TERMINAL = [s.value for s in TERMINAL_STATUSES]
 
 def list_candidates(conn: Connection, *, bound: datetime, after_id: int, limit: int) -> list[retention.PruneCandidate]:
     """Finished runs with a slot before ``bound`` and an id above ``after_id``, in id order."""
-    query = (select(runs.c.id, runs.c.schedule_id, runs.c.business_key, runs.c.status, runs.c.scheduled_for)
+    query = (select(runs.c.id, runs.c.schedule_id, runs.c.business_key, runs.c.status, runs.c.scheduled_for,
+                    runs.c.trigger_type)
              .where(runs.c.id > after_id, runs.c.status.in_(_TERMINAL), runs.c.scheduled_for < bound)
              .order_by(runs.c.id).limit(limit))
-    return [retention.PruneCandidate(r.id, r.schedule_id, r.business_key, RunStatus(r.status), r.scheduled_for)
+    return [retention.PruneCandidate(r.id, r.schedule_id, r.business_key, RunStatus(r.status), r.scheduled_for,
+                                     r.trigger_type)
             for r in conn.execute(query)]
 
 

@@ -36,7 +36,8 @@ _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_ga
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
 _OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None,
                              "auto_recover": ScheduleSpec.auto_recover,
-                             "auto_recover_daily": ScheduleSpec.auto_recover_daily}
+                             "auto_recover_daily": ScheduleSpec.auto_recover_daily,
+                             "freshness_target": None}
 
 
 

@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.core import errors, logs, redact
 from engine.runtime import Runtime
-from engine.web import api, auth, pages, routes, sessions
+from engine.web import api, auth, bulk_routes, pages, routes, sessions
 from engine.web.pages import page
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def create_app(rt: Runtime, *, token: str | None, host: str = "127.0.0.1") -> St
     """The ASGI app over ``rt`` bound at ``host``; ``token`` None makes it read-only."""
     ui = rt.config.ui
     app = Starlette(
-        routes=[*routes.ROUTES, *api.ROUTES, Mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static"),
+        routes=[*routes.ROUTES, *bulk_routes.ROUTES, *api.ROUTES, Mount("/static", StaticFiles(directory=pages.HERE / "static"), name="static"),
                 Route("/favicon.ico", lambda request: Response(status_code=204))],
         middleware=[Middleware(Guard, hosts=allowed_hosts(host, ui.allowed_hosts), secure_cookies=ui.secure_cookies),
                     Middleware(SessionMiddleware, secret_key=auth.session_secret(),

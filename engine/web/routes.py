@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import cron, cron_words, errors, inputs, limits, logs
+from engine.core import bulk, cron, cron_words, errors, inputs, limits, logs, revisions
 from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_STATUSES, RunStatus, RunTrigger
-from engine.operations import actions, drafts
+from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
@@ -147,7 +147,8 @@ def schedule_page(request: Request) -> Response:
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
                 alerts=alert_log.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),
                 audit=audit_groups.group_audit(definitions.history(rt, name)[::-1])[:30],
-                held=run_queries.held_runs(rt, name))
+                held=run_queries.held_runs(rt, name), waiting=bulk_actions.waiting_counts(rt, name),
+                retry_statuses=[s.value for s in bulk.RETRYABLE], default_retry=[s.value for s in bulk.DEFAULT_RETRY])
 
 
 def project_calendar_page(request: Request) -> Response:
@@ -240,6 +241,9 @@ def run_page(request: Request) -> Response:
                 can_retry=run.status in RETRYABLE_STATUSES, can_retry_from=run.status in
                 RETRYABLE_STATUSES | {RunStatus.SUCCESS},
                 can_approve=run.status is RunStatus.MANUAL_REQUIRED,
+                can_run_now=run.schedule_id is not None and revisions.decide_action(
+                    revisions.Command.TRIGGER, run.status) in (revisions.PeriodAction.REQUEUE,
+                                                               revisions.PeriodAction.APPROVE),
                 can_cancel=run.status in CANCELLABLE_STATUSES | {RunStatus.RUNNING, RunStatus.WAITING},
                 active=run.status in ACTIVE_STATUSES,
                 default_step=views.failed_step(run) or (step_names[0] if step_names else ""))
@@ -347,6 +351,10 @@ async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: st
     rt, form = await _authorised_form(request)
     result = await run_in_threadpool(action, rt, form)
     return page(request, "result.html", title="done", result=result, back=back)
+
+
+# Shared with ``bulk_routes`` (the bulk actions, run now and regenerate), which add routes of their own.
+act = _act
 
 
 async def retry_action(request: Request) -> Response:

@@ -93,16 +93,17 @@ def test_counts_misses_skips_attempts_and_timings(store_url: str) -> None:
         (T0 + timedelta(hours=5, minutes=1, seconds=4)).timestamp()
 
     # The manual clock does not move during a run: both took 0 s.
-    assert value(after, "reportflow_run_duration_seconds_count") == 2
-    assert value(after, "reportflow_run_duration_seconds_bucket", le="0.01") == 2
-    assert value(after, "reportflow_run_duration_seconds_sum") == 0
-    # Start delays: 4h01m02s (busy's misfired 11:00 slot) and 64 s (late's 15:00 slot).
-    assert value(after, "reportflow_start_delay_seconds_count") == 2
-    assert value(after, "reportflow_start_delay_seconds_sum") == (4 * 3600 + 62) + 64
-    assert value(after, "reportflow_start_delay_seconds_bucket", le="60.0") == 0
-    assert value(after, "reportflow_start_delay_seconds_bucket", le="120.0") == 1
-    assert value(after, "reportflow_start_delay_seconds_bucket", le="3600.0") == 1
-    assert value(after, "reportflow_start_delay_seconds_bucket", le="+Inf") == 2
+    for name in ("busy", "late"):
+        assert value(after, "reportflow_run_duration_seconds_count", schedule=name) == 1
+        assert value(after, "reportflow_run_duration_seconds_bucket", schedule=name, le="0.01") == 1
+        assert value(after, "reportflow_run_duration_seconds_sum", schedule=name) == 0
+    # Start delays, per schedule: 4h01m02s (busy's misfired 11:00 slot) and 64 s (late's 15:00 slot).
+    assert value(after, "reportflow_start_delay_seconds_sum", schedule="busy") == 4 * 3600 + 62
+    assert value(after, "reportflow_start_delay_seconds_sum", schedule="late") == 64
+    assert value(after, "reportflow_start_delay_seconds_bucket", schedule="late", le="60.0") == 0
+    assert value(after, "reportflow_start_delay_seconds_bucket", schedule="late", le="120.0") == 1
+    assert value(after, "reportflow_start_delay_seconds_bucket", schedule="busy", le="3600.0") == 0
+    assert value(after, "reportflow_start_delay_seconds_bucket", schedule="busy", le="+Inf") == 1
     rt.store.dispose()
 
 
