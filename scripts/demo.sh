@@ -13,7 +13,7 @@ hint="run scripts/setup.sh to see the whole error"
 trap 'echo "demo.sh: failed while ${stage}: ${hint}" >&2' ERR
 
 scripts/setup.sh
-config=examples/demo.toml
+config=demo.toml
 rf() { .venv/bin/reportflow --config "$config" "$@"; }
 work_dir=.reportflow
 mkdir -p "$work_dir"

@@ -20,8 +20,8 @@ def test_the_demo_config_reports_on_this_repository(tmp_path: Path) -> None:
     """scripts/demo.sh without the venv set-up: a clone, the demo config, backfill, work."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
-    shutil.copy(REPO_ROOT / "examples" / "demo.toml", clone / "examples" / "demo.toml")
-    config = clone / "examples" / "demo.toml"
+    shutil.copy(REPO_ROOT / "demo.toml", clone / "demo.toml")
+    config = clone / "demo.toml"
     first_day = subprocess.run(["git", "log", "--reverse", "--date=short", "--format=%ad"], cwd=clone,
                                capture_output=True, text=True, check=True).stdout.split()[0]
     today = datetime.now(UTC).date().isoformat()
