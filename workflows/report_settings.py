@@ -39,6 +39,10 @@ def http_host(value: str) -> str:
         raise ValueError(f"must be an http:// or https:// address, not {scheme.group(1)}://")
     if any(ord(c) < 32 or c.isspace() for c in value):
         raise ValueError("must be an address without spaces or control characters")
+    if scheme is None and "@" in value:
+        # ``user:password@host:port`` is what the clients read as http; with the scheme written, every mask
+        # of a password in a URL (logs, errors, doctor, /api) recognises it.
+        return f"http://{value}"
     return value
 
 

@@ -137,7 +137,8 @@ def test_passwords_in_urls_appear_nowhere(tmp_path: Path, pg_url: str) -> None:
     from tests.fakes.fake_ollama import closed_port
 
     repo = daily_history(tmp_path, utc(2026, 3, 1), 2)
-    llm_host = f"http://rf:{URL_CANARIES['llm']}@127.0.0.1:{closed_port()}"
+    # Without a scheme, as the Ollama client accepts it: its password is masked all the same (issue 36, item 13).
+    llm_host = f"rf:{URL_CANARIES['llm']}@127.0.0.1:{closed_port()}"
     notion_url = f"http://rf:{URL_CANARIES['notion']}@127.0.0.1:{closed_port()}/"
     hook = f"http://rf:{URL_CANARIES['hook']}@127.0.0.1:{closed_port()}/alerts"
     user, rest = pg_url.split("://", 1)[1].split("@", 1)
