@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
+from engine.app import config_reload
 from engine.core import logs
 from engine.execution import healer, loop, reconciler
 from engine.execution.pool import WorkerPool
@@ -50,6 +51,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     server = _start_metrics(rt, metrics_port) if metrics_port is not None else None
     sweep_every = max(1.0, rt.config.worker.lease.total_seconds() / 2)
     last_sweep = last_beat = float("-inf")
+    followed = config_reload.watch(rt)
     # The alert sender beside the loop: a webhook that hangs delays neither a tick nor a claim.
     sender = threading.Thread(target=outbox_sender.deliver_until, args=(rt, stop), name="alerts", daemon=True)
     sender.start()
@@ -76,6 +78,8 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                     if failures := backoff.recovered():
                         logs.event(log, logging.INFO, "serve_loop_recovered", failures=failures)
                     reclaim = False
+                if followed is not None:
+                    config_reload.reload_if_changed(rt, followed)  # a changed file: new settings, or an alert
                 report = tick.tick(rt, committed=worker.wake)
                 if rt.clock.monotonic() - last_beat >= BEAT_EVERY_S:
                     heartbeat.beat(rt, "serve")

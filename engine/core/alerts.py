@@ -34,7 +34,7 @@ class EventStatus(StrEnum):
 # Events about a period that did not succeed: their severity grows with the run of failed periods.
 PERIOD_EVENTS = frozenset({"run_failed", "run_partial", "run_late", "slots_not_run"})
 # Events about the machinery itself: severity from the criticality alone.
-HEALTH_EVENTS = frozenset({"run_stuck", "stalled", "silent"})
+HEALTH_EVENTS = frozenset({"run_stuck", "stalled", "silent", "config_invalid"})
 # A schedule's freshness below its target (SPEC §15.8): its severity grows like a period event's.
 SLO_EVENTS = frozenset({"freshness_low"})
 EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | SLO_EVENTS | {"prune_held", "recovered"}
