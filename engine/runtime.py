@@ -5,13 +5,15 @@ from __future__ import annotations
 import getpass
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from engine.alert_transports import AlertTransports
 from engine.config.config_file import AppConfig
+from engine.core import policies
 from engine.core.clock import Clock
-from engine.core.models import PeriodKind
+from engine.core.models import PeriodKind, Schedule
 from engine.plugins import workflow_registry
 from engine.plugins.contract import WorkflowDef
 from engine.plugins.workflow_registry import Registry
@@ -41,6 +43,14 @@ class Runtime:
         """The period of workflow ``workflow``, or None when it is not installed here."""
         found = self.registry.get(workflow)
         return found.period if found is not None else None
+
+    def period_key(self, schedule: Schedule, slot: datetime) -> str | None:
+        """The business key of the period ``slot`` of ``schedule`` reports on; None when its workflow is not
+        installed here."""
+        kind = self.period_kind(schedule.spec.workflow)
+        if kind is None:
+            return None
+        return policies.business_period(kind, slot, schedule.spec.timezone, schedule.spec.report_on).key
 
     def settings(self, workflow: str) -> Any:
         """The validated settings of workflow ``workflow`` (None if it has none)."""

@@ -97,7 +97,9 @@ class Cli:
         """Validate the config first (bad input writes nothing), then open the store.
 
         An invalid ``[[schedules]]`` entry is left out, said in one line on stderr, so that reading
-        history and running the other schedules go on; ``strict`` (``schedules apply``) refuses instead.
+        history and the scheduling loops (``tick``, ``work``, ``cycle``, ``serve``) go on for the other
+        schedules; ``strict``, for what an operator asks to change (``schedules apply``, ``trigger``,
+        ``backfill``, ``runs retry``...), refuses the file instead: exit 2, nothing written.
         """
         if self._runtime is None:
             from engine.plugins import workflow_registry
@@ -326,7 +328,7 @@ def schedules_enable(ctx: typer.Context, name: str,
     """Re-enable a schedule; it starts from now. Example: reportflow schedules enable platform-daily"""
     from engine.scheduling import definitions
 
-    schedule, changed = definitions.set_enabled(_cli(ctx).runtime(), name, enabled=True, reason=reason)
+    schedule, changed = definitions.set_enabled(_cli(ctx).runtime(strict=True), name, enabled=True, reason=reason)
     output.say(f"schedule {name} {'enabled' if changed else 'was already enabled'} (version {schedule.version})")
 
 
@@ -345,7 +347,7 @@ def schedules_disable(ctx: typer.Context, name: Annotated[Optional[str], typer.A
         raise errors.InvalidInput("--reason is required to disable a schedule")
     if all_ == (name is not None):
         raise errors.InvalidInput("name one schedule or give --all")
-    rt = _cli(ctx).runtime()
+    rt = _cli(ctx).runtime(strict=True)
     if name is None:
         changed = definitions.disable_all(rt, reason=reason, cancel_queued=cancel_queued)
         output.say(f"disabled {len(changed)} schedule(s)" + (f": {', '.join(s.name for s in changed)}" if changed else ""))
@@ -386,7 +388,7 @@ def schedules_set(
             raise errors.InvalidInput(f"--grace: {exc}") from None
     if not changes:
         raise errors.InvalidInput("nothing to change: pass --cron, --timezone, --misfire, --overlap, ...")
-    schedule, warning = definitions.set_schedule(_cli(ctx).runtime(), name, expect_version=expect_version,
+    schedule, warning = definitions.set_schedule(_cli(ctx).runtime(strict=True), name, expect_version=expect_version,
                                                changes=changes, confirmed=yes, reason=reason)
     if warning:
         output.warn(warning)
@@ -639,14 +641,14 @@ def trigger(ctx: typer.Context, schedule: str,
         if dry_run or yes:
             raise errors.InvalidInput("--dry-run and --yes go with a range (--from D --to D)")
         day = _parse_date(date_, "--date") if date_ else None
-        output.action(actions.trigger(_cli(ctx).runtime(), schedule, day=day, force_new=force_new), as_json)
+        output.action(actions.trigger(_cli(ctx).runtime(strict=True), schedule, day=day, force_new=force_new), as_json)
         return
     from engine.cli import bulk_render, render
 
     if date_ is not None or from_ is None or to is None:
         raise errors.InvalidInput("give --date D, or a range: --from D --to D (both)")
     first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
-    rt = _cli(ctx).runtime()
+    rt = _cli(ctx).runtime(strict=True)
     if not dry_run and not yes:
         planned = actions.trigger_range(rt, schedule, first=first, last=last, force_new=force_new, dry_run=True)
         acting = [r for r in planned.results if r.action != "unchanged"]
@@ -686,7 +688,7 @@ def backfill(ctx: typer.Context, schedule: str,
     from engine.operations import actions
 
     first, last = _parse_date(from_, "--from"), _parse_date(to, "--to")
-    rt = _cli(ctx).runtime()
+    rt = _cli(ctx).runtime(strict=True)
     with render.progress("backfill", quiet=as_json) as advance:
         report = actions.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance,
                                      include_pruned=include_pruned)
@@ -707,7 +709,7 @@ def prune_command(ctx: typer.Context,
     from engine.operations import prune
 
     day = _parse_date(before, "--before")
-    rt = _cli(ctx).runtime()
+    rt = _cli(ctx).runtime(strict=True)
     if not dry_run and not yes:
         count = prune.prune(rt, day, dry_run=True)
         if count.removed == 0:
@@ -781,7 +783,7 @@ def runs_retry(ctx: typer.Context,
             raise errors.InvalidInput("name a run, or --schedule S for its failed runs")
         if status or from_ or to or dry_run or yes:
             raise errors.InvalidInput("--status, --from, --to, --dry-run and --yes go with --schedule")
-        output.action(actions.retry(_cli(ctx).runtime(), _parse_run_id(run), from_step=from_step), as_json)
+        output.action(actions.retry(_cli(ctx).runtime(strict=True), _parse_run_id(run), from_step=from_step), as_json)
         return
     if run is not None:
         raise errors.InvalidInput("name a run or --schedule, not both")
@@ -789,7 +791,7 @@ def runs_retry(ctx: typer.Context,
         raise errors.InvalidInput("--from-step takes one run: `reportflow runs retry RUN --from-step STEP`")
     statuses = bulk.parse_statuses(status or [], bulk.RETRYABLE)
     first, last = _optional_range(from_, to)
-    rt = _cli(ctx).runtime()
+    rt = _cli(ctx).runtime(strict=True)
     _bulk(bulk_actions.plan_retry(rt, schedule, statuses=statuses, first=first, last=last), rt,
           dry_run=dry_run, yes=yes, as_json=as_json)
 
@@ -817,14 +819,14 @@ def runs_approve(ctx: typer.Context,
             raise errors.InvalidInput("name a run, or --schedule S --all")
         if from_ or to or dry_run or yes:
             raise errors.InvalidInput("--from, --to, --dry-run and --yes go with --schedule S --all")
-        output.action(actions.approve(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+        output.action(actions.approve(_cli(ctx).runtime(strict=True), _parse_run_id(run)), as_json)
         return
     if run is not None:
         raise errors.InvalidInput("name a run or --schedule S --all, not both")
     if schedule is None or not all_:
         raise errors.InvalidInput("approving in bulk takes both --schedule S and --all")
     first, last = _optional_range(from_, to)
-    rt = _cli(ctx).runtime()
+    rt = _cli(ctx).runtime(strict=True)
     _bulk(bulk_actions.plan_approve(rt, schedule, first=first, last=last), rt, dry_run=dry_run, yes=yes,
           as_json=as_json)
 
@@ -855,7 +857,7 @@ def runs_cancel(ctx: typer.Context, run: str, as_json: JsonOpt = False) -> None:
     """Cancel a run that has not finished (a RUNNING one stops at its next step). Example: reportflow runs cancel 42"""
     from engine.operations import actions
 
-    output.action(actions.cancel(_cli(ctx).runtime(), _parse_run_id(run)), as_json)
+    output.action(actions.cancel(_cli(ctx).runtime(strict=True), _parse_run_id(run)), as_json)
 
 
 @workflows_app.command("list")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from engine.core import cron, errors, freshness, logs, policies, slo
+from engine.core import cron, freshness, logs, slo
 from engine.core.clock import format_instant
 from engine.core.models import Schedule
 from engine.runtime import Runtime
@@ -55,7 +55,7 @@ def mark_low(rt: Runtime, now: datetime) -> int:
     window = rt.config.notify.slo_window
     with rt.store.write() as conn:
         for schedule, judged in low:
-            business_key = _business_key(rt, schedule, judged.slot_at)
+            business_key = rt.period_key(schedule, judged.slot_at)
             days = window.total_seconds() / 86400
             outbox.record_schedule_event(
                 conn, schedule, EVENT, outbox.period_dedupe_key(EVENT, schedule.name, judged.slot_at), now,
@@ -71,11 +71,3 @@ def mark_low(rt: Runtime, now: datetime) -> int:
                    target=judged.target)
     return len(low)
 
-
-def _business_key(rt: Runtime, schedule: Schedule, slot: datetime) -> str | None:
-    """The key of the period the slot reports on, or None when its workflow is not installed here."""
-    try:
-        kind = rt.workflow(schedule.spec.workflow).period
-    except errors.ReportflowError:
-        return None
-    return policies.business_period(kind, slot, schedule.spec.timezone, schedule.spec.report_on).key

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from engine.core import cron, errors, logs, policies, slo
+from engine.core import cron, logs, slo
 from engine.core.clock import format_instant
 from engine.core.models import Schedule
 from engine.runtime import Runtime
@@ -52,7 +52,7 @@ def mark_late(rt: Runtime, now: datetime) -> int:
     with rt.store.write() as conn:
         for schedule, slot in late:
             deadline = slo.deadline_of(schedule.spec)
-            business_key = _business_key(rt, schedule, slot)
+            business_key = rt.period_key(schedule, slot)
             c = outbox.consecutive_unsuccessful(conn, schedule.id, slot)
             outbox.record_schedule_event(
                 conn, schedule, "run_late", outbox.period_dedupe_key("run_late", schedule.name, slot), now,
@@ -63,11 +63,3 @@ def mark_late(rt: Runtime, now: datetime) -> int:
         logs.event(log, logging.WARNING, "run_late", schedule=schedule.name, slot=format_instant(slot))
     return len(late)
 
-
-def _business_key(rt: Runtime, schedule: Schedule, slot: datetime) -> str | None:
-    """The key of the period the slot reports on, or None when its workflow is not installed here."""
-    try:
-        kind = rt.workflow(schedule.spec.workflow).period
-    except errors.ReportflowError:
-        return None
-    return policies.business_period(kind, slot, schedule.spec.timezone, schedule.spec.report_on).key

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine.core import cron, errors, logs, policies, retention, revisions
+from engine.core import bulk, cron, errors, logs, policies, retention, revisions
 from engine.core.models import (
     CANCELLABLE_STATUSES,
     RETRYABLE_STATUSES,
@@ -44,6 +44,13 @@ class ActionResult:
     status: str
     business_key: str
     message: str
+
+
+def check_span(first: date, last: date, what: str) -> None:
+    """A date range an operator gave for ``what``: in order (``bulk.check_range``) and at most 10 years."""
+    bulk.check_range(first, last)
+    if (last - first).days > 3660:
+        raise errors.InvalidInput(f"a {what} covers at most 10 years at once")
 
 
 def refuse_disabled(schedule: Schedule, command: str) -> None:
@@ -204,10 +211,7 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
     A period without a row inside a range a prune removed is left out (listed in
     ``pruned``) unless ``include_pruned``: pruning never makes a report twice.
     """
-    if last < first:
-        raise errors.InvalidInput(f"--to {last} is before --from {first}")
-    if (last - first).days > 3660:
-        raise errors.InvalidInput("a backfill covers at most 10 years at once")
+    check_span(first, last, "backfill")
     now = rt.clock.now()
     report = BackfillReport()
     with rt.store.read() as conn:
@@ -277,10 +281,7 @@ def trigger_range(rt: Runtime, schedule_name: str, *, first: date, last: date, f
     still in the future are left out. Each action is audited with ``rt.actor``; the
     periods commit in batches, so a long range never holds the write lock at once.
     """
-    if last < first:
-        raise errors.InvalidInput(f"--to {last} is before --from {first}")
-    if (last - first).days > 3660:
-        raise errors.InvalidInput("a trigger covers at most 10 years at once")
+    check_span(first, last, "trigger")
     now = rt.clock.now()
     report = TriggerRangeReport()
     with rt.store.read() as conn:

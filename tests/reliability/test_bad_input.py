@@ -89,7 +89,10 @@ workflow = "team_weekly_report"
 cron = "0 9 * * 1"
 timezone = "UTC"
 """
-WRITERS = [("schedules", "apply"), ("tick",), ("work", "--until-idle"),
+# The commands an operator types to change something refuse a bad file. The scheduling loops (tick, work,
+# cycle, serve) leave an invalid [[schedules]] entry out and go on with the others, saying so
+# (tests/acceptance/test_invalid_schedule.py); a bad file elsewhere still stops them (below).
+WRITERS = [("schedules", "apply"),
            ("trigger", "platform-daily", "--date", "2026-09-29"),
            ("backfill", "platform-daily", "--from", "2026-09-20", "--to", "2026-09-25"),
            ("runs", "retry", "1", "--from-step", "SAVE_MARKDOWN")]
