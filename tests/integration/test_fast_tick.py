@@ -154,14 +154,20 @@ def test_the_log_format_changes_nothing_printed(project: Project) -> None:
 # --- declined: the full path runs and says what it always said ------------------------------------------
 
 @pytest.mark.slow
-def test_a_config_edited_into_an_invalid_one_exits_2_though_nothing_is_due(project: Project) -> None:
+def test_a_config_edited_into_an_invalid_one_is_validated_though_nothing_is_due(project: Project) -> None:
+    """The fast path never hides an edited file: the tick validates it, leaves the bad schedule out and says so
+    in one line (the others go on), and a file broken beyond a schedule exits 2."""
     warmed(project)
-    project.config.write_text(project.config.read_text().replace('cron = "0 * * * *"', 'cron = "61 * * * *"'))
+    good = project.config.read_text()
+    project.config.write_text(good.replace('cron = "0 * * * *"', 'cron = "61 * * * *"'))
 
     result = project.tick()
 
-    assert result.validated and result.returncode == 2 and result.stdout == ""
-    assert "error [CONFIG_INVALID]" in result.stderr and "schedules[1].cron" in result.stderr, result.stderr
+    assert result.validated and result.returncode == 0, result.stderr
+    assert "is left out, it is invalid" in result.stderr and "schedules[1].cron" in result.stderr, result.stderr
+    project.config.write_text(good + "\n[store\n")
+    broken = project.tick()
+    assert broken.returncode == 2 and broken.stdout == "" and "error [CONFIG_INVALID]" in broken.stderr
 
 
 @pytest.mark.slow

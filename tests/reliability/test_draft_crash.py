@@ -28,7 +28,7 @@ def start(path: Path, sentence: str = SENTENCE) -> subprocess.Popen[bytes]:
 def big_config(tmp_path: Path) -> Path:
     path = tmp_path / "reportflow.toml"
     # Large enough (a long comment) that writing and syncing the copy takes a while.
-    filler = ("# " + "x" * 1022 + "\n") * (48 * 1024)
+    filler = ("# " + "x" * 1022 + "\n") * (12 * 1024)  # 12 MiB: under the 16 MiB a config file may hold
     path.write_text(BASE.format(db=tmp_path / "state.db", provider="builtin", host="x") + filler)
     return path
 

@@ -156,7 +156,7 @@ def test_serve_applies_retain_once_it_starts(tmp_path: Path) -> None:
     finally:
         serve.send_signal(signal.SIGTERM)
         _, log = procs.finish(serve, timeout=60)
-    assert serve.returncode == 0, log[-3000:]
+    assert serve.returncode == 143, log[-3000:]  # stopped by SIGTERM (128 + 15)
     left = sorted(r.business_key[:10] for r in sqlite_runs(tmp_path / "rf.db").values())
     # Today is 2026-03-21 (UTC), retain 10d: periods before 2026-03-11 went.
     assert left == [f"2026-03-{d}" for d in range(11, 22)], left
