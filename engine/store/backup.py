@@ -49,14 +49,14 @@ def backup_sqlite(engine: Engine, destination: Path) -> int:
         raise errors.InvalidInput(f"{destination.parent} is not a folder")
     remove_stale_partials(destination.parent)
     partial = partial_path(destination)
-    with _held(partial):
-        try:
+    try:  # around the lock too: a signal just after the partial file was created must remove it as well
+        with _held(partial):
             pages = _copy(engine, partial)
             _fsync(partial)
             partial.rename(destination)
-        except BaseException:  # an error, Ctrl-C, SIGTERM (the CLI makes it SystemExit): no partial stays
-            _discard(partial)
-            raise
+    except BaseException:  # an error, Ctrl-C, SIGTERM (the CLI makes it SystemExit): no partial stays
+        _discard(partial)
+        raise
     _fsync(destination.parent)
     return pages
 
@@ -98,7 +98,8 @@ def _held(partial: Path) -> Iterator[None]:
 def remove_stale_partials(folder: Path) -> list[Path]:
     """Remove the partial copies in ``folder`` that no live backup holds (a ``kill -9`` left them).
 
-    Only ``.NAME.partial`` files that are empty or start with SQLite's header are touched
+    Only ``.NAME.partial`` files that are empty, start with SQLite's header or with zeros (a copy whose
+    first page was not written yet) are touched
     (with their ``-journal``); a partial whose writer is alive holds its lock and is left.
     """
     removed = []
@@ -110,7 +111,9 @@ def remove_stale_partials(folder: Path) -> list[Path]:
         except OSError:
             continue
         try:
-            if os.read(fd, len(_SQLITE_HEADER)) not in (b"", _SQLITE_HEADER):
+            head = os.read(fd, len(_SQLITE_HEADER))
+            # SQLite's online backup may write the first page last: a copy killed midway can start with zeros.
+            if head not in (b"", _SQLITE_HEADER) and head.strip(b"\x00"):
                 continue  # not a copy of ours
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
