@@ -935,7 +935,7 @@ if __name__ == "__main__":
 
 # --- notifications -----------------------------------------------------------
 
-notifications_app = typer.Typer(help="Alerts recorded in the outbox (SPEC §15.1) and their delivery.",
+notifications_app = typer.Typer(help="Alerts recorded in the outbox and their delivery.",
                                 no_args_is_help=True)
 app.add_typer(notifications_app, name="notifications")
 
