@@ -21,8 +21,9 @@ import urllib.parse
 from dataclasses import dataclass
 from enum import Enum
 
-#: ``#123`` not inside a word, a path or a URL fragment (``a#1``, ``/x#2`` stay text).
-REFERENCE = re.compile(r"(?<![\w/&#])#(?P<number>[1-9][0-9]{0,8})\b")
+#: ``#123`` not inside a word, a path or a URL fragment (``a#1``, ``/x#2`` stay text), nor after
+#: ``!`` or ``]`` (a link there would be an image or a reference).
+REFERENCE = re.compile(r"(?<![\w/&#!\]])#(?P<number>[1-9][0-9]{0,8})\b")
 
 
 class ForgeKind(Enum):
