@@ -97,3 +97,15 @@ def test_runs_pinned_before_keep_layout_1() -> None:
     areas = section(text, "Changes by area")
     assert "### src\n" in areas and "### tests\n" in areas and "](" not in areas
     assert "most active" in section(text, "Summary")
+
+
+def test_notion_gets_the_same_links_and_code() -> None:
+    from steps import notion_blocks
+
+    text = write(src_layout())
+    first = src_layout()[0]
+    items = [i for b in notion_blocks.markdown_to_blocks(text) for i in b[b["type"]].get("rich_text", [])]
+    sha = [i for i in items if i["text"]["content"] == first.sha[:8]]
+    assert sha and sha[0]["text"]["link"] == {"url": f"{FORGE}/commit/{first.sha}"} and sha[0]["annotations"]["code"]
+    assert any(i["text"]["content"] == "#7497" and i["text"]["link"] == {"url": f"{FORGE}/issues/7497"} for i in items)
+    assert not any("\\" in i["text"]["content"] for i in items)
