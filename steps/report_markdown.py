@@ -183,6 +183,9 @@ def no_activity(inp: ReportInput) -> str:
     t = texts(inp.language)
     quiet = (t.no_activity(inp.project, is_weekly(inp)) if inp.coverage is None
              else t.no_activity_in_window(inp.project, inp.coverage.attribution == "landed"))
+    if inp.layout >= 2:  # one line under what the report covers: nothing to sum up, no writer
+        return "\n".join([t.title(is_weekly(inp), inp.project, inp.business_key), "", *coverage_lines(inp),
+                          "", quiet]) + "\n"
     return header(inp, empty, writer_line=t.no_model) + f"\n## {t.summary}\n\n{quiet}\n"
 
 

@@ -109,3 +109,12 @@ def test_notion_gets_the_same_links_and_code() -> None:
     assert sha and sha[0]["text"]["link"] == {"url": f"{FORGE}/commit/{first.sha}"} and sha[0]["annotations"]["code"]
     assert any(i["text"]["content"] == "#7497" and i["text"]["link"] == {"url": f"{FORGE}/issues/7497"} for i in items)
     assert not any("\\" in i["text"]["content"] for i in items)
+
+
+def test_a_quiet_day_with_on_empty_report_is_one_line_under_what_it_covers() -> None:
+    text = write([], on_empty="report")
+    assert text.splitlines() == [
+        "# Daily report: platform, 2026-09-29", "",
+        "- **Period:** 2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul); "
+        "UTC 2026-09-28T15:00:00Z → 2026-09-29T15:00:00Z", "",
+        "No commits were authored in platform during this day."]
