@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 from urllib.parse import urlencode
@@ -24,7 +24,7 @@ from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
-from engine.web import auth, charts, markdown, params
+from engine.web import auth, charts, params, run_report
 from engine.web.pages import page, state_of
 
 LEGEND = (
@@ -175,41 +175,11 @@ def runs_page(request: Request) -> Response:
                 first_page=not request.query_params.get("after"))
 
 
-def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str | None]:
-    """(Markdown, where it came from, why the saved file is not shown): the saved file on this host
-    when it is still what the run wrote, else the report text in the database."""
-    root = None
-    try:
-        workflow = rt.workflow(run.workflow)
-        root = workflow.files_root(rt.settings(workflow.name))
-    except errors.ReportflowError:
-        pass
-    problem = None
-    for artifact in run.artifacts:
-        if artifact.kind == "markdown":
-            found = markdown.read_local_report(artifact.location, root, artifact.sha256)
-            if found.text is not None:
-                return found.text, artifact.location, None
-            problem = problem or found.problem
-    for step in run.steps:
-        output = step.output or {}
-        if isinstance(output.get("text"), str):
-            return output["text"], f"{step.name} output (database)", problem
-    return None, None, problem
-
-
-def _forge(pinned: Mapping[str, Any]) -> str | None:
-    """The run's pinned forge: the one place a link in its report may point on the page."""
-    forge = pinned.get("forge")
-    return forge if isinstance(forge, str) else None
-
-
 def run_page(request: Request) -> Response:
     """``/runs/ID``: one run, its steps, attempts and report."""
     rt = state_of(request).rt
     run = run_queries.get_run(rt, _run_id(request))
     detail = views.run_detail(run, rt.clock.now())
-    text, source, file_problem = _report_markdown(rt, run)
     commits: list[dict[str, Any]] = []
     generation: dict[str, Any] = {}
     heads: dict[str, Any] = {}
@@ -233,9 +203,7 @@ def run_page(request: Request) -> Response:
     zone = ZoneInfo(str(run.pinned.get("timezone", "UTC")))
     notion = [a for a in run.artifacts if a.kind == "notion_page"]
     return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
-                report_html=markdown.to_html(text, _forge(run.pinned)) if text is not None else None,
-                report_source=source,
-                file_problem=file_problem,
+                report=run_report.report_of(rt, run),
                 commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
                 audit=run_queries.run_audit(rt, run.id), step_names=step_names,
                 can_retry=run.status in RETRYABLE_STATUSES, can_retry_from=run.status in
