@@ -39,18 +39,28 @@ def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[s
     return filt, echo
 
 
+SPANS = ("month", "13w", "year")
+
+
 @dataclass(frozen=True)
 class CalendarRange:
-    """Which stretch of a schedule's calendar the page shows, and the links to the neighbouring ones."""
+    """Which stretch of a schedule's calendar the page shows (a month grid, 13 weeks or a year as a strip of
+    cells), and the links to the neighbouring ones."""
 
-    weeks: int
-    until: date
+    span: str  # one of SPANS
+    until: date  # the strip's last day
     today: date
+    month: date  # the 1st of the month the grid shows
 
     @property
     def year(self) -> bool:
-        """Whether this is the year at a glance (rather than the 13-week view)."""
-        return self.weeks > 13
+        """Whether this is the year at a glance."""
+        return self.span == "year"
+
+    @property
+    def weeks(self) -> int:
+        """The strip's length in weeks."""
+        return 53 if self.year else 13
 
     @property
     def earlier(self) -> date:
@@ -62,15 +72,43 @@ class CalendarRange:
         """The next stretch's end, or None when this one reaches today."""
         return None if self.until >= self.today else min(self.until + timedelta(weeks=self.weeks), self.today)
 
+    @property
+    def previous_month(self) -> date:
+        """The 1st of the month before the one shown."""
+        return (self.month - timedelta(days=1)).replace(day=1)
+
+    @property
+    def next_month(self) -> date | None:
+        """The 1st of the month after the one shown, or None when the one shown is this month."""
+        after = (self.month + timedelta(days=31)).replace(day=1)
+        return None if after > self.today else after
+
+
+def _month(text: str | None, today: date) -> date:
+    """``YYYY-MM`` as the 1st of that month (default and upper bound: this month); bad values are 400."""
+    this_month = today.replace(day=1)
+    if not text:
+        return this_month
+    parts = text.split("-")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts) or len(parts[0]) != 4:
+        raise errors.InvalidInput(f"month '{text[:20]}' is not YYYY-MM")
+    year, number = int(parts[0]), int(parts[1])
+    if not 1 <= number <= 12:
+        raise errors.InvalidInput(f"month '{text[:20]}' is not YYYY-MM")
+    if year < 1970:
+        raise errors.InvalidInput(f"month '{text[:20]}' is before 1970")
+    return min(date(year, number, 1), this_month)
+
 
 def calendar_range(params: Any, today: date) -> CalendarRange:
-    """``?until=YYYY-MM-DD&span=year|13w`` (default: 13 weeks up to today); bad values are 400."""
-    span = params.get("span") or "13w"
-    if span not in ("13w", "year"):
-        raise errors.InvalidInput(f"span '{span}' is not 13w or year")
+    """``?month=YYYY-MM`` (the default: this month's grid) or ``?span=13w|year&until=YYYY-MM-DD``; bad values
+    are 400."""
+    span = params.get("span") or "month"
+    if span not in SPANS:
+        raise errors.InvalidInput(f"span '{span[:20]}' is not {', '.join(SPANS[:-1])} or {SPANS[-1]}")
     until = parse_date(params.get("until"), "until") or today
     if until > today:
         until = today
     if until < date(1970, 1, 1):
         raise errors.InvalidInput(f"until '{until}' is before 1970")
-    return CalendarRange(53 if span == "year" else 13, until, today)
+    return CalendarRange(span, until, today, _month(params.get("month"), today))

@@ -134,7 +134,8 @@ def schedule_page(request: Request) -> Response:
     overview = schedule_queries.schedule_overview(rt, name)
     spec, fires = schedule_queries.preview(rt, name, 8)
     nav = params.calendar_range(request.query_params, rt.clock.now().astimezone(ZoneInfo(spec.timezone)).date())
-    row = calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
+    grid = calendar_view.month(rt, name, nav.month) if nav.span == "month" else None
+    row = grid.row if grid is not None else calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
     started = run_queries.chart_runs(rt, name)
     # A backfill's start delay is its age (a year-old period starts a year late): it would flatten the chart.
     delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
@@ -142,7 +143,8 @@ def schedule_page(request: Request) -> Response:
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
     return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run, overview.slo),
-                words=cron_words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
+                words=cron_words.describe(spec.cron), fires=fires, rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
+                cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
                 alerts=alert_log.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),

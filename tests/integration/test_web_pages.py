@@ -27,6 +27,7 @@ from engine.runtime import Runtime
 from engine.scheduling import definitions
 from engine.web.app import create_app
 from tests.fakes.gitrepo import make_repo
+from tests.integration.test_web import Site, build_site
 from tests.support import make_runtime
 from workflows import team_report
 
@@ -92,3 +93,56 @@ def test_the_run_page_shows_the_newest_report_first_after_a_retry(team: tuple[Ru
     earlier = re.search(r'<details class="superseded">(.*?)</details>', page, re.S)
     assert earlier is not None and "superseded" in earlier.group(1)
     assert "Not collected: web" in earlier.group(1) and "new checkout page" not in earlier.group(1)
+
+
+@pytest.fixture
+def daily(sqlite_url: str, tmp_path: Path) -> Site:
+    site = build_site(sqlite_url, tmp_path)  # 09-28 SUCCESS with a report, 09-29 FAILED; today is 09-30 in Seoul
+    quiet = actions.trigger(site.rt, "platform-report", day=date(2026, 9, 26))  # no commits that day
+    assert Worker(site.rt, "w").run_one().run_id == quiet.run_id  # type: ignore[union-attr]
+    site.blocker.rmdir()
+    return site
+
+
+def day_cell(page: str, day: str) -> str:
+    found = re.search(rf'<td class="day[^"]*" data-day="{day}"[^>]*>(.*?)</td>', page, re.S)
+    assert found is not None, day
+    return found.group(0)
+
+
+def test_the_schedule_page_shows_the_month_as_a_grid_of_weeks(daily: Site) -> None:
+    c = client(daily.rt)
+    page = c.get("/schedules/platform-report").text
+    assert '<h2 id="calendar">September 2026</h2>' in page
+    header = re.search(r'<table class="month"[^>]*>\s*<thead><tr>(.*?)</tr>', page, re.S)
+    assert header is not None
+    assert re.findall(r"<th[^>]*>(\w+)</th>", header.group(1)) == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    days = re.findall(r'data-day="([\d-]+)"', page)
+    assert days[0] == "2026-08-31" and days[-1] == "2026-10-04" and len(days) == 5 * 7  # whole weeks, Monday first
+    assert 'aria-current="date"' in day_cell(page, "2026-09-30") and "today" in day_cell(page, "2026-09-30")
+    # Each cell shows its status and links to its run, and to its report when it saved one.
+    ok = day_cell(page, "2026-09-28")
+    assert f'href="/runs/{daily.ok_id}"' in ok and 'data-state="SUCCESS"' in ok
+    assert f'href="/runs/{daily.ok_id}#report"' in ok and ">success</a>" in ok
+    failed = day_cell(page, "2026-09-29")
+    assert f'href="/runs/{daily.failed_id}"' in failed and ">failed</a>" in failed and "#report" not in failed
+    quiet = day_cell(page, "2026-09-26")
+    assert ">no commits</a>" in quiet and "#report" not in quiet  # a quiet day is not a missing report
+    assert 'data-state="BEFORE_SCHEDULE"' in day_cell(page, "2026-09-25")
+    assert 'data-state="NOT_YET_DUE"' in day_cell(page, "2026-09-30")
+    assert 'href="/schedules/platform-report?month=2026-08#calendar" rel="prev"' in page
+    assert 'rel="next"' not in page[page.index('id="calendar"'):page.index('class="month"')]  # no later month yet
+
+
+def test_the_month_grid_navigates_and_the_year_view_stays(daily: Site) -> None:
+    c = client(daily.rt)
+    august = c.get("/schedules/platform-report?month=2026-08").text
+    assert '<h2 id="calendar">August 2026</h2>' in august and "?month=2026-09#calendar\" rel=\"next\"" in august
+    assert re.findall(r'data-day="([\d-]+)"', august)[0] == "2026-07-27"
+    later = c.get("/schedules/platform-report?month=2031-01").text
+    assert '<h2 id="calendar">September 2026</h2>' in later  # the future is this month
+    for bad in ("2026-13", "2026-9x", "99-01", "1969-12", "２０２６-09"):
+        assert c.get("/schedules/platform-report", params={"month": bad}).status_code == 400, bad
+    year = c.get("/schedules/platform-report?span=year").text
+    assert "A year up to 2026-09-30" in year and year.count('class="cell c-') >= 53 * 7
+    assert c.get("/schedules/platform-report?span=decade").status_code == 400
