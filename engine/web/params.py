@@ -1,4 +1,4 @@
-"""Query parameters shared by the runs page and ``/api/runs``: bad values are ``InvalidInput`` (400)."""
+"""Query parameters of the pages (and ``/api/runs``): bad values are ``InvalidInput`` (400)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from engine.core import errors, inputs
+from engine.core import alerts, errors, inputs
 from engine.core.models import RunStatus, RunTrigger
 from engine.read import run_queries
 from engine.runtime import Runtime
-from engine.store import history_rows
+from engine.store import alert_rows, history_rows
 
 
 def parse_date(text: str | None, name: str) -> date | None:
@@ -112,3 +112,23 @@ def calendar_range(params: Any, today: date) -> CalendarRange:
     if until < date(1970, 1, 1):
         raise errors.InvalidInput(f"until '{until}' is before 1970")
     return CalendarRange(span, until, today, _month(params.get("month"), today))
+
+
+def alert_filter(params: Any) -> tuple[alert_rows.AlertFilter, int | None]:
+    """The alerts page's filter (``severity``, ``schedule``, ``delivery``; several of a kind allowed) and its
+    ``before`` cursor; bad values are 400."""
+    severities = tuple(s.lower() for s in params.getlist("severity") if s)
+    for value in severities:
+        if value not in alerts.Severity.__members__.values():
+            raise errors.InvalidInput(f"unknown severity '{value[:20]}'")
+    delivery = tuple(s.lower() for s in params.getlist("delivery") if s)
+    for value in delivery:
+        if value not in alert_rows.DELIVERY_STATES:
+            raise errors.InvalidInput(f"unknown delivery state '{value[:20]}' (one of: "
+                                      f"{', '.join(alert_rows.DELIVERY_STATES)})")
+    before = params.get("before") or None
+    try:
+        cursor = inputs.run_id(before) if before is not None else None  # a positive row id, like a run's
+    except errors.InvalidInput:
+        raise errors.InvalidInput(f"before '{before[:20]}' is not a page of alerts (follow the page's own link)") from None
+    return alert_rows.AlertFilter(severities, params.get("schedule") or None, delivery), cursor

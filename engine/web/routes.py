@@ -18,12 +18,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import bulk, cron, cron_words, errors, inputs, limits, logs, revisions
+from engine.core import alerts, bulk, cron, cron_words, errors, inputs, limits, logs, revisions
 from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
+from engine.store import alert_rows
 from engine.web import auth, charts, params, run_report
 from engine.web.pages import page, state_of
 
@@ -175,6 +176,19 @@ def runs_page(request: Request) -> Response:
                 chosen=set(filt.statuses), triggers=list(RunTrigger),
                 schedule_names=run_queries.schedule_names(rt), next_url=next_url,
                 first_page=not request.query_params.get("after"))
+
+
+def alerts_page(request: Request) -> Response:
+    """``/alerts``: every alert across schedules, filtered by severity, schedule and delivery, paged."""
+    rt = state_of(request).rt
+    filt, before = params.alert_filter(request.query_params)
+    found = alert_log.page_alerts(rt, filt, before=before, limit=limits.WEB_PAGE)
+    query = [*(("severity", s) for s in filt.severities), *(("schedule", n) for n in [filt.schedule] if n),
+             *(("delivery", d) for d in filt.delivery)]
+    next_url = "/alerts?" + urlencode([*query, ("before", found.next_before)]) if found.next_before else None
+    return page(request, "alerts.html", title="Alerts", found=found, filt=filt, next_url=next_url,
+                first_page=before is None, severities=[s.value for s in alerts.Severity],
+                delivery_states=alert_rows.DELIVERY_STATES, delivery_of=alert_log.delivery_of)
 
 
 def run_page(request: Request) -> Response:
@@ -396,6 +410,7 @@ ROUTES = [
     Route("/schedules/{name}/disable", enable_action, methods=["POST"]),
     Route("/projects/{project}/calendar", project_calendar_page),
     Route("/runs", runs_page),
+    Route("/alerts", alerts_page),
     Route("/runs/{run_id}", run_page),
     Route("/runs/{run_id}/retry", retry_action, methods=["POST"]),
     Route("/runs/{run_id}/approve", approve_action, methods=["POST"]),

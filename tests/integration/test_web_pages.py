@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from engine.core import alerts, limits
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
@@ -25,6 +26,7 @@ from engine.operations import actions
 from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
 from engine.scheduling import definitions
+from engine.store import outbox
 from engine.web.app import create_app
 from tests.fakes.gitrepo import make_repo
 from tests.integration.test_web import Site, build_site
@@ -104,6 +106,13 @@ def daily(sqlite_url: str, tmp_path: Path) -> Site:
     return site
 
 
+@pytest.fixture
+def site_with_alerts(sqlite_url: str, tmp_path: Path) -> Site:
+    site = build_site(sqlite_url, tmp_path)
+    alerts_site(site.rt, site.failed_id)
+    return site
+
+
 def day_cell(page: str, day: str) -> str:
     found = re.search(rf'<td class="day[^"]*" data-day="{day}"[^>]*>(.*?)</td>', page, re.S)
     assert found is not None, day
@@ -146,3 +155,59 @@ def test_the_month_grid_navigates_and_the_year_view_stays(daily: Site) -> None:
     year = c.get("/schedules/platform-report?span=year").text
     assert "A year up to 2026-09-30" in year and year.count('class="cell c-') >= 53 * 7
     assert c.get("/schedules/platform-report?span=decade").status_code == 400
+
+
+def alerts_site(rt: Runtime, failed_id: int) -> None:
+    """Next to the failed run's own run_failed: one alert sent, one whose webhook failed twice, one quiet, and
+    another schedule's critical run_stuck (with an untrusted summary)."""
+    now = rt.clock.now()
+    made = [("sent-1", "run_late", alerts.Severity.WARNING, True, "platform-report"),
+            ("failing-1", "run_partial", alerts.Severity.WARNING, True, "platform-report"),
+            ("quiet-1", "run_failed", alerts.Severity.INFO, False, "platform-report"),
+            ("stuck-1", "run_stuck", alerts.Severity.CRITICAL, True, "other <b>sched</b>")]
+    with rt.store.write() as conn:
+        for key, event, severity, notify, schedule in made:
+            outbox.record_event(conn, event=event, dedupe_key=key, at=now, summary=f"{event} <script>x</script>",
+                                decision=alerts.SeverityDecision(severity, notify), schedule=schedule, run_id=failed_id)
+        rows = {a.id: row for row, a in outbox.list_due(conn, now)}
+        outbox.mark_delivered(conn, rows["sent-1"], now)
+        outbox.mark_failed(conn, rows["failing-1"], attempts=2, next_try_at=now + timedelta(minutes=1),
+                           error="webhook answered 503")
+
+
+def test_the_alerts_page_lists_every_alert_filtered_and_linked_to_its_run(site_with_alerts: Site) -> None:
+    c = client(site_with_alerts.rt)
+    assert '<a href="/alerts">Alerts</a>' in c.get("/runs").text  # in the navigation
+    page = c.get("/alerts").text
+    rows = re.findall(r'<tr class="d-(\w+)" data-event="(\w+)"', page)
+    assert sorted(rows) == sorted([("pending", "run_failed"), ("sent", "run_late"), ("failed", "run_partial"),
+                                   ("quiet", "run_failed"), ("pending", "run_stuck")])
+    assert page.count(f'<a href="/runs/{site_with_alerts.failed_id}">') == 5
+    assert "2 tries: webhook answered 503" in page  # a failed delivery says why and when it is tried again
+    assert "1 failed, being retried" in page and "2 waiting to be sent" in page
+    assert "<script>x</script>" not in page and "<b>sched</b>" not in page  # escaped like every value
+    by = {q: re.findall(r'data-event="(\w+)" data-delivery="(\w+)"', c.get(f"/alerts?{q}").text)
+          for q in ("severity=critical", "delivery=failed", "delivery=pending&delivery=failed",
+                    "schedule=platform-report&severity=warning&severity=info")}
+    assert by["severity=critical"] == [("run_stuck", "pending")]
+    assert by["delivery=failed"] == [("run_partial", "failed")]
+    assert sorted(by["delivery=pending&delivery=failed"]) == [("run_failed", "pending"), ("run_partial", "failed"),
+                                                              ("run_stuck", "pending")]
+    assert sorted(by["schedule=platform-report&severity=warning&severity=info"]) == [
+        ("run_failed", "pending"), ("run_failed", "quiet"), ("run_late", "sent"), ("run_partial", "failed")]
+    for bad in ("severity=loud", "delivery=lost", "before=abc", "before=0"):
+        assert c.get(f"/alerts?{bad}").status_code == 400, bad
+
+
+def test_the_alerts_page_pages_by_older_alerts(site_with_alerts: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "WEB_PAGE", 2)
+    c = client(site_with_alerts.rt)
+    pages: list[list[str]] = []
+    url: str | None = "/alerts?delivery=pending&delivery=failed&delivery=sent&delivery=quiet"
+    while url is not None:
+        page = c.get(url.replace("&amp;", "&")).text
+        pages.append(re.findall(r'data-event="(\w+)" data-delivery="\w+"', page))
+        found = re.search(r'href="(/alerts\?[^"]+)" rel="next"', page)
+        url = found.group(1) if found else None
+    assert [len(p) for p in pages] == [2, 2, 1]  # newest first; each alert once, filters kept across pages
+    assert sorted(sum(pages, [])) == ["run_failed", "run_failed", "run_late", "run_partial", "run_stuck"]
