@@ -211,3 +211,18 @@ def test_the_alerts_page_pages_by_older_alerts(site_with_alerts: Site, monkeypat
         url = found.group(1) if found else None
     assert [len(p) for p in pages] == [2, 2, 1]  # newest first; each alert once, filters kept across pages
     assert sorted(sum(pages, [])) == ["run_failed", "run_failed", "run_late", "run_partial", "run_stuck"]
+
+
+def test_the_runs_table_shows_backfills_apart_from_late_runs(daily: Site) -> None:
+    rt = daily.rt
+    assert actions.backfill(rt, "platform-report", first=date(2026, 9, 20), last=date(2026, 9, 20)).created
+    backfilled = Worker(rt, "w").run_one()
+    assert backfilled is not None
+    page = client(rt).get("/runs").text
+    rows = {int(m.group(1)): m.group(0) for m in re.finditer(r'<tr>\s*<td><a href="/runs/(\d+)">.*?</tr>', page, re.S)}
+    delay = r'<td class="num[^"]*"[^>]*>([^<]*)</td>\s*<td class="num">'
+    assert re.search(delay, rows[backfilled.run_id]).group(1) == "backfill"  # type: ignore[union-attr]
+    # A run started by hand keeps its delay in time units.
+    assert re.search(delay, rows[daily.ok_id]).group(1) not in ("", "backfill")  # type: ignore[union-attr]
+    detail = client(rt).get(f"/runs/{backfilled.run_id}").text
+    assert "backfill (started when asked for" in detail
