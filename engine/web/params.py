@@ -126,9 +126,10 @@ def alert_filter(params: Any) -> tuple[alert_rows.AlertFilter, int | None]:
         if value not in alert_rows.DELIVERY_STATES:
             raise errors.InvalidInput(f"unknown delivery state '{value[:20]}' (one of: "
                                       f"{', '.join(alert_rows.DELIVERY_STATES)})")
-    before = params.get("before") or None
+    before: str | None = params.get("before") or None
     try:
         cursor = inputs.run_id(before) if before is not None else None  # a positive row id, like a run's
     except errors.InvalidInput:
-        raise errors.InvalidInput(f"before '{before[:20]}' is not a page of alerts (follow the page's own link)") from None
+        raise errors.InvalidInput(f"before '{str(before)[:20]}' is not a page of alerts (follow the page's own "
+                                  "link)") from None
     return alert_rows.AlertFilter(severities, params.get("schedule") or None, delivery), cursor
