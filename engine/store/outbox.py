@@ -129,6 +129,7 @@ def recorded(conn: Connection, dedupe_keys: list[str]) -> set[str]:
 
 
 def alert_from_row(row: RowMapping) -> alerts.Alert:
+    """An ``events`` row as the sender and the read side see it."""
     return alerts.Alert(
         id=str(row["dedupe_key"]), event=row["event"], severity=alerts.Severity(row["severity"]), at=row["at"],
         summary=row["summary"], status=alerts.EventStatus(row["status"]), schedule=row["schedule"],
