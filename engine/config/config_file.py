@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from engine.config import defaults
+from engine.config import backup_config, defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
@@ -136,6 +136,7 @@ class StoreConfig(Strict):
     url: Annotated[str, AfterValidator(check_store_url)] = DEFAULT_DB_URL
     retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
     retain_max: int = Field(default=5000, ge=1)  # a daily prune that would delete more deletes none (SPEC §15.4)
+    backup: backup_config.BackupConfig | None = None  # verified backups on a cron (SQLite), a dump's age (PostgreSQL)
 
     @field_validator("retain")
     @classmethod
@@ -318,6 +319,8 @@ class AppConfig:
     retain_max: int = 5000
     #: ``[[schedules]]`` entries left out because they are invalid (``build_config_sparing``), each in one line.
     left_out: tuple[str, ...] = ()
+    #: ``[store] backup`` resolved against the store (None: not configured).
+    backup: backup_config.BackupPlan | None = None
 
     def schedule(self, name: str) -> ScheduleSpec:
         """The schedule of the config named ``name``; raises NotFound."""
@@ -522,8 +525,13 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
         specs.append(spec)
 
+    store_url = defaults.store_url(db_override, sections.store.url, base_dir)
+    backup = None
+    if sections.store.backup is not None:
+        backup = backup_config.resolve(sections.store.backup, sqlite=store_url.startswith("sqlite"),
+                                       base_dir=base_dir, file=file)
     return AppConfig(
-        path=path, base_dir=base_dir, store_url=defaults.store_url(db_override, sections.store.url, base_dir),
+        path=path, base_dir=base_dir, store_url=store_url, backup=backup,
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
         workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
         retain_max=sections.store.retain_max,
