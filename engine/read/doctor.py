@@ -34,9 +34,9 @@ from engine.core.clock import Clock, format_instant
 from engine.core.models import SUCCESSFUL_STATUSES, ArtifactRecord, ProviderWait, RunStatus
 from engine.execution import reconciler
 from engine.plugins import workflow_registry
-from engine.read import backup_status
 from engine.plugins.contract import Finding
 from engine.plugins.workflow_registry import Registry
+from engine.read import backup_status
 from engine.runtime import Runtime
 from engine.store import database, health_rows, instances, schedule_rows
 from engine.store.handle import Store
