@@ -29,6 +29,7 @@ class RunCounts:
     per_day: int  # the busiest local day of the month
 
     def describe(self) -> str:
+        """One line: the busiest day's runs and the month's."""
         return f"{self.per_day:,} runs/day, {self.per_month:,} runs in {self.month:%B %Y}"
 
 

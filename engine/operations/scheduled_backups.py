@@ -48,6 +48,7 @@ class BackupOutcome:
 
     @property
     def verified(self) -> bool:
+        """A copy was taken and passed every check."""
         return self.slot_at is not None and not self.problems
 
 
