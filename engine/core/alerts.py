@@ -37,7 +37,7 @@ PERIOD_EVENTS = frozenset({"run_failed", "run_partial", "run_late", "slots_not_r
 HEALTH_EVENTS = frozenset({"run_stuck", "stalled", "silent", "config_invalid"})
 # A schedule's freshness below its target (SPEC §15.8): its severity grows like a period event's.
 SLO_EVENTS = frozenset({"freshness_low"})
-EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | SLO_EVENTS | {"prune_held", "recovered"}
+EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | SLO_EVENTS | {"prune_held", "recovered", "backup_failed"}
 # Raised by these, a later SUCCESS of the same period raises ``recovered``.
 RECOVERABLE = ("run_failed", "run_partial", "run_late")
 # Latest-revision statuses that make a period count as not successful (c in the §15.1 table).
@@ -55,7 +55,8 @@ def decide_severity(event: str, criticality: Criticality, consecutive: int) -> S
     """The severity of ``event`` for a schedule of ``criticality`` after ``consecutive`` unsuccessful periods.
 
     ``consecutive`` counts this period (at least 1). The §15.1 table; ``recovered`` is
-    always ``info``, ``prune_held`` always ``warning``.
+    always ``info``, ``prune_held`` always ``warning``, ``backup_failed`` always ``critical`` (the
+    database is what every schedule stands on).
     """
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}")
@@ -64,6 +65,8 @@ def decide_severity(event: str, criticality: Criticality, consecutive: int) -> S
         return SeverityDecision(Severity.INFO, True)
     if event == "prune_held":
         return SeverityDecision(Severity.WARNING, True)
+    if event == "backup_failed":
+        return SeverityDecision(Severity.CRITICAL, True)
     if event in HEALTH_EVENTS:
         loud = criticality in (Criticality.CRITICAL, Criticality.HIGH)
         return SeverityDecision(Severity.CRITICAL if loud else Severity.WARNING, True)

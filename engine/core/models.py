@@ -145,6 +145,15 @@ class DstFold(StrEnum):
     BOTH = "both"
 
 
+class BackupStatus(StrEnum):
+    """A backup slot's row: claimed and being copied, verified, failed (its copy removed), or removed later by ``keep``."""
+
+    TAKING = "TAKING"
+    VERIFIED = "VERIFIED"
+    FAILED = "FAILED"
+    REMOVED = "REMOVED"
+
+
 class SlotReason(StrEnum):
     """Why a slot was not run (SPEC §3.3)."""
 
