@@ -287,7 +287,7 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
 
 def upload_markdown(ctx: StepContext, title: str, markdown: str) -> StepResult:
     """UPLOAD_NOTION of ``markdown`` as the page ``title``, keyed by the run's report key."""
-    from steps import upload_notion
+    from steps import notion_api, upload_notion
     from steps.upload_notion import UploadOutput
 
     notion = _settings(ctx).notion
@@ -297,7 +297,7 @@ def upload_markdown(ctx: StepContext, title: str, markdown: str) -> StepResult:
     if not token:
         raise errors.step_error("NOTION_UNAUTHORIZED",
                                 f"the environment variable {notion.token_env} (notion.token_env) is not set")
-    client = upload_notion.make_client(token, notion.base_url, notion.timeout.total_seconds())
+    client = notion_api.make_client(token, notion.base_url, notion.timeout.total_seconds())
     previous = ctx.previous(UploadOutput)
     try:
         out = upload_notion.upload(
@@ -306,7 +306,7 @@ def upload_markdown(ctx: StepContext, title: str, markdown: str) -> StepResult:
             report_key=ctx.idempotency_key, title=title,
             markdown=markdown, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
             # Requests wait for slots shared by every worker; retry waits are the engine's (ctx.sleep).
-            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token), ctx.sleep),
+            pace=upload_notion.SharedPace(ctx.pace, notion_api.rate_limit_name(token), ctx.sleep),
             retry_wait_max_s=notion.retry_budget.total_seconds())
     except errors.StepError as exc:
         if exc.code != "NOTION_UNAUTHORIZED":
