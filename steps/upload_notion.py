@@ -204,8 +204,8 @@ def _live_stored_page(calls: _Calls, page_id: str | None, report_key: str, data_
     """The stored page if it still exists, is live and still belongs to this key and data source."""
     if not page_id:
         return None
-    page = calls.request("reading the stored page", calls.client.pages.retrieve, missing_ok=True,
-                         page_id=page_id)
+    page: Page | None = calls.request("reading the stored page", calls.client.pages.retrieve, missing_ok=True,
+                                      page_id=page_id)
     if page is None or not _is_live(page) or _page_key(page) != report_key:
         return None
     parent_source = (page.get("parent") or {}).get("data_source_id")

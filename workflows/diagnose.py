@@ -79,28 +79,12 @@ def check_project(settings: ReportSettings, key: str) -> list[Finding]:
 # --- Ollama --------------------------------------------------------------------------------------
 
 def check_ollama(llm: LlmSettings) -> list[Finding]:
-    """The Ollama server answers ``list`` within ``TIMEOUT_S`` and has the configured model."""
-    import httpx
-    import ollama
+    """The Ollama server answers ``list`` within ``TIMEOUT_S`` and has the configured model
+    (``steps.ollama_chat.check``)."""
+    from steps import ollama_chat
 
-    from engine.core import http_deadline
-
-    try:
-        with ollama.Client(host=llm.host, timeout=TIMEOUT_S,
-                           transport=http_deadline.DeadlineTransport(TIMEOUT_S)) as client:
-            listing = client.list()
-    except (ConnectionError, httpx.TransportError) as exc:
-        return [Finding("ollama", f"Ollama at {llm.host} is not reachable ({type(exc).__name__}): start it "
-                                  "with `ollama serve`, or fix llm.host", problem=True)]
-    except ollama.ResponseError as exc:
-        return [Finding("ollama", f"Ollama at {llm.host} answered HTTP {exc.status_code} ({exc.error}): check "
-                                  "that llm.host points at an Ollama server", problem=True)]
-    present = {m.model for m in listing.models if m.model}
-    wanted = {llm.model} if ":" in llm.model else {llm.model, f"{llm.model}:latest"}
-    if not present & wanted:
-        return [Finding("ollama", f"Ollama at {llm.host} has no model '{llm.model}' (llm.model): run "
-                                  f"`ollama pull {llm.model}`", problem=True)]
-    return [Finding("ollama", f"Ollama at {llm.host} serves {llm.model}")]
+    probe = ollama_chat.check(llm.host, llm.model, TIMEOUT_S)
+    return [Finding("ollama", probe.detail, problem=not probe.healthy)]
 
 
 # --- Notion --------------------------------------------------------------------------------------

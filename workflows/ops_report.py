@@ -68,26 +68,16 @@ def write(kind: str, ctx: StepContext) -> StepResult:
 
 
 def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
-    """One structured-output chat with the pinned model (one generation per host at a time)."""
-    import httpx
-    import ollama
-
-    from engine.core import http_deadline
-    from steps import ops_narrative
+    """One structured-output chat with the pinned model, retried and mapped as the report writer's
+    (``steps.ollama_chat``), one generation per host at a time."""
+    from steps import ollama_chat, ops_narrative
 
     llm = _settings(ctx).llm
-    try:
-        deadline_s = llm.timeout.total_seconds()
-        with ollama.Client(host=llm.host, timeout=deadline_s,
-                           transport=http_deadline.DeadlineTransport(deadline_s)) as client, \
-                ctx.exclusive(f"ollama:{llm.host.rstrip('/')}"):
-            response = client.chat(model=model, messages=messages, stream=False,
-                                   format=ops_narrative.ModelSummary.model_json_schema(),
-                                   options=dict(ctx.pinned.get("llm_options", {})))
-    except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
-        raise errors.step_error("MODEL_UNAVAILABLE", f"ollama at {llm.host} failed the ops summary "
-                                f"with model '{model}': {exc}") from exc
-    return response.message.content or ""
+    server = ollama_chat.Server(llm.host, model, sleep=ctx.sleep, timeout_s=llm.timeout.total_seconds(),
+                                retry=ollama_chat.RetryPolicy.within(llm.retry_budget.total_seconds()),
+                                exclusive=ctx.exclusive)
+    return server.chat(messages, what="ops summary", format=ops_narrative.ModelSummary.model_json_schema(),
+                       options=dict(ctx.pinned.get("llm_options", {})))
 
 
 def save(kind: str, ctx: StepContext) -> StepResult:

@@ -47,10 +47,9 @@ def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
 
 def probe_ollama(llm: LlmSettings) -> ProbeResult:
     """The server lists its models within the doctor's timeout, and has the configured one."""
-    from workflows import diagnose
+    from steps import ollama_chat
 
-    findings = diagnose.check_ollama(llm)
-    return ProbeResult(not any(f.problem for f in findings), "; ".join(f.message for f in findings))
+    return ollama_chat.check(llm.host, llm.model, PROBE_TIMEOUT_S)
 
 
 def probe_notion(notion: NotionSettings) -> ProbeResult:

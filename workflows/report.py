@@ -145,9 +145,8 @@ WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
 def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: Sequence[str] = ()) -> StepResult:
-    from steps import generate_report
+    from steps import generate_report, ollama_chat
     from steps.collect_git import CollectOutput
-    from steps.ollama_writer import RetryPolicy
 
     settings = _settings(ctx)
     # ``commits`` and ``unreadable``: a team report's, from its child runs (workflows.team_report).
@@ -171,12 +170,11 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: 
     if ctx.pinned.get("provider") != "ollama":
         out = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=num_ctx, options=options)
         return StepResult(output=out)
-    budget = settings.llm.retry_budget.total_seconds()
     model = str(ctx.pinned["model"])
     writer = generate_report.OllamaWriter(
         host=settings.llm.host, model=model, timeout_s=settings.llm.timeout.total_seconds(),
         options=options, exclusive=ctx.exclusive, sleep=ctx.sleep,
-        retry=RetryPolicy(budget_s=budget, initial_s=min(1.0, budget / 8), max_wait_s=min(10.0, budget / 2)))
+        retry=ollama_chat.RetryPolicy.within(settings.llm.retry_budget.total_seconds()))
     replaces = _replaces_fallback(ctx)
     try:
         out = generate_report.generate(inp, writer, num_ctx=num_ctx, options=options)
