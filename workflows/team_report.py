@@ -29,8 +29,8 @@ from pydantic import Field, ValidationError
 from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins.contract import ArtifactRef, ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import providers, report, report_settings
+from engine.plugins.contract import ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import providers, report, report_glue, report_settings
 from workflows.report_settings import ReportSettings
 
 PAYLOAD_VERSION = 1
@@ -113,26 +113,16 @@ def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
     return settings
 
 
-def _settings(ctx: StepContext) -> Settings:
-    settings = ctx.settings
-    if not isinstance(settings, Settings):
-        raise errors.step_error("CONFIG_INVALID", "the team report's settings are not loaded")
-    return settings
-
-
 def check_team(settings: Settings, key: str) -> None:
     settings.team(key)
 
 
 def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     """The team's projects and authors, and the writer's inputs, fixed when the run is created."""
-    llm = settings.llm
     team = settings.team(key)
-    return {"projects": settings.team_projects(key), "authors": list(team.authors), "provider": llm.provider,
-            "attribution": settings.attribution(workflow, key),
-            "model": llm.model if llm.provider == "ollama" else "builtin", "prompt_version": llm.prompt_version,
-            "fallback": llm.fallback, "language": settings.reports.language, "text_rules": report_settings.TEXT_RULES,
-            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
+    return {**report_glue.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
+            "attribution": settings.attribution(workflow, key), "prompt_version": settings.llm.prompt_version,
+            "language": settings.reports.language}
 
 
 def fan_out(ctx: StepContext) -> StepResult:
@@ -175,9 +165,8 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     collected = {name: [*out.commits, *out.arrived_late] for name, out in outputs.items()}
     every = sorted((commit for commits in collected.values() for commit in commits), key=lambda c: c.authored_at)
     # The overall summary is written from every child's commits, as a project report is from its own.
-    inner = dataclasses.replace(ctx, workflow="daily_report" if kind == "daily" else "weekly_report",
-                                pinned={**ctx.pinned, "on_empty": "report"})
-    result = report.generate(inner, commits=every,
+    result = report.generate(ctx, commits=every, prompt="daily_report" if kind == "daily" else "weekly_report",
+                             on_empty="report",
                              unreadable=sorted(sha for out in outputs.values() for sha in out.unreadable))
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
@@ -192,18 +181,13 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
                       degraded=result.degraded)
 
 
-def save(kind: str, ctx: StepContext) -> StepResult:
-    from steps import save_markdown
+def save(kind: str, ctx: StepContext[Settings]) -> StepResult:
     from steps.report_model import ReportOutput
 
-    settings = _settings(ctx)
-    out_report = ctx.output(ReportOutput)
-    document = save_markdown.render_document(report.front_matter(ctx, out_report), out_report.text)
-    out = save_markdown.save(settings.reports.dir, str(ctx.pinned["schedule"]), ctx.business_key, kind,
-                             ctx.revision, document, on_existing=settings.reports.on_existing,
-                             check_fence=ctx.check_fence, team=True, replacing=report.replacing(ctx, out_report))
-    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
-    return StepResult(output=out, artifacts=artifacts)
+    written = ctx.output(ReportOutput)
+    return report_glue.save_file(ctx, report_glue.settings_of(ctx, Settings).reports.dir, str(ctx.pinned["schedule"]),
+                                 kind, report.front_matter(ctx, written), written.text,
+                                 replacing=report.replacing(ctx, written), team=True)
 
 
 def child_collect(ctx: StepContext) -> StepResult:
@@ -234,7 +218,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         ),
         load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
         child_projects=lambda settings, key: settings.team_projects(key),
-        files_root=report.reports_root, providers=providers.providers,
+        files_root=report_glue.reports_root, providers=providers.providers,
     )
 
 
