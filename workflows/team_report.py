@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -32,6 +32,9 @@ from engine.core.models import PeriodKind
 from engine.plugins.contract import ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import providers, report, report_glue, report_settings
 from workflows.report_settings import ReportSettings
+
+if TYPE_CHECKING:
+    from steps.report_texts import Texts
 
 PAYLOAD_VERSION = 1
 CHILD_WORKFLOW = "team_project"
@@ -122,7 +125,7 @@ def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     team = settings.team(key)
     return {**report_glue.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
             "attribution": settings.attribution(workflow, key), "prompt_version": settings.llm.prompt_version,
-            "language": settings.reports.language}
+            "language": settings.reports.language, "team_texts": 1}
 
 
 def fan_out(ctx: StepContext) -> StepResult:
@@ -132,26 +135,34 @@ def fan_out(ctx: StepContext) -> StepResult:
     return StepResult(output={"projects": projects})
 
 
-def _section(child: ChildOutcome, commits: list[Any], rules: int) -> list[str]:
+def _section(child: ChildOutcome, commits: list[Any], rules: int, words: Texts) -> list[str]:
     from steps import untrusted
 
     lines = [f"### {child.project}", ""]
     if not child.succeeded:
         # The error's text may be a server's (or a git error quoting a path): inert from text rules 2 on.
         message = untrusted.text(child.error_message or "", rules) if rules >= 2 else child.error_message or ""
-        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {message}", ""]
+        return [*lines, f"**{words.not_collected}** ({child.status}, {child.error_code}): {message}", ""]
     if not commits:
-        return [*lines, "No commits in this period.", ""]
+        return [*lines, words.no_commits_in_period, ""]
     authors = sorted({c.author_name for c in commits})
     if rules >= 1:  # commit text is the author's: neutralised as in a project report (steps.untrusted)
-        lines.append(f"{len(commits)} commits by {', '.join(untrusted.text(a, rules) for a in authors)}.")
+        lines.append(words.commits_by(len(commits), ", ".join(untrusted.text(a, rules) for a in authors)))
         lines.append("")
         lines += [f"- `{c.sha[:8]}` {untrusted.text(c.subject, rules)}" for c in commits]
         return [*lines, ""]
-    lines.append(f"{len(commits)} commits by {', '.join(authors)}.")
+    lines.append(words.commits_by(len(commits), ", ".join(authors)))
     lines.append("")
     lines += [f"- `{c.sha[:8]}` {c.subject}" for c in commits]
     return [*lines, ""]
+
+
+def _words(pinned: Mapping[str, Any]) -> Texts:
+    """The catalogue of the team report's own words: the run's language, or English for a run pinned before
+    they were translated (``team_texts`` absent), so its re-runs write the same bytes."""
+    from steps import report_texts
+
+    return report_texts.texts(str(pinned.get("language", "en")) if pinned.get("team_texts") else "en")
 
 
 def generate(kind: str, ctx: StepContext) -> StepResult:
@@ -171,11 +182,12 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
     missing = [c for c in children if not c.succeeded]
-    lines = [out.text.rstrip(), "", "## Projects", ""]
+    words = _words(ctx.pinned)
+    lines = [out.text.rstrip(), "", f"## {words.projects}", ""]
     if missing:
-        lines += [f"Not collected: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
+        lines += [f"{words.not_collected}: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
     for child in children:
-        lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)))
+        lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)), words)
     # A fallback (the model was down) is the team report's too: it is written again in place (SPEC §15.5).
     return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}),
                       degraded=result.degraded)
