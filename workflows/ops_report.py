@@ -95,7 +95,7 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
 
 
 def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
-    return report_glue.llm_pins(settings)
+    return report_settings.llm_pins(settings)
 
 
 def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:

@@ -1,6 +1,6 @@
 """What the report workflows (project, team and ops reports) share between the engine's context and
-their steps: the settings, the pins of the writer, the report file, the Notion page, and the record of
-a fallback. One place, so the three workflows cannot drift apart.
+their steps: the settings, the report file, the Notion page, and the record of a fallback (the writer's
+pins are ``report_settings.llm_pins``). One place, so the three workflows cannot drift apart.
 
 This module reads the environment (the Notion token) for the steps; the steps themselves get typed
 inputs and explicit clients. Heavy libraries are imported when a step runs.
@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from engine.core import errors, redact
 from engine.core.models import StepStatus
 from engine.plugins.contract import ArtifactRef, StepContext, StepResult
-from workflows import report_settings
 from workflows.report_settings import ReportSettings
 
 S = TypeVar("S", bound=ReportSettings)
@@ -27,16 +26,6 @@ def settings_of(ctx: StepContext[Any], kind: type[S]) -> S:
     if not isinstance(settings, kind):
         raise errors.step_error("CONFIG_INVALID", f"the {ctx.workflow} workflow's settings are not loaded")
     return settings
-
-
-def llm_pins(settings: ReportSettings) -> dict[str, Any]:
-    """The writer's inputs every report pins when its run is created: provider, model, fallback, options,
-    and the text rules (``steps.untrusted``)."""
-    llm = settings.llm
-    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
-            "fallback": llm.fallback,
-            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
-            "text_rules": report_settings.TEXT_RULES}
 
 
 def reports_root(settings: ReportSettings | None) -> Path | None:

@@ -123,7 +123,7 @@ def check_team(settings: Settings, key: str) -> None:
 def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     """The team's projects and authors, and the writer's inputs, fixed when the run is created."""
     team = settings.team(key)
-    return {**report_glue.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
+    return {**report_settings.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
             "attribution": settings.attribution(workflow, key), "prompt_version": settings.llm.prompt_version,
             "language": settings.reports.language, "team_texts": 1}
 
