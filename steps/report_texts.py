@@ -135,6 +135,15 @@ class Texts:
         """How the narrative names the report's span when it is not exactly the day or week."""
         return "in this report's window"
 
+    # A team report's section per project.
+    projects = "Projects"
+    not_collected = "Not collected"
+    no_commits_in_period = "No commits in this period."
+
+    def commits_by(self, commits: int, authors: str) -> str:
+        """A team report's line under a project: how many commits, by whom (``authors`` already joined)."""
+        return f"{commits} commits by {authors}."
+
     def grounding_note(self, replaced: Sequence[str]) -> str:
         """The one line a report carries when sections of the model's text were replaced."""
         return (f"> **Note:** the model's text for {', '.join(replaced)} failed the checks twice "
@@ -251,6 +260,13 @@ class KoreanTexts(Texts):
 
     def in_window(self) -> str:
         return "이 보고 기간 동안"
+
+    projects = "프로젝트"
+    not_collected = "수집되지 않음"
+    no_commits_in_period = "이 기간에 커밋이 없습니다."
+
+    def commits_by(self, commits: int, authors: str) -> str:
+        return f"{self.count(commits, 'commit')}, 작성자: {authors}."
 
     def grounding_note(self, replaced: Sequence[str]) -> str:
         return (f"> **참고:** {', '.join(replaced)} 섹션은 모델의 글이 두 번 검사를 통과하지 못해 "

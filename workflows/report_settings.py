@@ -204,6 +204,16 @@ TEXT_RULES = 3
 LAYOUT = 2
 
 
+def llm_pins(settings: ReportSettings) -> dict[str, Any]:
+    """The writer's inputs every report pins when its run is created: provider, model, fallback, options,
+    and the text rules (``steps.untrusted``)."""
+    llm = settings.llm
+    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
+            "fallback": llm.fallback,
+            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
+            "text_rules": TEXT_RULES}
+
+
 def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> dict[str, Any]:
     """Everything that shapes a report's content, fixed when the run is created.
 
@@ -214,18 +224,14 @@ def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> 
     llm = settings.llm
     return {
         **({"attribution": settings.attribution(workflow, key)} if workflow else {}),
-        "provider": llm.provider,
-        "model": llm.model if llm.provider == "ollama" else "builtin",
+        **llm_pins(settings),
         "prompt_version": llm.prompt_version,
-        "fallback": llm.fallback,
         "language": settings.reports.language,
-        "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
         "branches": list(project.branches),
         "authors": list(project.authors),
         "on_empty": project.on_empty,
         "include_merges": project.include_merges,
         "exclude": list(project.exclude),
-        "text_rules": TEXT_RULES,
         "layout": LAYOUT,
         "bots": list(project.bots),
     }
