@@ -9,11 +9,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from engine.config import config_file
 from engine.core.clock import Clock, ManualClock
+from engine.core.models import NewRun, RunStatus, RunTrigger
 from engine.plugins.workflow_registry import Registry, load_registry
 from engine.runtime import Runtime
 from engine.store import database
@@ -58,6 +60,13 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
     store = Store.open(cfg.store_url, auto_migrate=True)
     return Runtime(store=store, registry=reg, config=cfg, clock=clock or ManualClock(config_mod_now()),
                    actor="tester")
+
+
+def manual_run(key: str, at: datetime, *, workflow: str = "four_steps", project: str = "p1") -> NewRun:
+    """A QUEUED manual run of ``workflow`` with key ``key`` and slot ``at``, outside any schedule."""
+    return NewRun(workflow=workflow, project=project, trigger=RunTrigger.MANUAL, scheduled_for=at, business_key=key,
+                  base_key=key, idempotency_key=key, status=RunStatus.QUEUED, priority=30,
+                  pinned={"payload_version": 1}, max_attempts=3, max_runtime_s=600, created_at=at)
 
 
 def config_mod_now():  # type: ignore[no-untyped-def]
