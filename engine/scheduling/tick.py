@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, logs, policies, reports
+from engine.core import alerts, errors, logs, policies, reports
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
@@ -193,7 +193,8 @@ def _record_unrun(conn: Connection, prepared: _Prepared, made: list[NewRun], now
     if plan.too_old is not None:
         words = ", ".join(filter(None, [words, f"~{plan.too_old.estimated_slots} too old to record"]))
     outbox.record_schedule_event(
-        conn, schedule, "slots_not_run", outbox.period_dedupe_key("slots_not_run", schedule.name, first), now,
+        conn, schedule, alerts.AlertEvent.SLOTS_NOT_RUN,
+        outbox.period_dedupe_key(alerts.AlertEvent.SLOTS_NOT_RUN, schedule.name, first), now,
         f"{schedule.name}: slots that will not run from {format_instant(first)}: {words}", consecutive=c,
         business_key=unrun[0].business_key if unrun else None, details=details)
 
