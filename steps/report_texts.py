@@ -26,6 +26,7 @@ class Texts:
     notable = "Notable commits"
     statistics = "Statistics"
     authors_table = "Authors"
+    bots_table = "Bots"
     areas_table = "Areas"
     busiest_table = "Busiest files"
     top_level = "Top-level files"
@@ -95,6 +96,9 @@ class Texts:
     def summary_author(self, name: str, commits: int) -> str:
         return f"The most active author was {name} with {self.count(commits, 'commit')}."
 
+    def summary_bots(self, names: Sequence[str], commits: int) -> str:
+        return f"Bots made {self.count(commits, 'commit')} ({', '.join(names)}), not counted as authors."
+
     def summary_largest(self, sha: str, subject: str, ins: int, dels: int) -> str:
         return f"The largest change was {sha} “{subject}” (+{ins} / −{dels})."
 
@@ -148,6 +152,7 @@ class KoreanTexts(Texts):
     notable = "주요 커밋"
     statistics = "통계"
     authors_table = "작성자별"
+    bots_table = "봇"
     areas_table = "영역별"
     busiest_table = "변경이 잦은 파일"
     top_level = "최상위 파일"
@@ -212,6 +217,9 @@ class KoreanTexts(Texts):
 
     def summary_author(self, name: str, commits: int) -> str:
         return f"가장 활발한 작성자는 {name}({self.count(commits, 'commit')})입니다."
+
+    def summary_bots(self, names: Sequence[str], commits: int) -> str:
+        return f"봇이 만든 {self.count(commits, 'commit')}({', '.join(names)})는 작성자 수에 넣지 않았습니다."
 
     def summary_largest(self, sha: str, subject: str, ins: int, dels: int) -> str:
         return f"가장 큰 변경은 {sha} “{subject}”(+{ins} / −{dels})입니다."

@@ -56,7 +56,7 @@ _URL = r"(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9_\
 _EMAIL = r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+"
 # Every place such a link could start, escaped wherever it stands (an address recognised in one
 # place can hide a scheme GFM would see in another: "a@b.https://x").
-_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9_\-])")
+_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9_\-])www\.(?=[A-Za-z0-9_\-])")
 # Left out of the end of a bare URL, as GFM does ("see https://x.example." ends at the name).
 _TRAILING = ".,:;!?*_~"
 _ENTITY = r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
@@ -145,9 +145,8 @@ def _prose_words(prose: str, links: ForgeLinks, *, left: bool, right: bool) -> s
 
 
 def _inert_word(word: str) -> str:
-    """A word that cannot be a code span of its own, escaped as rules 2 escape; every ``www.`` is
-    defanged, since an escape before it starts a new run of text where GFM would see one."""
-    return re.sub(r"(?<!\\)www\.", r"www\\.", _defanged(_SPECIAL_2.sub(r"\\\1", word)))
+    """A word that cannot be a code span of its own, escaped as rules 2 escape."""
+    return _defanged(_SPECIAL_2.sub(r"\\\1", word))
 
 
 def _reference(ref: re.Match[str], links: ForgeLinks) -> str:

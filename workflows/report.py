@@ -163,6 +163,8 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: 
         language=str(ctx.pinned.get("language", "en")),
         # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
         text_rules=int(ctx.pinned.get("text_rules", 0)),
+        # Runs pinned before layout 2 keep top-level areas and every author alike.
+        layout=int(ctx.pinned.get("layout", 1)), bots=list(ctx.pinned.get("bots", [])),
         coverage=coverage_of(collected),
         unreadable=collected.unreadable if collected is not None else list(unreadable),
         forge=ctx.pinned.get("forge"))

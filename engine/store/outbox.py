@@ -129,7 +129,8 @@ def recorded(conn: Connection, dedupe_keys: list[str]) -> set[str]:
     return set(conn.execute(select(events.c.dedupe_key).where(events.c.dedupe_key.in_(dedupe_keys))).scalars())
 
 
-def _alert(row: RowMapping) -> alerts.Alert:
+def alert_from_row(row: RowMapping) -> alerts.Alert:
+    """An ``events`` row as the sender and the read side see it."""
     return alerts.Alert(
         id=str(row["dedupe_key"]), event=row["event"], severity=alerts.Severity(row["severity"]), at=row["at"],
         summary=row["summary"], status=alerts.EventStatus(row["status"]), schedule=row["schedule"],
@@ -146,7 +147,7 @@ def list_events(conn: Connection, *, pending_only: bool = False, schedule: str |
         query = query.where(events.c.status == PENDING)
     if schedule is not None:
         query = query.where(events.c.schedule == schedule)
-    return [_alert(r) for r in conn.execute(query).mappings()]
+    return [alert_from_row(r) for r in conn.execute(query).mappings()]
 
 
 def list_due(conn: Connection, now: datetime, *, limit: int = 100) -> list[tuple[int, alerts.Alert]]:
@@ -154,7 +155,7 @@ def list_due(conn: Connection, now: datetime, *, limit: int = 100) -> list[tuple
     query = (select(events).where(events.c.status == PENDING,
                                   (events.c.next_try_at.is_(None)) | (events.c.next_try_at <= now))
              .order_by(events.c.id).limit(limit))
-    return [(int(r["id"]), _alert(r)) for r in conn.execute(query).mappings()]
+    return [(int(r["id"]), alert_from_row(r)) for r in conn.execute(query).mappings()]
 
 
 def count_pending(conn: Connection) -> int:
