@@ -42,14 +42,17 @@ def record_event(conn: Connection, *, event: alerts.AlertEvent, dedupe_key: str,
                  decision: alerts.SeverityDecision, schedule: str | None = None, run_id: int | None = None,
                  key: str | None = None, business_key: str | None = None,
                  details: Mapping[str, Any] | None = None) -> bool:
-    """Insert one event unless its ``dedupe_key`` is recorded already; returns whether it was new."""
+    """Insert one event unless its ``dedupe_key`` is recorded already; returns whether it was new.
+
+    An event that is no member of ``alerts.AlertEvent`` raises ValueError: the outbox holds no other.
+    """
     status = alerts.EventStatus.PENDING if decision.notify else alerts.EventStatus.QUIET
     # An error message may quote a URL with credentials: masked before it is stored or sent (SPEC §14).
     summary = redact.mask_urls(summary)
     if details:
         details = {k: redact.mask_urls(v) if isinstance(v, str) else v for k, v in details.items()}
     stmt = dialect_insert(conn)(events).values(
-        dedupe_key=dedupe_key, event=event.value, severity=decision.severity.value, at=at, summary=summary,
+        dedupe_key=dedupe_key, event=alerts.AlertEvent(event).value, severity=decision.severity.value, at=at, summary=summary,
         schedule=schedule, run_id=run_id, key=key, business_key=business_key,
         details=dict(details) if details else None, status=status.value, attempts=0)
     return bool(conn.execute(stmt.on_conflict_do_nothing(index_elements=["dedupe_key"])).rowcount)

@@ -43,7 +43,8 @@ def _events(rt: Runtime) -> list[alerts.Alert]:
 
 
 def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_url: str, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch, runtime: RuntimeFactory) -> None:
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, installed=False,
@@ -65,7 +66,8 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
 
 
 def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch, runtime: RuntimeFactory) -> None:
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, installed=False,
@@ -118,7 +120,8 @@ def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: 
 
 
 def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store_url: str, tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch, runtime: RuntimeFactory) -> None:
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
         rt = runtime(store_url, schedules=[{**SPEC, "criticality": "low"}], at=T0, workflows=FLOWS, installed=False,
@@ -134,7 +137,8 @@ def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store
 
 
 def test_events_are_recorded_without_a_webhook_and_a_replayed_tick_adds_none(store_url: str,
-                                                                           tmp_path: Path, runtime: RuntimeFactory) -> None:
+                                                                           tmp_path: Path,
+                                                                           runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[{**SPEC, "misfire": "SKIP"}], at=T0, workflows=FLOWS, installed=False,
                  config=config(tmp_path, fail={}, notify={}), apply=True)
     rt.clock.set(T0 + timedelta(hours=3, minutes=5))

@@ -65,7 +65,8 @@ def drain(worker: Worker) -> list[RunStatus]:
     return done
 
 
-def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
@@ -91,7 +92,8 @@ def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url
     assert work_lines(tmp_path) == ["a", "b", "c"]
 
 
-def test_a_failed_child_makes_the_parent_partial_and_retry_requeues_only_it(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_a_failed_child_makes_the_parent_partial_and_retry_requeues_only_it(store_url: str, tmp_path: Path,
+                                                                            runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, fail=["b"]), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
@@ -118,7 +120,8 @@ def test_a_failed_child_makes_the_parent_partial_and_retry_requeues_only_it(stor
     assert work_lines(tmp_path) == ["a", "b", "c", "b"]
 
 
-def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: str, tmp_path: Path,
+                                                                    runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
@@ -136,7 +139,8 @@ def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: s
     assert worker.run_one() is None  # nothing of the family is claimable any more
 
 
-def test_prune_takes_a_family_together_and_never_a_child_alone(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_prune_takes_a_family_together_and_never_a_child_alone(store_url: str, tmp_path: Path,
+                                                               runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     drain(Worker(rt, "w1"))
@@ -149,7 +153,8 @@ def test_prune_takes_a_family_together_and_never_a_child_alone(store_url: str, t
     assert rows_of(rt) == {}
 
 
-def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_url: str, tmp_path: Path,
+                                                                          runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
@@ -160,7 +165,8 @@ def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_
     assert reconciler.sweep(rt).released == []
 
 
-def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_path: Path,
+                                                         runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, items=["a"]), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
@@ -174,7 +180,8 @@ def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_pat
 
 
 def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(sqlite_url: str,
-                                                                              tmp_path: Path, runtime: RuntimeFactory) -> None:
+                                                                              tmp_path: Path,
+                                                                              runtime: RuntimeFactory) -> None:
     import warnings
 
     with warnings.catch_warnings():
@@ -197,7 +204,8 @@ def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(s
     assert f'<a href="/runs/{parent_id}" rel="parent">' in child_page and "GIT_REPO_NOT_FOUND" in child_page
 
 
-def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_path: Path,
+                                                            runtime: RuntimeFactory) -> None:
     from engine.read import metrics
 
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
@@ -210,7 +218,8 @@ def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_
     assert not any(n for (schedule, _, _), n in snap.runs.items() if schedule == "")
 
 
-def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, tmp_path: Path,
+                                                                runtime: RuntimeFactory) -> None:
     from datetime import date
 
     from engine.operations import prune
@@ -224,7 +233,8 @@ def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, 
     assert rows_of(rt) == {} and report.removed >= 1
 
 
-def test_the_reconciler_reports_a_child_whose_parent_vanished(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_the_reconciler_reports_a_child_whose_parent_vanished(sqlite_url: str, tmp_path: Path,
+                                                              runtime: RuntimeFactory) -> None:
     import sqlite3
 
     rt = runtime(sqlite_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, items=["a"]), apply=True)

@@ -31,7 +31,8 @@ def _queue_work(rt: Runtime) -> list[int]:
         return [r.id for r in run_rows.unstarted_runs(conn, schedule.id)]
 
 
-def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_order(store_url: str, runtime: RuntimeFactory) -> None:
+def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_order(store_url: str,
+                                                                                  runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     order = _queue_work(rt)
     assert len(order) == 4

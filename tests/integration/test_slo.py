@@ -26,7 +26,8 @@ def config(tmp_path: Path) -> dict[str, Any]:
     return {"notify": {"slo_window": "1d"}, "worker": {"max_attempts": 1}, "testflow": {"log": str(tmp_path / "log")}}
 
 
-def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: str, tmp_path: Path,
+                                                                     runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
                  config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
@@ -58,7 +59,8 @@ def test_a_schedule_with_no_period_due_has_no_rate(store_url: str, tmp_path: Pat
     assert (got.success_rate, got.freshness, got.periods_due) == (None, None, 0)
 
 
-def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(store_url: str, tmp_path: Path,
+                                                                               runtime: RuntimeFactory) -> None:
     """The 19:30 run of a daily succeeded; then the cron moved to 20:00. Today is judged by the version in force
     at its slot: its period has its report, so no run_late, and the success rate stays 100%."""
     import dataclasses

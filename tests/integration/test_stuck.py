@@ -24,7 +24,8 @@ def config(tmp_path: Path) -> dict[str, Any]:
     return {"notify": {"stuck_after": "30m"}, "testflow": {"log": str(tmp_path / "log")}}
 
 
-def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
                  config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
@@ -48,7 +49,8 @@ def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url
 
 
 def test_a_pending_run_names_the_run_it_waits_behind_and_a_disabled_schedule_says_so(store_url: str,
-                                                                                     tmp_path: Path, runtime: RuntimeFactory) -> None:
+                                                                                     tmp_path: Path,
+                                                                                     runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[{**SPEC, "overlap": "QUEUE_NEW"}], at=T0, workflows={"four_steps": FOUR_STEPS},
                  installed=False, config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=2, minutes=1))

@@ -142,7 +142,8 @@ def test_a_resumed_step_gets_the_committed_model_parsed_by_a_fresh_load_of_the_w
     assert calls(tmp_path) == ["COUNT", "DOUBLE", "DOUBLE"]  # COUNT ran once
 
 
-def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str, tmp_path: Path,
+                                                                 runtime: RuntimeFactory) -> None:
     (tmp_path / "flaky").write_text("1")
     rt = start(runtime, store_url, tmp_path, write_flow(tmp_path))
     Worker(rt).work(until_idle=True)
@@ -156,7 +157,8 @@ def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str,
 
 
 def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tmp_path: Path,
-                                                             caplog: pytest.LogCaptureFixture, runtime: RuntimeFactory) -> None:
+                                                             caplog: pytest.LogCaptureFixture,
+                                                             runtime: RuntimeFactory) -> None:
     caplog.set_level(logging.INFO, logger="engine.execution.worker")
     (tmp_path / "flaky").write_text("2")
     rt = start(runtime, sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
@@ -173,7 +175,8 @@ def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tm
     assert abs(sum(r["in_s"] for r in retried) - waited.total_seconds()) < 0.05  # the waits ran on the engine's clock
 
 
-def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, tmp_path: Path,
+                                                               runtime: RuntimeFactory) -> None:
     (tmp_path / "flaky").write_text("1")
     rt = start(runtime, sqlite_url, tmp_path, write_flow(tmp_path, budget="30s", retry_after="600"))
     Worker(rt).work(until_idle=True)

@@ -81,7 +81,8 @@ def test_third_step_fails_twice_then_succeeds(store_url: str, tmp_path: Path, ru
     assert {a.kind for a in run.artifacts} == {"marker"} and len(run.artifacts) == 4
 
 
-def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_url: str, tmp_path: Path,
+                                                                         runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
                  config=config(tmp_path, fail={"TWO": 4}), apply=True)
     log = tmp_path / "steps.log"
@@ -103,7 +104,8 @@ def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_u
 
 
 def test_permanent_error_fails_at_once_and_optional_step_gives_partial_success(store_url: str,
-                                                                               tmp_path: Path, runtime: RuntimeFactory) -> None:
+                                                                               tmp_path: Path,
+                                                                               runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
                  config=config(tmp_path, fail={"FOUR": 1}, fail_code="NOTION_UNAUTHORIZED"), apply=True)
     log = tmp_path / "steps.log"
@@ -119,7 +121,8 @@ def test_permanent_error_fails_at_once_and_optional_step_gives_partial_success(s
     assert lines(log, "end") == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
 
 
-def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp_path: Path,
+                                                             runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     log = tmp_path / "steps.log"
     run_id = queue_one(rt)
@@ -178,7 +181,8 @@ def test_worker_that_lost_its_lease_writes_nothing(store_url: str, tmp_path: Pat
     assert all(e[4] == "2" for e in ends if e[2] != "ONE")  # TWO onward were completed by attempt 2
 
 
-def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tmp_path: Path,
+                                                              runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
                  config=config(tmp_path, block_on=["TWO"]), apply=True)
     log = tmp_path / "steps.log"
@@ -214,7 +218,8 @@ def test_recovery_attempts_count_toward_max_attempts(store_url: str, tmp_path: P
     assert [a.outcome.value for a in run.attempts] == ["lost"] * 3
 
 
-def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_path: Path,
+                                                          runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     now = rt.clock.now()
@@ -244,7 +249,8 @@ def test_unknown_payload_version_fails_clearly(store_url: str, tmp_path: Path, r
     assert not log.exists()
 
 
-def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: str, tmp_path: Path,
+                                                                   runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=5, minutes=1))
     from datetime import date
@@ -319,7 +325,8 @@ def test_a_step_waits_on_the_engines_clock(store_url: str, tmp_path: Path, runti
     assert show(rt, run_id).status is RunStatus.SUCCESS
 
 
-def test_sigterm_during_a_steps_wait_hands_the_run_back_at_that_step(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+def test_sigterm_during_a_steps_wait_hands_the_run_back_at_that_step(store_url: str, tmp_path: Path,
+                                                                     runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
                  config=config(tmp_path, wait_on=["TWO"], wait_s=40.0), apply=True)
     log = tmp_path / "steps.log"
