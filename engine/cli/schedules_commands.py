@@ -87,7 +87,7 @@ def schedules_validate(
     Example: reportflow schedules validate --cron "30 19 * * *" --timezone Asia/Seoul --workflow daily_report
     """
     from engine.cli import render
-    from engine.core import cron
+    from engine.core.cron import validate
 
     period = PeriodKind.SLOT
     if workflow is not None:
@@ -95,7 +95,7 @@ def schedules_validate(
         if workflow not in registry:
             raise errors.InvalidInput(f"unknown workflow '{workflow}' (known: {', '.join(sorted(registry))})")
         period = registry[workflow].period
-    result = cron.check(cron_expr, timezone, now=context.cli_of(ctx).clock().now(), period=period,
+    result = validate.check(cron_expr, timezone, now=context.cli_of(ctx).clock().now(), period=period,
                         allow_frequent=allow_frequent)
     render.validation(cron_expr, timezone, result, as_json)
     if not result.ok:

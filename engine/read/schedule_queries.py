@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from engine.core import cron, slo
+from engine.core import slo
+from engine.core.cron import timetable
 from engine.core.models import Run, Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.store import periods, rows, schedule_rows
@@ -57,11 +58,11 @@ def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
     return ScheduleOverview(schedule, last.get(schedule.id), measured)
 
 
-def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[cron.Fire]]:
+def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[timetable.Fire]]:
     """The next ``count`` fires from the current clock (DST-moved ones marked)."""
     with rt.store.read() as conn:
         spec = schedule_rows.get_schedule(conn, name).spec
-    return spec, cron.preview(spec.cron, spec.timezone, rt.clock.now(), count,
+    return spec, timetable.preview(spec.cron, spec.timezone, rt.clock.now(), count,
                               dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
 
 
