@@ -45,24 +45,17 @@ from engine.core import errors
 app = typer.Typer(help="reportflow: step-resumable scheduled pipelines and git work reports.\n\n"
                   "Example: reportflow --config reportflow.toml schedules apply",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-app.add_typer(schedules_commands.app, name="schedules")
-app.add_typer(runs_commands.app, name="runs")
-app.add_typer(db_commands.app, name="db")
-app.add_typer(workflows_commands.app, name="workflows")
-app.add_typer(notifications_commands.app, name="notifications")
-# The top-level commands, in the order of ``--help``.
-app.command("init")(setup_commands.init_command)
-app.command("tick")(loop_commands.tick_command)
-app.command("work")(loop_commands.work_command)
-app.command("cycle")(loop_commands.cycle_command)
-app.command("reconcile")(loop_commands.reconcile)
-app.command("serve")(loop_commands.serve_command)
-app.command("ui")(loop_commands.ui)
-app.command("trigger")(action_commands.trigger)
-app.command("backfill")(action_commands.backfill)
-app.command("prune")(action_commands.prune_command)
-app.command("metrics")(setup_commands.metrics_command)
-app.command("doctor")(setup_commands.doctor_command)
+# The top-level commands, then the sub-apps, in the order of ``--help``.
+for name, command in (("init", setup_commands.init_command), ("tick", loop_commands.tick_command),
+                      ("work", loop_commands.work_command), ("cycle", loop_commands.cycle_command),
+                      ("reconcile", loop_commands.reconcile), ("serve", loop_commands.serve_command),
+                      ("ui", loop_commands.ui), ("trigger", action_commands.trigger),
+                      ("backfill", action_commands.backfill), ("prune", action_commands.prune_command),
+                      ("metrics", setup_commands.metrics_command), ("doctor", setup_commands.doctor_command)):
+    app.command(name)(command)
+for name, sub_app in (("schedules", schedules_commands.app), ("runs", runs_commands.app), ("db", db_commands.app),
+                      ("workflows", workflows_commands.app), ("notifications", notifications_commands.app)):
+    app.add_typer(sub_app, name=name)
 
 
 def _print_version(value: bool) -> None:
