@@ -56,13 +56,13 @@ from steps.report_markdown import (
     zone,
 )
 from steps.report_model import (
+    Layout,
     ReportInput,
     ReportMaterial,
     ReportOutput,
     ReportStats,
     Writer,
     WriterResult,
-    area_of,
     churn,
     compute_stats,
     counted,
@@ -302,7 +302,7 @@ def facts_of(inp: ReportInput) -> grounding.Facts:
     verbatim = [inp.project]
     for commit in inp.reported:
         verbatim += [commit.subject, commit.author_name, *(f.path for f in commit.files)]
-        verbatim += [area_of(f.path) for f in commit.files]
+        verbatim += [Layout.of(inp).area(f.path) for f in commit.files]
     return grounding.Facts(commits=tuple(c.sha for c in inp.reported),
                            headings=(t.summary, t.areas, t.notable), language=inp.language,
                            verbatim=tuple(dict.fromkeys(inline(v) for v in verbatim)),
@@ -350,7 +350,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     """
     template = load_template(inp.workflow, inp.prompt_version)
     t = texts(inp.language)
-    stats = summarize(inp.reported)
+    stats = summarize(inp.reported, Layout.of(inp))
     opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
     left_out = t.unreadable_note(inp.unreadable) if inp.unreadable else ""
     if not inp.reported:
@@ -377,8 +377,11 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
         checked = dict(grounding.record(result_text))
         if result_text.replaced:
             fallback_note = t.grounding_note(result_text.replaced)
-    # What a foreign link the check let through (a prompt before v3 has none) would leave live.
-    narrative = untrusted.narrative(narrative, inp.text_rules, inp.forge)
+    # What a foreign link the check let through (a prompt before v3 has none) would leave live. The
+    # built-in writer's text is inert by construction (``untrusted.text``), and from text rules 3 it
+    # is left as written: escaping it again would put back the backslashes rules 3 took out.
+    if writer.reads_prompt or inp.text_rules < untrusted.PLAIN_RULES:
+        narrative = untrusted.narrative(narrative, inp.text_rules, inp.forge)
     # A writer that reads the commits itself (builtin) never sees the trimmed listing.
     trimmed = listing.trimmed and writer.reads_prompt
     by = f"{writer.provider} `{result.model}`"
@@ -391,7 +394,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
                      arrived_late_section(inp),
-                     statistics_section(stats, inp.language, inp.text_rules)])
+                     statistics_section(stats, inp.language, inp.text_rules, inp.layout)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,
                         prompt_sha256=prompt_digest(system, prompt),

@@ -34,6 +34,7 @@ the reader per commit, and every caller here reads the output whole.
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import subprocess
@@ -43,10 +44,10 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import git
-import gitdb
+import gitdb  # type: ignore[import-untyped]  # no stubs; only its exception types are used
 from pydantic import BaseModel
 
 
@@ -198,7 +199,8 @@ def window_log(repo_dir: Path, heads: Sequence[str], since: datetime, until: dat
         assert proc.stdout is not None and proc.stderr is not None
         buf = bytearray()
         scanned = newer = 0
-        while chunk := proc.stdout.read1(_READ_SIZE):
+        stdout = cast(io.BufferedReader, proc.stdout)  # Popen without text=: a buffered binary pipe
+        while chunk := stdout.read1(_READ_SIZE):
             buf += chunk
             last = scanned
             for match in _HEADER_TIMES.finditer(buf, scanned):

@@ -143,8 +143,10 @@ def inline_rich_text(text: str) -> list[RichText]:
         elif match.group("italic") is not None:
             add(match.group("italic"), italic=True)
         else:
-            url = match.group("url")
-            add(match.group("label"), url=url if link_target_ok(url) else None)
+            url, label = match.group("url"), match.group("label")
+            code_label = re.fullmatch(r"(`+)([^`]+)\1", label)  # a linked SHA: [`abc12345`](…/commit/…)
+            add(code_label.group(2) if code_label else label, url=url if link_target_ok(url) else None,
+                code=code_label is not None)
         position = match.end()
     if position < len(text):
         add(text[position:])

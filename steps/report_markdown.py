@@ -15,9 +15,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engine.core import errors
 from steps import untrusted
+from steps.forge_links import ForgeLinks
 from steps.git_log import CommitInfo
 from steps.report_model import (
     ROOT_AREA,
+    Layout,
     ReportInput,
     ReportMaterial,
     ReportStats,
@@ -72,6 +74,23 @@ def short(sha: str) -> str:
     return sha[:8]
 
 
+def commit_ref(sha: str, inp: ReportInput) -> str:
+    """A commit's short SHA as code, linked to its page on the forge (layout 2, a known forge)."""
+    url = ForgeLinks(inp.forge).commit(sha) if inp.layout >= 2 else None
+    return f"[`{short(sha)}`]({url})" if url else f"`{short(sha)}`"
+
+
+def subject(commit: CommitInfo, inp: ReportInput) -> str:
+    """A commit's subject as running text, its ``#N`` linked to the forge (layout 2)."""
+    return untrusted.text(commit.subject, inp.text_rules, ForgeLinks(inp.forge) if inp.layout >= 2 else None)
+
+
+def area_title(name: str, t: Texts, rules: int) -> str:
+    """An area as the reader sees it: the catalogue's words for the root and the apart groups."""
+    titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
+    return untrusted.text(titles[name], 0) if name in titles else untrusted.text(name, rules)
+
+
 def is_weekly(inp: ReportInput) -> bool:
     return inp.workflow == "weekly_report"
 
@@ -114,13 +133,13 @@ def arrived_late_section(inp: ReportInput) -> str:
     t = texts(inp.language)
     tz = zone(inp.timezone)
     out = [f"## {t.arrived_late}", ""]
-    out += [f"- `{short(c.sha)}` {untrusted.text(c.subject, inp.text_rules)} "
+    out += [f"- {commit_ref(c.sha, inp)} {subject(c, inp)} "
             f"({untrusted.text(c.author_name, inp.text_rules)}, {local_time(c.authored_at, tz)})"
             for c in inp.coverage.arrived_late]
     return "\n".join(out) + "\n"
 
 
-def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0) -> str:
+def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0, layout: int = 1) -> str:
     """``## Statistics``: computed tables, never written by a model."""
     t = texts(language)
     out = [f"## {t.statistics}", "", t.totals_header,
@@ -131,11 +150,15 @@ def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0)
            "| --- | ---: | ---: | ---: |"]
     out += [f"| {untrusted.text(a.name, rules)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
             for a in stats.authors]
+    if stats.bots:
+        out += ["", f"### {t.bots_table}", "", t.authors_header, "| --- | ---: | ---: | ---: |"]
+        out += [f"| {untrusted.text(a.name, rules)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
+                for a in stats.bots]
     if stats.areas:
         out += ["", f"### {t.areas_table}", "", t.areas_header,
                 "| --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {untrusted.text(a.area, rules)} | {a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |"
-                for a in stats.areas]
+        out += [f"| {area_title(a.area, t, rules) if layout >= 2 else untrusted.text(a.area, rules)} | "
+                f"{a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |" for a in stats.areas]
     if stats.busiest_files:
         out += ["", f"### {t.busiest_table}", "", t.files_header,
                 "| --- | ---: | ---: | ---: |"]
@@ -160,6 +183,9 @@ def no_activity(inp: ReportInput) -> str:
     t = texts(inp.language)
     quiet = (t.no_activity(inp.project, is_weekly(inp)) if inp.coverage is None
              else t.no_activity_in_window(inp.project, inp.coverage.attribution == "landed"))
+    if inp.layout >= 2:  # one line under what the report covers: nothing to sum up, no writer
+        return "\n".join([t.title(is_weekly(inp), inp.project, inp.business_key), "", *coverage_lines(inp),
+                          "", quiet]) + "\n"
     return header(inp, empty, writer_line=t.no_model) + f"\n## {t.summary}\n\n{quiet}\n"
 
 
@@ -168,14 +194,24 @@ def assemble(parts: Sequence[str]) -> str:
     return "\n".join(p.strip("\n") + "\n" for p in parts if p.strip()).rstrip("\n") + "\n"
 
 
-def by_area(commits: Sequence[CommitInfo]) -> dict[str, list[CommitInfo]]:
+def by_area(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> dict[str, list[CommitInfo]]:
     """Each commit once, under its main area (``report_model.main_area``), chronological;
     commits without files, and those whose files are all excluded, apart."""
     groups: dict[str, list[CommitInfo]] = {}
     for commit in commits:
-        name = main_area(commit) or (EXCLUDED_AREA if commit.files else NO_FILES_AREA)
+        name = main_area(commit, layout) or (EXCLUDED_AREA if commit.files else NO_FILES_AREA)
         groups.setdefault(name, []).append(commit)
     return groups
+
+
+def work_areas(inp: ReportInput) -> list[tuple[str, int]]:
+    """Where people's commits went (layout 2): each commit of a person once, under its main area,
+    most commits first (ties: more lines, then name); bots' commits and file-less ones left out."""
+    layout = Layout.of(inp)
+    groups = by_area([c for c in inp.reported if not layout.is_bot(c)], layout)
+    named = [(name, members) for name, members in groups.items() if name not in (NO_FILES_AREA, EXCLUDED_AREA)]
+    named.sort(key=lambda item: (-len(item[1]), -sum(churn(c) for c in item[1]), item[0]))
+    return [(name, len(members)) for name, members in named]
 
 
 def notable(commits: Sequence[CommitInfo], count: int = NOTABLE) -> list[CommitInfo]:
@@ -196,11 +232,9 @@ class BuiltinWriter:
         """Summary, Changes by area, Notable commits, from ``material`` (prompt unused),
         in the input's language."""
         inp, stats = material.input, material.stats
-        commits = inp.reported
         t = texts(inp.language)
-        rules = inp.text_rules
-        sections = [self._summary(inp, stats, t), self._areas(stats, commits, t, rules),
-                    self._notable(commits, t, rules)]
+        sections = [self._summary(inp, stats, t), self._areas(inp, stats, t),
+                    self._notable(inp, t)]
         return WriterResult(text=assemble(sections), model=self.model, digest=None)
 
     def _summary(self, inp: ReportInput, stats: ReportStats, t: Texts) -> str:
@@ -208,36 +242,45 @@ class BuiltinWriter:
         parts = [t.summary_totals(inp.project, is_weekly(inp), stats.commits, stats.author_count,
                                   stats.files_changed, stats.insertions, stats.deletions,
                                   window=inp.coverage is not None)]
-        if stats.areas:
+        if inp.layout >= 2:
+            busiest = work_areas(inp)
+            if busiest:
+                parts.append(t.summary_areas([(area_title(name, t, rules), n) for name, n in busiest[:2]]))
+        elif stats.areas:
             parts.append(t.summary_areas([(untrusted.code(a.area, rules), a.commits) for a in stats.areas[:2]]))
-        if stats.authors:
+        tie = inp.layout >= 2 and len(stats.authors) > 1 and stats.authors[0].commits == stats.authors[1].commits
+        if stats.authors and not tie:
             lead = stats.authors[0]
             parts.append(t.summary_author(untrusted.text(lead.name, rules), lead.commits))
+        if stats.bots:
+            parts.append(t.summary_bots([untrusted.text(b.name, rules) for b in stats.bots],
+                                        sum(b.commits for b in stats.bots)))
         if inp.reported:
             big = notable(inp.reported, 1)[0]
-            parts.append(t.summary_largest(f"`{short(big.sha)}`", untrusted.text(big.subject, rules), *lines(big)))
+            parts.append(t.summary_largest(commit_ref(big.sha, inp), subject(big, inp), *lines(big)))
         return f"## {t.summary}\n\n{' '.join(parts)}\n"
 
-    def _areas(self, stats: ReportStats, commits: Sequence[CommitInfo], t: Texts, rules: int) -> str:
-        groups = by_area(commits)
+    def _areas(self, inp: ReportInput, stats: ReportStats, t: Texts) -> str:
+        rules = inp.text_rules
+        groups = by_area(inp.reported, Layout.of(inp))
         order = [a.area for a in stats.areas] + [NO_FILES_AREA, EXCLUDED_AREA]
-        titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
         out = [f"## {t.areas}", ""]
         for name in order:
             members = groups.get(name, [])
             if not members:
                 continue
-            out += [f"### {untrusted.text(titles[name], 0) if name in titles else untrusted.text(name, rules)}", ""]
-            out += [f"- `{short(c.sha)}` {untrusted.text(c.subject, rules)} ({untrusted.text(c.author_name, rules)}, "
+            out += [f"### {area_title(name, t, rules)}", ""]
+            out += [f"- {commit_ref(c.sha, inp)} {subject(c, inp)} ({untrusted.text(c.author_name, rules)}, "
                     f"+{lines(c)[0]} / −{lines(c)[1]})" for c in members[:PER_AREA]]
             if len(members) > PER_AREA:
                 out.append(f"- {t.more_commits(len(members) - PER_AREA)}")
             out.append("")
         return "\n".join(out)
 
-    def _notable(self, commits: Sequence[CommitInfo], t: Texts, rules: int) -> str:
+    def _notable(self, inp: ReportInput, t: Texts) -> str:
+        rules = inp.text_rules
         out = [f"## {t.notable}", ""]
-        for c in notable(commits):
-            out.append(f"- `{short(c.sha)}` {untrusted.text(c.subject, rules)} — {untrusted.text(c.author_name, rules)}, "
+        for c in notable(inp.reported):
+            out.append(f"- {commit_ref(c.sha, inp)} {subject(c, inp)} — {untrusted.text(c.author_name, rules)}, "
                        f"{t.files_count(len(counted(c)))}, +{lines(c)[0]} / −{lines(c)[1]}")
         return "\n".join(out) + "\n"

@@ -15,12 +15,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from steps import areas
 from steps.git_log import CommitInfo, FileChange
 
 WorkflowName = Literal["daily_report", "weekly_report"]
 #: How many files the "busiest files" table lists.
 BUSIEST_FILES = 10
-ROOT_AREA = "(root)"
+ROOT_AREA = areas.ROOT
 
 
 class Coverage(BaseModel):
@@ -58,6 +59,14 @@ class ReportInput(BaseModel):
     forge: str | None = None
     #: What the report covers (runs pinned with an attribution); None: the window, by author date.
     coverage: Coverage | None = None
+    #: How statistics and the built-in writer lay the report out, pinned per run
+    #: (``report_settings.LAYOUT``; runs pinned before it lay out as 1):
+    #: 1: areas are top-level folders, every author alike;
+    #: 2: areas below source roots (``steps.areas``), a commit's area taken from its source change,
+    #:    bots apart from authors, no "most active" line on a tie, commits and ``#N`` linked to the forge.
+    layout: int = 1
+    #: The project's own bot accounts (names or e-mails) besides any ``…[bot]``.
+    bots: list[str] = []
 
     @property
     def reported(self) -> list[CommitInfo]:
@@ -115,7 +124,8 @@ class FileStats(BaseModel):
 
 
 class ReportStats(BaseModel):
-    """Deterministic figures of a window. Lists are ordered by size, then by name."""
+    """Deterministic figures of a window. Lists are ordered by size, then by name. ``authors``
+    and ``author_count`` are people; ``bots`` the bot accounts (layout 2; empty before)."""
 
     model_config = ConfigDict(frozen=True)
     commits: int
@@ -126,6 +136,7 @@ class ReportStats(BaseModel):
     authors: list[AuthorStats]
     areas: list[AreaStats]
     busiest_files: list[FileStats]
+    bots: list[AuthorStats] = []
 
 
 @dataclass(frozen=True)
@@ -162,8 +173,32 @@ class Writer(Protocol):
               earlier: Sequence[tuple[str, str]] = ()) -> WriterResult: ...
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How one report is laid out: its pinned ``layout`` and the project's bots."""
+
+    version: int = 1
+    bots: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, inp: ReportInput) -> Layout:
+        return cls(inp.layout, frozenset(b.casefold() for b in inp.bots))
+
+    def area(self, path: str) -> str:
+        if self.version >= 2:
+            return areas.area_of(path)
+        return area_of(path)
+
+    def is_bot(self, commit: CommitInfo) -> bool:
+        """A ``…[bot]`` account (GitHub's apps) or one of the project's ``bots`` (layout 2)."""
+        if self.version < 2:
+            return False
+        name, email = commit.author_name.casefold(), commit.author_email.casefold()
+        return name.endswith("[bot]") or "[bot]@" in email or name in self.bots or email in self.bots
+
+
 def area_of(path: str) -> str:
-    """The top-level directory of a path; files at the top level share ``(root)``."""
+    """Layout 1: the top-level directory of a path; files at the top level share ``(root)``."""
     head, sep, _ = path.partition("/")
     return head if sep else ROOT_AREA
 
@@ -186,12 +221,17 @@ def churn(commit: CommitInfo) -> int:
     return sum(lines(commit))
 
 
-def main_area(commit: CommitInfo) -> str | None:
+def main_area(commit: CommitInfo, layout: Layout = Layout()) -> str | None:
     """The area with most changed lines among counted files (ties: more files, then name);
-    None for a commit without counted files."""
+    None for a commit without counted files. From layout 2 only its source files compete
+    when it has any (then tests, then docs): a fix with a larger test is a change to the source."""
+    changes = counted(commit)
+    if layout.version >= 2 and changes:
+        first = min(areas.kind_of(c.path) for c in changes)
+        changes = [c for c in changes if areas.kind_of(c.path) is first]
     totals: dict[str, list[int]] = {}
-    for change in counted(commit):
-        row = totals.setdefault(area_of(change.path), [0, 0])
+    for change in changes:
+        row = totals.setdefault(layout.area(change.path), [0, 0])
         row[0] += change.insertions + change.deletions
         row[1] += 1
     if not totals:
@@ -199,36 +239,36 @@ def main_area(commit: CommitInfo) -> str | None:
     return min(totals, key=lambda name: (-totals[name][0], -totals[name][1], name))
 
 
-def summarize(commits: Sequence[CommitInfo]) -> ReportStats:
-    """Statistics of ``commits``: totals, per author, per area, busiest files."""
+def summarize(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> ReportStats:
+    """Statistics of ``commits``: totals, per author (bots apart from layout 2), per area, busiest files."""
     authors: dict[str, list[Any]] = {}
-    areas: dict[str, list[Any]] = {}
+    bots: dict[str, list[Any]] = {}
+    by_area: dict[str, list[Any]] = {}
     files: dict[str, list[int]] = {}
     for commit in commits:
         key = commit.author_email.casefold() or commit.author_name.casefold()
-        row = authors.setdefault(key, [commit.author_name, commit.author_email, 0, 0, 0])
+        accounts = bots if layout.is_bot(commit) else authors
+        row = accounts.setdefault(key, [commit.author_name, commit.author_email, 0, 0, 0])
         insertions, deletions = lines(commit)
         row[2] += 1
         row[3] += insertions
         row[4] += deletions
         touched: set[str] = set()
         for change in counted(commit):
-            area = areas.setdefault(area_of(change.path), [0, set(), 0, 0])
+            area = by_area.setdefault(layout.area(change.path), [0, set(), 0, 0])
             area[1].add(change.path)
             area[2] += change.insertions
             area[3] += change.deletions
-            touched.add(area_of(change.path))
+            touched.add(layout.area(change.path))
             stats = files.setdefault(change.path, [0, 0, 0])
             stats[0] += 1
             stats[1] += change.insertions
             stats[2] += change.deletions
         for name in touched:
-            areas[name][0] += 1
-    author_rows = sorted((AuthorStats(name=r[0], email=r[1], commits=r[2], insertions=r[3],
-                                      deletions=r[4]) for r in authors.values()),
-                         key=lambda a: (-a.commits, -(a.insertions + a.deletions), a.name, a.email))
+            by_area[name][0] += 1
+    author_rows, bot_rows = _accounts(authors), _accounts(bots)
     area_rows = sorted((AreaStats(area=name, commits=r[0], files=len(r[1]), insertions=r[2],
-                                  deletions=r[3]) for name, r in areas.items()),
+                                  deletions=r[3]) for name, r in by_area.items()),
                        key=lambda a: (-a.commits, -(a.insertions + a.deletions), a.area))
     file_rows = sorted((FileStats(path=p, commits=r[0], insertions=r[1], deletions=r[2])
                         for p, r in files.items()),
@@ -236,9 +276,15 @@ def summarize(commits: Sequence[CommitInfo]) -> ReportStats:
     return ReportStats(
         commits=len(commits), author_count=len(author_rows), files_changed=len(files),
         insertions=sum(lines(c)[0] for c in commits), deletions=sum(lines(c)[1] for c in commits),
-        authors=author_rows, areas=area_rows, busiest_files=file_rows[:BUSIEST_FILES])
+        authors=author_rows, areas=area_rows, busiest_files=file_rows[:BUSIEST_FILES], bots=bot_rows)
 
 
-def compute_stats(commits: Sequence[CommitInfo]) -> dict[str, Any]:
+def _accounts(rows: dict[str, list[Any]]) -> list[AuthorStats]:
+    return sorted((AuthorStats(name=r[0], email=r[1], commits=r[2], insertions=r[3], deletions=r[4])
+                   for r in rows.values()),
+                  key=lambda a: (-a.commits, -(a.insertions + a.deletions), a.name, a.email))
+
+
+def compute_stats(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> dict[str, Any]:
     """``summarize`` as plain JSON-ready data (what ReportOutput.stats persists)."""
-    return summarize(commits).model_dump()
+    return summarize(commits, layout).model_dump()

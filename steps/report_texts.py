@@ -26,6 +26,7 @@ class Texts:
     notable = "Notable commits"
     statistics = "Statistics"
     authors_table = "Authors"
+    bots_table = "Bots"
     areas_table = "Areas"
     busiest_table = "Busiest files"
     top_level = "Top-level files"
@@ -95,6 +96,9 @@ class Texts:
     def summary_author(self, name: str, commits: int) -> str:
         return f"The most active author was {name} with {self.count(commits, 'commit')}."
 
+    def summary_bots(self, names: Sequence[str], commits: int) -> str:
+        return f"Bots made {self.count(commits, 'commit')} ({', '.join(names)}), not counted as authors."
+
     def summary_largest(self, sha: str, subject: str, ins: int, dels: int) -> str:
         return f"The largest change was {sha} “{subject}” (+{ins} / −{dels})."
 
@@ -131,6 +135,15 @@ class Texts:
         """How the narrative names the report's span when it is not exactly the day or week."""
         return "in this report's window"
 
+    # A team report's section per project.
+    projects = "Projects"
+    not_collected = "Not collected"
+    no_commits_in_period = "No commits in this period."
+
+    def commits_by(self, commits: int, authors: str) -> str:
+        """A team report's line under a project: how many commits, by whom (``authors`` already joined)."""
+        return f"{commits} commits by {authors}."
+
     def grounding_note(self, replaced: Sequence[str]) -> str:
         """The one line a report carries when sections of the model's text were replaced."""
         return (f"> **Note:** the model's text for {', '.join(replaced)} failed the checks twice "
@@ -148,6 +161,7 @@ class KoreanTexts(Texts):
     notable = "주요 커밋"
     statistics = "통계"
     authors_table = "작성자별"
+    bots_table = "봇"
     areas_table = "영역별"
     busiest_table = "변경이 잦은 파일"
     top_level = "최상위 파일"
@@ -213,6 +227,9 @@ class KoreanTexts(Texts):
     def summary_author(self, name: str, commits: int) -> str:
         return f"가장 활발한 작성자는 {name}({self.count(commits, 'commit')})입니다."
 
+    def summary_bots(self, names: Sequence[str], commits: int) -> str:
+        return f"봇이 만든 {self.count(commits, 'commit')}({', '.join(names)})는 작성자 수에 넣지 않았습니다."
+
     def summary_largest(self, sha: str, subject: str, ins: int, dels: int) -> str:
         return f"가장 큰 변경은 {sha} “{subject}”(+{ins} / −{dels})입니다."
 
@@ -243,6 +260,13 @@ class KoreanTexts(Texts):
 
     def in_window(self) -> str:
         return "이 보고 기간 동안"
+
+    projects = "프로젝트"
+    not_collected = "수집되지 않음"
+    no_commits_in_period = "이 기간에 커밋이 없습니다."
+
+    def commits_by(self, commits: int, authors: str) -> str:
+        return f"{self.count(commits, 'commit')}, 작성자: {authors}."
 
     def grounding_note(self, replaced: Sequence[str]) -> str:
         return (f"> **참고:** {', '.join(replaced)} 섹션은 모델의 글이 두 번 검사를 통과하지 못해 "

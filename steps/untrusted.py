@@ -17,6 +17,14 @@ their own version, byte for byte as they did):
   them, and every live link or image (inline, reference, autolink, raw HTML, bare URL): shown as
   text, unless it points into the project's own forge (``redact.link_allowed``).
   ``foreign_links`` lists what the narrative links to elsewhere: a grounding violation.
+- rules 3 (issue 34): commit text reads as written in the file too. Nothing is escaped that a
+  renderer would not act on: ``(#7497)``, ``snake_case``, ``dependabot[bot]`` stay as they are,
+  and a balanced code span in a subject stays a code span. A word that a renderer would act on
+  (emphasis at a word's edge such as ``__getattr__`` or ``*.lock``, ``](``, ``<tag``, a
+  character reference, a URL or e-mail address, a backslash before punctuation) becomes a code
+  span of its own: inert, shown as written, with no backslash in the file. Only ``|`` (a table
+  would split at it) and a backtick without its pair are backslash-escaped. A ``#N`` reference
+  becomes a link to the project's forge when one is known (``steps.forge_links``).
 
 Why here, at rendering, and not at COLLECT_GIT's output: escaping depends on where the
 text lands (running text, a code span, the model's prompt), and the stored output stays
@@ -31,9 +39,12 @@ import urllib.parse
 from collections.abc import Callable
 
 from engine.core import redact
+from steps.forge_links import REFERENCE, ForgeLinks
 
 #: The rules that make the model's text inert and escape character references (issue 36).
 LINK_RULES = 2
+#: The rules that escape only what a renderer would act on (issue 34).
+PLAIN_RULES = 3
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>!|~()])")
 _SPECIAL_2 = re.compile(r"([\\`*_\[\]<>!|~()&])")
@@ -45,7 +56,7 @@ _URL = r"(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9_\
 _EMAIL = r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+"
 # Every place such a link could start, escaped wherever it stands (an address recognised in one
 # place can hide a scheme GFM would see in another: "a@b.https://x").
-_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9_\-])")
+_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9_\-])www\.(?=[A-Za-z0-9_\-])")
 # Left out of the end of a bare URL, as GFM does ("see https://x.example." ends at the name).
 _TRAILING = ".,:;!?*_~"
 _ENTITY = r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
@@ -79,14 +90,68 @@ def _one_line(text: str, rules: int) -> str:
     return " ".join(clean.split())
 
 
-def text(value: str, rules: int) -> str:
-    """``value`` as running Markdown text: one line, inert (rules >= 1), safe in a table cell."""
+def text(value: str, rules: int, links: ForgeLinks | None = None) -> str:
+    """``value`` as running Markdown text: one line, inert (rules >= 1), safe in a table cell.
+    From rules 3 a ``#N`` reference links to the forge ``links`` names."""
     line = _one_line(value, rules)
     if rules < 1:
         return line.replace("|", "\\|")
     if rules < LINK_RULES:
         return _SPECIAL.sub(r"\\\1", line)
-    return _defanged(_SPECIAL_2.sub(r"\\\1", line))
+    if rules < PLAIN_RULES:
+        return _defanged(_SPECIAL_2.sub(r"\\\1", line))
+    return _as_written(line, links or ForgeLinks(None))
+
+
+# A word a renderer would act on (rules 3): an emphasis or strikethrough run at a word's edge, a
+# "*" or "~" inside one, the "](" "][" "]:" of a link or reference definition, "<" opening an
+# autolink or a tag, a character reference, an escaping backslash, a closing "#" run of a heading,
+# or a URL, www. name or e-mail address GFM's autolinker would see.
+_ACTIVE_WORD = re.compile(
+    r"(?:^|(?<=\W))[_*~]|[_*~](?:$|(?=\W))|(?<=\w)[*~](?=\w)|\][(\[:]|<[A-Za-z/!?]|\\(?:[!-/:-@\[-`{-~]|$)|^#+$"
+    f"|{_ENTITY}|{_DEFANG.pattern}")
+# A code span as CommonMark reads it on one line: a backtick run and the next run of the same length.
+_SPAN = re.compile(r"(?<!`)(?P<ticks>`+)(?!`)(?P<body>.*?)(?<!`)(?P=ticks)(?!`)")
+
+
+def _as_written(line: str, links: ForgeLinks) -> str:
+    """Rules 3: ``line`` with its balanced code spans kept, every active word a code span of its own,
+    ``|`` and unpaired backticks escaped, and ``#N`` references linked."""
+    out: list[str] = []
+    at = 0
+    spans = [span for span in _SPAN.finditer(line) if "|" not in span.group()]  # a table would split one
+    for span in spans:
+        out.append(_prose_words(line[at:span.start()], links, left=at > 0, right=True))
+        out.append(span.group())
+        at = span.end()
+    out.append(_prose_words(line[at:], links, left=at > 0, right=False))
+    return "".join(out)
+
+
+def _prose_words(prose: str, links: ForgeLinks, *, left: bool, right: bool) -> str:
+    """The words of ``prose``; ``left``/``right``: a kept code span touches its first/last character,
+    so a word there cannot become a code span of its own (two backtick runs would merge)."""
+    words = prose.split(" ")
+    for i, word in enumerate(words):
+        touching = (i == 0 and left) or (i == len(words) - 1 and right)
+        if _ACTIVE_WORD.search(word) or "`" in word or "|" in word:
+            if touching or "`" in word or "|" in word:
+                words[i] = _inert_word(word)
+            else:
+                words[i] = f"`{word}`"
+        else:
+            words[i] = REFERENCE.sub(lambda ref: _reference(ref, links), word)
+    return " ".join(words)
+
+
+def _inert_word(word: str) -> str:
+    """A word that cannot be a code span of its own, escaped as rules 2 escape."""
+    return _defanged(_SPECIAL_2.sub(r"\\\1", word))
+
+
+def _reference(ref: re.Match[str], links: ForgeLinks) -> str:
+    url = links.reference(int(ref["number"]))
+    return f"[{ref.group()}]({url})" if url else ref.group()
 
 
 def plain(value: str, rules: int) -> str:

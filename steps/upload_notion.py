@@ -4,7 +4,9 @@ Contract (SPEC §6, §10.4, §12), against Notion API 2025-09-03 (a database
 holds data sources; pages live in a data source):
 
 - The data source is ``target.data_source_id``, else the first data source of
-  ``target.database_id``; a missing database is ``NOTION_NOT_FOUND``.
+  ``target.database_id``; a missing database is ``NOTION_NOT_FOUND``; a schema without a
+  ``Report Key`` text property or a title property is ``CONFIG_INVALID`` (``steps.notion_api``,
+  the rules ``doctor`` checks too).
 - One live page per key: a stored page id that is trashed or gone is
   forgotten; the data source is queried on its ``Report Key`` property; a
   found page is updated (properties, and its content replaced); otherwise a
@@ -14,7 +16,7 @@ holds data sources; pages live in a data source):
 - Every request is paced (a ``Pacer``: ``SharedPace``, over the engine's limit
   shared by every worker in a run, over ``LocalLimits`` in ``doctor``; Notion's
   limit is per integration, i.e. per token), fenced
-  (``check_fence()`` before each write) and classified: 429
+  (``check_fence()`` before each write) and classified by ``notion_api.classify``: 429
   ``NOTION_RATE_LIMITED``, 5xx/timeout/connection ``NOTION_UNAVAILABLE``,
   401/403 ``NOTION_UNAUTHORIZED``. Retryable ones are retried here (the
   engine's in-step retry, ``engine.plugins.retrying``: exponential backoff with
@@ -29,34 +31,25 @@ holds data sources; pages live in a data source):
 
 from __future__ import annotations
 
-import hashlib
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
-import httpx
 import notion_client
-from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
 from pydantic import BaseModel
 
-from engine.core import errors, http_deadline
+from engine.core import errors
 from engine.plugins import retrying
-from steps import notion_blocks
+from steps import notion_api, notion_blocks
 
-REPORT_KEY_PROPERTY = "Report Key"
-DEFAULT_TITLE_PROPERTY = "Name"
+REPORT_KEY_PROPERTY = notion_api.REPORT_KEY_PROPERTY
 _MAX_ATTEMPTS = 10
 #: Retry waits grow from 0.5 s to 8 s, each plus up to 0.5 s of jitter.
 _INITIAL_WAIT_S = 0.5
 _MAX_WAIT_S = 8.0
-#: Notion allows an average of 3 requests/s per integration; 350 ms apart keeps
-#: under it with room for network jitter between the slot and the arrival.
-REQUEST_INTERVAL = timedelta(milliseconds=350)
 
 Page = dict[str, Any]
-
 
 class NotionTarget(BaseModel):
     """Where pages go: a data source, or a database whose first data source is used."""
@@ -89,36 +82,10 @@ class SharedPace:
     pace: Callable[[str, timedelta], None]
     name: str
     sleep: Callable[[float], object]
-    interval: timedelta = REQUEST_INTERVAL
+    interval: timedelta = notion_api.REQUEST_INTERVAL
 
     def acquire(self) -> None:
         self.pace(self.name, self.interval)
-
-
-def rate_limit_name(token: str) -> str:
-    """The shared limit's name for an integration: a short digest of its token, never the token."""
-    return "notion:" + hashlib.sha256(token.encode()).hexdigest()[:16]
-
-
-def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion_client.Client:
-    """A Notion client for ``upload``: the client's own retries are off (``upload``
-    retries within its budget), logs go to this module's logger, and
-    ``base_url`` may point at a proxy or a test server. Each request ends within ``timeout_s``
-    overall, not only per read (``engine.core.http_deadline``)."""
-    options: dict[str, Any] = {"auth": token, "timeout_ms": max(1, int(timeout_s * 1000)), "retry": False,
-                               "logger": logging.getLogger(f"{__name__}.client")}
-    if base_url:
-        options["base_url"] = base_url.rstrip("/")
-    return notion_client.Client(client=http_deadline.client(timeout_s), **options)
-
-
-def _retry_after(headers: httpx.Headers | None) -> float | None:
-    raw = headers.get("retry-after") if headers is not None else None
-    try:
-        value = float(raw) if raw is not None else None
-    except ValueError:
-        return None  # an HTTP-date: without a clock here, fall back to backoff
-    return value if value is not None and value >= 0 else None
 
 
 class _Calls:
@@ -159,82 +126,10 @@ class _Calls:
             if write:
                 self.check_fence()
             self.pace.acquire()
-            try:
-                return fn(**kwargs)
-            except HTTPResponseError as exc:
-                if exc.status == 404 and missing_ok:
-                    return None
-                if exc.status == 404 and not_found is not None:
-                    raise not_found() from exc
-                raise self._classify(exc, what) from exc
-            except (RequestTimeoutError, httpx.TransportError, InvalidPathParameterError) as exc:
-                raise self._classify(exc, what) from exc
+            return notion_api.call(what, fn, secret=self._secret, not_found=not_found, missing_ok=missing_ok,
+                                   **kwargs)
 
         return self._retried(once, retry_unknown_outcome=idempotent)
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
-
-    def _classify(self, exc: Exception, what: str) -> errors.StepError:
-        if isinstance(exc, RequestTimeoutError | httpx.TimeoutException):
-            return errors.step_error("NOTION_UNAVAILABLE", f"Notion did not answer in time while {what}")
-        if isinstance(exc, httpx.TransportError):
-            return errors.step_error("NOTION_UNAVAILABLE",
-                                     f"cannot reach Notion while {what}: {type(exc).__name__}")
-        if isinstance(exc, InvalidPathParameterError):
-            return errors.step_error("CONFIG_INVALID", f"invalid Notion id while {what}")
-        assert isinstance(exc, HTTPResponseError)
-        status = exc.status
-        code = getattr(exc.code, "value", exc.code)
-        if status == 429:
-            return errors.step_error("NOTION_RATE_LIMITED", f"Notion rate limit (HTTP 429) while {what}",
-                                     retry_after_s=_retry_after(exc.headers))
-        if status in (401, 403):
-            return errors.step_error(
-                "NOTION_UNAUTHORIZED",
-                f"Notion refused the request while {what} (HTTP {status} {code}): check the token in "
-                "the environment variable named by notion.token_env, and that the integration has "
-                "access to the database (share the database with the integration)")
-        if status >= 500 or status in (404, 409):
-            # 404 here is a page or block that vanished under us: look the key up again.
-            return errors.step_error("NOTION_UNAVAILABLE", f"Notion answered HTTP {status} ({code}) while {what}",
-                                     retry_after_s=_retry_after(exc.headers) if status >= 500 else None)
-        detail = self._scrub(str(exc))[:500]
-        return errors.step_error("NOTION_INVALID_REQUEST",
-                                 f"Notion rejected the request while {what} (HTTP {status} {code}): {detail}")
-
-
-def _resolve_data_source(calls: _Calls, target: NotionTarget) -> str:
-    if target.data_source_id:
-        return target.data_source_id
-    if not target.database_id:
-        raise errors.step_error("CONFIG_INVALID", "notion: set database_id or data_source_id")
-    database = calls.request("reading the database", calls.client.databases.retrieve,
-                             database_id=target.database_id, not_found=lambda: _missing("database", target.database_id))
-    sources = database.get("data_sources") or []
-    if not sources:
-        raise errors.step_error("NOTION_NOT_FOUND", f"database {target.database_id} has no data source")
-    return str(sources[0]["id"])
-
-
-def _missing(kind: str, object_id: str) -> errors.StepError:
-    return errors.step_error("NOTION_NOT_FOUND", f"{kind} {object_id} not found: check {kind.replace(' ', '_')}_id "
-                             f"and that the database is shared with the integration")
-
-
-def _title_property(calls: _Calls, data_source_id: str) -> str:
-    source = calls.request("reading the data source", calls.client.data_sources.retrieve,
-                           data_source_id=data_source_id, not_found=lambda: _missing("data source", data_source_id))
-    schema: dict[str, Any] = source.get("properties") or {}
-    key_type = (schema.get(REPORT_KEY_PROPERTY) or {}).get("type")
-    if key_type != "rich_text":
-        raise errors.step_error(
-            "CONFIG_INVALID", f"data source {data_source_id} needs a '{REPORT_KEY_PROPERTY}' text "
-            f"property (found {key_type or 'none'}): add it in Notion")
-    for name, spec in schema.items():
-        if isinstance(spec, dict) and spec.get("type") == "title":
-            return str(name)
-    return DEFAULT_TITLE_PROPERTY
 
 
 def _page_key(page: Page) -> str:
@@ -259,7 +154,7 @@ def _query_key(calls: _Calls, data_source_id: str, report_key: str) -> list[Page
         if cursor:
             kwargs["start_cursor"] = cursor
         answer = calls.request("looking the report key up", calls.client.data_sources.query,
-                               not_found=lambda: _missing("data source", data_source_id), **kwargs)
+                               not_found=lambda: notion_api.missing("data source", data_source_id), **kwargs)
         found.extend(page for page in answer.get("results", [])
                      if page.get("object") == "page" and _is_live(page) and _page_key(page) == report_key)
         cursor = answer.get("next_cursor")
@@ -309,8 +204,8 @@ def _live_stored_page(calls: _Calls, page_id: str | None, report_key: str, data_
     """The stored page if it still exists, is live and still belongs to this key and data source."""
     if not page_id:
         return None
-    page = calls.request("reading the stored page", calls.client.pages.retrieve, missing_ok=True,
-                         page_id=page_id)
+    page: Page | None = calls.request("reading the stored page", calls.client.pages.retrieve, missing_ok=True,
+                                      page_id=page_id)
     if page is None or not _is_live(page) or _page_key(page) != report_key:
         return None
     parent_source = (page.get("parent") or {}).get("data_source_id")
@@ -345,8 +240,9 @@ def upload(
         raise errors.step_error("CONFIG_INVALID", "a Notion upload needs a non-empty report key")
     calls = _Calls(client, pace, retry_wait_max_s, check_fence)
     chunks = notion_blocks.chunk_blocks(notion_blocks.markdown_to_blocks(markdown))
-    data_source_id = _resolve_data_source(calls, target)
-    title_name = _title_property(calls, data_source_id)
+    data_source_id = notion_api.data_source_of(calls.request, client, target.database_id, target.data_source_id)
+    title_name = notion_api.checked_title(data_source_id, notion_api.read_schema(calls.request, client,
+                                                                                 data_source_id))
     properties: dict[str, Any] = {
         **(properties_extra or {}),  # never overrides the title or the key
         title_name: {"title": notion_blocks.plain_rich_text(title)[:notion_blocks.MAX_RICH_TEXT_ITEMS]},

@@ -6,9 +6,7 @@ itself; which reader runs follows ``[llm] provider``, read live from the setting
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
-from engine.core import errors
+from engine.core import clock, errors
 from engine.plugins.contract import DraftAnswer, DraftRequest
 from workflows.report_settings import ReportSettings
 
@@ -19,7 +17,7 @@ def draft(settings: ReportSettings, request: DraftRequest) -> DraftAnswer:
     from steps import schedule_grammar
 
     if settings.llm.provider == "ollama":
-        from steps import schedule_model
+        from steps import ollama_chat, schedule_model
 
         hints = {k: v for k, v in (("project", request.project), ("workflow", request.workflow),
                                    ("name", request.name)) if v}
@@ -27,15 +25,16 @@ def draft(settings: ReportSettings, request: DraftRequest) -> DraftAnswer:
         if request.deadline_s is not None:
             timeout_s = min(timeout_s, request.deadline_s)
         host = settings.llm.host.rstrip("/")
+        # The page's drafter answers within its deadline: it waits for no retry; the CLI's retries as a report does.
+        retry = (ollama_chat.RetryPolicy(budget_s=0.0, max_attempts=1) if request.deadline_s is not None
+                 else ollama_chat.RetryPolicy.within(settings.llm.retry_budget.total_seconds()))
         try:
             # The lock GENERATE_REPORT holds for each generation: one at a time per model host.
-            lock = request.exclusive(f"ollama:{host}") if request.exclusive is not None else nullcontext()
-            with lock:
-                answer = schedule_model.ask(
-                    settings.llm.host, settings.llm.model, request.text,
-                    workflows={name: period.value for name, period in request.workflows.items()},
-                    projects=projects, hints=hints, timeout_s=timeout_s,
-                    options={"temperature": 0, "seed": settings.llm.seed})
+            answer = schedule_model.ask(
+                settings.llm.host, settings.llm.model, request.text,
+                workflows={name: period.value for name, period in request.workflows.items()},
+                projects=projects, hints=hints, timeout_s=timeout_s, retry=retry, sleep=clock.REAL.sleep,
+                exclusive=request.exclusive, options={"temperature": 0, "seed": settings.llm.seed})
         except errors.Conflict as exc:
             raise errors.Conflict(f"ollama at {host} is busy with another generation (one at a time per "
                                   "host); try again shortly") from exc

@@ -11,22 +11,15 @@ uploads it like a project report when ``[notion]`` is enabled.
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins.contract import ArtifactRef, Degraded, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import providers, report, report_settings
+from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import providers, report_glue, report_settings
 from workflows.report_settings import ReportSettings
 
 OPS_FOLDER = "_ops"
-
-
-def _settings(ctx: StepContext) -> ReportSettings:
-    if not isinstance(ctx.settings, ReportSettings):
-        raise errors.step_error("CONFIG_INVALID", "the ops report's settings are not loaded")
-    return ctx.settings
 
 
 def collect(ctx: StepContext) -> StepResult:
@@ -49,7 +42,7 @@ def write(kind: str, ctx: StepContext) -> StepResult:
     try:
         checked = ops_narrative.write(facts, partial(_ask, ctx, model), rules)
     except errors.StepError as exc:
-        if exc.code not in report.FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
+        if exc.code not in report_glue.FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
             raise
         # The model is unavailable: the built-in report goes out on time, marked, and is written
         # again in place once the model answers (SPEC §15.5).
@@ -57,7 +50,7 @@ def write(kind: str, ctx: StepContext) -> StepResult:
                                    written_by=f"builtin; **fallback**: ollama `{model}` did not answer; the model "
                                               "writes this report again when it does", rules=rules)
         return StepResult(output={"text": text, "provider": "builtin", "replaces_fallback": replaces,
-                                  "fallback": report.fallback_record(exc, f"ollama {model}")},
+                                  "fallback": report_glue.fallback_record(exc, f"ollama {model}")},
                           degraded=Degraded(exc.code, f"written by the built-in writer: {exc.message}"))
     note = ("> **Note:** the model's summary failed the checks twice and was replaced by the "
             "built-in one." if checked.verdict == "fallback" else "")
@@ -68,65 +61,41 @@ def write(kind: str, ctx: StepContext) -> StepResult:
 
 
 def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
-    """One structured-output chat with the pinned model (one generation per host at a time)."""
-    import httpx
-    import ollama
+    """One structured-output chat with the pinned model, retried and mapped as the report writer's
+    (``steps.ollama_chat``), one generation per host at a time."""
+    from steps import ollama_chat, ops_narrative
 
-    from engine.core import http_deadline
-    from steps import ops_narrative
-
-    llm = _settings(ctx).llm
-    try:
-        deadline_s = llm.timeout.total_seconds()
-        with ollama.Client(host=llm.host, timeout=deadline_s,
-                           transport=http_deadline.DeadlineTransport(deadline_s)) as client, \
-                ctx.exclusive(f"ollama:{llm.host.rstrip('/')}"):
-            response = client.chat(model=model, messages=messages, stream=False,
-                                   format=ops_narrative.ModelSummary.model_json_schema(),
-                                   options=dict(ctx.pinned.get("llm_options", {})))
-    except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
-        raise errors.step_error("MODEL_UNAVAILABLE", f"ollama at {llm.host} failed the ops summary "
-                                f"with model '{model}': {exc}") from exc
-    return response.message.content or ""
+    llm = report_glue.settings_of(ctx, ReportSettings).llm
+    server = ollama_chat.Server(llm.host, model, sleep=ctx.sleep, timeout_s=llm.timeout.total_seconds(),
+                                retry=ollama_chat.RetryPolicy.within(llm.retry_budget.total_seconds()),
+                                exclusive=ctx.exclusive)
+    return server.chat(messages, what="ops summary", format=ops_narrative.ModelSummary.model_json_schema(),
+                       options=dict(ctx.pinned.get("llm_options", {})))
 
 
-def save(kind: str, ctx: StepContext) -> StepResult:
+def save(kind: str, ctx: StepContext[ReportSettings]) -> StepResult:
     from steps import save_markdown
 
-    settings = _settings(ctx)
     written = ctx.outputs["WRITE_OPS"]
     front = {"run_id": ctx.run_id, "report_key": ctx.idempotency_key, "business_key": ctx.business_key,
              "workflow": ctx.workflow, "revision": ctx.revision, "provider": written.get("provider")}
     if written.get("grounding"):
         front["grounding"] = written["grounding"]["verdict"]
     if written.get("fallback"):
-        front["fallback"] = report.fallback_front(written["fallback"])
-    document = save_markdown.render_document(front, written["text"])
+        front["fallback"] = report_glue.fallback_front(written["fallback"])
     earlier = ctx.previous(save_markdown.SaveOutput) if written.get("replaces_fallback") else None
-    out = save_markdown.save(settings.reports.dir / OPS_FOLDER, "ops", ctx.business_key, kind,
-                             ctx.revision, document, on_existing=settings.reports.on_existing,
-                             check_fence=ctx.check_fence,
-                             replacing=None if earlier is None else (earlier.path, earlier.sha256))
-    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
-    return StepResult(output=out, artifacts=artifacts)
+    return report_glue.save_file(ctx, report_glue.settings_of(ctx, ReportSettings).reports.dir / OPS_FOLDER, "ops",
+                                 kind, front, written["text"],
+                                 replacing=None if earlier is None else (earlier.path, earlier.sha256))
 
 
 def upload(kind: str, ctx: StepContext) -> StepResult:
-    return report.upload_markdown(ctx, f"operations {kind} report {ctx.business_key}",
+    return report_glue.upload_markdown(ctx, f"operations {kind} report {ctx.business_key}",
                                   ctx.outputs["WRITE_OPS"]["text"])
 
 
 def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
-    llm = settings.llm
-    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
-            "fallback": llm.fallback,
-            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
-            "text_rules": report_settings.TEXT_RULES}
-
-
-def _files_root(settings: ReportSettings | None) -> Path | None:
-    """Where the ops reports lie (under the reports folder); the page shows a file only from inside it."""
-    return None if settings is None else Path(settings.reports.dir)
+    return report_settings.llm_pins(settings)
 
 
 def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
@@ -139,7 +108,7 @@ def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                         output_model="steps.save_markdown:SaveOutput"),
                StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
                         output_model="steps.upload_notion:UploadOutput")),
-        load_settings=report_settings.load, pin=_pins, projectless=True, files_root=_files_root,
+        load_settings=report_settings.load, pin=_pins, projectless=True, files_root=report_glue.reports_root,
         providers=providers.providers)
 
 

@@ -47,46 +47,20 @@ def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
 
 def probe_ollama(llm: LlmSettings) -> ProbeResult:
     """The server lists its models within the doctor's timeout, and has the configured one."""
-    from workflows import diagnose
+    from steps import ollama_chat
 
-    findings = diagnose.check_ollama(llm)
-    return ProbeResult(not any(f.problem for f in findings), "; ".join(f.message for f in findings))
+    return ollama_chat.check(llm.host, llm.model, PROBE_TIMEOUT_S)
 
 
 def probe_notion(notion: NotionSettings) -> ProbeResult:
-    """One authenticated read of the configured data source (or database): the token is set and accepted.
-
-    One request, not paced: one every ``health_every`` is far below the integration's
-    limit, and the probe must not wait for the uploads' turns.
-    """
-    import httpx
-    from notion_client.errors import HTTPResponseError, InvalidPathParameterError, RequestTimeoutError
-
-    from steps import upload_notion
+    """The token is set, then one authenticated read of the target (``steps.notion_api.probe``)."""
+    from steps import notion_api
 
     token = os.environ.get(notion.token_env, "")
     if not token:
         return ProbeResult(False, f"the environment variable {notion.token_env} (notion.token_env) is not set")
-    what = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"
-    client = upload_notion.make_client(token, notion.base_url, min(PROBE_TIMEOUT_S, notion.timeout.total_seconds()))
+    client = notion_api.make_client(token, notion.base_url, min(PROBE_TIMEOUT_S, notion.timeout.total_seconds()))
     try:
-        if notion.data_source_id:
-            client.data_sources.retrieve(data_source_id=notion.data_source_id)
-        else:
-            client.databases.retrieve(database_id=notion.database_id)
-    except HTTPResponseError as exc:
-        if exc.status in (401, 403):
-            return ProbeResult(False, f"Notion refused the token reading {what} (HTTP {exc.status}): check the "
-                                      "token in the variable notion.token_env names, and share the database "
-                                      "with the integration")
-        if exc.status == 404:
-            return ProbeResult(False, f"Notion has no {what} for this token (HTTP 404): check its id, and share "
-                                      "the database with the integration")
-        return ProbeResult(False, f"Notion answered HTTP {exc.status} reading {what}")
-    except InvalidPathParameterError:
-        return ProbeResult(False, f"{what} is not a valid Notion id")
-    except (RequestTimeoutError, httpx.TransportError) as exc:
-        return ProbeResult(False, f"cannot reach Notion ({type(exc).__name__})")
+        return notion_api.probe(client, token, notion.database_id, notion.data_source_id)
     finally:
         client.close()
-    return ProbeResult(True, f"{what} is readable with the token")

@@ -3,48 +3,40 @@
 Every step declares its pydantic output model: the worker validates it before
 the boundary commits, and later steps read it back typed (``ctx.output``).
 
-This module is the only place that reads live settings and the environment
-(the Notion token) for the steps; the steps themselves get typed inputs and
+Live settings and the Notion page go through ``workflows.report_glue`` (shared
+with the team and ops reports); the steps themselves get typed inputs and
 explicit clients. Heavy libraries (GitPython, ollama, notion-client) are
 imported when a step runs, not when the workflow is registered.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 from zoneinfo import ZoneInfo
 
-from engine.core import errors, policies, redact
+from engine.core import errors, policies
 from engine.core.clock import format_instant, parse_instant
-from engine.core.models import PeriodKind, StepStatus
-from engine.plugins.contract import ArtifactRef, Degraded, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import diagnose, drafting, providers, report_settings
+from engine.core.models import PeriodKind
+from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import diagnose, drafting, providers, report_glue, report_settings
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
     from steps.collect_git import CollectOutput
-    from steps.report_model import Coverage, ReportOutput
+    from steps.report_model import Coverage, ReportOutput, WorkflowName
 
 PAYLOAD_VERSION = 1
 
 
-def _settings(ctx: StepContext) -> ReportSettings:
-    settings = ctx.settings
-    if not isinstance(settings, ReportSettings):
-        raise errors.step_error("CONFIG_INVALID", "the report workflows' settings are not loaded")
-    return settings
-
-
-def collect(ctx: StepContext) -> StepResult:
+def collect(ctx: StepContext[ReportSettings]) -> StepResult:
     from steps import collect_git
 
     try:
-        project = _settings(ctx).project(ctx.project)
+        project = report_glue.settings_of(ctx, ReportSettings).project(ctx.project)
     except errors.ConfigInvalid as exc:
         raise errors.step_error("CONFIG_INVALID", exc.message) from exc
     if ctx.pinned.get("attribution") and ctx.pinned.get("schedule"):
@@ -144,25 +136,29 @@ def periods_between(ctx: StepContext, since: datetime, start: datetime) -> list[
 WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
-def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: Sequence[str] = ()) -> StepResult:
-    from steps import generate_report
+def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = None, unreadable: Sequence[str] = (),
+             prompt: WorkflowName | None = None, on_empty: Literal["skip", "report"] | None = None) -> StepResult:
+    """GENERATE_REPORT: the report of COLLECT_GIT's commits, or of ``commits`` (a team report's, from its
+    children, written with the ``prompt`` workflow's template and ``on_empty``)."""
+    from steps import generate_report, ollama_chat
     from steps.collect_git import CollectOutput
-    from steps.ollama_writer import RetryPolicy
 
-    settings = _settings(ctx)
+    settings = report_glue.settings_of(ctx, ReportSettings)
     # ``commits`` and ``unreadable``: a team report's, from its child runs (workflows.team_report).
     collected = ctx.output(CollectOutput) if commits is None else None
     options = dict(ctx.pinned.get("llm_options", {}))
     inp = generate_report.ReportInput(
-        workflow=ctx.workflow, project=ctx.project, business_key=ctx.business_key,
+        workflow=prompt or cast("WorkflowName", ctx.workflow), project=ctx.project, business_key=ctx.business_key,
         window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
         timezone=ctx.timezone, commits=collected.commits if collected is not None else commits or [],
         prompt_version=str(ctx.pinned["prompt_version"]),
-        on_empty=str(ctx.pinned.get("on_empty", "skip")),
+        on_empty=on_empty or cast(Literal["skip", "report"], ctx.pinned.get("on_empty", "skip")),
         # Runs pinned before the language existed were English, and stay so.
         language=str(ctx.pinned.get("language", "en")),
         # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
         text_rules=int(ctx.pinned.get("text_rules", 0)),
+        # Runs pinned before layout 2 keep top-level areas and every author alike.
+        layout=int(ctx.pinned.get("layout", 1)), bots=list(ctx.pinned.get("bots", [])),
         coverage=coverage_of(collected),
         unreadable=collected.unreadable if collected is not None else list(unreadable),
         forge=ctx.pinned.get("forge"))
@@ -171,36 +167,26 @@ def generate(ctx: StepContext, *, commits: list[Any] | None = None, unreadable: 
     if ctx.pinned.get("provider") != "ollama":
         out = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=num_ctx, options=options)
         return StepResult(output=out)
-    budget = settings.llm.retry_budget.total_seconds()
     model = str(ctx.pinned["model"])
     writer = generate_report.OllamaWriter(
         host=settings.llm.host, model=model, timeout_s=settings.llm.timeout.total_seconds(),
         options=options, exclusive=ctx.exclusive, sleep=ctx.sleep,
-        retry=RetryPolicy(budget_s=budget, initial_s=min(1.0, budget / 8), max_wait_s=min(10.0, budget / 2)))
+        retry=ollama_chat.RetryPolicy.within(settings.llm.retry_budget.total_seconds()))
     replaces = _replaces_fallback(ctx)
     try:
         out = generate_report.generate(inp, writer, num_ctx=num_ctx, options=options)
     except errors.StepError as exc:
-        if exc.code not in FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
+        if exc.code not in report_glue.FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
             raise
         # The model is unavailable past the step's retries: the built-in writer's report goes out on time,
         # marked; the engine runs this step again, in place, once the model answers (SPEC §15.5).
         wanted = f"ollama `{model}`"
         out = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=num_ctx, options=options,
                                        fallback_for=wanted)
-        out = out.model_copy(update={"fallback": fallback_record(exc, f"ollama {model}"),
+        out = out.model_copy(update={"fallback": report_glue.fallback_record(exc, f"ollama {model}"),
                                      "replaces_fallback": replaces})
         return StepResult(output=out, degraded=Degraded(exc.code, f"written by the built-in writer: {exc.message}"))
     return StepResult(output=out.model_copy(update={"replaces_fallback": replaces}) if replaces else out)
-
-
-#: The model's failures a fallback stands in for: unavailable past the step's retries.
-FALLBACK_CODES = frozenset({"MODEL_UNAVAILABLE"})
-
-
-def fallback_record(exc: errors.StepError, model: str) -> dict[str, Any]:
-    """What a fallback output records of the failure it stood in for (no secret: URLs are masked)."""
-    return {"code": exc.code, "model": model, "message": redact.mask_urls(exc.message)}
 
 
 def _replaces_fallback(ctx: StepContext) -> bool:
@@ -247,13 +233,8 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         # SPEC §16.1; absent for prompts before v3, so their re-runs write the same bytes.
         **({"grounding": report.grounding["verdict"]} if report.grounding else {}),
         # SPEC §15.5; absent when the pinned writer wrote it, so other re-runs write the same bytes.
-        **({"fallback": fallback_front(report.fallback)} if report.fallback else {}),
+        **({"fallback": report_glue.fallback_front(report.fallback)} if report.fallback else {}),
     }
-
-
-def fallback_front(fallback: dict[str, Any]) -> dict[str, Any]:
-    """A fallback as the front matter states it: the writer that stood in, for which model, and why."""
-    return {"writer": "builtin", "instead_of": fallback.get("model"), "code": fallback.get("code")}
 
 
 def replacing(ctx: StepContext, report: ReportOutput) -> tuple[str, str] | None:
@@ -264,59 +245,19 @@ def replacing(ctx: StepContext, report: ReportOutput) -> tuple[str, str] | None:
     return None if earlier is None else (earlier.path, earlier.sha256)
 
 
-def save(kind: str, ctx: StepContext) -> StepResult:
-    from steps import save_markdown
+def save(kind: str, ctx: StepContext[ReportSettings]) -> StepResult:
     from steps.report_model import ReportOutput
 
-    settings = _settings(ctx)
     report = ctx.output(ReportOutput)
-    document = save_markdown.render_document(front_matter(ctx, report), report.text)
-    out = save_markdown.save(settings.reports.dir, ctx.project, ctx.business_key, kind, ctx.revision, document,
-                             on_existing=settings.reports.on_existing, check_fence=ctx.check_fence,
-                             replacing=replacing(ctx, report))
-    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
-    return StepResult(output=out, artifacts=artifacts)
+    return report_glue.save_file(ctx, report_glue.settings_of(ctx, ReportSettings).reports.dir, ctx.project, kind,
+                                 front_matter(ctx, report), report.text, replacing=replacing(ctx, report))
 
 
 def upload(kind: str, ctx: StepContext) -> StepResult:
     from steps.report_model import ReportOutput
 
     report = ctx.output(ReportOutput)
-    return upload_markdown(ctx, f"{ctx.project} {kind} report {ctx.business_key}", report.text)
-
-
-def upload_markdown(ctx: StepContext, title: str, markdown: str) -> StepResult:
-    """UPLOAD_NOTION of ``markdown`` as the page ``title``, keyed by the run's report key."""
-    from steps import upload_notion
-    from steps.upload_notion import UploadOutput
-
-    notion = _settings(ctx).notion
-    if not notion.enabled:
-        return StepResult(output={"reason": "notion disabled"}, status=StepStatus.SKIPPED)
-    token = os.environ.get(notion.token_env, "")
-    if not token:
-        raise errors.step_error("NOTION_UNAUTHORIZED",
-                                f"the environment variable {notion.token_env} (notion.token_env) is not set")
-    client = upload_notion.make_client(token, notion.base_url, notion.timeout.total_seconds())
-    previous = ctx.previous(UploadOutput)
-    try:
-        out = upload_notion.upload(
-            client, upload_notion.NotionTarget(database_id=notion.database_id,
-                                               data_source_id=notion.data_source_id),
-            report_key=ctx.idempotency_key, title=title,
-            markdown=markdown, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
-            # Requests wait for slots shared by every worker; retry waits are the engine's (ctx.sleep).
-            pace=upload_notion.SharedPace(ctx.pace, upload_notion.rate_limit_name(token), ctx.sleep),
-            retry_wait_max_s=notion.retry_budget.total_seconds())
-    except errors.StepError as exc:
-        if exc.code != "NOTION_UNAUTHORIZED":
-            raise
-        # The step cannot know which variable holds the token; the operator needs its name.
-        raise errors.step_error(exc.code, f"{exc.message} (token variable: {notion.token_env})") from exc
-    finally:
-        client.close()
-    return StepResult(output=out,
-                      artifacts=(ArtifactRef("notion_page", out.url or out.page_id, external_id=out.page_id),))
+    return report_glue.upload_markdown(ctx, f"{ctx.project} {kind} report {ctx.business_key}", report.text)
 
 
 def can_serve(settings: ReportSettings, project_key: str) -> bool:
@@ -326,11 +267,6 @@ def can_serve(settings: ReportSettings, project_key: str) -> bool:
     except errors.ConfigInvalid:
         return False
     return (repo / ".git").exists() or (repo / "HEAD").is_file()
-
-
-def reports_root(settings: ReportSettings | None) -> Path | None:
-    """Where the report files lie (the page shows a file only from inside it)."""
-    return None if settings is None else Path(settings.reports.dir)
 
 
 def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
@@ -352,7 +288,7 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         pin=partial(report_settings.pins, workflow=name),
         can_serve=can_serve,
         diagnose=diagnose.diagnose,
-        files_root=reports_root,
+        files_root=report_glue.reports_root,
         draft_schedule=drafting.draft,
         providers=providers.providers,
     )

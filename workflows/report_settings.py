@@ -118,6 +118,8 @@ class ProjectSettings(Strict):
     include_merges: StrictBool = False
     # Globs of paths left out of statistics, beside what .gitattributes marks linguist-generated/vendored.
     exclude: list[Annotated[str, Field(min_length=1)]] = []
+    # Bot accounts (author names or e-mails) kept apart from authors, beside every "…[bot]".
+    bots: list[Annotated[str, Field(min_length=1, max_length=200)]] = []
 
 
 class ReportSettings(Strict):
@@ -194,8 +196,22 @@ def check_project(settings: ReportSettings, key: str) -> None:
 
 
 #: The rules of ``steps.untrusted`` a new run is pinned to (the step module stays unimported here):
-#: 2 makes the model's text, server error text and audit actors inert too (issue 36).
-TEXT_RULES = 2
+#: 2 makes the model's text, server error text and audit actors inert too (issue 36); 3 escapes
+#: only what a renderer would act on, and links ``#N`` to the forge (issue 34).
+TEXT_RULES = 3
+#: How a new run's statistics and built-in report are laid out (``ReportInput.layout``): 2 puts
+#: areas below source roots, bots apart, and links commits to the forge (issue 34).
+LAYOUT = 2
+
+
+def llm_pins(settings: ReportSettings) -> dict[str, Any]:
+    """The writer's inputs every report pins when its run is created: provider, model, fallback, options,
+    and the text rules (``steps.untrusted``)."""
+    llm = settings.llm
+    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
+            "fallback": llm.fallback,
+            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
+            "text_rules": TEXT_RULES}
 
 
 def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> dict[str, Any]:
@@ -208,16 +224,14 @@ def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> 
     llm = settings.llm
     return {
         **({"attribution": settings.attribution(workflow, key)} if workflow else {}),
-        "provider": llm.provider,
-        "model": llm.model if llm.provider == "ollama" else "builtin",
+        **llm_pins(settings),
         "prompt_version": llm.prompt_version,
-        "fallback": llm.fallback,
         "language": settings.reports.language,
-        "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
         "branches": list(project.branches),
         "authors": list(project.authors),
         "on_empty": project.on_empty,
         "include_merges": project.include_merges,
         "exclude": list(project.exclude),
-        "text_rules": TEXT_RULES,
+        "layout": LAYOUT,
+        "bots": list(project.bots),
     }

@@ -22,16 +22,19 @@ import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError
 
 from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins.contract import ArtifactRef, ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import providers, report, report_settings
+from engine.plugins.contract import ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
+from workflows import providers, report, report_glue, report_settings
 from workflows.report_settings import ReportSettings
+
+if TYPE_CHECKING:
+    from steps.report_texts import Texts
 
 PAYLOAD_VERSION = 1
 CHILD_WORKFLOW = "team_project"
@@ -113,26 +116,16 @@ def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
     return settings
 
 
-def _settings(ctx: StepContext) -> Settings:
-    settings = ctx.settings
-    if not isinstance(settings, Settings):
-        raise errors.step_error("CONFIG_INVALID", "the team report's settings are not loaded")
-    return settings
-
-
 def check_team(settings: Settings, key: str) -> None:
     settings.team(key)
 
 
 def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     """The team's projects and authors, and the writer's inputs, fixed when the run is created."""
-    llm = settings.llm
     team = settings.team(key)
-    return {"projects": settings.team_projects(key), "authors": list(team.authors), "provider": llm.provider,
-            "attribution": settings.attribution(workflow, key),
-            "model": llm.model if llm.provider == "ollama" else "builtin", "prompt_version": llm.prompt_version,
-            "fallback": llm.fallback, "language": settings.reports.language, "text_rules": report_settings.TEXT_RULES,
-            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx}}
+    return {**report_settings.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
+            "attribution": settings.attribution(workflow, key), "prompt_version": settings.llm.prompt_version,
+            "language": settings.reports.language, "team_texts": 1}
 
 
 def fan_out(ctx: StepContext) -> StepResult:
@@ -142,26 +135,34 @@ def fan_out(ctx: StepContext) -> StepResult:
     return StepResult(output={"projects": projects})
 
 
-def _section(child: ChildOutcome, commits: list[Any], rules: int) -> list[str]:
+def _section(child: ChildOutcome, commits: list[Any], rules: int, words: Texts) -> list[str]:
     from steps import untrusted
 
     lines = [f"### {child.project}", ""]
     if not child.succeeded:
         # The error's text may be a server's (or a git error quoting a path): inert from text rules 2 on.
         message = untrusted.text(child.error_message or "", rules) if rules >= 2 else child.error_message or ""
-        return [*lines, f"**Not collected** ({child.status}, {child.error_code}): {message}", ""]
+        return [*lines, f"**{words.not_collected}** ({child.status}, {child.error_code}): {message}", ""]
     if not commits:
-        return [*lines, "No commits in this period.", ""]
+        return [*lines, words.no_commits_in_period, ""]
     authors = sorted({c.author_name for c in commits})
     if rules >= 1:  # commit text is the author's: neutralised as in a project report (steps.untrusted)
-        lines.append(f"{len(commits)} commits by {', '.join(untrusted.text(a, rules) for a in authors)}.")
+        lines.append(words.commits_by(len(commits), ", ".join(untrusted.text(a, rules) for a in authors)))
         lines.append("")
         lines += [f"- `{c.sha[:8]}` {untrusted.text(c.subject, rules)}" for c in commits]
         return [*lines, ""]
-    lines.append(f"{len(commits)} commits by {', '.join(authors)}.")
+    lines.append(words.commits_by(len(commits), ", ".join(authors)))
     lines.append("")
     lines += [f"- `{c.sha[:8]}` {c.subject}" for c in commits]
     return [*lines, ""]
+
+
+def _words(pinned: Mapping[str, Any]) -> Texts:
+    """The catalogue of the team report's own words: the run's language, or English for a run pinned before
+    they were translated (``team_texts`` absent), so its re-runs write the same bytes."""
+    from steps import report_texts
+
+    return report_texts.texts(str(pinned.get("language", "en")) if pinned.get("team_texts") else "en")
 
 
 def generate(kind: str, ctx: StepContext) -> StepResult:
@@ -175,35 +176,30 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     collected = {name: [*out.commits, *out.arrived_late] for name, out in outputs.items()}
     every = sorted((commit for commits in collected.values() for commit in commits), key=lambda c: c.authored_at)
     # The overall summary is written from every child's commits, as a project report is from its own.
-    inner = dataclasses.replace(ctx, workflow="daily_report" if kind == "daily" else "weekly_report",
-                                pinned={**ctx.pinned, "on_empty": "report"})
-    result = report.generate(inner, commits=every,
+    result = report.generate(ctx, commits=every, prompt="daily_report" if kind == "daily" else "weekly_report",
+                             on_empty="report",
                              unreadable=sorted(sha for out in outputs.values() for sha in out.unreadable))
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
     missing = [c for c in children if not c.succeeded]
-    lines = [out.text.rstrip(), "", "## Projects", ""]
+    words = _words(ctx.pinned)
+    lines = [out.text.rstrip(), "", f"## {words.projects}", ""]
     if missing:
-        lines += [f"Not collected: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
+        lines += [f"{words.not_collected}: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
     for child in children:
-        lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)))
+        lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)), words)
     # A fallback (the model was down) is the team report's too: it is written again in place (SPEC §15.5).
     return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}),
                       degraded=result.degraded)
 
 
-def save(kind: str, ctx: StepContext) -> StepResult:
-    from steps import save_markdown
+def save(kind: str, ctx: StepContext[Settings]) -> StepResult:
     from steps.report_model import ReportOutput
 
-    settings = _settings(ctx)
-    out_report = ctx.output(ReportOutput)
-    document = save_markdown.render_document(report.front_matter(ctx, out_report), out_report.text)
-    out = save_markdown.save(settings.reports.dir, str(ctx.pinned["schedule"]), ctx.business_key, kind,
-                             ctx.revision, document, on_existing=settings.reports.on_existing,
-                             check_fence=ctx.check_fence, team=True, replacing=report.replacing(ctx, out_report))
-    artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
-    return StepResult(output=out, artifacts=artifacts)
+    written = ctx.output(ReportOutput)
+    return report_glue.save_file(ctx, report_glue.settings_of(ctx, Settings).reports.dir, str(ctx.pinned["schedule"]),
+                                 kind, report.front_matter(ctx, written), written.text,
+                                 replacing=report.replacing(ctx, written), team=True)
 
 
 def child_collect(ctx: StepContext) -> StepResult:
@@ -234,7 +230,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         ),
         load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
         child_projects=lambda settings, key: settings.team_projects(key),
-        files_root=report.reports_root, providers=providers.providers,
+        files_root=report_glue.reports_root, providers=providers.providers,
     )
 
 

@@ -1,8 +1,8 @@
 """``reportflow serve``: scheduler, worker and reconciler loops in one process.
 
 The loop is ``tick; sweep (now and then); sleep`` while the ``WorkerPool``'s
-threads claim and execute runs beside it, and two threads more: the alert sender,
-and the healer (every ``[notify] health_every``: probe the providers in use, queue
+threads claim and execute runs beside it, and three threads more: the alert sender,
+the backups (``[store] backup``: each slot's copy taken and verified) and the healer (every ``[notify] health_every``: probe the providers in use, queue
 again the runs they failed once they answer, SPEC §15.5): each batch of runs a tick commits wakes
 the idle threads at once, so a burst's first runs start while the tick is still
 creating the others. The loop sleeps until the next due slot or retry, but never
@@ -24,7 +24,7 @@ from engine.app import config_reload
 from engine.core import logs
 from engine.execution import healer, loop, reconciler
 from engine.execution.pool import WorkerPool
-from engine.operations import outbox_sender, prune
+from engine.operations import outbox_sender, prune, scheduled_backups
 from engine.runtime import Runtime
 from engine.scheduling import heartbeat, tick
 from engine.store import run_rows
@@ -59,6 +59,9 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     healing = threading.Thread(target=healer.heal_until, args=(rt, stop), kwargs={"wake": worker.wake},
                                name="healer", daemon=True)
     healing.start()
+    # Backups beside the loop too: a copy of a large database delays neither a tick nor a claim.
+    backing_up = threading.Thread(target=scheduled_backups.backup_until, args=(rt, stop), name="backups", daemon=True)
+    backing_up.start()
     logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
     poll = rt.config.worker.poll_interval
     retention_timer = prune.RetentionTimer(rt.config.retain, rt.config.retain_max)
@@ -106,6 +109,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
         stop.set()  # also on an error that ends serve: the sender sends what is pending once more, then stops
         sender.join(30)
         healing.join(30)
+        backing_up.join(30)
         worker.close()
         if server is not None:
             server.shutdown()

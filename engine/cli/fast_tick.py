@@ -34,7 +34,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -182,6 +182,8 @@ def quiet(request: Request) -> tuple[reports.TickReport | reports.CycleReport | 
                 runs = [tuple(row) for row in conn.execute(due.work_query(now))]
                 if conn.execute(due.waits_due_query(now)).first() is not None:
                     return None  # a run waits for a provider whose check has come: the full path heals
+                if backup_due(seen.config_bytes, now, lambda: conn.execute(due.backup_slot_query()).first()):
+                    return None  # a backup slot came: the full path takes it
             if work or cycle:
                 later, next_at, pending = conn.execute(due.waiting_query(now)).one()
                 # Runs of a disabled schedule are "held", whatever else they wait for: the full path tells.
@@ -224,6 +226,26 @@ def _has_notify_target(config_bytes: bytes) -> bool:
         return True
     return any(isinstance(name, str) and name and os.environ.get(name)
                for name in (notify.get("webhook_env"), notify.get("apprise_env")))
+
+
+def backup_due(config_bytes: bytes, now: datetime, latest: Callable[[], Sequence[object] | None]) -> bool:
+    """Whether ``[store] backup`` has a cron and no slot was claimed, the cron changed since the latest claim,
+    or the next slot that claim computed has come. ``latest`` reads (next slot, cron) only when a cron is set.
+    Any doubt (a file tomllib cannot read) counts as due, so the full path decides."""
+    import tomllib
+
+    try:
+        store = tomllib.loads(config_bytes.decode("utf-8")).get("store", {})
+    except (ValueError, UnicodeDecodeError):
+        return True
+    backup = store.get("backup") if isinstance(store, dict) else None
+    if not isinstance(backup, dict) or backup.get("cron") is None:
+        return False
+    row = latest()
+    if row is None:
+        return True
+    next_slot_at, cron = row[0], row[1]
+    return cron != backup.get("cron") or not isinstance(next_slot_at, datetime) or next_slot_at <= now
 
 
 def cycle_has_work(now: datetime, first_enabled: datetime | None,

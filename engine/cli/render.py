@@ -50,6 +50,8 @@ def apply_report(report: Any) -> None:
     """Print a ``schedules apply`` plan or result: warnings, then each change."""
     for warning in report.warnings:
         warn(warning)
+    for line in report.counts:
+        say(line)
     plan = report.plan
     if report.dry_run and plan is not None:
         say("plan (dry run, nothing written):")
@@ -162,19 +164,23 @@ def draft(report: Any, as_json: bool) -> None:
         for problem in data["errors"]:
             out.print(f"[red]invalid:[/] {shown(problem)}")
     else:
-        out.print(f"[green]valid[/]: {data['runs_per_day']} runs/day")
+        out.print(f"[green]valid[/]: {data['runs_per_day']} runs/day, {data['runs_per_month']:,} runs this month")
         fires(str(data["draft"].get("timezone", "UTC")), report.preview, False)
-    if data["risk"]:
-        warn(data["risk"])
+    for warning in (data["risk"], data["policy"]):
+        if warning:
+            warn(warning)
     if data["exists"]:
         warn(f"a schedule named '{data['draft'].get('name')}' is already in the config file")
     out.print(output.inert(data["toml"]), highlight=False, markup=False)
 
 
-def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
-    """Print a cron check (``schedules validate``): valid or its problems, runs per day, or JSON."""
+def validation(expr: str, timezone: str, result: Any, as_json: bool, counts: Any = None,
+               policy: str | None = None) -> None:
+    """Print a cron check (``schedules validate``): valid or its problems, runs per day and month, or JSON."""
     data = {
         "cron": expr, "timezone": timezone, "valid": result.ok, "runs_per_day": round(result.runs_per_day, 2),
+        "busiest_day_runs": counts.per_day if counts else None, "runs_per_month": counts.per_month if counts else None,
+        "policy": policy,
         "min_interval_s": result.min_interval.total_seconds() if result.min_interval else None,
         "problems": [{"field": f, "problem": p} for f, p in result.problems],
         "next_fires": [{"utc": format_instant(f.at), "local": f.local.isoformat(), "moved": f.moved}
@@ -185,6 +191,10 @@ def validation(expr: str, timezone: str, result: Any, as_json: bool) -> None:
         return
     verdict = "[green]valid[/]" if result.ok else "[bold red]invalid[/]"
     out.print(f"{shown(expr)} in {shown(timezone)}: {verdict}; about {data['runs_per_day']} runs/day")
+    if counts is not None:
+        out.print(f"  {counts.describe()}")
+    if policy:
+        warn(policy)
     for field_name, problem in result.problems:
         err.print(f"[red]{shown(field_name)}:[/] {shown(problem)}")
     for fire in data["next_fires"]:

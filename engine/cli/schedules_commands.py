@@ -87,6 +87,7 @@ def schedules_validate(
     Example: reportflow schedules validate --cron "30 19 * * *" --timezone Asia/Seoul --workflow daily_report
     """
     from engine.cli import render
+    from engine.core import run_counts
     from engine.core.cron import validate
 
     period = PeriodKind.SLOT
@@ -95,9 +96,10 @@ def schedules_validate(
         if workflow not in registry:
             raise errors.InvalidInput(f"unknown workflow '{workflow}' (known: {', '.join(sorted(registry))})")
         period = registry[workflow].period
-    result = validate.check(cron_expr, timezone, now=context.cli_of(ctx).clock().now(), period=period,
-                        allow_frequent=allow_frequent)
-    render.validation(cron_expr, timezone, result, as_json)
+    now = context.cli_of(ctx).clock().now()
+    result = validate.check(cron_expr, timezone, now=now, period=period, allow_frequent=allow_frequent)
+    counts, policy = run_counts.check_cron(cron_expr, timezone, now)
+    render.validation(cron_expr, timezone, result, as_json, counts, policy)
     if not result.ok:
         raise typer.Exit(2)
 

@@ -17,7 +17,7 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import date, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,7 +35,7 @@ from pydantic import (
     model_validator,
 )
 
-from engine.config import defaults
+from engine.config import backup_config, defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
@@ -136,6 +136,7 @@ class StoreConfig(Strict):
     url: Annotated[str, AfterValidator(check_store_url)] = DEFAULT_DB_URL
     retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
     retain_max: int = Field(default=5000, ge=1)  # a daily prune that would delete more deletes none (SPEC §15.4)
+    backup: backup_config.BackupConfig | None = None  # verified backups on a cron (SQLite), a dump's age (PostgreSQL)
 
     @field_validator("retain")
     @classmethod
@@ -208,6 +209,14 @@ class UiConfig(Strict):
     allowed_hosts: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-\[\]:]+$", max_length=255)], ...] = ()
     session_ttl: Duration = timedelta(hours=12)
     secure_cookies: StrictBool = False
+
+
+class LimitsConfig(Strict):
+    """``[limits]``: the creation policy. A schedule whose busiest day has more runs than ``warn_runs_per_day``
+    is shown with a warning (``apply``, ``validate``, ``draft``); more than ``max_runs_per_day`` is refused."""
+
+    warn_runs_per_day: int = Field(default=48, ge=1)
+    max_runs_per_day: int | None = Field(default=None, ge=1)
 
 
 #: The project of a projectless workflow's runs (``{workflow}:ops:{business_key}``).
@@ -298,6 +307,7 @@ class EngineSections(BaseModel):
     worker: WorkerConfig = WorkerConfig()
     notify: NotifyConfig = NotifyConfig()
     ui: UiConfig = UiConfig()
+    limits: LimitsConfig = LimitsConfig()
     schedules: list[ScheduleConfig] = []
 
 
@@ -318,6 +328,9 @@ class AppConfig:
     retain_max: int = 5000
     #: ``[[schedules]]`` entries left out because they are invalid (``build_config_sparing``), each in one line.
     left_out: tuple[str, ...] = ()
+    #: ``[store] backup`` resolved against the store (None: not configured).
+    backup: backup_config.BackupPlan | None = None
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
 
     def schedule(self, name: str) -> ScheduleSpec:
         """The schedule of the config named ``name``; raises NotFound."""
@@ -421,7 +434,23 @@ def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fol
     validate.check_schedule(timing, period)
 
 
-ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "schedules", "workflows")
+def _policy(spec: ScheduleSpec, warn: int, maximum: int | None) -> Any:
+    """The creation policy's verdict on a schedule, over a fixed month (so validity never depends on the clock)."""
+    from engine.core import run_counts
+
+    counts = _month_counts(spec.cron, spec.timezone, spec.dst_gap, spec.dst_fold)
+    return run_counts.decide(spec.name, counts, warn_per_day=warn, max_per_day=maximum)
+
+
+@lru_cache(maxsize=4096)
+def _month_counts(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fold: DstFold) -> Any:
+    from engine.core import run_counts
+
+    # October: the northern hemisphere's clocks go back (dst_fold = "both" doubles an hour), the southern's forward.
+    return run_counts.count_month(cron_expr, timezone, date(2026, 10, 1), dst_gap=dst_gap, dst_fold=dst_fold)
+
+
+ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "limits", "schedules", "workflows")
 
 
 def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any], file: str | None) -> None:
@@ -520,11 +549,20 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             _check_timing(spec, workflow.period)
         except errors.ConfigInvalid as exc:
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.{exc.key}" if exc.key else where) from exc
+        if sections.limits.max_runs_per_day is not None:
+            refused = _policy(spec, sections.limits.warn_runs_per_day, sections.limits.max_runs_per_day).refused
+            if refused:
+                raise errors.ConfigInvalid(refused, file=file, key=f"{where}.cron")
         specs.append(spec)
 
+    store_url = defaults.store_url(db_override, sections.store.url, base_dir)
+    backup = None
+    if sections.store.backup is not None:
+        backup = backup_config.resolve(sections.store.backup, sqlite=store_url.startswith("sqlite"),
+                                       base_dir=base_dir, file=file)
     return AppConfig(
-        path=path, base_dir=base_dir, store_url=defaults.store_url(db_override, sections.store.url, base_dir),
+        path=path, base_dir=base_dir, store_url=store_url, backup=backup,
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
         workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
-        retain_max=sections.store.retain_max,
+        retain_max=sections.store.retain_max, limits=sections.limits,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from engine.core import freshness, logs, slo
+from engine.core import alerts, freshness, logs, slo
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
 from engine.core.models import Schedule
@@ -18,7 +18,7 @@ from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
 
 log = logging.getLogger(__name__)
-EVENT = "freshness_low"
+EVENT = alerts.AlertEvent.FRESHNESS_LOW
 
 
 def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.FreshnessLow]]:

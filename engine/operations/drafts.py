@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import config_file
-from engine.core import errors, limits, redact
+from engine.core import errors, limits, redact, run_counts
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
 from engine.core.models import ScheduleSpec
@@ -53,6 +53,9 @@ class DraftReport:
     risk: str | None = None
     #: A schedule of this name is already in the file (``--write`` refuses it: exit 3).
     exists: bool = False
+    #: Runs in the month of the draft (``run_counts``), and the creation policy's warning (None: within it).
+    runs_per_month: int | None = None
+    policy: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -66,7 +69,8 @@ class DraftReport:
                              "dst_moved": f.moved} for f in self.preview],
                 "runs_per_day": None if self.runs_per_day is None else round(self.runs_per_day, 2),
                 "toml": self.toml, "rationale": self.rationale, "drafter": self.drafter,
-                "risk": self.risk, "exists": self.exists}
+                "risk": self.risk, "exists": self.exists, "runs_per_month": self.runs_per_month,
+                "policy": self.policy}
 
 
 def drafter(registry: Mapping[str, WorkflowDef], workflow: str | None) -> WorkflowDef:
@@ -160,8 +164,12 @@ def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
     risk = definitions.check_risk(old, spec, now, confirmed=True)
     fires = timetable.preview(spec.cron, spec.timezone, now, PREVIEW, dst_gap=spec.dst_gap,
                          dst_fold=spec.dst_fold)
+    counts = run_counts.count_month(spec.cron, spec.timezone, run_counts.month_of(now, spec.timezone),
+                                    dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+    policy = run_counts.decide(spec.name, counts, warn_per_day=candidate.limits.warn_runs_per_day,
+                               max_per_day=candidate.limits.max_runs_per_day).warning
     return DraftReport(draft, rationale, drafter_name, [], block, fires,
-                       definitions.runs_per_day(spec, now), risk, exists)
+                       definitions.runs_per_day(spec, now), risk, exists, counts.per_month, policy)
 
 
 def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None:

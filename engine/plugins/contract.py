@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+import typing_extensions
 from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
@@ -39,6 +40,8 @@ from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+#: A workflow's settings type (what its ``load_settings`` returns); unnamed, ``Any``.
+SettingsT = typing_extensions.TypeVar("SettingsT", default=Any)
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,9 @@ class MemoryMarks:
 
 
 @dataclass(frozen=True)
-class StepContext:
+class StepContext(Generic[SettingsT]):
+    """What a step is handed; ``StepContext[MySettings]`` types ``settings`` as its workflow's."""
+
     run_id: int
     workflow: str
     project: str
@@ -162,7 +167,7 @@ class StepContext:
     attempt: int
     pinned: Mapping[str, Any]
     outputs: Mapping[str, Mapping[str, Any]]
-    settings: Any
+    settings: SettingsT
     check_fence: Callable[[], None]
     # This step's own output from an earlier execution (a re-run after --from-step), if any.
     previous_output: Mapping[str, Any] | None = None

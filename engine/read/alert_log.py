@@ -1,13 +1,15 @@
-"""Read side of the alert outbox: what was raised, and whether it was delivered (``notifications list``, the page)."""
+"""Read side of the alert outbox: what was raised, and whether it was delivered (``notifications list``, the
+schedule page, the alerts page)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from engine.core import alerts
 from engine.core.clock import format_instant
 from engine.runtime import Runtime
-from engine.store import outbox
+from engine.store import alert_rows, outbox
 
 
 def list_notifications(rt: Runtime, *, pending_only: bool = False, schedule: str | None = None,
@@ -22,3 +24,33 @@ def notification_view(alert: alerts.Alert) -> dict[str, Any]:
     return {**alerts.payload(alert), "status": alert.status.value, "attempts": alert.attempts,
             "next_try_at": format_instant(alert.next_try_at), "delivered_at": format_instant(alert.delivered_at),
             "last_error": alert.last_error}
+
+
+def delivery_of(alert: alerts.Alert) -> str:
+    """An alert's delivery state as the alerts page names it (one of ``alert_rows.DELIVERY_STATES``)."""
+    if alert.status is alerts.EventStatus.DELIVERED:
+        return "sent"
+    if alert.status is alerts.EventStatus.QUIET:
+        return "quiet"
+    return "failed" if alert.attempts else "pending"
+
+
+@dataclass(frozen=True)
+class AlertPage:
+    """One page of the alerts page: the alerts, the cursor of the next (older) page, and what waits overall."""
+
+    alerts: list[alerts.Alert]
+    next_before: int | None
+    waiting: dict[str, int]  # delivery state -> events in it, over every schedule
+    schedules: list[str]  # every schedule an alert names, for the filter
+
+
+def page_alerts(rt: Runtime, filt: alert_rows.AlertFilter, *, before: int | None, limit: int) -> AlertPage:
+    """Alerts matching ``filt``, newest first, older than row ``before``; ``limit`` per page."""
+    with rt.store.read() as conn:
+        found = alert_rows.list_alerts(conn, filt, before_id=before, limit=limit + 1)
+        waiting = alert_rows.delivery_counts(conn)
+        names = alert_rows.alert_schedules(conn)
+    shown = found[:limit]
+    next_before = shown[-1][0] if len(found) > limit else None
+    return AlertPage([alert for _, alert in shown], next_before, waiting, names)

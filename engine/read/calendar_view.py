@@ -3,13 +3,15 @@
 ``calendar`` answers "what happened to every business period of this
 schedule, and why": one cell per period, the run's status when a row exists,
 otherwise the reason none does (``too_old`` or ``disabled`` from the audit, pruned
-from the recorded prune ranges, before the schedule existed, not yet due). ``plan_cells`` is the pure part;
-the shells load rows and call it.
+from the recorded prune ranges, before the schedule existed, not yet due), and whether the run
+saved a report or found nothing to report (a quiet period: "no commits"). ``month`` lays the
+cells of one month out as weeks, Monday first. ``plan_cells`` and ``plan_month`` are the pure
+parts; the shells load rows and call them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -19,7 +21,7 @@ from engine.core.clock import parse_instant
 from engine.core.cron import timetable
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
-from engine.store import history_rows, pruning, schedule_rows
+from engine.store import calendar_rows, history_rows, pruning, schedule_rows
 
 # States of a period without a run row (cells that carry a RunStatus value have a row).
 NOT_YET_DUE = "NOT_YET_DUE"
@@ -31,6 +33,8 @@ PRUNED = "PRUNED"  # removed by a prune: settled history that backfill leaves al
 NO_ROW = "NO_ROW"
 NO_ROW_STATES = (TOO_OLD, DISABLED, BEFORE_SCHEDULE, NOT_YET_DUE, AWAITING_TICK, PRUNED, NO_ROW)
 SLOT_CELL_LIMIT = 400
+# Why a run skipped its later steps, in the calendar's words: a quiet period is not a missing report.
+QUIET_REASONS = {"no_activity": "no commits"}
 # Row states `backfill` re-queues (the §12 decider's): with the row-less past periods, what a range offers to fix.
 _BACKFILL_REQUEUES = frozenset(s.value for s in RunStatus if revisions.decide_action(
     revisions.Command.BACKFILL, s) is revisions.PeriodAction.REQUEUE)
@@ -47,6 +51,8 @@ class Cell:
     run_id: int | None = None
     reason: str | None = None
     audit_id: int | None = None
+    report: bool = False  # the run saved a report (the cell links to it)
+    quiet: bool = False  # the run succeeded and found nothing to report (``reason`` says what)
 
     @property
     def backfillable(self) -> bool:
@@ -99,14 +105,19 @@ def _audit_ranges(events: Sequence[AuditEvent]) -> list[AuditRange]:
 
 def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, date, datetime]],
                runs_by_key: dict[str, Run], ranges: Sequence[AuditRange], now: datetime,
-               pruned: Sequence[retention.PrunedRange] = ()) -> tuple[Cell, ...]:
-    """Pure: one cell per (key, business date, slot), from its run or the reason it has none."""
+               pruned: Sequence[retention.PrunedRange] = (),
+               facts: Mapping[int, calendar_rows.RunFacts] | None = None) -> tuple[Cell, ...]:
+    """Pure: one cell per (key, business date, slot), from its run (and ``facts`` about it) or the reason
+    it has none."""
     cells: list[Cell] = []
     for key, day, slot_at in slots:
         run = runs_by_key.get(key)
         if run is not None:
+            fact = (facts or {}).get(run.id, calendar_rows.RunFacts())
+            quiet = QUIET_REASONS.get(fact.skipped_for or "") if run.status is RunStatus.SUCCESS else None
             cells.append(Cell(key, day, slot_at, run.status.value, run_id=run.id,
-                              reason=run.reason or run.error_code))
+                              reason=quiet or run.reason or run.error_code, report=fact.has_report,
+                              quiet=quiet is not None))
             continue
         if slot_at > now:
             cells.append(Cell(key, day, slot_at, NOT_YET_DUE))
@@ -186,11 +197,12 @@ def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int, until: date
         found = history_rows.period_runs(conn, schedule.spec.workflow, schedule.spec.project, min(keys), max(keys))
         events = history_rows.slot_audits(conn, schedule.id, ("slots_too_old", "slots_disabled"))
         pruned = pruning.pruned_ranges(conn, schedule.id)
-    latest: dict[str, Run] = {}
-    for run in found:  # ordered by key, then revision: the latest revision wins
-        latest[run.business_key] = run
+        latest: dict[str, Run] = {}
+        for run in found:  # ordered by key, then revision: the latest revision wins
+            latest[run.business_key] = run
+        facts = calendar_rows.run_facts(conn, [run.id for run in latest.values()])
     return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now,
-                                                  pruned))
+                                                  pruned, facts))
 
 
 def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13, until: date | None = None) -> CalendarRow:
@@ -215,3 +227,65 @@ def project_calendar(rt: Runtime, project: str, *, weeks: int = 13) -> list[Cale
         raise errors.NotFound(f"no schedule for project '{project}'")
     now = rt.clock.now()
     return [_row(rt, schedule, now, weeks) for schedule in found]
+
+
+@dataclass(frozen=True)
+class MonthDay:
+    """One day of the month grid: its date, whether it belongs to the month shown, and its periods' cells."""
+
+    day: date
+    in_month: bool
+    today: bool
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class MonthGrid:
+    """A schedule's month as weeks of seven days (Monday first), and the row it was laid out from."""
+
+    row: CalendarRow
+    first: date  # the 1st of the month shown
+    weeks: tuple[tuple[MonthDay, ...], ...]
+
+
+def grid_span(first: date) -> tuple[date, date]:
+    """The Monday on or before the 1st of ``first``'s month and the Sunday on or after its last day."""
+    start = first.replace(day=1)
+    last = (start + timedelta(days=31)).replace(day=1) - timedelta(days=1)
+    return start - timedelta(days=start.weekday()), last + timedelta(days=6 - last.weekday())
+
+
+def plan_month(cells: Sequence[Cell], first: date, today: date) -> tuple[tuple[MonthDay, ...], ...]:
+    """Pure: the weeks of ``first``'s month, each day holding the cells whose business date it is.
+
+    The leading and trailing days of the neighbouring months are kept (``in_month`` False) with their
+    cells, so a week is always whole; a weekly period sits on the day it starts.
+    """
+    start, end = grid_span(first)
+    by_day: dict[date, list[Cell]] = {}
+    for cell in cells:
+        by_day.setdefault(cell.day, []).append(cell)
+    days = [start + timedelta(days=n) for n in range((end - start).days + 1)]
+    laid = [MonthDay(d, d.month == first.month, d == today, tuple(by_day.get(d, ()))) for d in days]
+    return tuple(tuple(laid[n:n + 7]) for n in range(0, len(laid), 7))
+
+
+def month(rt: Runtime, schedule_name: str, first: date) -> MonthGrid:
+    """The month of ``first`` (a local date of the schedule) as a grid; days after today have no cells but
+    the next one due."""
+    with rt.store.read() as conn:
+        schedule = schedule_rows.get_schedule(conn, schedule_name)
+    zone = ZoneInfo(schedule.spec.timezone)
+    now = rt.clock.now()
+    today = now.astimezone(zone).date()
+    start, end = grid_span(first)
+    until = min(end, today)
+    if until < start:
+        return MonthGrid(CalendarRow(schedule, rt.workflow(schedule.spec.workflow).period, ()), first.replace(day=1),
+                         plan_month((), first, today))
+    weeks = (until - start).days // 7 + 1
+    end_at = datetime.combine(until + timedelta(days=1), datetime.min.time(), zone) - timedelta(microseconds=1)
+    row = _row(rt, schedule, now, weeks, end_at)
+    shown = tuple(c for c in row.cells if start <= c.day <= end)
+    row = CalendarRow(row.schedule, row.period, shown)
+    return MonthGrid(row, first.replace(day=1), plan_month(shown, first, today))

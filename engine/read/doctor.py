@@ -35,6 +35,7 @@ from engine.execution import reconciler
 from engine.plugins import workflow_registry
 from engine.plugins.contract import Finding
 from engine.plugins.workflow_registry import Registry
+from engine.read import backup_status
 from engine.runtime import Runtime
 from engine.store import database, doctor_rows, health_rows, instances, schedule_rows
 from engine.store.handle import Store
@@ -67,6 +68,7 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
             findings += check_waits(rt)
             findings += check_clock(store, clock)
             findings += check_lease(store, cfg.worker.lease)
+            findings += backup_status.check_backups(rt)  # [store] backup: the newest backup's age
             latest, workflow_of = latest_artifacts(store)
             findings += check_files(latest, socket.gethostname())
             for record in latest:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, logs
+from engine.core import errors, logs, run_counts
 from engine.core.clock import format_instant
 from engine.core.cron import timetable, validate
 from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
@@ -34,6 +34,8 @@ class ApplyReport:
     unchanged: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Runs/day and runs/month of each created or changed schedule (the creation policy).
+    counts: list[str] = field(default_factory=list)
     plan: drift.ApplyPlan | None = None  # the decision, field diffs and drift included
     dry_run: bool = False
 
@@ -95,6 +97,10 @@ def apply(rt: Runtime, *, confirmed: bool = False, overwrite: bool = False, dry_
         existing = {s.name: s for s in schedule_rows.list_schedules(conn, include_archived=True)}
         plan = drift.plan_apply(existing, wanted)
         report = ApplyReport(plan=plan, dry_run=dry_run)
+        limits = rt.config.limits
+        report.counts, report.warnings = run_counts.describe(
+            [wanted[name] for name in (*plan.created, *plan.updated)], now,
+            warn_per_day=limits.warn_runs_per_day, max_per_day=limits.max_runs_per_day)
         if dry_run:
             report.created, report.archived, report.unchanged = plan.created, plan.archived, plan.unchanged
             report.updated = list(plan.updated)

@@ -1,4 +1,4 @@
-"""A consistent copy of a live SQLite database (``reportflow db backup``).
+"""A consistent copy of a live SQLite database (``reportflow db backup``, and the scheduled backups), and its check.
 
 The copy is written to a partial file beside the destination (``.NAME.partial``), made
 durable (fsync of the file, then of the folder after the rename) and renamed into place,
@@ -13,7 +13,8 @@ import fcntl
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,27 @@ def partial_path(destination: Path) -> Path:
     return destination.with_name(f".{destination.name}{PARTIAL}")
 
 
+@dataclass(frozen=True)
+class Copy:
+    """A copy made: its pages, and the rows of each table of the source in the snapshot it was made from."""
+
+    pages: int
+    counts: dict[str, int]
+
+
 def backup_sqlite(engine: Engine, destination: Path) -> int:
+    """Copy a live SQLite database to ``destination`` (``take_copy``); returns the number of pages copied."""
+    return take_copy(engine, destination).pages
+
+
+def take_copy(engine: Engine, destination: Path) -> Copy:
     """Copy a live SQLite database to ``destination`` with sqlite3's online backup API.
 
     One backup step copies every page under one read transaction, so the copy
-    is a consistent snapshot even while workers commit (WAL lets them go on).
+    is a consistent snapshot even while workers commit (WAL lets them go on); the
+    source's row counts are read in that same transaction, for ``verify`` to compare.
     The copy is written beside ``destination``, fsynced and renamed into place;
     stale partial copies of earlier killed tries in that folder are removed first.
-    Returns the number of pages copied.
     """
     if engine.dialect.name != "sqlite":
         raise errors.InvalidInput(
@@ -51,30 +65,57 @@ def backup_sqlite(engine: Engine, destination: Path) -> int:
     partial = partial_path(destination)
     try:  # around the lock too: a signal just after the partial file was created must remove it as well
         with _held(partial):
-            pages = _copy(engine, partial)
+            made = _copy(engine, partial)
             _fsync(partial)
             partial.rename(destination)
     except BaseException:  # an error, Ctrl-C, SIGTERM (the CLI makes it SystemExit): no partial stays
         _discard(partial)
         raise
     _fsync(destination.parent)
-    return pages
+    return made
 
 
-def _copy(engine: Engine, partial: Path) -> int:
+def _copy(engine: Engine, partial: Path) -> Copy:
     raw = engine.raw_connection()
     try:
         source: Any = raw.driver_connection
-        target = sqlite3.connect(partial)
+        # A read transaction opened first: the backup step runs inside it (SQLite begins none of its own
+        # when one is open), so the counts below and the pages copied are the same snapshot.
+        source.execute("BEGIN DEFERRED")
         try:
-            source.backup(target, pages=-1)
-            pages = int(target.execute("PRAGMA page_count").fetchone()[0])
-            target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            counts = row_counts(source)
+            target = sqlite3.connect(partial)
+            try:
+                source.backup(target, pages=-1)
+                pages = int(target.execute("PRAGMA page_count").fetchone()[0])
+                target.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            finally:
+                target.close()
         finally:
-            target.close()
+            source.execute("ROLLBACK")
     finally:
         raw.close()
-    return pages
+    return Copy(pages, counts)
+
+
+def row_counts(conn: Any) -> dict[str, int]:
+    """The rows of every table of a sqlite3 connection (its own tables, not SQLite's)."""
+    names = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    return {name: int(conn.execute(f'SELECT count(*) FROM "{name.replace(chr(34), chr(34) * 2)}"').fetchone()[0])
+            for name in names}
+
+
+def inspect(path: Path) -> tuple[list[str], dict[str, int]]:
+    """Open a copy read-only (as a restore would read it): SQLite's integrity check's complaints, and its
+    tables' row counts. A file SQLite cannot read at all is one complaint and no counts."""
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            verdict = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(20)")]
+            problems = [] if verdict == ["ok"] else [f"integrity check: {line}" for line in verdict]
+            return problems, ({} if problems else row_counts(conn))
+    except sqlite3.DatabaseError as exc:
+        return [f"cannot be read: {exc}"], {}
 
 
 @contextmanager

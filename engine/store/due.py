@@ -118,3 +118,13 @@ def waiting_query(now: datetime) -> Select[int, Any, int]:
 def disabled_query() -> Select[Any]:
     """A disabled schedule, if any (its waiting runs are held)."""
     return select(_SCHEDULES.c.enabled).where(_SCHEDULES.c.enabled.is_(False)).limit(1)
+
+
+_BACKUPS = table("backups", column("slot_at", UTCDateTime()), column("next_slot_at", UTCDateTime()),
+                 column("cron", String()))
+
+
+def backup_slot_query() -> Select[Any]:
+    """(the next slot, the cron it was computed from) of the latest backup slot claimed: with ``[store] backup``,
+    an idle ``cycle`` takes its full path when there is none, the cron changed, or that next slot has come."""
+    return select(_BACKUPS.c.next_slot_at, _BACKUPS.c.cron).order_by(_BACKUPS.c.slot_at.desc()).limit(1)

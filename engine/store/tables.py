@@ -30,7 +30,7 @@ from sqlalchemy import (
 )
 
 from engine.core import alerts
-from engine.core.models import CLAIMABLE_STATUSES, RunStatus, RunTrigger, StepStatus
+from engine.core.models import CLAIMABLE_STATUSES, BackupStatus, RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
@@ -296,6 +296,23 @@ run_waits = Table(
     Column("check_after", UTCDateTime),
     Column("gave_up", Text),
     Index("ix_run_waits_check_after", "check_after"),
+)
+
+# Scheduled backups (``[store] backup``, ``engine.store.backup_rows``): one row per cron slot, inserted by the
+# process that takes it (the primary key makes that one process however many serve or cycle), then marked
+# verified or failed. ``cron`` and ``next_slot_at`` let an idle ``cycle`` see without croniter that a slot came.
+backups_taken = Table(
+    "backups", metadata,
+    Column("slot_at", UTCDateTime, primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("cron", Text, nullable=False),
+    Column("next_slot_at", UTCDateTime, nullable=False),
+    Column("claimed_at", UTCDateTime, nullable=False),
+    Column("claimed_by", String(255), nullable=False),
+    Column("finished_at", UTCDateTime),
+    Column("detail", Text),
+    CheckConstraint(sql_in("status", [s.value for s in BackupStatus]), name="status"),
 )
 
 # The partial indexes' condition on PostgreSQL, the same as their ``sqlite_where``. It is

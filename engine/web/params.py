@@ -1,4 +1,4 @@
-"""Query parameters shared by the runs page and ``/api/runs``: bad values are ``InvalidInput`` (400)."""
+"""Query parameters of the pages (and ``/api/runs``): bad values are ``InvalidInput`` (400)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from engine.core import errors, inputs
+from engine.core import alerts, errors, inputs
 from engine.core.models import RunStatus, RunTrigger
 from engine.read import run_queries
 from engine.runtime import Runtime
-from engine.store import history_rows
+from engine.store import alert_rows, history_rows
 
 
 def parse_date(text: str | None, name: str) -> date | None:
@@ -39,18 +39,28 @@ def run_filter(rt: Runtime, params: Any) -> tuple[history_rows.RunFilter, dict[s
     return filt, echo
 
 
+SPANS = ("month", "13w", "year")
+
+
 @dataclass(frozen=True)
 class CalendarRange:
-    """Which stretch of a schedule's calendar the page shows, and the links to the neighbouring ones."""
+    """Which stretch of a schedule's calendar the page shows (a month grid, 13 weeks or a year as a strip of
+    cells), and the links to the neighbouring ones."""
 
-    weeks: int
-    until: date
+    span: str  # one of SPANS
+    until: date  # the strip's last day
     today: date
+    month: date  # the 1st of the month the grid shows
 
     @property
     def year(self) -> bool:
-        """Whether this is the year at a glance (rather than the 13-week view)."""
-        return self.weeks > 13
+        """Whether this is the year at a glance."""
+        return self.span == "year"
+
+    @property
+    def weeks(self) -> int:
+        """The strip's length in weeks."""
+        return 53 if self.year else 13
 
     @property
     def earlier(self) -> date:
@@ -62,15 +72,64 @@ class CalendarRange:
         """The next stretch's end, or None when this one reaches today."""
         return None if self.until >= self.today else min(self.until + timedelta(weeks=self.weeks), self.today)
 
+    @property
+    def previous_month(self) -> date:
+        """The 1st of the month before the one shown."""
+        return (self.month - timedelta(days=1)).replace(day=1)
+
+    @property
+    def next_month(self) -> date | None:
+        """The 1st of the month after the one shown, or None when the one shown is this month."""
+        after = (self.month + timedelta(days=31)).replace(day=1)
+        return None if after > self.today else after
+
+
+def _month(text: str | None, today: date) -> date:
+    """``YYYY-MM`` as the 1st of that month (default and upper bound: this month); bad values are 400."""
+    this_month = today.replace(day=1)
+    if not text:
+        return this_month
+    parts = text.split("-")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts) or len(parts[0]) != 4:
+        raise errors.InvalidInput(f"month '{text[:20]}' is not YYYY-MM")
+    year, number = int(parts[0]), int(parts[1])
+    if not 1 <= number <= 12:
+        raise errors.InvalidInput(f"month '{text[:20]}' is not YYYY-MM")
+    if year < 1970:
+        raise errors.InvalidInput(f"month '{text[:20]}' is before 1970")
+    return min(date(year, number, 1), this_month)
+
 
 def calendar_range(params: Any, today: date) -> CalendarRange:
-    """``?until=YYYY-MM-DD&span=year|13w`` (default: 13 weeks up to today); bad values are 400."""
-    span = params.get("span") or "13w"
-    if span not in ("13w", "year"):
-        raise errors.InvalidInput(f"span '{span}' is not 13w or year")
+    """``?month=YYYY-MM`` (the default: this month's grid) or ``?span=13w|year&until=YYYY-MM-DD``; bad values
+    are 400."""
+    span = params.get("span") or "month"
+    if span not in SPANS:
+        raise errors.InvalidInput(f"span '{span[:20]}' is not {', '.join(SPANS[:-1])} or {SPANS[-1]}")
     until = parse_date(params.get("until"), "until") or today
     if until > today:
         until = today
     if until < date(1970, 1, 1):
         raise errors.InvalidInput(f"until '{until}' is before 1970")
-    return CalendarRange(53 if span == "year" else 13, until, today)
+    return CalendarRange(span, until, today, _month(params.get("month"), today))
+
+
+def alert_filter(params: Any) -> tuple[alert_rows.AlertFilter, int | None]:
+    """The alerts page's filter (``severity``, ``schedule``, ``delivery``; several of a kind allowed) and its
+    ``before`` cursor; bad values are 400."""
+    severities = tuple(s.lower() for s in params.getlist("severity") if s)
+    for value in severities:
+        if value not in alerts.Severity.__members__.values():
+            raise errors.InvalidInput(f"unknown severity '{value[:20]}'")
+    delivery = tuple(s.lower() for s in params.getlist("delivery") if s)
+    for value in delivery:
+        if value not in alert_rows.DELIVERY_STATES:
+            raise errors.InvalidInput(f"unknown delivery state '{value[:20]}' (one of: "
+                                      f"{', '.join(alert_rows.DELIVERY_STATES)})")
+    before: str | None = params.get("before") or None
+    try:
+        cursor = inputs.run_id(before) if before is not None else None  # a positive row id, like a run's
+    except errors.InvalidInput:
+        raise errors.InvalidInput(f"before '{str(before)[:20]}' is not a page of alerts (follow the page's own "
+                                  "link)") from None
+    return alert_rows.AlertFilter(severities, params.get("schedule") or None, delivery), cursor

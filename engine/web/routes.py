@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 from urllib.parse import urlencode
@@ -18,14 +18,15 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import bulk, errors, inputs, limits, logs, revisions
+from engine.core import alerts, bulk, errors, inputs, limits, logs, revisions
 from engine.core.cron import timetable, words
 from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
 from engine.scheduling import definitions
-from engine.web import auth, charts, markdown, params
+from engine.store import alert_rows
+from engine.web import auth, charts, params, run_report
 from engine.web.pages import page, state_of
 
 LEGEND = (
@@ -135,7 +136,8 @@ def schedule_page(request: Request) -> Response:
     overview = schedule_queries.schedule_overview(rt, name)
     spec, fires = schedule_queries.preview(rt, name, 8)
     nav = params.calendar_range(request.query_params, rt.clock.now().astimezone(ZoneInfo(spec.timezone)).date())
-    row = calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
+    grid = calendar_view.month(rt, name, nav.month) if nav.span == "month" else None
+    row = grid.row if grid is not None else calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
     started = run_queries.chart_runs(rt, name)
     # A backfill's start delay is its age (a year-old period starts a year late): it would flatten the chart.
     delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
@@ -143,7 +145,8 @@ def schedule_page(request: Request) -> Response:
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
     return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run, overview.slo),
-                words=words.describe(spec.cron), fires=fires, rows=[row], legend_items=LEGEND, cell_class=CELL_CLASS,
+                words=words.describe(spec.cron), fires=fires, rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
+                cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,
                 alerts=alert_log.list_notifications(rt, schedule=name, limit=limits.SCHEDULE_ALERTS),
@@ -176,33 +179,17 @@ def runs_page(request: Request) -> Response:
                 first_page=not request.query_params.get("after"))
 
 
-def _report_markdown(rt: Runtime, run: Any) -> tuple[str | None, str | None, str | None]:
-    """(Markdown, where it came from, why the saved file is not shown): the saved file on this host
-    when it is still what the run wrote, else the report text in the database."""
-    root = None
-    try:
-        workflow = rt.workflow(run.workflow)
-        root = workflow.files_root(rt.settings(workflow.name))
-    except errors.ReportflowError:
-        pass
-    problem = None
-    for artifact in run.artifacts:
-        if artifact.kind == "markdown":
-            found = markdown.read_local_report(artifact.location, root, artifact.sha256)
-            if found.text is not None:
-                return found.text, artifact.location, None
-            problem = problem or found.problem
-    for step in run.steps:
-        output = step.output or {}
-        if isinstance(output.get("text"), str):
-            return output["text"], f"{step.name} output (database)", problem
-    return None, None, problem
-
-
-def _forge(pinned: Mapping[str, Any]) -> str | None:
-    """The run's pinned forge: the one place a link in its report may point on the page."""
-    forge = pinned.get("forge")
-    return forge if isinstance(forge, str) else None
+def alerts_page(request: Request) -> Response:
+    """``/alerts``: every alert across schedules, filtered by severity, schedule and delivery, paged."""
+    rt = state_of(request).rt
+    filt, before = params.alert_filter(request.query_params)
+    found = alert_log.page_alerts(rt, filt, before=before, limit=limits.WEB_PAGE)
+    query = [*(("severity", s) for s in filt.severities), *(("schedule", n) for n in [filt.schedule] if n),
+             *(("delivery", d) for d in filt.delivery)]
+    next_url = "/alerts?" + urlencode([*query, ("before", found.next_before)]) if found.next_before else None
+    return page(request, "alerts.html", title="Alerts", found=found, filt=filt, next_url=next_url,
+                first_page=before is None, severities=[s.value for s in alerts.Severity],
+                delivery_states=alert_rows.DELIVERY_STATES, delivery_of=alert_log.delivery_of)
 
 
 def run_page(request: Request) -> Response:
@@ -210,7 +197,6 @@ def run_page(request: Request) -> Response:
     rt = state_of(request).rt
     run = run_queries.get_run(rt, _run_id(request))
     detail = views.run_detail(run, rt.clock.now())
-    text, source, file_problem = _report_markdown(rt, run)
     commits: list[dict[str, Any]] = []
     generation: dict[str, Any] = {}
     heads: dict[str, Any] = {}
@@ -234,9 +220,7 @@ def run_page(request: Request) -> Response:
     zone = ZoneInfo(str(run.pinned.get("timezone", "UTC")))
     notion = [a for a in run.artifacts if a.kind == "notion_page"]
     return page(request, "run.html", title=f"run {run.id}", run=run, detail=detail, zone=zone,
-                report_html=markdown.to_html(text, _forge(run.pinned)) if text is not None else None,
-                report_source=source,
-                file_problem=file_problem,
+                report=run_report.report_of(rt, run),
                 commits=commits, pinned_rows=views.pinned_rows(run.pinned, heads, generation), notion=notion,
                 audit=run_queries.run_audit(rt, run.id), step_names=step_names,
                 can_retry=run.status in RETRYABLE_STATUSES, can_retry_from=run.status in
@@ -427,6 +411,7 @@ ROUTES = [
     Route("/schedules/{name}/disable", enable_action, methods=["POST"]),
     Route("/projects/{project}/calendar", project_calendar_page),
     Route("/runs", runs_page),
+    Route("/alerts", alerts_page),
     Route("/runs/{run_id}", run_page),
     Route("/runs/{run_id}/retry", retry_action, methods=["POST"]),
     Route("/runs/{run_id}/approve", approve_action, methods=["POST"]),

@@ -81,6 +81,8 @@ def test_the_schedule_page_for_operators(browser_page: Any, year: dict[str, Any]
     assert group.locator("tbody tr").count() == 365 and group.locator("tbody tr").first.is_visible()
 
     # 13 weeks up to today; earlier reaches the backfilled past; a year at a glance shows every period.
+    page.click("text=13 weeks")
+    page.wait_for_url(re.compile(r"span=13w"))
     assert page.locator(".cal .cell").count() == 92  # 13 weeks of days, plus the next one due
     page.click("text=← earlier")
     page.wait_for_url(re.compile(r"until=2026-07-01"))
@@ -95,7 +97,7 @@ def test_the_schedule_page_for_operators(browser_page: Any, year: dict[str, Any]
     assert page.locator('.cal .cell[data-state="PARTIAL_SUCCESS"]').count() == 1
     page.screenshot(path=str(shots / "year.png"), full_page=True)
     page.goto(f"{base}/schedules/daily?span=decade")
-    assert "span 'decade' is not 13w or year" in page.content()
+    assert "span 'decade' is not month, 13w or year" in page.content()
 
     # The run page lists each pinned input once (provider, model, prompt_version were listed twice).
     page.goto(f"{base}/runs/{year['partial']}")

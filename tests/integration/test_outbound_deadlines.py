@@ -211,10 +211,10 @@ def test_the_ollama_client_ends_at_the_deadline(drip: bad_http.BadServer) -> Non
 def test_the_writer_and_the_notion_upload_end_at_their_deadlines(drip: bad_http.BadServer) -> None:
     """The report writer and the Notion client, as the steps build them."""
     from engine.core import errors
-    from steps import ollama_writer, upload_notion
+    from steps import notion_api, ollama_chat, ollama_writer
 
     writer = ollama_writer.OllamaWriter(drip.url.removesuffix("/hook"), "llama3.1:8b", timeout_s=2.0,
-                                        retry=ollama_writer.RetryPolicy(budget_s=0.0, max_attempts=1),
+                                        retry=ollama_chat.RetryPolicy(budget_s=0.0, max_attempts=1),
                                         sleep=lambda s: None)
 
     def write() -> str:
@@ -227,7 +227,7 @@ def test_the_writer_and_the_notion_upload_end_at_their_deadlines(drip: bad_http.
     code, took = finishes_within(60, write)
     assert code == "MODEL_UNAVAILABLE" and took < 10, (code, took)
 
-    client = upload_notion.make_client("secret_x", drip.url.removesuffix("/hook"), timeout_s=2.0)
+    client = notion_api.make_client("secret_x", drip.url.removesuffix("/hook"), timeout_s=2.0)
 
     def query() -> str:
         try:

@@ -155,3 +155,17 @@ def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: s
     assert run.status is RunStatus.SUCCESS and run.pinned["projects"] == ["api", "docs"]
     text = (tmp_path / "reports" / "_team" / "2026-09-29-alice-daily-daily-summary.md").read_text()
     assert "add the orders endpoint" in text and "bob's change" not in text and "### web" not in text
+
+
+def test_a_korean_team_report_holds_no_english_fixed_word(store_url: str, tmp_path: Path) -> None:
+    rt = team_runtime(store_url, tmp_path, reports={"dir": str(tmp_path / "reports"), "language": "ko"})
+    shutil.move(tmp_path / "web", tmp_path / "web-away")  # one project is not collected
+    actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
+    drain(Worker(rt, "w"))
+    text = (tmp_path / "reports" / "_team" / "2026-09-29-core-daily-daily-summary.md").read_text()
+    body = text.split("\n---\n", 1)[1]  # the front matter's keys are data, not words of the report
+    assert "## 프로젝트" in body and "수집되지 않음: web (GIT_REPO_NOT_FOUND)" in body
+    assert "커밋 2개, 작성자:" in body
+    english = ("Projects", "Not collected", "No commits", "commits by", "Summary", "Statistics", "Written by",
+               "Period", "Activity")
+    assert [word for word in english if word in body] == []

@@ -153,7 +153,7 @@ def test_commit_text_shows_no_control_character_on_the_page_or_the_api(
     rt = runtime(sqlite_url, tmp_path, repo)
     run_id = run_report(rt)
     text = assert_inert_everywhere(rt, run_id, tmp_path / REPORT, None)
-    assert "\\&#x202E;evil" in text and "https\\://evil.example/x" in text
+    assert "`&#x202E;evil`" in text and "`https://evil.example/x`" in text  # as written, inert (text rules 3)
     page = client(rt).get(f"/runs/{run_id}").text
     assert "gnp.exe &amp;#x202E;evil" in page  # the table and the report show the reference as written
     stored = show(rt, run_id).steps[0].output["commits"]
@@ -190,7 +190,7 @@ def test_the_ops_report_shows_a_hostile_actor_and_the_models_summary_as_text(
     [file] = (tmp_path / "reports" / "_ops").rglob("*.md")
     text = file.read_text()
     assert not RAW.search(text) and live_links(text) == []
-    assert "changed echo-tick" in text and "x\\[/\\]" in text and "\\[admin\\]\\(https\\://evil.example/a\\)" in text
+    assert "changed echo-tick" in text and "x[/]" in text and "`[admin](https://evil.example/a)`" in text
     assert show(rt, ops.run_id).steps[1].output["grounding"]["verdict"] == "fallback"
     page = client(rt).get(f"/runs/{ops.run_id}").text
     assert not RAW.search(page) and 'href="https://evil.example' not in page

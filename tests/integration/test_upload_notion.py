@@ -14,7 +14,7 @@ from notion_client.errors import APIResponseError
 from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.pacing import LocalLimits
-from steps import notion_blocks, upload_notion
+from steps import notion_api, notion_blocks, upload_notion
 from tests.fakes.fake_notion import FakeNotion
 
 KEY = "daily_report:platform:2026-09-29"
@@ -56,7 +56,7 @@ def fake() -> Iterator[FakeNotion]:
 
 @pytest.fixture
 def client(fake: FakeNotion) -> Iterator[notion_client.Client]:
-    made = upload_notion.make_client(fake.token, base_url=fake.url, timeout_s=5)
+    made = notion_api.make_client(fake.token, base_url=fake.url, timeout_s=5)
     yield made
     made.close()
 
@@ -199,7 +199,7 @@ def test_server_error_then_success(fake: FakeNotion, client: notion_client.Clien
 
 
 def test_timeout_is_retried(fake: FakeNotion, clock: FakeTime) -> None:
-    impatient = upload_notion.make_client(fake.token, base_url=fake.url, timeout_s=0.3)
+    impatient = notion_api.make_client(fake.token, base_url=fake.url, timeout_s=0.3)
     fake.timeout_next(1, delay_s=3.0)
     try:
         assert upload(impatient, fake, clock, unpaced=True).action == "created"
@@ -215,7 +215,7 @@ def test_timeout_is_retried(fake: FakeNotion, clock: FakeTime) -> None:
 def test_connection_refused_is_unavailable(clock: FakeTime) -> None:
     with FakeNotion() as gone:
         url = gone.url
-    refused = upload_notion.make_client("t", base_url=url, timeout_s=1)
+    refused = notion_api.make_client("t", base_url=url, timeout_s=1)
     with pytest.raises(errors.StepError) as caught:
         upload_notion.upload(refused, upload_notion.NotionTarget(database_id="db"), report_key=KEY, title="t", markdown="x",
                   pace=paced(clock), retry_wait_max_s=0)
@@ -225,7 +225,7 @@ def test_connection_refused_is_unavailable(clock: FakeTime) -> None:
 @pytest.mark.parametrize("status", [401, 403])
 def test_unauthorized_never_shows_the_token(fake: FakeNotion, clock: FakeTime, status: int) -> None:
     token = "secret_wrong_token_0123456789"
-    bad = upload_notion.make_client(token if status == 401 else fake.token, base_url=fake.url, timeout_s=5)
+    bad = notion_api.make_client(token if status == 401 else fake.token, base_url=fake.url, timeout_s=5)
     if status == 403:
         fake.fail_next(1, 403)
     with pytest.raises(errors.StepError) as caught:
@@ -304,21 +304,21 @@ def test_requests_are_paced_at_three_per_second(fake: FakeNotion, client: notion
     upload(client, fake, clock, markdown="short", pace=paced(clock, shared))  # an update: one delete per old block
     sent = len(fake.requests)
     assert sent > 20
-    assert clock.elapsed() >= (sent - 1) * upload_notion.REQUEST_INTERVAL.total_seconds() - 1e-6
+    assert clock.elapsed() >= (sent - 1) * notion_api.REQUEST_INTERVAL.total_seconds() - 1e-6
     assert clock.elapsed() <= sent / 2.5  # under Notion's 3/s average, and not much slower
 
 
 def test_local_limits_space_slots_and_let_the_first_after_a_quiet_spell_go_at_once(clock: FakeTime) -> None:
     limits = LocalLimits(clock)
     for _ in range(9):
-        limits.pace("notion:a", upload_notion.REQUEST_INTERVAL)
-    assert clock.elapsed() == pytest.approx(8 * upload_notion.REQUEST_INTERVAL.total_seconds())
-    limits.pace("notion:b", upload_notion.REQUEST_INTERVAL)  # another integration's limit is its own
+        limits.pace("notion:a", notion_api.REQUEST_INTERVAL)
+    assert clock.elapsed() == pytest.approx(8 * notion_api.REQUEST_INTERVAL.total_seconds())
+    limits.pace("notion:b", notion_api.REQUEST_INTERVAL)  # another integration's limit is its own
     clock.advance(timedelta(seconds=10))
     slept = len(clock.sleeps)
-    limits.pace("notion:a", upload_notion.REQUEST_INTERVAL)
+    limits.pace("notion:a", notion_api.REQUEST_INTERVAL)
     assert len(clock.sleeps) == slept
-    assert clock.elapsed() == pytest.approx(8 * upload_notion.REQUEST_INTERVAL.total_seconds() + 10)
+    assert clock.elapsed() == pytest.approx(8 * notion_api.REQUEST_INTERVAL.total_seconds() + 10)
 
 
 FORGED = "bad request\n2026-09-29T10:30:00Z INFO step_finished run=1 FORGED\x1b[2J\x07"

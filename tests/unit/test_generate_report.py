@@ -24,7 +24,7 @@ from steps.generate_report import (
     generate,
     render_prompt,
 )
-from steps.ollama_writer import RetryPolicy
+from steps.ollama_chat import RetryPolicy
 from steps.report_model import ReportMaterial
 from tests.fakes.fake_ollama import DEFAULT_MODEL, FakeOllama, closed_port, fake_digest
 from tests.fakes.gitrepo import make_repo

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, time, timedelta
 from itertools import groupby, islice, takewhile
 from zoneinfo import ZoneInfo
 
-from engine.core import errors
+from engine.core import errors, period_keys
 from engine.core.cron import expression, timetable
 from engine.core.models import DstFold, DstGap, PeriodKind, ReportOn, ScheduleSpec
 
@@ -90,10 +90,9 @@ def _period_problem(parsed: expression.Parsed, tz: ZoneInfo, now: datetime, peri
     first = today + expression.DAY if period is PeriodKind.DAY else today + timedelta(days=7 - today.weekday())
     begin = timetable.earliest(tz, datetime.combine(first, time()))
     stop = begin + timedelta(days=400)
-    key_format = "%Y-%m-%d" if period is PeriodKind.DAY else "%G-W%V"
     # Fires come in time order, so a period's fires are consecutive: stop at the first crowded one.
     fires = takewhile(lambda f: f.at <= stop, timetable.stream(parsed, tz, begin, stop, gap, fold))
-    for key, group in groupby(fires, lambda f: f.local.strftime(key_format)):
+    for key, group in groupby(fires, lambda f: period_keys.format(period, f.local.date())):
         count = sum(1 for _ in group)
         if count > 1:
             where, unit = (f"on {key}", "day") if period is PeriodKind.DAY else (f"in {key}", "ISO week")
