@@ -15,7 +15,8 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine.core import bulk, cron, errors, logs, policies, retention, revisions
+from engine.core import bulk, errors, logs, policies, retention, revisions
+from engine.core.cron import timetable
 from engine.core.models import (
     CANCELLABLE_STATUSES,
     RETRYABLE_STATUSES,
@@ -65,7 +66,7 @@ def _slot_for_date(schedule: Schedule, kind: PeriodKind, day: date) -> datetime:
     spec = schedule.spec
     first, last = policies.slot_dates_for_period(kind, day, spec.report_on)
     key = policies.period_of_date(kind, day, spec.timezone).key if kind is not PeriodKind.SLOT else None
-    fires = [f for f in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+    fires = [f for f in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
                                                   dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
              if key is None or policies.business_period(kind, f.at, spec.timezone, spec.report_on).key == key]
     if not fires:
@@ -82,7 +83,7 @@ def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_n
         workflow = rt.workflow(schedule.spec.workflow)
         spec = schedule.spec
         if day is None:
-            fire = cron.latest_fire_at_or_before(spec.cron, spec.timezone, now,
+            fire = timetable.latest_fire_at_or_before(spec.cron, spec.timezone, now,
                                                  dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
             if fire is None:
                 raise errors.InvalidInput(f"schedule '{schedule_name}' has no slot before now")
@@ -184,7 +185,7 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
     """Slots of the business periods in [first, last]; periods the cron has no slot for go to ``no_slot``."""
     spec = schedule.spec
     if kind is PeriodKind.SLOT:
-        for fire in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+        for fire in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
                                               dst_gap=spec.dst_gap, dst_fold=spec.dst_fold):
             yield fire.at
         return

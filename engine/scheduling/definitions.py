@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import cron, errors, logs, run_counts
+from engine.core import errors, logs, run_counts
 from engine.core.clock import format_instant
+from engine.core.cron import timetable, validate
 from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.scheduling import drift
@@ -41,13 +42,13 @@ class ApplyReport:
 
 def runs_per_day(spec: ScheduleSpec, now: datetime) -> float:
     """How many runs a day ``spec`` makes, averaged over the coming week."""
-    week = cron.estimate_fire_count(spec.cron, spec.timezone, now, now + timedelta(days=7))
+    week = timetable.estimate_fire_count(spec.cron, spec.timezone, now, now + timedelta(days=7))
     return week / 7
 
 
 def first_slot_after(spec: ScheduleSpec, now: datetime) -> datetime:
     """The schedule's first slot after ``now`` (its DST rules applied)."""
-    return cron.next_fire_after(spec.cron, spec.timezone, now, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold).at
+    return timetable.next_fire_after(spec.cron, spec.timezone, now, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold).at
 
 
 def check_risk(old: ScheduleSpec | None, new: ScheduleSpec, now: datetime, confirmed: bool) -> str | None:
@@ -77,7 +78,7 @@ def _disabled_range(conn: Connection, schedule: Schedule, now: datetime, actor: 
     audit_rows.record_audit(
         conn, at=now, actor=actor, action="slots_disabled", schedule_id=schedule.id, reason="disabled",
         after={"from": format_instant(start), "to": format_instant(now),
-               "estimated_slots": cron.estimate_fire_count(spec.cron, spec.timezone, start, now)},
+               "estimated_slots": timetable.estimate_fire_count(spec.cron, spec.timezone, start, now)},
         version=schedule.version)
 
 
@@ -176,7 +177,7 @@ def set_schedule(rt: Runtime, name: str, *, expect_version: int, changes: dict[s
                                       "reload (`reportflow schedules show`) and retry")
         spec = replace(current.spec, **changes)
         workflow = rt.workflow(spec.workflow)
-        cron.check_schedule(spec, workflow.period, now=now)
+        validate.check_schedule(spec, workflow.period, now=now)
         warning = check_risk(current.spec, spec, now, confirmed)
         state: dict[str, Any] = {}
         if current.enabled and _timing_changed(current.spec, spec):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts, redact
@@ -159,11 +159,6 @@ def list_due(conn: Connection, now: datetime, *, limit: int = 100) -> list[tuple
                                   (events.c.next_try_at.is_(None)) | (events.c.next_try_at <= now))
              .order_by(events.c.id).limit(limit))
     return [(int(r["id"]), alert_from_row(r)) for r in conn.execute(query).mappings()]
-
-
-def count_pending(conn: Connection) -> int:
-    """Events not delivered yet."""
-    return int(conn.execute(select(func.count()).select_from(events).where(events.c.status == PENDING)).scalar_one())
 
 
 def mark_delivered(conn: Connection, row_id: int, now: datetime) -> None:
