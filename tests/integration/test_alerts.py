@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from engine.core.clock import ManualClock
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions, outbox_sender
 from engine.scheduling import definitions, tick
 from engine.store import outbox
@@ -48,13 +48,13 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
         definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=1, minutes=1))
         tick.tick(rt)
-        [outcome] = Worker(rt, "w").work(until_idle=True)
+        [outcome] = WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         assert outcome.status.value == "PARTIAL_SUCCESS"
         [partial] = _events(rt)
         assert (partial.event, partial.severity.value, partial.run_id) == ("run_partial", "warning", outcome.run_id)
         assert "FOUR" in partial.summary and "NOTION_UNAUTHORIZED" in partial.summary
         actions.retry(rt, outcome.run_id, from_step="FOUR")  # the step passes this time
-        [again] = Worker(rt, "w").work(until_idle=True)
+        [again] = WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         assert again.status.value == "SUCCESS"
         outbox_sender.deliver_pending(rt)
     assert [r.body["event"] for r in hook.received] == ["run_partial", "recovered"]
@@ -70,7 +70,7 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
         definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
         tick.tick(rt)
-        assert [o.status.value for o in Worker(rt, "w").work(until_idle=True)] == ["FAILED"] * 3
+        assert [o.status.value for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == ["FAILED"] * 3
         for status in (503, 503, 302, 500, 500, 500, 500, 500, 500):  # down, then a redirect (not followed)
             hook.fail_next(status)
         passes = 0
@@ -106,7 +106,7 @@ def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: 
         definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=2, minutes=1))
         tick.tick(rt)
-        Worker(rt, "w").work(until_idle=True)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         assert outbox_sender.deliver_pending(rt).failed == []
     bodies = [r.body for r in hook.received]
     assert [b["title"] for b in bodies] == ["reportflow: run_failed four"] * 2
@@ -123,7 +123,7 @@ def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store
         definitions.apply(rt)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
         tick.tick(rt)
-        Worker(rt, "w").work(until_idle=True)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         outbox_sender.deliver_pending(rt)
     recorded = sorted(_events(rt), key=lambda e: e.run_id)
     assert [(e.severity.value, e.status.value) for e in recorded] == [

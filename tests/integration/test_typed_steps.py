@@ -16,7 +16,7 @@ import pytest
 from engine.core import logs
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus, StepStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.plugins import workflow_registry
 from engine.scheduling import definitions
@@ -114,7 +114,7 @@ def start(url: str, tmp: Path, flow: Path):  # type: ignore[no-untyped-def]
 def test_an_output_that_does_not_match_its_model_fails_the_step_and_commits_nothing(
         store_url: str, tmp_path: Path) -> None:
     rt, _ = start(store_url, tmp_path, write_flow(tmp_path, count_returns='{"n": "many"}'))
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert run.status is RunStatus.FAILED
     first = run.steps[0]
@@ -129,13 +129,13 @@ def test_a_resumed_step_gets_the_committed_model_parsed_by_a_fresh_load_of_the_w
     flow = write_flow(tmp_path)
     (tmp_path / "flaky").write_text("1")
     rt, clock = start(store_url, tmp_path, flow)
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     assert the_run(rt).status is RunStatus.RETRY_PENDING  # FLAKY is retryable for this step
     assert the_run(rt).steps[0].output == {"n": 21}  # stored as JSON
 
     # Another "process": the file is executed again, so Count is a new class.
     later = runtime(store_url, tmp_path, flow, ManualClock(clock.now() + timedelta(minutes=5)))
-    Worker(later).work(until_idle=True)
+    WorkerPool(later, concurrency=1).work(until_idle=True)
     run = the_run(later)
     assert run.status is RunStatus.SUCCESS
     assert run.steps[1].output == {"n": 42, "count_class": run.steps[1].output["count_class"]}
@@ -146,11 +146,11 @@ def test_a_resumed_step_gets_the_committed_model_parsed_by_a_fresh_load_of_the_w
 def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str, tmp_path: Path) -> None:
     (tmp_path / "flaky").write_text("1")
     rt, clock = start(store_url, tmp_path, write_flow(tmp_path))
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     # The model changed shape without a new payload version: reading the old output must fail loudly.
     changed = write_flow(tmp_path, count_returns="Count(n=21, label='x')", extra_field="\n    label: str")
     later = runtime(store_url, tmp_path, changed, ManualClock(clock.now() + timedelta(minutes=5)))
-    Worker(later).work(until_idle=True)
+    WorkerPool(later, concurrency=1).work(until_idle=True)
     run = the_run(later)
     assert (run.status, run.steps[1].error_code) == (RunStatus.FAILED, "OUTPUT_INVALID")
     assert "stored output of COUNT is not a valid Count: label" in (run.steps[1].error_message or "")
@@ -162,7 +162,7 @@ def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tm
     (tmp_path / "flaky").write_text("2")
     rt, clock = start(sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
     before = clock.now()
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert (run.status, run.attempt_count) == (RunStatus.SUCCESS, 1)
     assert calls(tmp_path) == ["COUNT", "DOUBLE", "DOUBLE", "DOUBLE"]
@@ -177,7 +177,7 @@ def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tm
 def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, tmp_path: Path) -> None:
     (tmp_path / "flaky").write_text("1")
     rt, clock = start(sqlite_url, tmp_path, write_flow(tmp_path, budget="30s", retry_after="600"))
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert run.status is RunStatus.RETRY_PENDING
     assert run.not_before is not None and run.not_before >= clock.now() + timedelta(seconds=590)
@@ -189,6 +189,6 @@ def test_without_retry_on_the_code_is_permanent(sqlite_url: str, tmp_path: Path)
     flow.write_text(flow.read_text().replace('retry_on=["FLAKY"]', "retry_on=[]"))
     (tmp_path / "flaky").write_text("1")
     rt, _ = start(sqlite_url, tmp_path, flow)
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert (run.status, run.steps[1].error_code) == (RunStatus.FAILED, "FLAKY")
