@@ -18,9 +18,10 @@ from sqlalchemy.engine import Connection
 from engine.core import cron, errors, logs
 from engine.core.clock import format_instant
 from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
+from engine.core.run_end import RunEnd
 from engine.runtime import Runtime
 from engine.scheduling import drift
-from engine.store import attempt_rows, audit_rows, locks, rows, run_rows, schedule_rows
+from engine.store import audit_rows, finish, locks, rows, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 RISK_FACTOR = 10
@@ -234,9 +235,9 @@ def _switch(conn: Connection, rt: Runtime, current: Schedule, *, enabled: bool, 
 def _cancel_unstarted(conn: Connection, actor: str, schedule: Schedule, now: datetime, reason: str | None) -> None:
     """``disable --cancel-queued``: the runs a disable would hold are cancelled instead, each audited."""
     for run in run_rows.unstarted_runs(conn, schedule.id):
-        run_rows.set_status(conn, run.id, RunStatus.CANCELLED, completed_at=now, reason="schedule disabled")
-        attempt_rows.close_pending_attempt(conn, run.id, AttemptOutcome.CANCELLED, now,
-                                       "cancelled with its schedule's disable before any worker took it")
+        finish.finish_run(conn, run, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason="schedule disabled",
+                                            note="cancelled with its schedule's disable before any worker took it"),
+                          now, holder=None)
         audit_rows.record_audit(conn, at=now, actor=actor, action="run_cancelled", schedule_id=schedule.id,
                                 run_id=run.id, before={"status": run.status.value},
                                 after={"status": RunStatus.CANCELLED.value, "by": "schedules disable --cancel-queued"},
