@@ -158,7 +158,7 @@ def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str,
 
 def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tmp_path: Path,
                                                              caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="engine.execution.worker")
+    caplog.set_level(logging.INFO, logger="engine.execution.step_call")
     (tmp_path / "flaky").write_text("2")
     rt, clock = start(sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
     before = clock.now()
