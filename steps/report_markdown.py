@@ -88,6 +88,9 @@ def subject(commit: CommitInfo, inp: ReportInput) -> str:
 def area_title(name: str, t: Texts, rules: int) -> str:
     """An area as the reader sees it: the catalogue's words for the root and the apart groups."""
     titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
+    repository, _, rest = name.rpartition("/")
+    if repository and rest == ROOT_AREA:  # a team report's repository/(root)
+        return f"{untrusted.text(repository, rules)}: {untrusted.text(t.top_level, 0)}"
     return untrusted.text(titles[name], 0) if name in titles else untrusted.text(name, rules)
 
 
@@ -207,8 +210,12 @@ def by_area(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> dict[st
 def work_areas(inp: ReportInput) -> list[tuple[str, int]]:
     """Where people's commits went (layout 2): each commit of a person once, under its main area,
     most commits first (ties: more lines, then name); bots' commits and file-less ones left out."""
-    layout = Layout.of(inp)
-    groups = by_area([c for c in inp.reported if not layout.is_bot(c)], layout)
+    return people_areas(inp.reported, Layout.of(inp))
+
+
+def people_areas(commits: Sequence[CommitInfo], layout: Layout) -> list[tuple[str, int]]:
+    """``work_areas`` of any commits (a weekly's last week too)."""
+    groups = by_area([c for c in commits if not layout.is_bot(c)], layout)
     named = [(name, members) for name, members in groups.items() if name not in (NO_FILES_AREA, EXCLUDED_AREA)]
     named.sort(key=lambda item: (-len(item[1]), -sum(churn(c) for c in item[1]), item[0]))
     return [(name, len(members)) for name, members in named]
