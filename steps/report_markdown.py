@@ -76,7 +76,12 @@ def short(sha: str) -> str:
 
 def commit_ref(sha: str, inp: ReportInput) -> str:
     """A commit's short SHA as code, linked to its page on the forge (layout 2, a known forge)."""
-    url = ForgeLinks(inp.forge).commit(sha) if inp.layout >= 2 else None
+    return linked_sha(sha, inp.forge if inp.layout >= 2 else None)
+
+
+def linked_sha(sha: str, forge: str | None) -> str:
+    """A short SHA as code, linked to its page on ``forge`` when that is a known forge."""
+    url = ForgeLinks(forge).commit(sha)
     return f"[`{short(sha)}`]({url})" if url else f"`{short(sha)}`"
 
 
@@ -158,16 +163,24 @@ def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0,
         out += [f"| {untrusted.text(a.name, rules)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
                 for a in stats.bots]
     if stats.areas:
-        out += ["", f"### {t.areas_table}", "", t.areas_header,
-                "| --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {area_title(a.area, t, rules) if layout >= 2 else untrusted.text(a.area, rules)} | "
-                f"{a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |" for a in stats.areas]
+        out += ["", f"### {t.areas_table}", "", *areas_table(stats, t, rules, layout)]
     if stats.busiest_files:
-        out += ["", f"### {t.busiest_table}", "", t.files_header,
-                "| --- | ---: | ---: | ---: |"]
-        out += [f"| {untrusted.code(f.path, rules)} | {f.commits} | +{f.insertions} | −{f.deletions} |"
-                for f in stats.busiest_files]
+        out += ["", f"### {t.busiest_table}", "", *files_table(stats, t, rules)]
     return "\n".join(out) + "\n"
+
+
+def areas_table(stats: ReportStats, t: Texts, rules: int, layout: int) -> list[str]:
+    """The rows of the areas table, its header first."""
+    return [t.areas_header, "| --- | ---: | ---: | ---: | ---: |",
+            *(f"| {area_title(a.area, t, rules) if layout >= 2 else untrusted.text(a.area, rules)} | "
+              f"{a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |" for a in stats.areas)]
+
+
+def files_table(stats: ReportStats, t: Texts, rules: int) -> list[str]:
+    """The rows of the busiest files table, its header first."""
+    return [t.files_header, "| --- | ---: | ---: | ---: |",
+            *(f"| {untrusted.code(f.path, rules)} | {f.commits} | +{f.insertions} | −{f.deletions} |"
+              for f in stats.busiest_files)]
 
 
 def trim_note(*, listed: int, total: int, compacted: bool, num_ctx: int, language: str = "en") -> str:

@@ -177,6 +177,10 @@ class Texts:
         """The summary's first sentence when projects could not be collected (``missing``: "flask (CODE)")."""
         return f"**Not collected:** {', '.join(missing)}; this report leaves them out."
 
+    def made_by(self, commits: int, people: str) -> str:
+        """A repository's first line in a team report (layout 3): ``1 commit by Alice Kim.``"""
+        return f"{self.count(commits, 'commit')} by {people}."
+
     def person_line(self, per_repository: Sequence[tuple[str, int]]) -> str:
         return "; ".join(f"{repository}: {self.count(n, 'commit')}" for repository, n in per_repository) + "."
 
@@ -331,6 +335,9 @@ class KoreanTexts(Texts):
 
     def missing_sentence(self, missing: Sequence[str]) -> str:
         return f"**수집되지 않음:** {', '.join(missing)}. 이 보고서에는 빠져 있습니다."
+
+    def made_by(self, commits: int, people: str) -> str:
+        return f"{self.count(commits, 'commit')}, 작성자: {people}."
 
     def person_line(self, per_repository: Sequence[tuple[str, int]]) -> str:
         return ", ".join(f"{repository}: {self.count(n, 'commit')}" for repository, n in per_repository) + "."

@@ -164,9 +164,11 @@ WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
 def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = None, unreadable: Sequence[str] = (),
-             prompt: WorkflowName | None = None, on_empty: Literal["skip", "report"] | None = None) -> StepResult:
+             prompt: WorkflowName | None = None, on_empty: Literal["skip", "report"] | None = None,
+             repositories: bool = False) -> StepResult:
     """GENERATE_REPORT: the report of COLLECT_GIT's commits, or of ``commits`` (a team report's, from its
-    children, written with the ``prompt`` workflow's template and ``on_empty``)."""
+    children, written with the ``prompt`` workflow's template and ``on_empty``; ``repositories``: their paths
+    start with their repository's name)."""
     from steps import generate_report, ollama_chat
     from steps.collect_git import CollectOutput
 
@@ -190,7 +192,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
         last_week=collected.last_week if collected is not None else None,
         merges=collected.merges if collected is not None else None,
         unreadable=collected.unreadable if collected is not None else list(unreadable),
-        forge=ctx.pinned.get("forge"))
+        forge=ctx.pinned.get("forge"), repository_prefixed=repositories)
     writer: Any
     num_ctx = int(options.get("num_ctx", 8192))
     if ctx.pinned.get("provider") != "ollama":

@@ -70,7 +70,8 @@ def weekly(url: str, tmp_path: Path, repo: GitRepo, *, day: date = date(2026, 10
 def visible(markdown: str) -> str:
     """The text a reader sees: the rendered HTML without its tags."""
     html = MarkdownIt("commonmark").enable("table").render(markdown)
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    inline = re.sub(r"</?(a|code|strong|em)\b[^>]*>", "", html)
+    return " ".join(re.sub(r"<[^>]+>", " ", inline).split())
 
 
 def week(text: str, heading: str = "This week") -> str:
