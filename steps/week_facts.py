@@ -14,7 +14,7 @@ from datetime import datetime
 from steps import untrusted
 from steps.git_log import CommitInfo
 from steps.report_markdown import area_title, commit_ref, is_weekly, people_areas, zone
-from steps.report_model import Layout, LastWeek, ReportInput, summarize
+from steps.report_model import LastWeek, Layout, ReportInput, summarize
 from steps.report_texts import Texts, texts
 
 #: The week's layout: a weekly pinned with an earlier layout has no week section.

@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError
 from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins.contract import ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import providers, report, report_glue, report_settings
 from workflows.report_settings import ReportSettings
 
