@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import support
+
 PG_ADMIN_URL = os.environ.get("REPORTFLOW_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 _counter = itertools.count()
@@ -153,11 +155,12 @@ def pg_url(_pg_session: tuple[str, _Dropper]) -> Iterator[str]:
         dropper.names.put(name)
 
 
+runtime = support.runtime  # the typed runtime factory (tests/support.py), for every test
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     """A migrated SQLite database of this test's own (a copy of the per-process template)."""
-    from tests import support
-
     support.copy_migrated_sqlite(tmp_path / "rf.db")
     return f"sqlite:///{tmp_path / 'rf.db'}"
 

@@ -8,12 +8,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.config import config_file
 from engine.core.clock import Clock, ManualClock
+from engine.core.models import NewRun, RunStatus, RunTrigger
+from engine.plugins.contract import WorkflowDef
 from engine.plugins.workflow_registry import Registry, load_registry
 from engine.runtime import Runtime
 from engine.store import database
@@ -45,9 +51,18 @@ def copy_migrated_sqlite(path: Path) -> None:
     shutil.copyfile(sqlite_template(), path)
 
 
+@dataclass
+class ManualRuntime(Runtime):
+    """A runtime on a manual clock: time passes only when the test moves it (``rt.clock.advance``)."""
+
+    clock: ManualClock
+
+
 def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock: Clock | None = None,
                  registry: Registry | None = None, extra: Mapping[str, Any] | None = None,
                  base_dir: Path | None = None) -> Runtime:
+    """A runtime over the migrated database at ``url`` for ``schedules`` (not applied), config sections in
+    ``extra``, the installed workflows unless ``registry`` is given, and a manual clock unless ``clock`` is."""
     raw: dict[str, Any] = {"schedules": [dict(s) for s in schedules], **(extra or {})}
     reg = registry if registry is not None else load_registry()
     cfg = config_file.build_config(raw, path=(base_dir / "reportflow.toml") if base_dir else None, registry=reg,
@@ -56,13 +71,56 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
     if path is not None and not path.exists():
         copy_migrated_sqlite(path)
     store = Store.open(cfg.store_url, auto_migrate=True)
-    return Runtime(store=store, registry=reg, config=cfg, clock=clock or ManualClock(config_mod_now()),
-                   actor="tester")
+    if clock is None or isinstance(clock, ManualClock):
+        return ManualRuntime(store=store, registry=reg, config=cfg, clock=clock or ManualClock(config_mod_now()),
+                             actor="tester")
+    return Runtime(store=store, registry=reg, config=cfg, clock=clock, actor="tester")
 
 
-def config_mod_now():  # type: ignore[no-untyped-def]
-    from datetime import UTC, datetime
+class RuntimeFactory:
+    """The ``runtime`` fixture: builds typed runtimes on a manual clock and closes their stores after the test."""
 
+    def __init__(self) -> None:
+        self.built: list[Runtime] = []
+
+    def __call__(self, url: str, *, schedules: Sequence[Mapping[str, Any]] = (), at: datetime | None = None,
+                 workflows: Mapping[str, WorkflowDef] | None = None, installed: bool = True,
+                 config: Mapping[str, Any] | None = None, base_dir: Path | None = None,
+                 apply: bool = False) -> ManualRuntime:
+        """A runtime at ``at`` (default ``config_mod_now()``) whose registry is the installed workflows (unless
+        ``installed`` is False) plus ``workflows``, with ``config``'s sections; ``apply`` syncs ``schedules``."""
+        registry: Registry = {**(load_registry() if installed else {}), **(workflows or {})}
+        rt = make_runtime(url, schedules=schedules, clock=ManualClock(at or config_mod_now()), registry=registry,
+                          extra=config, base_dir=base_dir)
+        assert isinstance(rt, ManualRuntime)
+        self.built.append(rt)
+        if apply:
+            from engine.scheduling import definitions
+
+            definitions.apply(rt)
+        return rt
+
+    def close(self) -> None:
+        for rt in self.built:
+            rt.store.dispose()
+
+
+@pytest.fixture
+def runtime() -> Iterator[RuntimeFactory]:
+    """Build runtimes as ``runtime(url, schedules=[...], at=T0, workflows={...}, config={...}, apply=True)``."""
+    factory = RuntimeFactory()
+    yield factory
+    factory.close()
+
+
+def manual_run(key: str, at: datetime, *, workflow: str = "four_steps", project: str = "p1") -> NewRun:
+    """A QUEUED manual run of ``workflow`` with key ``key`` and slot ``at``, outside any schedule."""
+    return NewRun(workflow=workflow, project=project, trigger=RunTrigger.MANUAL, scheduled_for=at, business_key=key,
+                  base_key=key, idempotency_key=key, status=RunStatus.QUEUED, priority=30,
+                  pinned={"payload_version": 1}, max_attempts=3, max_runtime_s=600, created_at=at)
+
+
+def config_mod_now() -> datetime:
     return datetime(2026, 9, 29, 10, 0, tzinfo=UTC)
 
 

@@ -70,9 +70,9 @@ def reload_if_changed(rt: Runtime, seen: ConfigWatch) -> str | None:
 def _raise(rt: Runtime, digest: str, summary: str) -> None:
     """``config_invalid``, once per content of the file."""
     with rt.store.write() as conn:
-        outbox.record_event(conn, event="config_invalid", dedupe_key=f"config_invalid:{digest[:32]}",
+        outbox.record_event(conn, event=alerts.AlertEvent.CONFIG_INVALID, dedupe_key=f"config_invalid:{digest[:32]}",
                             at=rt.clock.now(), summary=summary,
-                            decision=alerts.decide_severity("config_invalid", Criticality.NORMAL, 1))
+                            decision=alerts.decide_severity(alerts.AlertEvent.CONFIG_INVALID, Criticality.NORMAL, 1))
     logs.event(log, logging.WARNING, "config_invalid", problem=summary)
 
 

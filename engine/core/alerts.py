@@ -31,15 +31,32 @@ class EventStatus(StrEnum):
     QUIET = "QUIET"
 
 
+class AlertEvent(StrEnum):
+    """Every event the engine records in the outbox; the value is the ``event`` column and the webhook's field."""
+
+    RUN_FAILED = "run_failed"
+    RUN_PARTIAL = "run_partial"
+    RUN_LATE = "run_late"
+    SLOTS_NOT_RUN = "slots_not_run"
+    RUN_STUCK = "run_stuck"
+    STALLED = "stalled"
+    SILENT = "silent"
+    CONFIG_INVALID = "config_invalid"
+    FRESHNESS_LOW = "freshness_low"
+    PRUNE_HELD = "prune_held"
+    RECOVERED = "recovered"
+    BACKUP_FAILED = "backup_failed"
+
+
 # Events about a period that did not succeed: their severity grows with the run of failed periods.
-PERIOD_EVENTS = frozenset({"run_failed", "run_partial", "run_late", "slots_not_run"})
+PERIOD_EVENTS = frozenset({AlertEvent.RUN_FAILED, AlertEvent.RUN_PARTIAL, AlertEvent.RUN_LATE,
+                           AlertEvent.SLOTS_NOT_RUN})
 # Events about the machinery itself: severity from the criticality alone.
-HEALTH_EVENTS = frozenset({"run_stuck", "stalled", "silent", "config_invalid"})
+HEALTH_EVENTS = frozenset({AlertEvent.RUN_STUCK, AlertEvent.STALLED, AlertEvent.SILENT, AlertEvent.CONFIG_INVALID})
 # A schedule's freshness below its target (SPEC §15.8): its severity grows like a period event's.
-SLO_EVENTS = frozenset({"freshness_low"})
-EVENTS = PERIOD_EVENTS | HEALTH_EVENTS | SLO_EVENTS | {"prune_held", "recovered", "backup_failed"}
+SLO_EVENTS = frozenset({AlertEvent.FRESHNESS_LOW})
 # Raised by these, a later SUCCESS of the same period raises ``recovered``.
-RECOVERABLE = ("run_failed", "run_partial", "run_late")
+RECOVERABLE = (AlertEvent.RUN_FAILED, AlertEvent.RUN_PARTIAL, AlertEvent.RUN_LATE)
 # Latest-revision statuses that make a period count as not successful (c in the §15.1 table).
 MAX_RETRY_DELAY = timedelta(minutes=15)
 FIRST_RETRY_DELAY = timedelta(seconds=30)
@@ -51,21 +68,22 @@ class SeverityDecision:
     notify: bool  # False: recorded only (``low`` before its third failed period)
 
 
-def decide_severity(event: str, criticality: Criticality, consecutive: int) -> SeverityDecision:
+def decide_severity(event: AlertEvent, criticality: Criticality, consecutive: int) -> SeverityDecision:
     """The severity of ``event`` for a schedule of ``criticality`` after ``consecutive`` unsuccessful periods.
 
     ``consecutive`` counts this period (at least 1). The §15.1 table; ``recovered`` is
     always ``info``, ``prune_held`` always ``warning``, ``backup_failed`` always ``critical`` (the
     database is what every schedule stands on).
     """
-    if event not in EVENTS:
+    if event not in AlertEvent.__members__.values():
         raise ValueError(f"unknown event {event!r}")
+    event = AlertEvent(event)
     c = max(1, consecutive)
-    if event == "recovered":
+    if event is AlertEvent.RECOVERED:
         return SeverityDecision(Severity.INFO, True)
-    if event == "prune_held":
+    if event is AlertEvent.PRUNE_HELD:
         return SeverityDecision(Severity.WARNING, True)
-    if event == "backup_failed":
+    if event is AlertEvent.BACKUP_FAILED:
         return SeverityDecision(Severity.CRITICAL, True)
     if event in HEALTH_EVENTS:
         loud = criticality in (Criticality.CRITICAL, Criticality.HIGH)

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from engine.core import cron_fields, errors, redact
+from engine.core import cron_fields, errors, period_keys, redact
 from engine.core.clock import to_utc
 from engine.core.models import DstFold, DstGap, PeriodKind, ReportOn, ScheduleSpec
 
@@ -428,10 +428,9 @@ def _period_problem(parsed: _Parsed, tz: ZoneInfo, now: datetime, period: Period
     first = today + _DAY if period is PeriodKind.DAY else today + timedelta(days=7 - today.weekday())
     begin = _earliest(tz, datetime.combine(first, time()))
     stop = begin + timedelta(days=400)
-    key_format = "%Y-%m-%d" if period is PeriodKind.DAY else "%G-W%V"
     # Fires come in time order, so a period's fires are consecutive: stop at the first crowded one.
     fires = takewhile(lambda f: f.at <= stop, _stream(parsed, tz, begin, stop, gap, fold))
-    for key, group in groupby(fires, lambda f: f.local.strftime(key_format)):
+    for key, group in groupby(fires, lambda f: period_keys.format(period, f.local.date())):
         count = sum(1 for _ in group)
         if count > 1:
             where, unit = (f"on {key}", "day") if period is PeriodKind.DAY else (f"in {key}", "ISO week")

@@ -370,6 +370,34 @@ class Run:
         return self.completed_at - self.started_at
 
 
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run not inserted yet: the columns fixed at its creation.
+
+    ``scheduling.new_runs`` builds it (a slot's run, or a child of a fan-out); the store
+    inserts it insert-or-nothing with no attempt, no lease and fence 0.
+    """
+
+    workflow: str
+    project: str
+    trigger: RunTrigger
+    scheduled_for: datetime
+    business_key: str
+    base_key: str
+    idempotency_key: str
+    status: RunStatus
+    priority: int
+    pinned: dict[str, Any]
+    max_attempts: int
+    max_runtime_s: int
+    created_at: datetime
+    schedule_id: int | None = None  # None for a child run: it belongs to its parent's period
+    parent_id: int | None = None
+    revision: int = 1
+    reason: SlotReason | None = None
+    not_before: datetime | None = None
+
+
 @dataclass(frozen=True)
 class AuditEvent:
     id: int

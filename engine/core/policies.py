@@ -13,11 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import cron
+from engine.core import cron, period_keys
 from engine.core.models import Misfire, Overlap, Period, PeriodKind, ReportOn, Run, RunStatus, Schedule, SlotReason
-
-SLOT_KEY_FORMAT = "%Y-%m-%dT%H:%MZ"
-
 
 # --- business periods -------------------------------------------------------
 
@@ -30,10 +27,11 @@ def period_of_date(kind: PeriodKind, day: date, tz: str) -> Period:
     """The day or ISO week (Monday 00:00 to Monday 00:00 local) containing ``day``."""
     zone = ZoneInfo(tz)
     if kind is PeriodKind.DAY:
-        return Period(day.isoformat(), _local_midnight(day, zone), _local_midnight(day + timedelta(days=1), zone), tz)
+        return Period(period_keys.format(kind, day), _local_midnight(day, zone),
+                      _local_midnight(day + timedelta(days=1), zone), tz)
     if kind is PeriodKind.WEEK:
         monday = day - timedelta(days=day.weekday())
-        return Period(monday.strftime("%G-W%V"), _local_midnight(monday, zone),
+        return Period(period_keys.format(kind, monday), _local_midnight(monday, zone),
                       _local_midnight(monday + timedelta(days=7), zone), tz)
     raise ValueError("a slot period is defined by its slot, not a date")
 
@@ -48,7 +46,7 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
     """
     if kind is PeriodKind.SLOT:
         at = slot_at.astimezone(UTC)
-        return Period(at.strftime(SLOT_KEY_FORMAT), at, at, tz)
+        return Period(period_keys.format(kind, at), at, at, tz)
     if report_on is ReportOn.INTERVAL:
         slot_at = slot_at - timedelta(microseconds=1)
     local_day = slot_at.astimezone(ZoneInfo(tz)).date()

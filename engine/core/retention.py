@@ -6,25 +6,22 @@ event per schedule and batch: the period range [first, last] it covered and
 the counts by status. A later backfill consults those ranges, so a pruned
 period is never generated twice unless the operator asks for it.
 
-Business keys have fixed shapes (``2026-09-29`` a day, ``2026-W40`` an ISO
+Business keys have fixed shapes (``core.period_keys``: ``2026-09-29`` a day, ``2026-W40`` an ISO
 week, ``2026-09-29T19:30Z`` a slot in UTC), so a run's period is read from its
 key and the schedule's timezone alone, without the workflow's code.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core.models import TERMINAL_STATUSES, RunStatus
+from engine.core import period_keys
+from engine.core.models import TERMINAL_STATUSES, PeriodKind, RunStatus
 
 PRUNE_ACTION = "runs_pruned"
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
-_SLOT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z$")
 # A slot reports on a period that ends at most this long before the slot (a weekly
 # `previous` run fires up to a week after its week), plus a day of timezone offsets.
 MAX_SLOT_AFTER_PERIOD = timedelta(days=9)
@@ -60,18 +57,11 @@ def period_dates(business_key: str, tz: str) -> tuple[date, date]:
 
     A revision suffix (``#2``) never appears in a business key; an unknown shape raises ValueError.
     """
-    if _DAY.match(business_key):
-        day = date.fromisoformat(business_key)
-        return day, day
-    week = _WEEK.match(business_key)
-    if week:
-        monday = date.fromisocalendar(int(week.group(1)), int(week.group(2)), 1)
-        return monday, monday + timedelta(days=6)
-    if _SLOT.match(business_key):
-        at = datetime.strptime(business_key, "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
-        local = at.astimezone(ZoneInfo(tz)).date()
+    key = period_keys.parse(business_key)
+    if key.slot_at is not None:
+        local = key.slot_at.astimezone(ZoneInfo(tz)).date()
         return local, local
-    raise ValueError(f"business key {business_key!r} has no known period shape")
+    return key.day, key.day + timedelta(days=6 if key.kind is PeriodKind.WEEK else 0)
 
 
 def cutoff_for_retain(now: datetime, retain: timedelta) -> date:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs
-from engine.core.models import Run
+from engine.core.models import NewRun, Run
 from engine.plugins.contract import ChildOutcome, ChildRun
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
@@ -24,9 +23,9 @@ log = logging.getLogger(__name__)
 FAN_OUT_PIN = "fan_out_step"  # pinned on the parent: the step that started its children
 
 
-def child_rows(rt: Runtime, parent: Run, step: str, started: Sequence[ChildRun]) -> list[dict[str, Any]]:
+def child_rows(rt: Runtime, parent: Run, step: str, started: Sequence[ChildRun]) -> list[NewRun]:
     """The rows of the children ``step`` asked for; an unknown workflow fails the step (permanently)."""
-    found: list[dict[str, Any]] = []
+    found: list[NewRun] = []
     if not started:  # every step but a fan-out's: asked after each step
         return found
     now = rt.clock.now()
@@ -47,7 +46,7 @@ def child_rows(rt: Runtime, parent: Run, step: str, started: Sequence[ChildRun])
     return found
 
 
-def start_children(conn: Connection, parent: Run, rows: Sequence[dict[str, Any]]) -> bool:
+def start_children(conn: Connection, parent: Run, rows: Sequence[NewRun]) -> bool:
     """Insert the children that do not exist yet; whether the parent must now wait for any of them."""
     families.insert_children(conn, rows)
     return families.unfinished_children(conn, parent.id) > 0

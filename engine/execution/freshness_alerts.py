@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from engine.core import cron, freshness, logs, slo
+from engine.core import alerts, cron, freshness, logs, slo
 from engine.core.clock import format_instant
 from engine.core.models import Schedule
 from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
 
 log = logging.getLogger(__name__)
-EVENT = "freshness_low"
+EVENT = alerts.AlertEvent.FRESHNESS_LOW
 
 
 def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.FreshnessLow]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from engine.core import cron, logs, slo
+from engine.core import alerts, cron, logs, slo
 from engine.core.clock import format_instant
 from engine.core.models import Schedule
 from engine.runtime import Runtime
@@ -38,7 +38,7 @@ def find_late(rt: Runtime, now: datetime) -> list[tuple[Schedule, datetime]]:
                 continue
             facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
             late = slo.late_slots(slots, facts, now=now, deadline=deadline)
-            keys = {outbox.period_dedupe_key("run_late", schedule.name, slot): slot for slot in late}
+            keys = {outbox.period_dedupe_key(alerts.AlertEvent.RUN_LATE, schedule.name, slot): slot for slot in late}
             seen = outbox.recorded(conn, list(keys))
             found += [(schedule, slot) for key, slot in keys.items() if key not in seen]
     return found
@@ -55,7 +55,8 @@ def mark_late(rt: Runtime, now: datetime) -> int:
             business_key = rt.period_key(schedule, slot)
             c = outbox.consecutive_unsuccessful(conn, schedule.id, slot)
             outbox.record_schedule_event(
-                conn, schedule, "run_late", outbox.period_dedupe_key("run_late", schedule.name, slot), now,
+                conn, schedule, alerts.AlertEvent.RUN_LATE,
+                outbox.period_dedupe_key(alerts.AlertEvent.RUN_LATE, schedule.name, slot), now,
                 f"{schedule.name} {business_key or format_instant(slot)}: not SUCCESS by its deadline "
                 f"({format_instant(slot + deadline)})", consecutive=c, business_key=business_key,
                 details={"scheduled_for": format_instant(slot), "deadline_at": format_instant(slot + deadline)})

@@ -34,7 +34,7 @@ def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: Swe
     recovery.record_recovery(conn, run, decision, now, expired_only=expired_only)
     if decision.status is RunStatus.FAILED:
         report.failed.append(run.id)
-        outbox.record_run_event(conn, run, "run_failed", now,
+        outbox.record_run_event(conn, run, alerts.AlertEvent.RUN_FAILED, now,
                                 f"run {run.id} {run.idempotency_key} failed: {decision.error_code} ({reason})",
                                 details={"error_code": decision.error_code, "error": decision.error_message})
     else:
@@ -90,8 +90,8 @@ def _miss_unstarted(rt: Runtime, now: datetime) -> list[int]:
                                         schedule_id=schedule.id, reason="start_by",
                                         before={"status": run.status.value}, after={"status": "MISSED"})
                 outbox.record_schedule_event(
-                    conn, schedule, "slots_not_run",
-                    outbox.period_dedupe_key("slots_not_run", schedule.name, run.scheduled_for), now,
+                    conn, schedule, alerts.AlertEvent.SLOTS_NOT_RUN,
+                    outbox.period_dedupe_key(alerts.AlertEvent.SLOTS_NOT_RUN, schedule.name, run.scheduled_for), now,
                     f"{schedule.name} {run.business_key}: not started by {format_instant(run.scheduled_for + schedule.spec.start_by)} "
                     "(start_by): MISSED; `reportflow runs retry` runs it", business_key=run.business_key,
                     details={"run": run.id, "reason": "start_by"})
@@ -174,7 +174,7 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
                 continue
             audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_stalled", run_id=run.id,
                                        schedule_id=run.schedule_id, reason="past max_runtime with a live lease")
-            outbox.record_run_event(conn, run, "stalled", now,
+            outbox.record_run_event(conn, run, alerts.AlertEvent.STALLED, now,
                                     f"run {run.id} {run.idempotency_key} is past its max_runtime and still running",
                                     details={"started_at": format_instant(run.claimed_at)})
         for name, next_run_at in report.silent:
@@ -186,7 +186,8 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
             audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="schedule_silent",
                                        schedule_id=schedule.id, after={"next_run_at": slot},
                                        reason="no scheduler ticked within the grace period")
-            outbox.record_schedule_event(conn, schedule, "silent", outbox.period_dedupe_key("silent", name, str(slot)),
+            outbox.record_schedule_event(conn, schedule, alerts.AlertEvent.SILENT,
+                                         outbox.period_dedupe_key(alerts.AlertEvent.SILENT, name, str(slot)),
                                          now, f"{name}: no scheduler ticked for the slot at {slot}",
                                          details={"next_run_at": slot})
         for waiting in report.stuck:
@@ -194,10 +195,11 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
             criticality = owner.spec.criticality if owner is not None else Criticality.NORMAL
             because = f": {waiting.reason}" if waiting.reason else ""
             outbox.record_event(
-                conn, event="run_stuck", dedupe_key=outbox.run_dedupe_key("run_stuck", waiting.run_id), at=now,
+                conn, event=alerts.AlertEvent.RUN_STUCK,
+                dedupe_key=outbox.run_dedupe_key(alerts.AlertEvent.RUN_STUCK, waiting.run_id), at=now,
                 summary=f"run {waiting.run_id} {waiting.key} {waiting.status} and not claimed since "
                         f"{format_instant(waiting.waiting_since)}{because}",
-                decision=alerts.decide_severity("run_stuck", criticality, 1), schedule=waiting.schedule,
+                decision=alerts.decide_severity(alerts.AlertEvent.RUN_STUCK, criticality, 1), schedule=waiting.schedule,
                 run_id=waiting.run_id, key=waiting.key,
                 details={"status": waiting.status, "reason": waiting.reason,
                          "waiting_since": format_instant(waiting.waiting_since)})

@@ -30,7 +30,7 @@ from typing import Any
 
 from engine.core import clock, errors, logs, policies
 from engine.core.clock import Clock, parse_instant
-from engine.core.models import AttemptOutcome, AttemptTrigger, RunStatus, StepStatus
+from engine.core.models import AttemptOutcome, AttemptTrigger, NewRun, RunStatus, StepStatus
 from engine.execution import fan_out, healer, loop
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
@@ -396,7 +396,7 @@ class Worker:
 
     def _checkpoint(self, claim: Claim, workflow: WorkflowDef, position: int, result: StepResult,
                     output: dict[str, Any], pinned: dict[str, Any] | None,
-                    children: list[dict[str, Any]] | None = None) -> RunOutcome | None:
+                    children: list[NewRun] | None = None) -> RunOutcome | None:
         """Commit a step boundary; returns the run's outcome when the run ends (or waits) here."""
         run = claim.run
         now = self.rt.clock.now()

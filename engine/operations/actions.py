@@ -129,16 +129,16 @@ def _trigger_slot(conn: Connection, rt: Runtime, schedule: Schedule, slot: datet
 def _create(conn: Connection, rt: Runtime, schedule: Schedule, slot: datetime, trigger_type: RunTrigger,
             now: datetime, pins: dict[str, object], *, revision: int = 1, action: str = "created") -> ActionResult:
     workflow = rt.workflow(schedule.spec.workflow)
-    values = new_runs.new_run(schedule, workflow, slot, trigger=trigger_type, status=RunStatus.QUEUED, now=now,
-                             max_attempts=rt.config.worker.max_attempts, workflow_pins=pins, revision=revision)
-    run_id = run_rows.insert_run(conn, values)
+    new = new_runs.new_run(schedule, workflow, slot, trigger=trigger_type, status=RunStatus.QUEUED, now=now,
+                          max_attempts=rt.config.worker.max_attempts, workflow_pins=pins, revision=revision)
+    run_id = run_rows.insert_run(conn, new)
     if run_id is None:
-        raise errors.Conflict(f"a run for {values['idempotency_key']} appeared concurrently; try again")
+        raise errors.Conflict(f"a run for {new.idempotency_key} appeared concurrently; try again")
     audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{trigger_type.value.lower()}",
-                               schedule_id=schedule.id, run_id=run_id, after={"key": values["idempotency_key"]})
-    logs.event(log, logging.INFO, "run_created", run=run_id, key=values["idempotency_key"], trigger=trigger_type.value)
-    return ActionResult(action, run_id, RunStatus.QUEUED.value, values["business_key"],
-                        f"run {run_id} queued for {values['idempotency_key']}")
+                               schedule_id=schedule.id, run_id=run_id, after={"key": new.idempotency_key})
+    logs.event(log, logging.INFO, "run_created", run=run_id, key=new.idempotency_key, trigger=trigger_type.value)
+    return ActionResult(action, run_id, RunStatus.QUEUED.value, new.business_key,
+                        f"run {run_id} queued for {new.idempotency_key}")
 
 
 def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, now: datetime, action: str,

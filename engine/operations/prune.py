@@ -91,9 +91,10 @@ def hold_prune(rt: Runtime, planned: PruneReport, limit: int) -> None:
     summary = (f"the daily prune would delete {planned.removed} runs (more than [store] retain_max = {limit}), "
                f"oldest period {oldest}: it deleted none; run `reportflow prune --before {planned.before}`")
     with rt.store.write() as conn:
-        outbox.record_event(conn, event="prune_held", dedupe_key=f"prune_held/{planned.before.isoformat()}",
+        outbox.record_event(conn, event=alerts.AlertEvent.PRUNE_HELD,
+                            dedupe_key=f"prune_held/{planned.before.isoformat()}",
                             at=rt.clock.now(), summary=summary,
-                            decision=alerts.decide_severity("prune_held", Criticality.NORMAL, 1),
+                            decision=alerts.decide_severity(alerts.AlertEvent.PRUNE_HELD, Criticality.NORMAL, 1),
                             details={"count": planned.removed, "retain_max": limit,
                                      "oldest_period": None if oldest is None else oldest.isoformat(),
                                      "before": planned.before.isoformat()})

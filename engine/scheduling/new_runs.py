@@ -15,6 +15,7 @@ from engine.core.clock import format_instant
 from engine.core.models import (
     PRIORITY,
     AttemptTrigger,
+    NewRun,
     Period,
     ReportOn,
     Run,
@@ -67,21 +68,18 @@ def previous_slot(spec: ScheduleSpec, slot_at: datetime) -> datetime | None:
 
 def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, trigger: RunTrigger,
             status: RunStatus, now: datetime, max_attempts: int, workflow_pins: dict[str, Any],
-            reason: SlotReason | None = None, revision: int = 1, not_before: datetime | None = None) -> dict[str, Any]:
-    """Column values of a new run for ``slot_at`` (the caller inserts with ON CONFLICT DO NOTHING)."""
+            reason: SlotReason | None = None, revision: int = 1, not_before: datetime | None = None) -> NewRun:
+    """A new run for ``slot_at`` (the caller inserts it with ON CONFLICT DO NOTHING)."""
     spec = schedule.spec
     period = policies.business_period(workflow.period, slot_at, spec.timezone, spec.report_on)
-    base_key = policies.base_key(workflow.name, spec.project, period.key)
-    attempt_trigger = AttemptTrigger(trigger.value.lower())
-    return dict(
-        schedule_id=schedule.id, workflow=workflow.name, project=spec.project, trigger_type=trigger.value,
-        scheduled_for=slot_at, business_key=period.key, base_key=base_key,
+    return NewRun(
+        schedule_id=schedule.id, workflow=workflow.name, project=spec.project, trigger=trigger,
+        scheduled_for=slot_at, business_key=period.key,
+        base_key=policies.base_key(workflow.name, spec.project, period.key),
         idempotency_key=policies.idempotency_key(workflow.name, spec.project, period.key, revision),
-        revision=revision, status=status.value, reason=reason.value if reason else None,
-        priority=PRIORITY[attempt_trigger], not_before=not_before,
-        pinned=pinned_inputs(schedule, workflow, period, workflow_pins, slot_at), attempt_count=0,
+        revision=revision, status=status, reason=reason, priority=PRIORITY[AttemptTrigger(trigger.value.lower())],
+        not_before=not_before, pinned=pinned_inputs(schedule, workflow, period, workflow_pins, slot_at),
         max_attempts=max_attempts, max_runtime_s=int(spec.max_runtime.total_seconds()), created_at=now,
-        fence=0, cancel_requested=False,
     )
 
 
@@ -91,8 +89,8 @@ def child_key(parent_key: str, name: str) -> str:
 
 
 def child_run(parent: Run, child: ChildRun, workflow: WorkflowDef, *, now: datetime, max_attempts: int,
-              workflow_pins: dict[str, Any]) -> dict[str, Any]:
-    """Column values of a child run: the parent's period, trigger and priority, its own workflow and inputs.
+              workflow_pins: dict[str, Any]) -> NewRun:
+    """A child run: the parent's period, trigger and priority, its own workflow and inputs.
 
     No schedule: a child is the parent's part of the period, never a slot of its own (overlap,
     misfire and the calendar see the parent).
@@ -103,12 +101,11 @@ def child_run(parent: Run, child: ChildRun, workflow: WorkflowDef, *, now: datet
     pinned = {**inherited, "payload_version": workflow.payload_version, "workflow": workflow.name,
               "project": project, "parent_key": parent.idempotency_key, "child": child.name,
               "inputs": dict(child.inputs), **workflow_pins}
-    return dict(
-        schedule_id=None, workflow=workflow.name, project=project, trigger_type=parent.trigger.value,
-        scheduled_for=parent.scheduled_for, business_key=parent.business_key, base_key=key, idempotency_key=key,
-        revision=1, status=RunStatus.QUEUED.value, reason=None, priority=parent.priority, not_before=None,
-        pinned=pinned, attempt_count=0, max_attempts=max_attempts, max_runtime_s=parent.max_runtime_s,
-        created_at=now, fence=0, cancel_requested=False, parent_id=parent.id,
+    return NewRun(
+        workflow=workflow.name, project=project, trigger=parent.trigger, scheduled_for=parent.scheduled_for,
+        business_key=parent.business_key, base_key=key, idempotency_key=key, status=RunStatus.QUEUED,
+        priority=parent.priority, pinned=pinned, max_attempts=max_attempts, max_runtime_s=parent.max_runtime_s,
+        created_at=now, parent_id=parent.id,
     )
 
 

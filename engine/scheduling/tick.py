@@ -8,6 +8,7 @@ Any number of ``tick`` processes can share one database.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,9 +18,9 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, logs, policies, reports
+from engine.core import alerts, errors, logs, policies, reports
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_SCHEDULER, RunStatus, RunTrigger, Schedule
+from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit_rows, claims, due, outbox, run_rows, schedule_rows
@@ -47,7 +48,7 @@ def batch_sizes(first: int = FIRST_BATCH, largest: int = BATCH) -> Iterator[int]
 class _Prepared:
     schedule: Schedule
     plan: policies.TickPlan
-    candidates: list[tuple[policies.PlannedSlot, dict[str, Any]]]
+    candidates: list[tuple[policies.PlannedSlot, NewRun]]
 
 
 def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickReport:
@@ -107,7 +108,7 @@ def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None
 
 
 def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
-             report: TickReport) -> list[tuple[_Prepared, list[dict[str, Any]], dict[str, int], Counter[str]]]:
+             report: TickReport) -> list[tuple[_Prepared, list[NewRun], dict[str, int], Counter[str]]]:
     """Advance each schedule's ``next_run_at`` (compare-and-set) and insert the runs of those that won.
 
     One statement per schedule (the compare-and-set), then one each for the whole batch: the
@@ -127,30 +128,33 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
     # Periods that already have a row (a trigger, a backfill) count as handled. This read only
     # keeps overlap counting exact; exactly-once rests on ON CONFLICT DO NOTHING below. Two live
     # schedules never share a workflow and project (a unique index), so never a period either.
-    present = run_rows.existing_keys(conn, [values["base_key"] for p in won for _, values in p.candidates])
+    present = run_rows.existing_keys(conn, [new.base_key for p in won for _, new in p.candidates])
     counts = run_rows.overlap_counts_of(conn, [p.schedule.id for p in won])
-    planned: list[tuple[_Prepared, list[dict[str, Any]]]] = []
+    planned: list[tuple[_Prepared, list[NewRun]]] = []
     for prepared in won:
         state = policies.OverlapState(*counts.get(prepared.schedule.id, (0, 0)))
         to_insert = []
-        for slot, values in prepared.candidates:
-            if values["base_key"] in present:
+        for slot, new in prepared.candidates:
+            if new.base_key in present:
                 report.already_present += 1
                 continue
             status, overlap_reason = policies.decide_overlap(slot.status, prepared.schedule.spec.overlap, state)
             reason = overlap_reason or slot.reason
-            to_insert.append({**values, "status": status.value, "reason": reason.value if reason else None})
+            if status is not new.status or reason is not new.reason:  # a copy only when overlap changed it
+                new = dataclasses.replace(new, status=status, reason=reason)
+            to_insert.append(new)
         planned.append((prepared, to_insert))
-    inserted = run_rows.insert_runs(conn, [values for _, to_insert in planned for values in to_insert])
+    inserted = run_rows.insert_runs(conn, [new for _, to_insert in planned for new in to_insert])
     made = []
     events: list[dict[str, Any]] = []
     for prepared, to_insert in planned:
-        mine = {key: inserted[key] for values in to_insert if (key := str(values["idempotency_key"])) in inserted}
+        mine = {new.idempotency_key: inserted[new.idempotency_key] for new in to_insert
+                if new.idempotency_key in inserted}
         report.already_present += len(to_insert) - len(mine)
-        created = Counter(str(values["status"]) for values in to_insert if values["idempotency_key"] in mine)
+        created = Counter(new.status.value for new in to_insert if new.idempotency_key in mine)
         report.created.update(created)
         events += _audit_events(prepared.schedule, prepared.plan, created, now)
-        _record_unrun(conn, prepared, [values for values in to_insert if values["idempotency_key"] in mine], now)
+        _record_unrun(conn, prepared, [new for new in to_insert if new.idempotency_key in mine], now)
         if prepared.plan.too_old is not None:
             report.too_old_slots += prepared.plan.too_old.estimated_slots
         report.handled += 1
@@ -159,52 +163,53 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
     return made
 
 
-def _announce(rt: Runtime, name: str, rows: list[dict[str, Any]], inserted: dict[str, int],
+def _announce(rt: Runtime, name: str, rows: list[NewRun], inserted: dict[str, int],
               created: Counter[str]) -> None:
     """After the commit: log what was created (the alerts were recorded with the runs)."""
     _log_created(name, rows, inserted)
 
 
-UNRUN_ALERTED = (RunStatus.MISSED.value, RunStatus.MANUAL_REQUIRED.value)
+UNRUN_ALERTED = (RunStatus.MISSED, RunStatus.MANUAL_REQUIRED)
 
 
-def _record_unrun(conn: Connection, prepared: _Prepared, made: list[dict[str, Any]], now: datetime) -> None:
+def _record_unrun(conn: Connection, prepared: _Prepared, made: list[NewRun], now: datetime) -> None:
     """``slots_not_run`` in the tick's transaction: slots recorded MISSED / MANUAL_REQUIRED, or too old to record.
 
     Keyed by the first such slot, so a tick replayed over the same slots raises nothing new.
     """
     schedule, plan = prepared.schedule, prepared.plan
-    unrun = [values for values in made if values["status"] in UNRUN_ALERTED]
+    unrun = [new for new in made if new.status in UNRUN_ALERTED]
     if not unrun and plan.too_old is None:
         return
-    counts = dict(Counter(str(values["status"]) for values in unrun))
+    counts = dict(Counter(new.status.value for new in unrun))
     details: dict[str, Any] = {"counts": counts}
     if plan.too_old is not None:
         details["too_old"] = {"from": format_instant(plan.too_old.start_at), "to": format_instant(plan.too_old.end_at),
                               "estimated_slots": plan.too_old.estimated_slots}
-    first = unrun[0]["scheduled_for"] if unrun else plan.too_old.start_at  # type: ignore[union-attr]
-    last = unrun[-1]["scheduled_for"] if unrun else first
+    first = unrun[0].scheduled_for if unrun else plan.too_old.start_at  # type: ignore[union-attr]
+    last = unrun[-1].scheduled_for if unrun else first
     c = outbox.consecutive_unsuccessful(conn, schedule.id, last) if unrun else 1
     words = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     if plan.too_old is not None:
         words = ", ".join(filter(None, [words, f"~{plan.too_old.estimated_slots} too old to record"]))
     outbox.record_schedule_event(
-        conn, schedule, "slots_not_run", outbox.period_dedupe_key("slots_not_run", schedule.name, first), now,
+        conn, schedule, alerts.AlertEvent.SLOTS_NOT_RUN,
+        outbox.period_dedupe_key(alerts.AlertEvent.SLOTS_NOT_RUN, schedule.name, first), now,
         f"{schedule.name}: slots that will not run from {format_instant(first)}: {words}", consecutive=c,
-        business_key=str(unrun[0]["business_key"]) if unrun else None, details=details)
+        business_key=unrun[0].business_key if unrun else None, details=details)
 
 
-def _log_created(name: str, rows: list[dict[str, object]], inserted: dict[str, int]) -> None:
+def _log_created(name: str, rows: list[NewRun], inserted: dict[str, int]) -> None:
     """One line per created run; a large catch-up gets one summary line instead of thousands."""
-    made = [r for r in rows if r["idempotency_key"] in inserted]
+    made = [r for r in rows if r.idempotency_key in inserted]
     if len(made) <= 20:
         for r in made:
-            logs.event(log, logging.INFO, "run_created", run=inserted[str(r["idempotency_key"])],
-                       key=r["idempotency_key"], status=r["status"], slot=r["scheduled_for"])
+            logs.event(log, logging.INFO, "run_created", run=inserted[r.idempotency_key],
+                       key=r.idempotency_key, status=r.status.value, slot=r.scheduled_for)
     elif made:
         logs.event(log, logging.INFO, "runs_created", schedule=name, count=len(made),
-                   first=made[0]["idempotency_key"], last=made[-1]["idempotency_key"],
-                   statuses=dict(Counter(str(r["status"]) for r in made)))
+                   first=made[0].idempotency_key, last=made[-1].idempotency_key,
+                   statuses=dict(Counter(r.status.value for r in made)))
 
 
 UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),

@@ -21,7 +21,7 @@ from engine.store import outbox
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import backups_taken
 
-EVENT = "backup_failed"
+EVENT = alerts.AlertEvent.BACKUP_FAILED
 
 
 @dataclass(frozen=True)

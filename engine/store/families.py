@@ -11,14 +11,14 @@ two children finishing at once cannot both see the other one still working.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import exists, select, text, update
 from sqlalchemy.engine import Connection
 
 from engine.core import transitions
-from engine.core.models import UNFINISHED_STATUSES, AttemptTrigger, Run, RunStatus, StepStatus
+from engine.core.models import UNFINISHED_STATUSES, AttemptTrigger, NewRun, Run, RunStatus, StepStatus
 from engine.store import locks, rows, run_rows
 from engine.store.tables import runs, steps
 
@@ -34,9 +34,9 @@ def lock_family(conn: Connection, parent_id: int) -> None:
                      {"space": locks.FAMILY_SPACE, "parent": parent_id % 2**31})
 
 
-def insert_children(conn: Connection, values: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def insert_children(conn: Connection, children: Sequence[NewRun]) -> dict[str, int]:
     """Insert child rows that do not exist yet (ON CONFLICT DO NOTHING); returns {key: id} of those inserted."""
-    return run_rows.insert_runs(conn, values)
+    return run_rows.insert_runs(conn, children)
 
 
 def unfinished_children(conn: Connection, parent_id: int) -> int:

@@ -15,7 +15,8 @@ from sqlalchemy import and_, not_, or_, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from engine.core.models import AuditEvent, Run
+from engine.core import period_keys
+from engine.core.models import AuditEvent, PeriodKind, Run
 from engine.store import rows
 from engine.store.tables import audit_events, runs, schedules
 
@@ -32,21 +33,17 @@ class RunFilter:
     date_to: date | None = None  # business date, inclusive
 
 
-def _iso_week(day: date) -> str:
-    return day.strftime("%G-W%V")
-
-
 def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
     """Business keys are ``YYYY-MM-DD``, ``YYYY-Www`` or ``YYYY-MM-DDTHH:MMZ``: each sorts as text within its kind."""
-    is_week = runs.c.business_key.like("____-W__")
+    is_week = runs.c.business_key.like(period_keys.WEEK_LIKE)
     day_parts = []
     week_parts = []
     if first is not None:
-        day_parts.append(runs.c.business_key >= first.isoformat())
-        week_parts.append(runs.c.business_key >= _iso_week(first))
+        day_parts.append(runs.c.business_key >= period_keys.format(PeriodKind.DAY, first))
+        week_parts.append(runs.c.business_key >= period_keys.format(PeriodKind.WEEK, first))
     if last is not None:
-        day_parts.append(runs.c.business_key < (last + timedelta(days=1)).isoformat())
-        week_parts.append(runs.c.business_key <= _iso_week(last))
+        day_parts.append(runs.c.business_key < period_keys.format(PeriodKind.DAY, last + timedelta(days=1)))
+        week_parts.append(runs.c.business_key <= period_keys.format(PeriodKind.WEEK, last))
     return or_(and_(not_(is_week), *day_parts), and_(is_week, *week_parts))
 
 

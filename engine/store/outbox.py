@@ -27,29 +27,32 @@ from engine.store.tables import events, runs, schedules, sql_in
 PENDING = alerts.EventStatus.PENDING.value
 
 
-def run_dedupe_key(event: str, run_id: int) -> str:
+def run_dedupe_key(event: alerts.AlertEvent, run_id: int) -> str:
     """The dedupe key of an event raised at most once per run."""
     return f"{event}/run/{run_id}"
 
 
-def period_dedupe_key(event: str, schedule: str, scheduled_for: datetime | str) -> str:
+def period_dedupe_key(event: alerts.AlertEvent, schedule: str, scheduled_for: datetime | str) -> str:
     """The dedupe key of an event raised at most once per period of a schedule."""
     slot = scheduled_for if isinstance(scheduled_for, str) else format_instant(scheduled_for)
     return f"{event}/{schedule}/{slot}"
 
 
-def record_event(conn: Connection, *, event: str, dedupe_key: str, at: datetime, summary: str,
+def record_event(conn: Connection, *, event: alerts.AlertEvent, dedupe_key: str, at: datetime, summary: str,
                  decision: alerts.SeverityDecision, schedule: str | None = None, run_id: int | None = None,
                  key: str | None = None, business_key: str | None = None,
                  details: Mapping[str, Any] | None = None) -> bool:
-    """Insert one event unless its ``dedupe_key`` is recorded already; returns whether it was new."""
+    """Insert one event unless its ``dedupe_key`` is recorded already; returns whether it was new.
+
+    An event that is no member of ``alerts.AlertEvent`` raises ValueError: the outbox holds no other.
+    """
     status = alerts.EventStatus.PENDING if decision.notify else alerts.EventStatus.QUIET
     # An error message may quote a URL with credentials: masked before it is stored or sent (SPEC §14).
     summary = redact.mask_urls(summary)
     if details:
         details = {k: redact.mask_urls(v) if isinstance(v, str) else v for k, v in details.items()}
     stmt = dialect_insert(conn)(events).values(
-        dedupe_key=dedupe_key, event=event, severity=decision.severity.value, at=at, summary=summary,
+        dedupe_key=dedupe_key, event=alerts.AlertEvent(event).value, severity=decision.severity.value, at=at, summary=summary,
         schedule=schedule, run_id=run_id, key=key, business_key=business_key,
         details=dict(details) if details else None, status=status.value, attempts=0)
     return bool(conn.execute(stmt.on_conflict_do_nothing(index_elements=["dedupe_key"])).rowcount)
@@ -67,7 +70,7 @@ def consecutive_unsuccessful(conn: Connection, schedule_id: int, scheduled_for: 
     return alerts.count_unsuccessful(list(latest.values())[:3])
 
 
-def record_run_event(conn: Connection, run: Run, event: str, now: datetime, summary: str,
+def record_run_event(conn: Connection, run: Run, event: alerts.AlertEvent, now: datetime, summary: str,
                      details: Mapping[str, Any] | None = None) -> bool:
     """Record ``event`` about ``run`` (at most once per run), with its schedule's severity.
 
@@ -88,8 +91,8 @@ def record_run_event(conn: Connection, run: Run, event: str, now: datetime, summ
                         details={"consecutive": c, **(details or {})})
 
 
-def record_schedule_event(conn: Connection, schedule: Schedule, event: str, dedupe_key: str, now: datetime,
-                          summary: str, *, consecutive: int = 1, business_key: str | None = None,
+def record_schedule_event(conn: Connection, schedule: Schedule, event: alerts.AlertEvent, dedupe_key: str,
+                          now: datetime, summary: str, *, consecutive: int = 1, business_key: str | None = None,
                           details: Mapping[str, Any] | None = None) -> bool:
     """Record ``event`` about a schedule or one of its periods (no run), with the schedule's severity."""
     return record_event(conn, event=event, dedupe_key=dedupe_key, at=now, summary=summary,
@@ -116,7 +119,8 @@ def record_recovered(conn: Connection, run: Run, now: datetime) -> bool:
         return False
     schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id)
     return record_schedule_event(
-        conn, schedule, "recovered", period_dedupe_key("recovered", schedule.name, run.scheduled_for), now,
+        conn, schedule, alerts.AlertEvent.RECOVERED,
+        period_dedupe_key(alerts.AlertEvent.RECOVERED, schedule.name, run.scheduled_for), now,
         f"{schedule.name} {run.business_key} succeeded after {raised[0]} (run {run.id})",
         business_key=run.business_key, details={"run_id": run.id, "key": run.idempotency_key})
 
@@ -175,4 +179,5 @@ def mark_failed(conn: Connection, row_id: int, *, attempts: int, next_try_at: da
         attempts=attempts, next_try_at=next_try_at, last_error=error[:500]))
 
 
-FINISHED_WITH_EVENT = {RunStatus.FAILED: "run_failed", RunStatus.PARTIAL_SUCCESS: "run_partial"}
+FINISHED_WITH_EVENT = {RunStatus.FAILED: alerts.AlertEvent.RUN_FAILED,
+                       RunStatus.PARTIAL_SUCCESS: alerts.AlertEvent.RUN_PARTIAL}

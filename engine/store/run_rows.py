@@ -9,7 +9,7 @@ and nothing is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +25,7 @@ from engine.core.models import (
     HOLDABLE_STATUSES,
     PRIORITY,
     AttemptTrigger,
+    NewRun,
     Run,
     RunStatus,
     RunTrigger,
@@ -57,20 +58,31 @@ def _insert_or_nothing(conn: Connection) -> Any:
     return dialect_insert(conn)(runs).on_conflict_do_nothing().returning(runs.c.id, runs.c.idempotency_key)
 
 
-def insert_run(conn: Connection, values: Mapping[str, Any]) -> int | None:
+def _columns(new: NewRun) -> dict[str, Any]:
+    # A new run has made no attempt, holds no lease and has fence 0.
+    return {"schedule_id": new.schedule_id, "parent_id": new.parent_id, "workflow": new.workflow,
+            "project": new.project, "trigger_type": new.trigger.value, "scheduled_for": new.scheduled_for,
+            "business_key": new.business_key, "base_key": new.base_key, "idempotency_key": new.idempotency_key,
+            "revision": new.revision, "status": new.status.value,
+            "reason": None if new.reason is None else new.reason.value, "priority": new.priority,
+            "not_before": new.not_before, "pinned": new.pinned, "attempt_count": 0, "max_attempts": new.max_attempts,
+            "max_runtime_s": new.max_runtime_s, "created_at": new.created_at, "fence": 0, "cancel_requested": False}
+
+
+def insert_run(conn: Connection, new: NewRun) -> int | None:
     """Insert a run unless its slot or idempotency key already has one (``ON CONFLICT DO NOTHING``).
 
     Returns the new id, or None when another row already handles that period.
     """
-    row = conn.execute(_insert_or_nothing(conn), dict(values)).first()
+    row = conn.execute(_insert_or_nothing(conn), _columns(new)).first()
     return None if row is None else int(row[0])
 
 
-def insert_runs(conn: Connection, rows_: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def insert_runs(conn: Connection, new: Sequence[NewRun]) -> dict[str, int]:
     """Insert many runs in one statement, each doing nothing on conflict; returns {key: id} of those inserted."""
-    if not rows_:
+    if not new:
         return {}
-    result = conn.execute(_insert_or_nothing(conn), [dict(r) for r in rows_])
+    result = conn.execute(_insert_or_nothing(conn), [_columns(r) for r in new])
     return {key: int(run_id) for run_id, key in result.all()}
 
 

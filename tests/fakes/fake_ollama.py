@@ -88,15 +88,16 @@ def peer_pid(port: int) -> int | None:
     if inode is None:
         return None
     target = f"socket:[{inode}]"
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
-                if os.readlink(fd.path) == target:
-                    return int(entry.name)
-        except OSError:  # a process that ended, or one we may not look into
-            continue
+    with os.scandir("/proc") as processes:  # closed on the early return (an open one is a ResourceWarning)
+        for entry in processes:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with os.scandir(f"/proc/{entry.name}/fd") as fds:
+                    if any(os.readlink(fd.path) == target for fd in fds):
+                        return int(entry.name)
+            except OSError:  # a process that ended, or one we may not look into
+                continue
     return None
 
 

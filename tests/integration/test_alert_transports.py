@@ -22,7 +22,7 @@ from engine.read import metrics
 from engine.scheduling import definitions, tick
 from engine.store import claims, outbox, run_rows
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime, write_config
+from tests.support import make_runtime, manual_run, write_config
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
@@ -83,7 +83,7 @@ def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, 
     # A run stuck past max_runtime under a live lease, and a scheduler gone quiet.
     now = rt.clock.now()
     with rt.store.write() as conn:
-        run_rows.insert_run(conn, {**_row(now), "idempotency_key": "x", "base_key": "x"})
+        run_rows.insert_run(conn, manual_run("x", now))
         claim = claims.acquire_run(conn, worker_id="slow", now=now - timedelta(minutes=20),
                                      lease_until=now + timedelta(hours=2),
                                      steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
@@ -99,12 +99,6 @@ def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, 
     assert [e["scheduled_for"] for e in hook.events if e["event"] == "run_late"] == ["2026-09-29T13:00:00Z"]
     assert len(hook.events) == len({e["id"] for e in hook.events}) == 5
     assert "s3cret" not in caplog.text
-
-
-def _row(now: datetime) -> dict[str, Any]:
-    return dict(schedule_id=None, workflow="four_steps", project="p1", trigger_type="MANUAL", scheduled_for=now,
-                business_key="k", revision=1, status="QUEUED", priority=30, pinned={"payload_version": 1},
-                attempt_count=0, max_attempts=3, max_runtime_s=600, created_at=now, fence=0, cancel_requested=False)
 
 
 def test_a_dead_webhook_never_fails_the_run(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,39 +13,42 @@ from typing import Any
 
 import pytest
 
-from engine.core.clock import ManualClock
+from engine.core import alerts
 from engine.execution.worker import Worker
 from engine.operations import actions, outbox_sender
-from engine.scheduling import definitions, tick
+from engine.runtime import Runtime
+from engine.scheduling import tick
 from engine.store import outbox
 from tests.fakes import webhook
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import RuntimeFactory
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def _runtime(url: str, tmp: Path, *, fail: dict[str, int], notify: dict[str, str],
-             criticality: str = "normal", misfire: str = "CATCH_UP_ALL") -> Any:
-    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
-                misfire=misfire, overlap="ALLOW", criticality=criticality)
-    return make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
-                        extra={"notify": notify, "worker": {"max_attempts": 1},
-                               "testflow": {"log": str(tmp / "log"), "fail": fail,
-                                            "fail_code": "NOTION_UNAUTHORIZED"}})
+SPEC = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+            misfire="CATCH_UP_ALL", overlap="ALLOW", criticality="normal")
+FLOWS = {"four_steps": FOUR_STEPS}
 
 
-def _events(rt: Any) -> list[Any]:
+def config(tmp: Path, *, fail: dict[str, int], notify: dict[str, str]) -> dict[str, Any]:
+    """Alerts to ``notify``, one attempt per run, and the steps in ``fail`` failing (permanently)."""
+    return {"notify": notify, "worker": {"max_attempts": 1},
+            "testflow": {"log": str(tmp / "log"), "fail": fail, "fail_code": "NOTION_UNAUTHORIZED"}}
+
+
+def _events(rt: Runtime) -> list[alerts.Alert]:
     with rt.store.read() as conn:
         return outbox.list_events(conn)
 
 
 def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_url: str, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
-        rt = _runtime(store_url, tmp_path, fail={"FOUR": 1}, notify={"webhook_env": "RF_HOOK"})
-        definitions.apply(rt)
+        rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, installed=False,
+                     config=config(tmp_path, fail={"FOUR": 1}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=1, minutes=1))
         tick.tick(rt)
         [outcome] = Worker(rt, "w").work(until_idle=True)
@@ -63,11 +66,12 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
 
 
 def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
-        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"})
-        definitions.apply(rt)
+        rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, installed=False,
+                     config=config(tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
         tick.tick(rt)
         assert [o.status.value for o in Worker(rt, "w").work(until_idle=True)] == ["FAILED"] * 3
@@ -81,7 +85,8 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
             with rt.store.read() as conn:
                 waiting = [e for e in outbox.list_events(conn, pending_only=True) if e.next_try_at]
             # Backoff: never more than 15 minutes between tries.
-            assert all(e.next_try_at - rt.clock.now() <= timedelta(minutes=15) for e in waiting)
+            assert all(e.next_try_at is not None and e.next_try_at - rt.clock.now() <= timedelta(minutes=15)
+                       for e in waiting)
             if report.failed:
                 rt.clock.advance(timedelta(minutes=15))
     delivered = [r.body for r in hook.received if r.status == 200]
@@ -98,12 +103,11 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
 
 
 def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+                                                      monkeypatch: pytest.MonkeyPatch, runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_APPRISE", hook.url.replace("http://", "json://"))
-        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"apprise_env": "RF_APPRISE"},
-                      criticality="critical")
-        definitions.apply(rt)
+        rt = runtime(store_url, schedules=[{**SPEC, "criticality": "critical"}], at=T0, workflows=FLOWS, installed=False,
+                     config=config(tmp_path, fail={"ONE": 99}, notify={"apprise_env": "RF_APPRISE"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=2, minutes=1))
         tick.tick(rt)
         Worker(rt, "w").work(until_idle=True)
@@ -116,25 +120,27 @@ def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: 
 
 
 def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store_url: str, tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            runtime: RuntimeFactory) -> None:
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
-        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}, criticality="low")
-        definitions.apply(rt)
+        rt = runtime(store_url, schedules=[{**SPEC, "criticality": "low"}], at=T0, workflows=FLOWS, installed=False,
+                     config=config(tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
         tick.tick(rt)
         Worker(rt, "w").work(until_idle=True)
         outbox_sender.deliver_pending(rt)
-    recorded = sorted(_events(rt), key=lambda e: e.run_id)
+    recorded = sorted(_events(rt), key=lambda e: e.run_id or 0)
     assert [(e.severity.value, e.status.value) for e in recorded] == [
         ("info", "QUIET"), ("info", "QUIET"), ("warning", "DELIVERED")]
     assert [r.body["run_id"] for r in hook.received] == [recorded[2].run_id]
 
 
 def test_events_are_recorded_without_a_webhook_and_a_replayed_tick_adds_none(store_url: str,
-                                                                           tmp_path: Path) -> None:
-    rt = _runtime(store_url, tmp_path, fail={}, notify={}, misfire="SKIP")
-    definitions.apply(rt)
+                                                                           tmp_path: Path,
+                                                                           runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[{**SPEC, "misfire": "SKIP"}], at=T0, workflows=FLOWS, installed=False,
+                 config=config(tmp_path, fail={}, notify={}), apply=True)
     rt.clock.set(T0 + timedelta(hours=3, minutes=5))
     tick.tick(rt)  # two slots MISSED
     tick.tick(rt)
@@ -145,15 +151,15 @@ def test_events_are_recorded_without_a_webhook_and_a_replayed_tick_adds_none(sto
 
 
 def test_serve_sends_alerts_from_its_sender_thread(store_url: str, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                   monkeypatch: pytest.MonkeyPatch, runtime: RuntimeFactory) -> None:
     import threading
 
     from engine.app import serve
 
     with webhook.serve() as hook:
         monkeypatch.setenv("RF_HOOK", hook.url)
-        rt = _runtime(store_url, tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"})
-        definitions.apply(rt)
+        rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, installed=False,
+                     config=config(tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=1, minutes=1))
         stop = threading.Event()
         thread = threading.Thread(target=serve.serve, args=(rt,), kwargs={"stop": stop, "worker_id": "srv"})

@@ -8,39 +8,39 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import Row, select, update
 
 from engine.core import errors
-from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.workflow_registry import load_registry
-from engine.scheduling import definitions, tick
+from engine.runtime import Runtime
+from engine.scheduling import tick
 from engine.store import pruning, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def runtime(url: str, tmp_path: Path, **flow: object):  # type: ignore[no-untyped-def]
+SPEC = dict(name="fan", workflow="fan_parent", project="p1", cron="0 * * * *", timezone="UTC",
+            misfire="RUN_ONCE", overlap="SKIP_NEW")
+FLOWS = {"fan_parent": FAN_PARENT, "fan_child": FAN_CHILD}
+
+
+def config(tmp_path: Path, **flow: object) -> dict[str, Any]:
+    """The family flow's settings (its log, gate, items, what fails) and a worker with a 60 s lease."""
     settings = {"log": str(tmp_path / "family.log"), "gate": str(tmp_path / "gate"),
                 "fixed": str(tmp_path / "fixed"), "items": ["a", "b", "c"], **flow}
-    spec = dict(name="fan", workflow="fan_parent", project="p1", cron="0 * * * *", timezone="UTC",
-                misfire="RUN_ONCE", overlap="SKIP_NEW")
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(T0),
-                      registry={**load_registry(), "fan_parent": FAN_PARENT, "fan_child": FAN_CHILD},
-                      extra={"familyflow": settings, "worker": {"retry_backoff": "1m", "lease": "60s"}})
-    definitions.apply(rt)
-    return rt
+    return {"familyflow": settings, "worker": {"retry_backoff": "1m", "lease": "60s"}}
 
 
-def queue_parent(rt) -> int:  # type: ignore[no-untyped-def]
+def queue_parent(rt: ManualRuntime) -> int:
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
     with rt.store.read() as conn:
@@ -48,7 +48,7 @@ def queue_parent(rt) -> int:  # type: ignore[no-untyped-def]
     return run.id
 
 
-def rows_of(rt):  # type: ignore[no-untyped-def]
+def rows_of(rt: Runtime) -> dict[str, Row[Any]]:
     with rt.store.read() as conn:
         return {r.idempotency_key: r for r in conn.execute(select(runs).order_by(runs.c.id)).all()}
 
@@ -65,8 +65,9 @@ def drain(worker: Worker) -> list[RunStatus]:
     return done
 
 
-def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path)
+def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
     first = worker.run_one()
@@ -91,8 +92,9 @@ def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url
     assert work_lines(tmp_path) == ["a", "b", "c"]
 
 
-def test_a_failed_child_makes_the_parent_partial_and_retry_requeues_only_it(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, fail=["b"])
+def test_a_failed_child_makes_the_parent_partial_and_retry_requeues_only_it(store_url: str, tmp_path: Path,
+                                                                            runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, fail=["b"]), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
     assert drain(worker) == [RunStatus.WAITING, RunStatus.SUCCESS, RunStatus.FAILED, RunStatus.SUCCESS,
@@ -118,8 +120,9 @@ def test_a_failed_child_makes_the_parent_partial_and_retry_requeues_only_it(stor
     assert work_lines(tmp_path) == ["a", "b", "c", "b"]
 
 
-def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path)
+def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: str, tmp_path: Path,
+                                                                    runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
     assert worker.run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
@@ -136,8 +139,9 @@ def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: s
     assert worker.run_one() is None  # nothing of the family is claimable any more
 
 
-def test_prune_takes_a_family_together_and_never_a_child_alone(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path)
+def test_prune_takes_a_family_together_and_never_a_child_alone(store_url: str, tmp_path: Path,
+                                                               runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     drain(Worker(rt, "w1"))
     children = [r.id for r in rows_of(rt).values() if r.parent_id == parent_id]
@@ -149,8 +153,9 @@ def test_prune_takes_a_family_together_and_never_a_child_alone(store_url: str, t
     assert rows_of(rt) == {}
 
 
-def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path)
+def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_url: str, tmp_path: Path,
+                                                                          runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
     with rt.store.write() as conn:  # the children ended without releasing it (say, edited by hand)
@@ -160,8 +165,9 @@ def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_
     assert reconciler.sweep(rt).released == []
 
 
-def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, items=["a"])
+def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_path: Path,
+                                                         runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, items=["a"]), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
     assert worker.run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
@@ -174,7 +180,8 @@ def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_pat
 
 
 def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(sqlite_url: str,
-                                                                              tmp_path: Path) -> None:
+                                                                              tmp_path: Path,
+                                                                              runtime: RuntimeFactory) -> None:
     import warnings
 
     with warnings.catch_warnings():
@@ -183,7 +190,7 @@ def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(s
 
     from engine.web.app import create_app
 
-    rt = runtime(sqlite_url, tmp_path, fail=["b"])
+    rt = runtime(sqlite_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, fail=["b"]), apply=True)
     parent_id = queue_parent(rt)
     drain(Worker(rt, "w1"))
     children = sorted(r.id for r in rows_of(rt).values() if r.parent_id == parent_id)
@@ -197,10 +204,11 @@ def test_the_web_page_links_both_ways_and_folds_children_into_their_parent_row(s
     assert f'<a href="/runs/{parent_id}" rel="parent">' in child_page and "GIT_REPO_NOT_FOUND" in child_page
 
 
-def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_path: Path) -> None:
+def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_path: Path,
+                                                            runtime: RuntimeFactory) -> None:
     from engine.read import metrics
 
-    rt = runtime(store_url, tmp_path)
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     queue_parent(rt)
     assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
     with rt.store.read() as conn:
@@ -210,12 +218,13 @@ def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_
     assert not any(n for (schedule, _, _), n in snap.runs.items() if schedule == "")
 
 
-def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, tmp_path: Path) -> None:
+def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, tmp_path: Path,
+                                                                runtime: RuntimeFactory) -> None:
     from datetime import date
 
     from engine.operations import prune
 
-    rt = runtime(store_url, tmp_path)
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     queue_parent(rt)
     drain(Worker(rt, "w1"))
     assert len(rows_of(rt)) == 4
@@ -224,10 +233,11 @@ def test_prune_of_a_finished_family_removes_parent_and_children(store_url: str, 
     assert rows_of(rt) == {} and report.removed >= 1
 
 
-def test_the_reconciler_reports_a_child_whose_parent_vanished(sqlite_url: str, tmp_path: Path) -> None:
+def test_the_reconciler_reports_a_child_whose_parent_vanished(sqlite_url: str, tmp_path: Path,
+                                                              runtime: RuntimeFactory) -> None:
     import sqlite3
 
-    rt = runtime(sqlite_url, tmp_path, items=["a"])
+    rt = runtime(sqlite_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, items=["a"]), apply=True)
     parent_id = queue_parent(rt)
     assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
     raw = sqlite3.connect(str(tmp_path / "rf.db"))  # by hand, behind the engine's back (foreign keys off)

@@ -25,10 +25,11 @@ from alembic.config import Config
 from sqlalchemy import create_engine, func, select, text
 
 from engine.cli import fast_tick
+from engine.runtime import Runtime
 from engine.store import database, fingerprints
 from engine.store.tables import config_fingerprints, runs
 from tests.flows import install
-from tests.support import make_runtime, run_cli_modules, write_config
+from tests.support import RuntimeFactory, run_cli_modules, write_config
 
 NOW = "2026-03-02T10:00:30Z"  # the hourly echo is next due at 11:00
 LATER = "2026-03-02T11:00:30Z"
@@ -248,21 +249,22 @@ def test_an_older_schema_is_left_to_the_full_path(project: Project) -> None:
 
 # --- recording ------------------------------------------------------------------------------------------
 
-def _runtime(tmp_path: Path, url: str):  # type: ignore[no-untyped-def]
+def _config(tmp_path: Path, url: str) -> Path:
     path = tmp_path / "reportflow.toml"
     path.write_text(f'[store]\nurl = "{url}"\n')
     age(path)
-    return make_runtime(url, base_dir=tmp_path), path
+    return path
 
 
-def _recorded(rt) -> dict[str, tuple[str, datetime]]:  # type: ignore[no-untyped-def]
+def _recorded(rt: Runtime) -> dict[str, tuple[str, datetime]]:
     with rt.store.read() as conn:
         t = config_fingerprints
         return {r.fingerprint: (r.files, r.recorded_at) for r in conn.execute(select(t))}
 
 
-def test_remember_records_once_what_was_read(tmp_path: Path, store_url: str) -> None:
-    rt, path = _runtime(tmp_path, store_url)
+def test_remember_records_once_what_was_read(tmp_path: Path, store_url: str, runtime: RuntimeFactory) -> None:
+    path = _config(tmp_path, store_url)
+    rt = runtime(store_url, base_dir=tmp_path)
     seen = fast_tick.read_inputs(path, None)
     fast_tick.remember(rt, seen)
     first = _recorded(rt)
@@ -275,8 +277,10 @@ def test_remember_records_once_what_was_read(tmp_path: Path, store_url: str) -> 
     assert _recorded(rt) == first  # unchanged: not written again
 
 
-def test_remember_records_nothing_when_the_config_changed_meanwhile(tmp_path: Path, store_url: str) -> None:
-    rt, path = _runtime(tmp_path, store_url)
+def test_remember_records_nothing_when_the_config_changed_meanwhile(tmp_path: Path, store_url: str,
+                                                                    runtime: RuntimeFactory) -> None:
+    path = _config(tmp_path, store_url)
+    rt = runtime(store_url, base_dir=tmp_path)
     seen = fast_tick.read_inputs(path, None)
     path.write_text(path.read_text() + "\n")  # after it was read, before (or while) it was validated
     fast_tick.remember(rt, seen)
@@ -288,8 +292,8 @@ def test_remember_records_nothing_when_the_config_changed_meanwhile(tmp_path: Pa
     assert _recorded(rt) == {}
 
 
-def test_only_the_newest_fingerprints_are_kept(store_url: str) -> None:
-    rt = make_runtime(store_url)
+def test_only_the_newest_fingerprints_are_kept(store_url: str, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url)
     start = datetime(2026, 3, 2, tzinfo=UTC)
     with rt.store.write() as conn:
         for n in range(fast_tick.KEEP + 5):

@@ -7,7 +7,6 @@ from datetime import UTC, date, datetime
 import pytest
 
 from engine.core import errors
-from engine.core.clock import ManualClock
 from engine.core.models import HELD_BY_DISABLED, RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
@@ -16,17 +15,11 @@ from engine.runtime import Runtime
 from engine.scheduling import definitions
 from engine.store import audit_rows, run_rows, schedule_rows
 from tests.dbstate import fingerprint
-from tests.support import make_runtime
+from tests.support import RuntimeFactory
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=UTC)
 ECHO = [dict(name="cd", workflow="echo", project="p1", cron="0 9 * * *", timezone="UTC"),
         dict(name="other", workflow="echo", project="p2", cron="0 9 * * *", timezone="UTC")]
-
-
-def _runtime(store_url: str) -> Runtime:
-    rt = make_runtime(store_url, schedules=ECHO, clock=ManualClock(NOW))
-    definitions.apply(rt)
-    return rt
 
 
 def _queue_work(rt: Runtime) -> list[int]:
@@ -38,8 +31,9 @@ def _queue_work(rt: Runtime) -> list[int]:
         return [r.id for r in run_rows.unstarted_runs(conn, schedule.id)]
 
 
-def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_order(store_url: str) -> None:
-    rt = _runtime(store_url)
+def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_order(store_url: str,
+                                                                                  runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     order = _queue_work(rt)
     assert len(order) == 4
     definitions.set_enabled(rt, "cd", enabled=False, reason="repo migration")
@@ -57,8 +51,8 @@ def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_orde
     assert claimed == order
 
 
-def test_a_running_run_is_not_interrupted_by_disable(store_url: str) -> None:
-    rt = _runtime(store_url)
+def test_a_running_run_is_not_interrupted_by_disable(store_url: str, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     first, *rest = _queue_work(rt)
     worker = Worker(rt, "w")
     claim = worker.claim()
@@ -69,8 +63,8 @@ def test_a_running_run_is_not_interrupted_by_disable(store_url: str) -> None:
     assert [run_queries.get_run(rt, r).status for r in rest] == [RunStatus.QUEUED] * 3
 
 
-def test_other_schedules_keep_running_while_one_is_held(store_url: str) -> None:
-    rt = _runtime(store_url)
+def test_other_schedules_keep_running_while_one_is_held(store_url: str, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     _queue_work(rt)
     other = actions.trigger(rt, "other", day=date(2026, 9, 28))
     definitions.set_enabled(rt, "cd", enabled=False, reason="stop")
@@ -79,8 +73,8 @@ def test_other_schedules_keep_running_while_one_is_held(store_url: str) -> None:
 
 @pytest.mark.parametrize("command", ["trigger", "backfill", "retry"])
 def test_trigger_backfill_and_retry_on_a_disabled_schedule_exit_3_and_write_nothing(
-        store_url: str, command: str) -> None:
-    rt = _runtime(store_url)
+        store_url: str, command: str, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     done = actions.trigger(rt, "cd", day=date(2026, 9, 20))
     actions.cancel(rt, done.run_id)
     definitions.set_enabled(rt, "cd", enabled=False, reason="repo migration")
@@ -96,8 +90,8 @@ def test_trigger_backfill_and_retry_on_a_disabled_schedule_exit_3_and_write_noth
     assert fingerprint(store_url) == before
 
 
-def test_cancel_queued_cancels_instead_and_audits_each_with_the_reason(store_url: str) -> None:
-    rt = _runtime(store_url)
+def test_cancel_queued_cancels_instead_and_audits_each_with_the_reason(store_url: str, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     order = _queue_work(rt)
     definitions.set_enabled(rt, "cd", enabled=False, reason="bad data", cancel_queued=True)
     assert [run_queries.get_run(rt, r).status for r in order] == [RunStatus.CANCELLED] * 4
@@ -107,8 +101,8 @@ def test_cancel_queued_cancels_instead_and_audits_each_with_the_reason(store_url
     assert {e.reason for e in events} == {"bad data"}
 
 
-def test_disable_all_is_the_global_switch(store_url: str) -> None:
-    rt = _runtime(store_url)
+def test_disable_all_is_the_global_switch(store_url: str, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=ECHO, at=NOW, apply=True)
     _queue_work(rt)
     actions.trigger(rt, "other", day=date(2026, 9, 28))
     changed = definitions.disable_all(rt, reason="incident 42")

@@ -13,7 +13,8 @@ from engine.operations import actions
 from engine.read import views
 from engine.store import claims
 from tests.flows.testflows import FOUR_STEPS
-from tests.integration.test_worker import lines, queue_one, runtime, show
+from tests.integration.test_worker import FLOWS, SPEC, T0, config, lines, queue_one, show
+from tests.support import RuntimeFactory
 
 
 def _claim_and_die(rt, worker_id: str = "dead") -> None:  # type: ignore[no-untyped-def]
@@ -31,8 +32,8 @@ def _attempts(rt, run_id: int) -> list[tuple[int, str, str | None, str]]:  # typ
 
 
 def test_reconciler_writes_the_recovery_attempt_at_once_and_the_claiming_worker_continues_it(
-        store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     _claim_and_die(rt)
     rt.clock.advance(timedelta(seconds=61))
@@ -51,8 +52,9 @@ def test_reconciler_writes_the_recovery_attempt_at_once_and_the_claiming_worker_
     assert run.attempt_count == 2
 
 
-def test_cancel_before_a_worker_takes_the_recovery_closes_it_cancelled(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_cancel_before_a_worker_takes_the_recovery_closes_it_cancelled(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     _claim_and_die(rt)
     rt.clock.advance(timedelta(seconds=61))
@@ -67,8 +69,9 @@ def test_cancel_before_a_worker_takes_the_recovery_closes_it_cancelled(store_url
                                      (3, "manual", "ONE", "success")]
 
 
-def test_retry_before_a_worker_takes_the_recovery_supersedes_it(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_retry_before_a_worker_takes_the_recovery_supersedes_it(store_url: str, tmp_path: Path,
+                                                                runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     _claim_and_die(rt)
     rt.clock.advance(timedelta(seconds=61))
@@ -83,8 +86,9 @@ def test_retry_before_a_worker_takes_the_recovery_supersedes_it(store_url: str, 
     assert show(rt, run_id).attempt_count == 3
 
 
-def test_recovery_that_spends_the_budget_fails_without_a_pending_attempt(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_recovery_that_spends_the_budget_fails_without_a_pending_attempt(store_url: str, tmp_path: Path,
+                                                                         runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     for _ in range(3):
         _claim_and_die(rt)
@@ -96,8 +100,11 @@ def test_recovery_that_spends_the_budget_fails_without_a_pending_attempt(store_u
         ("scheduled", "lost"), ("recovery", "lost"), ("recovery", "lost")]
 
 
-def test_graceful_stop_hands_the_run_back_with_a_handback_attempt(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, block_on=["TWO"])
+def test_graceful_stop_hands_the_run_back_with_a_handback_attempt(store_url: str, tmp_path: Path,
+                                                                  runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, block_on=["TWO"]), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     stopping = Worker(rt, "stopping")
     result: dict[str, object] = {}

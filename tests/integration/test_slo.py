@@ -4,32 +4,32 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.read import schedule_queries
-from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import outbox
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import RuntimeFactory
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def _rt(url: str, tmp: Path, **extra: object) -> Runtime:
-    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
-                misfire="CATCH_UP_ALL", overlap="ALLOW", deadline="30m", **extra)
-    return make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
-                        extra={"notify": {"slo_window": "1d"}, "worker": {"max_attempts": 1},
-                               "testflow": {"log": str(tmp / "log")}})
+SPEC = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+            misfire="CATCH_UP_ALL", overlap="ALLOW", deadline="30m")
 
 
-def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: str, tmp_path: Path) -> None:
-    rt = _rt(store_url, tmp_path)
-    definitions.apply(rt)
+def config(tmp_path: Path) -> dict[str, Any]:
+    return {"notify": {"slo_window": "1d"}, "worker": {"max_attempts": 1}, "testflow": {"log": str(tmp_path / "log")}}
+
+
+def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: str, tmp_path: Path,
+                                                                     runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
+                 config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
     Worker(rt, "w").work(until_idle=True)  # 10:00 SUCCESS, on time
@@ -52,14 +52,15 @@ def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: 
     assert names == ["recovered", "recovered", "run_late", "run_late", "silent"]
 
 
-def test_a_schedule_with_no_period_due_has_no_rate(store_url: str, tmp_path: Path) -> None:
-    rt = _rt(store_url, tmp_path)
-    definitions.apply(rt)
+def test_a_schedule_with_no_period_due_has_no_rate(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
+                 config=config(tmp_path), apply=True)
     got = schedule_queries.schedule_slo(rt, "four")
     assert (got.success_rate, got.freshness, got.periods_due) == (None, None, 0)
 
 
-def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(store_url: str, tmp_path: Path) -> None:
+def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(store_url: str, tmp_path: Path,
+                                                                               runtime: RuntimeFactory) -> None:
     """The 19:30 run of a daily succeeded; then the cron moved to 20:00. Today is judged by the version in force
     at its slot: its period has its report, so no run_late, and the success rate stays 100%."""
     import dataclasses
@@ -68,21 +69,16 @@ def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(s
     spec = dict(name="daily", workflow="daily_steps", project="p1", cron="30 19 * * *", timezone="UTC",
                 report_on="current", deadline="30m")
 
-    def runtime(cron: str) -> Runtime:
-        return make_runtime(store_url, schedules=[{**spec, "cron": cron}], clock=clock,
-                            registry={"daily_steps": daily}, extra={"notify": {"slo_window": "1d"},
-                                                                    "testflow": {"log": str(tmp_path / "log")}})
-
-    clock = ManualClock(datetime(2026, 9, 29, 12, 0, tzinfo=UTC))
-    rt = runtime("30 19 * * *")
-    definitions.apply(rt)
-    clock.set(datetime(2026, 9, 29, 19, 30, 30, tzinfo=UTC))
+    settings = {"notify": {"slo_window": "1d"}, "testflow": {"log": str(tmp_path / "log")}}
+    rt = runtime(store_url, schedules=[spec], at=datetime(2026, 9, 29, 12, 0, tzinfo=UTC),
+                 workflows={"daily_steps": daily}, installed=False, config=settings, apply=True)
+    rt.clock.set(datetime(2026, 9, 29, 19, 30, 30, tzinfo=UTC))
     tick.tick(rt)
     Worker(rt, "w").work(until_idle=True)
-    clock.set(datetime(2026, 9, 29, 19, 45, tzinfo=UTC))
-    rt = runtime("0 20 * * *")
+    rt = runtime(store_url, schedules=[{**spec, "cron": "0 20 * * *"}], at=datetime(2026, 9, 29, 19, 45, tzinfo=UTC),
+                 workflows={"daily_steps": daily}, installed=False, config=settings)
     definitions.apply(rt, confirmed=True)
-    clock.set(datetime(2026, 9, 29, 21, 0, tzinfo=UTC))
+    rt.clock.set(datetime(2026, 9, 29, 21, 0, tzinfo=UTC))
     tick.tick(rt)
     Worker(rt, "w").work(until_idle=True)
     reconciler.sweep(rt)

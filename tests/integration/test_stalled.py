@@ -14,18 +14,14 @@ from engine.read import doctor, metrics, run_queries
 from engine.scheduling import definitions
 from engine.store import claims, run_rows
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import make_runtime, manual_run
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
 def _running(rt, key: str, *, claimed_at: datetime, lease_until: datetime) -> int:  # type: ignore[no-untyped-def]
     with rt.store.write() as conn:
-        run_id = run_rows.insert_run(conn, dict(
-            schedule_id=None, workflow="four_steps", project="p1", trigger_type="MANUAL", scheduled_for=claimed_at,
-            business_key=key, base_key=key, idempotency_key=key, revision=1, status="QUEUED", priority=30,
-            pinned={"payload_version": 1}, attempt_count=0, max_attempts=3, max_runtime_s=600, created_at=claimed_at,
-            fence=0, cancel_requested=False))
+        run_id = run_rows.insert_run(conn, manual_run(key, claimed_at))
         claim = claims.acquire_run(conn, worker_id=f"w-{key}", now=claimed_at, lease_until=lease_until,
                                    steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
                                    backfill_limit=1)

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from engine.core.clock import ManualClock
 from engine.execution import reconciler
 from engine.read import doctor
-from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import instances, outbox
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import RuntimeFactory
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def _rt(url: str, tmp: Path, overlap: str = "ALLOW") -> Runtime:
-    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
-                misfire="CATCH_UP_ALL", overlap=overlap)
-    return make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
-                        extra={"notify": {"stuck_after": "30m"}, "testflow": {"log": str(tmp / "log")}})
+SPEC = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+            misfire="CATCH_UP_ALL", overlap="ALLOW")
 
 
-def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url: str, tmp_path: Path) -> None:
-    rt = _rt(store_url, tmp_path)
-    definitions.apply(rt)
+def config(tmp_path: Path) -> dict[str, Any]:
+    return {"notify": {"stuck_after": "30m"}, "testflow": {"log": str(tmp_path / "log")}}
+
+
+def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
+                 config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
     for minutes in (10, 40, 45):  # a worker beats all along, but it can open only project p2's repository
@@ -48,9 +49,10 @@ def test_a_stuck_run_gets_its_reason_when_no_worker_serves_its_project(store_url
 
 
 def test_a_pending_run_names_the_run_it_waits_behind_and_a_disabled_schedule_says_so(store_url: str,
-                                                                                     tmp_path: Path) -> None:
-    rt = _rt(store_url, tmp_path, overlap="QUEUE_NEW")
-    definitions.apply(rt)
+                                                                                     tmp_path: Path,
+                                                                                     runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[{**SPEC, "overlap": "QUEUE_NEW"}], at=T0, workflows={"four_steps": FOUR_STEPS},
+                 installed=False, config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=2, minutes=1))
     tick.tick(rt)  # 10:00 QUEUED, 11:00 PENDING behind it
     rt.clock.set(T0 + timedelta(hours=2, minutes=40))

@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 
 from engine.core import logs
-from engine.core.clock import ManualClock
-from engine.core.models import RunStatus, StepStatus
+from engine.core.models import Run, RunStatus, StepStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.plugins import workflow_registry
-from engine.scheduling import definitions
+from engine.runtime import Runtime
 from engine.store import run_rows
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
@@ -83,13 +82,14 @@ def write_flow(tmp: Path, *, count_returns: str = "Count(n=21)", budget: str = "
     return path
 
 
-def runtime(url: str, tmp: Path, flow: Path, clock: ManualClock):  # type: ignore[no-untyped-def]
+SPEC = dict(name="typed", workflow="typed", project="p1", cron="0 * * * *", timezone="UTC", overlap="ALLOW")
+
+
+def typed(runtime: RuntimeFactory, url: str, tmp: Path, flow: Path, at: datetime) -> ManualRuntime:
+    """A runtime whose workflow is the one ``flow`` defines, executed afresh (as another process would)."""
     reg = workflow_registry.load_registry([workflow_registry.Source(key="workflows[0].path", path=flow)])
-    spec = dict(name="typed", workflow="typed", project="p1", cron="0 * * * *", timezone="UTC", overlap="ALLOW")
-    rt = make_runtime(url, schedules=[spec], clock=clock, registry=reg, base_dir=tmp,
-                      extra={"worker": {"retry_backoff": "1m"}})
-    definitions.apply(rt)
-    return rt
+    return runtime(url, schedules=[SPEC], at=at, workflows=reg, installed=False, base_dir=tmp,
+                   config={"worker": {"retry_backoff": "1m"}}, apply=True)
 
 
 def calls(tmp: Path) -> list[str]:
@@ -97,23 +97,22 @@ def calls(tmp: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
-def the_run(rt):  # type: ignore[no-untyped-def]
+def the_run(rt: Runtime) -> Run:
     with rt.store.read() as conn:
         (run,) = run_rows.list_runs(conn)
         return run_rows.get_run(conn, run.id)
 
 
-def start(url: str, tmp: Path, flow: Path):  # type: ignore[no-untyped-def]
-    clock = ManualClock(T0)
-    rt = runtime(url, tmp, flow, clock)
-    clock.set(T0 + timedelta(minutes=1))
+def start(runtime: RuntimeFactory, url: str, tmp: Path, flow: Path) -> ManualRuntime:
+    rt = typed(runtime, url, tmp, flow, T0)
+    rt.clock.set(T0 + timedelta(minutes=1))
     actions.trigger(rt, "typed")
-    return rt, clock
+    return rt
 
 
 def test_an_output_that_does_not_match_its_model_fails_the_step_and_commits_nothing(
-        store_url: str, tmp_path: Path) -> None:
-    rt, _ = start(store_url, tmp_path, write_flow(tmp_path, count_returns='{"n": "many"}'))
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = start(runtime, store_url, tmp_path, write_flow(tmp_path, count_returns='{"n": "many"}'))
     Worker(rt).work(until_idle=True)
     run = the_run(rt)
     assert run.status is RunStatus.FAILED
@@ -125,31 +124,32 @@ def test_an_output_that_does_not_match_its_model_fails_the_step_and_commits_noth
 
 
 def test_a_resumed_step_gets_the_committed_model_parsed_by_a_fresh_load_of_the_workflow(
-        store_url: str, tmp_path: Path) -> None:
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     flow = write_flow(tmp_path)
     (tmp_path / "flaky").write_text("1")
-    rt, clock = start(store_url, tmp_path, flow)
+    rt = start(runtime, store_url, tmp_path, flow)
     Worker(rt).work(until_idle=True)
     assert the_run(rt).status is RunStatus.RETRY_PENDING  # FLAKY is retryable for this step
     assert the_run(rt).steps[0].output == {"n": 21}  # stored as JSON
 
     # Another "process": the file is executed again, so Count is a new class.
-    later = runtime(store_url, tmp_path, flow, ManualClock(clock.now() + timedelta(minutes=5)))
+    later = typed(runtime, store_url, tmp_path, flow, rt.clock.now() + timedelta(minutes=5))
     Worker(later).work(until_idle=True)
     run = the_run(later)
     assert run.status is RunStatus.SUCCESS
-    assert run.steps[1].output == {"n": 42, "count_class": run.steps[1].output["count_class"]}
-    assert run.steps[1].output["count_class"].endswith(".Count")
+    output = run.steps[1].output or {}
+    assert output == {"n": 42, "count_class": output["count_class"]} and output["count_class"].endswith(".Count")
     assert calls(tmp_path) == ["COUNT", "DOUBLE", "DOUBLE"]  # COUNT ran once
 
 
-def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str, tmp_path: Path) -> None:
+def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str, tmp_path: Path,
+                                                                 runtime: RuntimeFactory) -> None:
     (tmp_path / "flaky").write_text("1")
-    rt, clock = start(store_url, tmp_path, write_flow(tmp_path))
+    rt = start(runtime, store_url, tmp_path, write_flow(tmp_path))
     Worker(rt).work(until_idle=True)
     # The model changed shape without a new payload version: reading the old output must fail loudly.
     changed = write_flow(tmp_path, count_returns="Count(n=21, label='x')", extra_field="\n    label: str")
-    later = runtime(store_url, tmp_path, changed, ManualClock(clock.now() + timedelta(minutes=5)))
+    later = typed(runtime, store_url, tmp_path, changed, rt.clock.now() + timedelta(minutes=5))
     Worker(later).work(until_idle=True)
     run = the_run(later)
     assert (run.status, run.steps[1].error_code) == (RunStatus.FAILED, "OUTPUT_INVALID")
@@ -157,16 +157,17 @@ def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str,
 
 
 def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tmp_path: Path,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+                                                             caplog: pytest.LogCaptureFixture,
+                                                             runtime: RuntimeFactory) -> None:
     caplog.set_level(logging.INFO, logger="engine.execution.worker")
     (tmp_path / "flaky").write_text("2")
-    rt, clock = start(sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
-    before = clock.now()
+    rt = start(runtime, sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
+    before = rt.clock.now()
     Worker(rt).work(until_idle=True)
     run = the_run(rt)
     assert (run.status, run.attempt_count) == (RunStatus.SUCCESS, 1)
     assert calls(tmp_path) == ["COUNT", "DOUBLE", "DOUBLE", "DOUBLE"]
-    waited = clock.now() - before
+    waited = rt.clock.now() - before
     assert timedelta(0) < waited <= timedelta(seconds=30)  # waited, within the budget
     retried = [getattr(r, logs.FIELDS_ATTR) for r in caplog.records
                if getattr(r, logs.EVENT_ATTR, None) == "step_retrying"]
@@ -174,21 +175,22 @@ def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tm
     assert abs(sum(r["in_s"] for r in retried) - waited.total_seconds()) < 0.05  # the waits ran on the engine's clock
 
 
-def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, tmp_path: Path) -> None:
+def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, tmp_path: Path,
+                                                               runtime: RuntimeFactory) -> None:
     (tmp_path / "flaky").write_text("1")
-    rt, clock = start(sqlite_url, tmp_path, write_flow(tmp_path, budget="30s", retry_after="600"))
+    rt = start(runtime, sqlite_url, tmp_path, write_flow(tmp_path, budget="30s", retry_after="600"))
     Worker(rt).work(until_idle=True)
     run = the_run(rt)
     assert run.status is RunStatus.RETRY_PENDING
-    assert run.not_before is not None and run.not_before >= clock.now() + timedelta(seconds=590)
+    assert run.not_before is not None and run.not_before >= rt.clock.now() + timedelta(seconds=590)
     assert calls(tmp_path) == ["COUNT", "DOUBLE"]  # no in-step wait of 600s
 
 
-def test_without_retry_on_the_code_is_permanent(sqlite_url: str, tmp_path: Path) -> None:
+def test_without_retry_on_the_code_is_permanent(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     flow = write_flow(tmp_path)
     flow.write_text(flow.read_text().replace('retry_on=["FLAKY"]', "retry_on=[]"))
     (tmp_path / "flaky").write_text("1")
-    rt, _ = start(sqlite_url, tmp_path, flow)
+    rt = start(runtime, sqlite_url, tmp_path, flow)
     Worker(rt).work(until_idle=True)
     run = the_run(rt)
     assert (run.status, run.steps[1].error_code) == (RunStatus.FAILED, "FLAKY")

@@ -6,37 +6,34 @@ import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.core import errors
-from engine.core.clock import ManualClock
-from engine.core.models import RunStatus, StepStatus
+from engine.core.models import Run, RunStatus, StepStatus
 from engine.execution import reconciler
-from engine.execution.worker import Worker
+from engine.execution.worker import RunOutcome, Worker
 from engine.operations import actions
 from engine.plugins.workflow_registry import load_registry
+from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import claims, run_rows
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, make_runtime
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def registry():  # type: ignore[no-untyped-def]
-    return {**load_registry(), "four_steps": FOUR_STEPS}
+SPEC = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
+            misfire="CATCH_UP_ALL", overlap="ALLOW")
+FLOWS = {"four_steps": FOUR_STEPS}
 
 
-def runtime(url: str, tmp_path: Path, **flow: object):  # type: ignore[no-untyped-def]
-    log = tmp_path / "steps.log"
-    settings = {"log": str(log), "gate": str(tmp_path / "gate"), **flow}
-    spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
-                misfire="CATCH_UP_ALL", overlap="ALLOW")
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(T0), registry=registry(),
-                      extra={"testflow": settings, "worker": {"retry_backoff": "1m", "lease": "60s"}})
-    definitions.apply(rt)
-    return rt, log
+def config(tmp_path: Path, **flow: object) -> dict[str, Any]:
+    """The test flow's settings (its log, its gate, what fails) and a worker with a 60 s lease."""
+    settings = {"log": str(tmp_path / "steps.log"), "gate": str(tmp_path / "gate"), **flow}
+    return {"testflow": settings, "worker": {"retry_backoff": "1m", "lease": "60s"}}
 
 
 def lines(log: Path, kind: str) -> Counter[str]:
@@ -45,7 +42,7 @@ def lines(log: Path, kind: str) -> Counter[str]:
     return Counter(" ".join(line.split()[2:3]) for line in log.read_text().splitlines() if line.startswith(kind))
 
 
-def queue_one(rt) -> int:  # type: ignore[no-untyped-def]
+def queue_one(rt: ManualRuntime) -> int:
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
     with rt.store.read() as conn:
@@ -53,13 +50,15 @@ def queue_one(rt) -> int:  # type: ignore[no-untyped-def]
     return run.id
 
 
-def show(rt, run_id: int):  # type: ignore[no-untyped-def]
+def show(rt: Runtime, run_id: int) -> Run:
     with rt.store.read() as conn:
         return run_rows.get_run(conn, run_id)
 
 
-def test_third_step_fails_twice_then_succeeds(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, fail={"THREE": 2})
+def test_third_step_fails_twice_then_succeeds(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, fail={"THREE": 2}), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     worker = Worker(rt, "w1")
     first = worker.run_one()
@@ -77,13 +76,16 @@ def test_third_step_fails_twice_then_succeeds(store_url: str, tmp_path: Path) ->
     assert [a.from_step for a in run.attempts] == ["ONE", "THREE", "THREE"]
     assert [a.outcome.value for a in run.attempts] == ["retry", "retry", "success"]
     # Steps after ONE saw the persisted outputs of the steps before them.
-    assert run.steps[3].output["seen"] == {"ONE": f"ONE@{run_id}", "TWO": f"TWO@{run_id}",
+    assert (run.steps[3].output or {})["seen"] == {"ONE": f"ONE@{run_id}", "TWO": f"TWO@{run_id}",
                                            "THREE": f"THREE@{run_id}"}
     assert {a.kind for a in run.artifacts} == {"marker"} and len(run.artifacts) == 4
 
 
-def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, fail={"TWO": 4})
+def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_url: str, tmp_path: Path,
+                                                                         runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, fail={"TWO": 4}), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     worker = Worker(rt, "w1")
     for _ in range(3):
@@ -102,8 +104,11 @@ def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_u
 
 
 def test_permanent_error_fails_at_once_and_optional_step_gives_partial_success(store_url: str,
-                                                                               tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, fail={"FOUR": 1}, fail_code="NOTION_UNAUTHORIZED")
+                                                                               tmp_path: Path,
+                                                                               runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, fail={"FOUR": 1}, fail_code="NOTION_UNAUTHORIZED"), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     outcome = Worker(rt, "w1").run_one()
     assert outcome is not None and outcome.status is RunStatus.PARTIAL_SUCCESS
@@ -116,8 +121,10 @@ def test_permanent_error_fails_at_once_and_optional_step_gives_partial_success(s
     assert lines(log, "end") == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
 
 
-def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp_path: Path,
+                                                             runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     Worker(rt, "w1").run_one()
     with pytest.raises(errors.InvalidTransition):
@@ -131,11 +138,16 @@ def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp
     assert run.attempts[-1].from_step == "THREE" and run.attempts[-1].trigger.value == "manual"
 
 
-def _start_blocked(rt, log: Path, step: str):  # type: ignore[no-untyped-def]
+def _start_blocked(rt: Runtime, log: Path, step: str) -> tuple[threading.Thread, dict[str, RunOutcome]]:
     """Run a worker in a thread until it is inside ``step`` (its start line is logged)."""
     worker = Worker(rt, "slow")
-    result: dict[str, object] = {}
-    thread = threading.Thread(target=lambda: result.update(outcome=worker.run_one()))
+    result: dict[str, RunOutcome] = {}
+
+    def run() -> None:
+        if (outcome := worker.run_one()) is not None:
+            result["outcome"] = outcome
+
+    thread = threading.Thread(target=run)
     thread.start()
     deadline = threading.Event()
     for _ in range(5000):
@@ -146,8 +158,10 @@ def _start_blocked(rt, log: Path, step: str):  # type: ignore[no-untyped-def]
     return thread, result
 
 
-def test_worker_that_lost_its_lease_writes_nothing(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, block_on=["TWO"])
+def test_worker_that_lost_its_lease_writes_nothing(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, block_on=["TWO"]), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     thread, result = _start_blocked(rt, log, "TWO")
     rt.clock.advance(timedelta(seconds=61))  # the lease (60s) has expired
@@ -156,7 +170,7 @@ def test_worker_that_lost_its_lease_writes_nothing(store_url: str, tmp_path: Pat
     assert Worker(rt, "rescuer").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     (tmp_path / "gate").touch()  # the paused worker wakes up
     thread.join(timeout=60)
-    assert result["outcome"].error_code == "LEASE_LOST"  # type: ignore[attr-defined]
+    assert result["outcome"].error_code == "LEASE_LOST"
     run = show(rt, run_id)
     assert run.status is RunStatus.SUCCESS
     assert [a.trigger.value for a in run.attempts] == ["scheduled", "recovery"]
@@ -167,8 +181,11 @@ def test_worker_that_lost_its_lease_writes_nothing(store_url: str, tmp_path: Pat
     assert all(e[4] == "2" for e in ends if e[2] != "ONE")  # TWO onward were completed by attempt 2
 
 
-def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, block_on=["TWO"])
+def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tmp_path: Path,
+                                                              runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, block_on=["TWO"]), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     thread, result = _start_blocked(rt, log, "TWO")
     assert actions.cancel(rt, run_id).action == "cancel_requested"
@@ -183,8 +200,8 @@ def test_cancel_a_running_run_stops_at_the_next_step_boundary(store_url: str, tm
         actions.cancel(rt, run_id)
 
 
-def test_recovery_attempts_count_toward_max_attempts(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_recovery_attempts_count_toward_max_attempts(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     now = rt.clock.now()
     for attempt in range(1, 4):
@@ -201,8 +218,9 @@ def test_recovery_attempts_count_toward_max_attempts(store_url: str, tmp_path: P
     assert [a.outcome.value for a in run.attempts] == ["lost"] * 3
 
 
-def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_path: Path,
+                                                          runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     run_id = queue_one(rt)
     now = rt.clock.now()
     with rt.store.write() as conn:
@@ -214,8 +232,9 @@ def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_pa
     assert [a.trigger.value for a in show(rt, run_id).attempts] == ["scheduled", "recovery"]
 
 
-def test_unknown_payload_version_fails_clearly(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_unknown_payload_version_fails_clearly(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     from sqlalchemy import update
 
@@ -230,8 +249,9 @@ def test_unknown_payload_version_fails_clearly(store_url: str, tmp_path: Path) -
     assert not log.exists()
 
 
-def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path)
+def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: str, tmp_path: Path,
+                                                                   runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=5, minutes=1))
     from datetime import date
 
@@ -266,7 +286,7 @@ def test_heartbeat_keeps_a_long_step_leased(sqlite_url: str, tmp_path: Path) -> 
 
     log = tmp_path / "steps.log"
     spec = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC")
-    rt = make_runtime(sqlite_url, schedules=[spec], clock=SystemClock(), registry=registry(),
+    rt = make_runtime(sqlite_url, schedules=[spec], clock=SystemClock(), registry={**load_registry(), **FLOWS},
                       extra={"testflow": {"log": str(log), "gate": str(tmp_path / "gate"), "block_on": ["TWO"]},
                              "worker": {"lease": "1s"}})
     definitions.apply(rt)
@@ -292,11 +312,12 @@ def test_heartbeat_keeps_a_long_step_leased(sqlite_url: str, tmp_path: Path) -> 
     assert reconciler.sweep(rt).recovered == []  # a live lease is never taken
     (tmp_path / "gate").touch()
     thread.join(timeout=60)
-    assert result["outcome"].status is RunStatus.SUCCESS  # type: ignore[attr-defined]
+    assert result["outcome"].status is RunStatus.SUCCESS
 
 
-def test_a_step_waits_on_the_engines_clock(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, wait_on=["TWO"], wait_s=40.0)  # within the 60 s lease
+def test_a_step_waits_on_the_engines_clock(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, wait_on=["TWO"], wait_s=40.0), apply=True)
     run_id = queue_one(rt)
     started = rt.clock.now()
     assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
@@ -304,8 +325,11 @@ def test_a_step_waits_on_the_engines_clock(store_url: str, tmp_path: Path) -> No
     assert show(rt, run_id).status is RunStatus.SUCCESS
 
 
-def test_sigterm_during_a_steps_wait_hands_the_run_back_at_that_step(store_url: str, tmp_path: Path) -> None:
-    rt, log = runtime(store_url, tmp_path, wait_on=["TWO"], wait_s=40.0)
+def test_sigterm_during_a_steps_wait_hands_the_run_back_at_that_step(store_url: str, tmp_path: Path,
+                                                                     runtime: RuntimeFactory) -> None:
+    rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS,
+                 config=config(tmp_path, wait_on=["TWO"], wait_s=40.0), apply=True)
+    log = tmp_path / "steps.log"
     run_id = queue_one(rt)
     stop = threading.Event()
     worker = Worker(rt, "w1", stop=stop)

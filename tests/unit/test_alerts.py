@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -73,3 +75,45 @@ def test_payload_carries_what_applies_and_the_apprise_title() -> None:
                                      "run_id": 7, "key": "k:7", "business_key": "2026-09-28", "error_code": "X"}
     assert alerts.title(alert) == "reportflow: run_failed daily"
     assert alerts.body_text(alert) == "run 7 failed\nk:7"
+
+
+# The functions that take an alert event, and where it sits among their positional arguments.
+_EVENT_ARGUMENT = {"record_event": None, "record_run_event": 2, "record_schedule_event": 2, "decide_severity": 0,
+                   "period_dedupe_key": 0, "run_dedupe_key": 0}
+
+
+def _events_the_engine_records() -> list[tuple[str, ast.expr]]:
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if name not in _EVENT_ARGUMENT:
+                continue
+            position = _EVENT_ARGUMENT[name]
+            args = [k.value for k in node.keywords if k.arg == "event"]
+            if position is not None and len(node.args) > position:
+                args.append(node.args[position])
+            found += [(f"{path.name}:{node.lineno}", arg) for arg in args]
+    return found
+
+
+def test_every_event_the_engine_records_is_a_member_of_alert_event() -> None:
+    recorded = _events_the_engine_records()
+    assert len(recorded) >= 20  # the scan sees the call sites (tick, worker, reconciler, alerts, prune, config)
+    bare = [where for where, arg in recorded if isinstance(arg, ast.Constant)]
+    assert bare == [], "an alert event spelled as a bare string"
+    named = {arg.attr for _, arg in recorded
+             if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Attribute) and arg.value.attr == "AlertEvent"}
+    # freshness_low and run_partial reach the outbox through a name (EVENT, FINISHED_WITH_EVENT), typed by mypy
+    assert named <= set(alerts.AlertEvent.__members__) and len(named) >= 9
+
+
+@pytest.mark.parametrize("event", list(alerts.AlertEvent))
+def test_every_alert_event_has_its_row_in_the_severity_table(event: alerts.AlertEvent) -> None:
+    groups = [alerts.PERIOD_EVENTS, alerts.HEALTH_EVENTS, alerts.SLO_EVENTS,
+              {alerts.AlertEvent.RECOVERED}, {alerts.AlertEvent.PRUNE_HELD}, {alerts.AlertEvent.BACKUP_FAILED}]
+    assert sum(event in group for group in groups) == 1  # exactly one rule decides its severity
+    for criticality in C:
+        assert alerts.decide_severity(event, criticality, 1).severity in S

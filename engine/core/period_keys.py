@@ -1,0 +1,62 @@
+"""Business keys: the one spelling of a period's key, and its reading back.
+
+A day is ``2026-04-08``, an ISO week ``2026-W15``, a slot its UTC minute
+``2026-04-08T19:30Z``. Each sorts as text within its kind, and a run's period
+is read from its key alone, without the workflow's code (prune, bulk actions,
+the calendar, the runs filter).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from engine.core.models import PeriodKind
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_WEEK = re.compile(r"([0-9]{4})-W([0-9]{2})")
+_SLOT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}Z")
+WEEK_LIKE = "____-W__"  # a week's key as a SQL LIKE pattern (no day or slot key matches it)
+
+
+@dataclass(frozen=True)
+class PeriodKey:
+    """A business key read back: its kind and where its period starts."""
+
+    kind: PeriodKind
+    day: date  # the day; an ISO week's Monday; a slot's UTC date
+    slot_at: datetime | None = None  # a slot's instant, UTC, to the minute
+
+
+def format(kind: PeriodKind, value: date | datetime) -> str:  # shadows the builtin: called as period_keys.format
+    """The business key of the ``kind`` period starting at (or, for a week, holding) ``value``.
+
+    A day or week takes a ``date``; a slot takes an aware instant, kept to the minute in UTC.
+    """
+    if kind is PeriodKind.SLOT:
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            raise ValueError(f"a slot key needs an aware instant, not {value!r}")
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="minutes") + "Z"
+    if isinstance(value, datetime):
+        raise ValueError(f"a {kind.value} key takes a date, not the instant {value!r}")
+    if kind is PeriodKind.DAY:
+        return value.isoformat()
+    year, week, _ = value.isocalendar()
+    return f"{year:04d}-W{week:02d}"
+
+
+def parse(key: str) -> PeriodKey:
+    """The kind and start of business key ``key``; raises ValueError for any other text.
+
+    ``format(k.kind, k.slot_at or k.day) == key`` for every key it accepts.
+    """
+    if _DAY.fullmatch(key):
+        return PeriodKey(PeriodKind.DAY, date.fromisoformat(key))
+    if week := _WEEK.fullmatch(key):
+        return PeriodKey(PeriodKind.WEEK, date.fromisocalendar(int(week.group(1)), int(week.group(2)), 1))
+    if _SLOT.fullmatch(key):
+        at = datetime.fromisoformat(key)
+        return PeriodKey(PeriodKind.SLOT, at.date(), at)
+    raise ValueError(f"business key {key!r} has no known period shape")
+
