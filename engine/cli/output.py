@@ -46,7 +46,9 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH, emoji=False)
+    # Piped output is wide unless COLUMNS says how wide (rich reads it): a script sees whole rows.
+    wide = not stream.isatty() and not os.environ.get("COLUMNS", "").isdigit()
+    return Console(stderr=stderr, width=PIPE_WIDTH if wide else None, emoji=False)
 
 
 def _plain(stream: IO[str]) -> bool:
