@@ -46,9 +46,10 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output is wide unless COLUMNS says how wide (rich reads it): a script sees whole rows.
-    wide = not stream.isatty() and not os.environ.get("COLUMNS", "").isdigit()
-    return Console(stderr=stderr, width=PIPE_WIDTH if wide else None, emoji=False)
+    # Piped output is wide (a script sees whole rows) unless TTY_COMPATIBLE=1 asks for a terminal's
+    # (then rich reads COLUMNS, as on a terminal).
+    terminal = stream.isatty() or os.environ.get("TTY_COMPATIBLE") == "1"
+    return Console(stderr=stderr, width=None if terminal else PIPE_WIDTH, emoji=False)
 
 
 def _plain(stream: IO[str]) -> bool:

@@ -84,16 +84,15 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
         _json(data)
         return
     table = _compact("schedules")
-    table.add_column("name", no_wrap=True, overflow="fold")  # wrapped only when nothing else gives way
-    for column in ("workflow / project", "when", "next run (local)", "last result", "success / fresh"):
-        table.add_column(column, overflow="fold")
+    # Values are not wrapped (each cell is already two short lines); folded only when nothing else gives way.
+    for column in ("name\nworkflow · project", "cron\ntimezone", "next run\n(local)", "last\nresult", "success\nfresh"):
+        table.add_column(column, overflow="fold", no_wrap=True)
     for item in data:
         last = item["last_run"]
-        name = shown(item["name"]) + ("" if item["enabled"] else
-                                      f"\n[red]disabled[/] {shown(item['disabled_reason'] or '')}".rstrip())
+        name = (f"{shown(item['name'])}\n[dim]{shown(item['workflow'])} · {shown(item['project'])}[/]" +
+                ("" if item["enabled"] else f"\n[red]disabled[/] {shown(item['disabled_reason'] or '')}".rstrip()))
         table.add_row(
-            name, f"{shown(item['workflow'])}\n{shown(item['project'])}",
-            f"{shown(item['cron'])}\n{shown(item['timezone'])}", _local(item["next_run_local"]),
+            name, f"{shown(item['cron'])}\n{shown(item['timezone'])}", _local(item["next_run_local"]),
             f"{shown(last['business_key'])}\n{_status(last['status'])}" if last else "-",
             f"{_ratio(item.get('success_rate'), item.get('periods_due'))}\n{_ratio(item.get('freshness'), None)}",
         )
@@ -104,7 +103,8 @@ def _compact(title: str) -> Table:
     """A table without vertical rules: list commands fit 100 columns."""
     from rich import box
 
-    return Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                 collapse_padding=True)
 
 
 def _local(iso: str | None) -> str:
@@ -299,7 +299,7 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
     table = _compact("runs")
     for column in ("id", "schedule", "period", "trigger", "status", "att", "delay", "took", "error"):
         table.add_column(column, overflow="fold", justify="right" if column in ("id", "att") else "left",
-                         no_wrap=column in ("id", "schedule", "period", "trigger", "att", "delay", "took"))
+                         no_wrap=column in ("id", "schedule", "period", "trigger", "status", "att", "delay", "took"))
     for run in items:
         failure = ""
         if run.error_code:
@@ -308,14 +308,15 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
         if run.waits_for is not None:  # what it waits for, and what will happen (SPEC §15.5)
             failure = f"{failure + '; ' if failure else ''}{healing.describe_wait(run.waits_for)}"
         stalled = views.run_summary(run, now)["stalled"]
-        notes = [*(["[red]stalled[/]"] if stalled else []), *([f"[dim]{shown(run.reason)}[/]"] if run.reason else []),
+        notes = [*([f"[dim]{shown(run.reason)}[/]"] if run.reason else []),
                  *([f"[dim]{shown(run.quiet)}[/]"] if run.quiet else []),
                  *([f"[yellow]held: {shown(run.held)}[/]"] if run.held else [])]
         # The schedule names the workflow and project; a child run has none, its project says which it is.
         who = shown(run.schedule_name) if run.schedule_name else f"↳ {shown(run.project or '')}"
         table.add_row(
             str(run.id), who, shown(run.business_key) + (f" r{run.revision}" if run.revision > 1 else ""),
-            run.trigger.value.lower(), "\n".join([_status(run.status.value), *notes]),
+            run.trigger.value.lower(),
+            "\n".join([_status(run.status.value) + (" [red](stalled)[/]" if stalled else ""), *notes]),
             f"{run.attempt_count}/{run.max_attempts}",
             "backfill" if run.trigger is RunTrigger.BACKFILL else _compact_secs(views._seconds(run.start_delay)),
             _compact_secs(views._seconds(run.duration)), shown(failure))
