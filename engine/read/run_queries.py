@@ -11,8 +11,8 @@ from typing import Any
 from engine.core import errors, inputs, limits
 from engine.core.clock import format_instant, parse_instant
 from engine.core.models import AuditEvent, Run, RunStatus
-from engine.runtime import Runtime
 from engine.read import calendar_view
+from engine.runtime import Runtime
 from engine.store import calendar_rows, families, health_rows, history_rows, run_rows, schedule_rows
 from engine.store.history_rows import RunFilter
 
