@@ -57,7 +57,7 @@ import git
 from pydantic import BaseModel
 
 from engine.core import errors, logs
-from steps import git_log, git_range, untrusted
+from steps import coverage, git_log, git_range, untrusted
 from steps.git_log import CommitInfo, FileChange, GitFailure
 from steps.report_model import LastWeek, Merge
 
@@ -245,6 +245,34 @@ def excluded_heads(repo_path: Path, marks: Sequence[dict[str, str]]) -> list[str
         raise unreadable_error(repo_dir, exc) from exc
 
 
+def fast_forward(repo_path: Path, lower: dict[str, str], upper: dict[str, str]) -> bool:
+    """Whether every branch's ``lower`` head leads to its ``upper`` head (False: a branch rewritten or gone)."""
+    repo_dir = _repo_dir(repo_path)
+    try:
+        present = _present_or_fetched(repo_dir, [*lower.values(), *upper.values()])
+        return all(ref in upper and (sha == upper[ref] or (sha in present and upper[ref] in present
+                                                           and git_range.is_ancestor(repo_dir, sha, upper[ref])))
+                   for ref, sha in lower.items())
+    except GitFailure as exc:
+        raise _unreadable(repo_dir, exc) from exc
+
+
+def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
+    """The commits that later reports over rewritten ranges hold (``coverage.Plan.later``), sorted."""
+    repo_dir = _repo_dir(repo_path)
+    out: set[str] = set()
+    try:
+        for other in held:
+            shas = [*other.upper.values(), *other.lower.values(), *(s for e in other.earlier for s in e.values())]
+            present = _present_or_fetched(repo_dir, shas)
+            negatives = [s for s in [*other.lower.values(), *(s for e in other.earlier for s in e.values())]
+                         if s in present]
+            out.update(git_range.range_shas(repo_dir, [s for s in other.upper.values() if s in present], negatives))
+    except GitFailure as exc:
+        raise _unreadable(repo_dir, exc) from exc
+    return sorted(out)
+
+
 def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, str]:
     """The branches whose heads are ``heads`` as they stood just before ``at`` (refs with no commit then left out)."""
     repo_dir = _repo_dir(repo_path)
@@ -259,12 +287,13 @@ def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, 
 def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str], lower: dict[str, str], *,
                     attribution: Attribution, since: datetime, window_start: datetime, window_end: datetime,
                     until: datetime | None = None, covered: bool = False, also_covers: Sequence[str] = (),
-                    excluded: Sequence[str] = (), authors: Sequence[str] = (),
+                    excluded: Sequence[str] = (), held_later: Sequence[str] = (), authors: Sequence[str] = (),
                     include_merges: bool = False, exclude: Sequence[str] | None = None) -> CollectOutput:
     """The commits of a report whose range runs from the heads ``lower`` to the heads ``upper``.
 
     ``landed``: every commit reachable from ``upper`` and from none of ``lower`` nor ``excluded``
-    (the heads of earlier marks, so that a commit force-pushed away and back is not held twice).
+    (the heads of earlier marks, so that a commit force-pushed away and back is not held twice), and
+    none of ``held_later`` (what later reports over a rewritten range hold: ``coverage.Plan.later``).
     ``authored``: commits reachable from ``upper`` whose author date is in
     [``since``, ``until``) (``until``: the window's end unless the report reaches a
     later mark), and apart (``arrived_late``) those of the range
@@ -307,11 +336,14 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
                 ranged = _ranged(repo.path, upper, lower, excluded, wanted, include_merges, present=present,
                                  broken=broken)
             unreadable = _left_out(repo.path, broken, float("-inf"), float("inf"))
+            gone = frozenset(held_later)
+            ranged = [c for c in ranged if c["sha"] not in gone]
             if attribution == "landed":
                 commits = ranged
             else:
                 commits, by_date = _commits(repo, list(dict.fromkeys(upper.values())), since_utc, until_utc, wanted,
                                             include_merges, WalkBounds())
+                commits = [c for c in commits if c["sha"] not in gone]
                 unreadable = sorted({*unreadable, *by_date})
                 late = [c for c in ranged if c["authored_at"] < _iso(since_utc)]
         if exclude is not None and first is not None:

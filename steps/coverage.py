@@ -28,6 +28,14 @@ window:
   in between finds itself held: *covered*); otherwise the branch as it stands at
   the window's end (*dated*), recorded.
 
+A branch rewritten between two marks (force-pushed away and back) breaks the telescope: a
+commit can be reachable from a mark, not from the next, and again from the one after. A
+report whose range is not a fast-forward says so in its marks (``rewritten_after`` on a
+lower mark it records, ``rewritten_before`` on an upper one), and every mark carries the
+line version it was recorded at. A report planned before such a range (a backfill run
+after it) leaves out what that later report holds (``Plan.later``): its range, without what
+the marks that existed when it ran held.
+
 Whatever a run pins (its bounds) it keeps: a retry reports the same commits.
 """
 
@@ -57,6 +65,16 @@ class Bound:
 
 
 @dataclass(frozen=True)
+class Held:
+    """What a later report whose range was not a fast-forward holds: reachable from ``upper``, from
+    none of ``lower`` and ``earlier`` (the marks that existed when it ran, at or before its lower one)."""
+
+    upper: dict[str, str]
+    lower: dict[str, str]
+    earlier: tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     lower: Bound
     upper: Bound
@@ -64,6 +82,8 @@ class Plan:
     #: excludes them all, not only the lower bound's, so that a commit force-pushed away and back is
     #: not reported twice.
     earlier: tuple[dict[str, str], ...] = ()
+    #: Later reports whose ranges were rewritten: what they hold, this one leaves out.
+    later: tuple[Held, ...] = ()
 
     @property
     def since(self) -> datetime:
@@ -85,21 +105,29 @@ class Plan:
         """The window edges this run marks: those read from git, and an end carried from a later mark."""
         return tuple(b.at for b in (self.lower, self.upper) if b.how in ("dated", "ahead"))
 
-    def new_marks(self, lower: dict[str, str], upper: dict[str, str]) -> list[Mark]:
-        """The marks to record once the dated bounds were read from git (``lower``, ``upper``: the heads)."""
+    def new_marks(self, lower: dict[str, str], upper: dict[str, str], *, version: int = 0,
+                  rewritten: bool = False) -> list[Mark]:
+        """The marks to record once the dated bounds were read from git (``lower``, ``upper``: the heads),
+        at line ``version``; ``rewritten``: some lower head does not lead to its upper head."""
         out = []
         if self.lower.how == "dated":
-            out.append(Mark(self.lower.at, mark_value(lower)))
+            out.append(Mark(self.lower.at, mark_value(lower, version=version, rewritten_after=rewritten)))
         if self.upper.how == "dated":
-            out.append(Mark(self.upper.at, mark_value(upper)))
+            out.append(Mark(self.upper.at, mark_value(upper, version=version, rewritten_before=rewritten)))
         elif self.upper.how == "ahead":  # this report reaches the later mark: say so, windows inside are held
-            out.append(Mark(self.upper.at, mark_value(upper, reaches=self.upper.source)))
+            out.append(Mark(self.upper.at, mark_value(upper, reaches=self.upper.source, version=version,
+                                                      rewritten_before=rewritten)))
         return out
 
 
-def mark_value(heads: dict[str, str], *, reaches: datetime | None = None) -> dict[str, Any]:
-    """What a mark holds: the heads at its instant, and for an end carried from a later mark, that mark's instant."""
-    return {"heads": dict(heads), **({"reaches": reaches.isoformat()} if reaches is not None else {})}
+def mark_value(heads: dict[str, str], *, reaches: datetime | None = None, version: int = 0,
+               rewritten_after: bool = False, rewritten_before: bool = False) -> dict[str, Any]:
+    """What a mark holds: the heads at its instant, for an end carried from a later mark that mark's
+    instant, the line version it was recorded at, and whether the range beside it was rewritten."""
+    return {"heads": dict(heads), **({"reaches": reaches.isoformat()} if reaches is not None else {}),
+            **({"version": version} if version else {}),
+            **({"rewritten_after": True} if rewritten_after else {}),
+            **({"rewritten_before": True} if rewritten_before else {})}
 
 
 def heads_of(mark: Mark) -> dict[str, str]:
@@ -129,10 +157,27 @@ def plan(marks: Sequence[Mark], start: datetime, end: datetime) -> Plan:
     if at_end is not None:  # a retry or a revision: the same bounds, reaching as far as the first run did
         upper = Bound(end, "recorded", heads_of(at_end), _reaches(at_end) or end)
     elif later and before:
-        upper = Bound(end, "covered", lower.heads, lower.source)
+        return Plan(lower, Bound(end, "covered", lower.heads, lower.source), earlier)
     elif later:
         first = min(later, key=lambda m: m.at)
         upper = Bound(end, "ahead", heads_of(first), first.at)
     else:
         upper = Bound(end, "dated", None, end)
-    return Plan(lower, upper, earlier)
+    return Plan(lower, upper, earlier, _later_held(marks, upper.source))
+
+
+def _version(mark: Mark) -> int:
+    return int(mark.value.get("version", 0))
+
+
+def _later_held(marks: Sequence[Mark], since: datetime) -> tuple[Held, ...]:
+    """What the reports after ``since`` whose ranges were rewritten hold (consecutive marks bound one report)."""
+    ordered = sorted(marks, key=lambda m: m.at)
+    held = []
+    for lo, hi in zip(ordered, ordered[1:], strict=False):
+        if lo.at < since or not (lo.value.get("rewritten_after") or hi.value.get("rewritten_before")):
+            continue
+        ran_at = max(_version(lo), _version(hi))  # the version its report recorded the pair's second mark at
+        earlier = tuple(heads_of(m) for m in ordered if m.at < lo.at and _version(m) < ran_at)
+        held.append(Held(heads_of(hi), heads_of(lo), earlier))
+    return tuple(held)

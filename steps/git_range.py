@@ -57,6 +57,14 @@ def range_log(repo_dir: Path, upper: Sequence[str], lower: Sequence[str], *, inc
     return git_log.parse_log(git_log.run(repo_dir, [*args, "--"]), unreadable=unreadable)
 
 
+def range_shas(repo_dir: Path, upper: Sequence[str], lower: Sequence[str]) -> list[str]:
+    """``git rev-list UPPER… --not LOWER…``: the commits reachable from ``upper`` and from none of ``lower``."""
+    if not upper:
+        return []
+    args = ["rev-list", *upper, *(["--not", *lower] if lower else [])]
+    return git_log.run(repo_dir, [*args, "--"]).decode().split()
+
+
 def independent(repo_dir: Path, shas: Sequence[str]) -> list[str]:
     """The fewest of ``shas`` from which every one of them is reachable (``git merge-base --independent``)."""
     unique = sorted(set(shas))

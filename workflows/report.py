@@ -78,6 +78,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
         upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
         since, covered = parse_instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
         excluded = list(ctx.pinned.get("excluded_heads", []))
+        held = list(ctx.pinned.get("held_later", []))
         until = parse_instant(str(ctx.pinned.get("until") or format_instant(end)))
         also = list(ctx.pinned.get("also_covers", []))
     else:
@@ -95,7 +96,8 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
                 return collect_git.heads_at(repo, now_heads, bound.at)
 
             lower, upper = heads_of(plan.lower), heads_of(plan.upper)
-            new = plan.new_marks(lower, upper)
+            rewritten = bool(plan.to_record) and not collect_git.fast_forward(repo, lower, upper)
+            new = plan.new_marks(lower, upper, version=book.version + 1, rewritten=rewritten)
             ctx.check_fence()
             if ctx.marks.record(line, book.version, new):
                 break
@@ -104,16 +106,18 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
                                     "it retries")
         since, until, covered = plan.since, plan.until, plan.covered
         excluded = collect_git.excluded_heads(repo, plan.earlier) if plan.earlier and not covered else []
+        held = collect_git.held_later(repo, plan.later) if plan.later and not covered else []
         also = periods_between(ctx, since, start) + periods_between(ctx, end, plan.until)
     out = collect_git.collect_between(
         repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
-        window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded,
+        window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded, held_later=held,
         authors=list(ctx.pinned.get("authors", [])),
         include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
     out = with_week(ctx, repo, out, lower=lower if ctx.pinned["attribution"] == "landed" else None)
     pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
-        "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also}
+        "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also,
+        **({"held_later": held} if held else {})}
     if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
         pins["forge"] = collect_git.forge(repo)
     empty = not out.commits and not out.arrived_late and not out.unreadable

@@ -7,7 +7,8 @@ import tomllib
 from pathlib import Path
 
 from engine.config import config_file
-from engine.core import cron, errors
+from engine.core import errors
+from engine.core.cron import expression
 from engine.plugins.workflow_registry import load_registry
 
 TEMPLATE = """\
@@ -89,7 +90,7 @@ def project_key(repo: Path) -> str:
 
 def write_starter(path: Path, *, repo: Path, timezone: str, force: bool) -> Path:
     """Write the starter config; refuses to overwrite unless ``force``."""
-    cron.zone(timezone)
+    expression.zone(timezone)
     if not repo.exists():
         raise errors.InvalidInput(f"--repo {repo}: no such folder")
     if path.exists() and not force:

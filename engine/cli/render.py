@@ -224,7 +224,7 @@ def validation(expr: str, timezone: str, result: Any, as_json: bool, counts: Any
     out.print(f"{shown(expr)} in {shown(timezone)}: {verdict}; about {data['runs_per_day']} runs/day")
     if counts is not None:
         out.print(f"  {counts.describe()}")
-    if policy:
+    if policy and result.ok:  # a refused expression says why in one line; how often it would fire is moot
         warn(policy)
     for field_name, problem in result.problems:
         err.print(f"[red]{shown(field_name)}:[/] {shown(problem)}")

@@ -50,10 +50,10 @@ class BackupConfig(BaseModel):
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
         if value is not None:
-            from engine.core import cron
+            from engine.core.cron import expression
 
             try:
-                cron.check_expression(value)
+                expression.check_expression(value)
             except errors.InvalidInput as exc:
                 raise ValueError(exc.message) from None
         return value
@@ -61,10 +61,10 @@ class BackupConfig(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        from engine.core import cron
+        from engine.core.cron import expression
 
         try:
-            cron.zone(value)
+            expression.zone(value)
         except errors.InvalidInput as exc:
             raise ValueError(exc.message) from None
         return value

@@ -427,11 +427,11 @@ def _check_timing(spec: ScheduleSpec, period: Any) -> None:
 @lru_cache(maxsize=4096)
 def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fold: DstFold, allow_frequent: bool,
                          jitter: timedelta, grace: timedelta, period: Any) -> None:
-    from engine.core import cron
+    from engine.core.cron import validate
 
     timing = ScheduleSpec(name="", workflow="", project="", cron=cron_expr, timezone=timezone, dst_gap=dst_gap,
                           dst_fold=dst_fold, allow_frequent=allow_frequent, jitter=jitter, grace=grace)
-    cron.check_schedule(timing, period)
+    validate.check_schedule(timing, period)
 
 
 def _policy(spec: ScheduleSpec, warn: int, maximum: int | None) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.core import cron
+from engine.core.cron import timetable
 
 #: The instants of a backup slot are in this zone unless ``[store] backup`` names another.
 DEFAULT_TIMEZONE = "UTC"
@@ -27,8 +27,8 @@ class DueSlot:
 def decide_due(cron_expr: str, timezone: str, now: datetime, last_claimed: datetime | None) -> DueSlot:
     """The latest slot at or before ``now`` unless it was claimed already: slots missed while nothing ran
     are one backup, not a burst of them (a backup is the database as it is now, whichever slot asks)."""
-    latest = cron.latest_fire_at_or_before(cron_expr, timezone, now)
-    following = cron.next_fire_after(cron_expr, timezone, now).at
+    latest = timetable.latest_fire_at_or_before(cron_expr, timezone, now)
+    following = timetable.next_fire_after(cron_expr, timezone, now).at
     if latest is None or (last_claimed is not None and latest.at <= last_claimed):
         return DueSlot(None, following)
     return DueSlot(latest.at, following)
@@ -36,13 +36,13 @@ def decide_due(cron_expr: str, timezone: str, now: datetime, last_claimed: datet
 
 def interval(cron_expr: str, timezone: str, now: datetime) -> timedelta:
     """The time between the two latest slots at or before ``now`` (the next one when there is only one)."""
-    latest = cron.latest_fire_at_or_before(cron_expr, timezone, now)
+    latest = timetable.latest_fire_at_or_before(cron_expr, timezone, now)
     if latest is None:
-        first = cron.next_fire_after(cron_expr, timezone, now).at
-        return cron.next_fire_after(cron_expr, timezone, first).at - first
-    before = cron.latest_fire_at_or_before(cron_expr, timezone, latest.at - timedelta(seconds=1))
+        first = timetable.next_fire_after(cron_expr, timezone, now).at
+        return timetable.next_fire_after(cron_expr, timezone, first).at - first
+    before = timetable.latest_fire_at_or_before(cron_expr, timezone, latest.at - timedelta(seconds=1))
     if before is None:
-        return cron.next_fire_after(cron_expr, timezone, latest.at).at - latest.at
+        return timetable.next_fire_after(cron_expr, timezone, latest.at).at - latest.at
     return latest.at - before.at
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import cron, period_keys
+from engine.core import period_keys
+from engine.core.cron import timetable
 from engine.core.models import Misfire, Overlap, Period, PeriodKind, ReportOn, Run, RunStatus, Schedule, SlotReason
 
 # --- business periods -------------------------------------------------------
@@ -202,15 +203,15 @@ def plan_tick(schedule: Schedule, now: datetime) -> TickPlan | None:
     start = max(schedule.next_run_at, window_start)
     too_old = None
     if schedule.next_run_at < window_start:
-        estimate = cron.estimate_fire_count(spec.cron, spec.timezone, schedule.next_run_at, window_start)
+        estimate = timetable.estimate_fire_count(spec.cron, spec.timezone, schedule.next_run_at, window_start)
         too_old = TooOldRange(schedule.next_run_at, window_start, estimate)
-    fires = [f.at for f in cron.fires_between(spec.cron, spec.timezone, start, now,
+    fires = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, start, now,
                                               dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
     planned = decide_misfire(fires, now, spec.grace, spec.misfire)
     if spec.jitter > timedelta(0):
         planned = [replace(p, not_before=p.slot_at + jitter_delay(schedule.id, p.slot_at, spec.jitter))
                    if p.status is RunStatus.QUEUED else p for p in planned]
-    following = cron.next_fire_after(spec.cron, spec.timezone, now, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+    following = timetable.next_fire_after(spec.cron, spec.timezone, now, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
     return TickPlan(schedule.id, schedule.next_run_at, following.at, tuple(planned), too_old)
 
 

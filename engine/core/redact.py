@@ -104,12 +104,6 @@ def error_text(text: str, *, inert: bool = False) -> str:
     return mask_urls(neutralise(clipped)) if inert else clipped
 
 
-def server_text(text: str, limit: int = 300) -> str:
-    """Text a server sent back, fit for one log line or a stored ``error_message``: masked, one line, clipped."""
-    clean = neutralise(mask_urls(text))
-    return clean if len(clean) <= limit else clean[:limit] + "…"
-
-
 def link_allowed(url: str, forge: str | None) -> bool:
     """Whether a link to ``url`` in text from outside may stay live: only into ``forge``.
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from statistics import median
 
-from engine.core import cron
+from engine.core.cron import expression, timetable
 from engine.core.models import DstFold, DstGap, ScheduleSpec
 
 #: Above this many runs on a schedule's busiest day, ``apply``, ``validate`` and ``draft`` warn.
@@ -35,7 +35,7 @@ class RunCounts:
 
 def month_of(instant: datetime, tz: str) -> date:
     """The first day of the local month holding ``instant``."""
-    return instant.astimezone(cron.zone(tz)).date().replace(day=1)
+    return instant.astimezone(expression.zone(tz)).date().replace(day=1)
 
 
 def count_month(expr: str, tz: str, month: date, *, dst_gap: DstGap = DstGap.SHIFT,
@@ -43,7 +43,7 @@ def count_month(expr: str, tz: str, month: date, *, dst_gap: DstGap = DstGap.SHI
     """The runs of ``expr`` in the local calendar month starting ``month`` (its first day), by enumeration."""
     first = month.replace(day=1)
     last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
-    fires = cron.fires_on_local_dates(expr, tz, first, last, dst_gap=dst_gap, dst_fold=dst_fold)
+    fires = timetable.fires_on_local_dates(expr, tz, first, last, dst_gap=dst_gap, dst_fold=dst_fold)
     by_day = Counter(fire.local.date() for fire in fires)
     return RunCounts(month=first, per_month=len(fires), per_day=max(by_day.values(), default=0))
 

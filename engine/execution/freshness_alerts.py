@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from engine.core import alerts, cron, freshness, logs, slo
+from engine.core import alerts, freshness, logs, slo
 from engine.core.clock import format_instant
+from engine.core.cron import timetable
 from engine.core.models import Schedule
 from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
@@ -30,7 +31,7 @@ def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.Fresh
             if not schedule.enabled or spec.freshness_target is None:
                 continue
             # Two windows: the judgements of the last one each look back a window of their own.
-            slots = [f.at for f in cron.fires_between(spec.cron, spec.timezone, now - 2 * window, now,
+            slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, now - 2 * window, now,
                                                        dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
             slots = slots[-2 * periods.MAX_SLOTS:]
             facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from engine.core import alerts, cron, logs, slo
+from engine.core import alerts, logs, slo
 from engine.core.clock import format_instant
+from engine.core.cron import timetable
 from engine.core.models import Schedule
 from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
@@ -32,7 +33,7 @@ def find_late(rt: Runtime, now: datetime) -> list[tuple[Schedule, datetime]]:
             start = now - deadline - LOOKBACK
             if schedule.created_at is not None:  # its first slot is the first fire after it was created
                 start = max(start, schedule.created_at + timedelta(microseconds=1))
-            slots = [f.at for f in cron.fires_between(spec.cron, spec.timezone, start, now - deadline,
+            slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, start, now - deadline,
                                                        dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
             if not slots:
                 continue

@@ -15,7 +15,8 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from engine.core import bulk, cron, errors, logs, policies, retention, revisions
+from engine.core import bulk, errors, logs, policies, retention, revisions
+from engine.core.cron import timetable
 from engine.core.models import (
     CANCELLABLE_STATUSES,
     RETRYABLE_STATUSES,
@@ -27,10 +28,11 @@ from engine.core.models import (
     RunTrigger,
     Schedule,
 )
+from engine.core.run_end import RunEnd
 from engine.operations import family_actions
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit_rows, claims, health_rows, pruning, recovery, run_rows, schedule_rows
+from engine.store import attempt_rows, audit_rows, finish, health_rows, pruning, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ def _slot_for_date(schedule: Schedule, kind: PeriodKind, day: date) -> datetime:
     spec = schedule.spec
     first, last = policies.slot_dates_for_period(kind, day, spec.report_on)
     key = policies.period_of_date(kind, day, spec.timezone).key if kind is not PeriodKind.SLOT else None
-    fires = [f for f in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+    fires = [f for f in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
                                                   dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
              if key is None or policies.business_period(kind, f.at, spec.timezone, spec.report_on).key == key]
     if not fires:
@@ -82,7 +84,7 @@ def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_n
         workflow = rt.workflow(schedule.spec.workflow)
         spec = schedule.spec
         if day is None:
-            fire = cron.latest_fire_at_or_before(spec.cron, spec.timezone, now,
+            fire = timetable.latest_fire_at_or_before(spec.cron, spec.timezone, now,
                                                  dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
             if fire is None:
                 raise errors.InvalidInput(f"schedule '{schedule_name}' has no slot before now")
@@ -151,7 +153,7 @@ def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, n
                             "succeed are queued, then its fan-in")
     step_names = rt.workflow(run.workflow).step_names()
     # A recovery attempt no worker took yet is replaced by this one (the operator acted first).
-    if recovery.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
+    if attempt_rows.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
                                       f"replaced by a {trigger.value} attempt before any worker took it"):
         run = dataclasses.replace(run, attempt_count=run.attempt_count + 1)
     run_rows.requeue(conn, run, trigger=trigger, now=now, from_step=from_step, step_names=step_names,
@@ -184,7 +186,7 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
     """Slots of the business periods in [first, last]; periods the cron has no slot for go to ``no_slot``."""
     spec = schedule.spec
     if kind is PeriodKind.SLOT:
-        for fire in cron.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+        for fire in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
                                               dst_gap=spec.dst_gap, dst_fold=spec.dst_fold):
             yield fire.at
         return
@@ -341,20 +343,15 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)
-        if run.status is RunStatus.WAITING:  # its children first, then the parent (SPEC §17)
-            family_actions.cancel_children(conn, rt, run, now)
-            run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            claims.promote_pending(conn, run.schedule_id, now)
-            action, status = "cancelled", RunStatus.CANCELLED.value
-        elif run.status is RunStatus.RUNNING:
+        if run.status is RunStatus.RUNNING:  # its worker ends it at its next step boundary
             run_rows.request_cancel(conn, run_id)
             action, status = "cancel_requested", run.status.value
-        elif run.status in CANCELLABLE_STATUSES:
-            run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
-                                           "cancelled by an operator before any worker took it")
-            claims.promote_pending(conn, run.schedule_id, now)
-            family_actions.release_parent_of(conn, run)
+        elif run.status is RunStatus.WAITING or run.status in CANCELLABLE_STATUSES:
+            if run.status is RunStatus.WAITING:  # its children first, then the parent (SPEC §17)
+                family_actions.cancel_children(conn, rt, run, now)
+            finish.finish_run(conn, run, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason="cancelled",
+                                                note="cancelled by an operator before any worker took it"),
+                              now, holder=None)
             action, status = "cancelled", RunStatus.CANCELLED.value
         else:
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "CANCELLED", "it has already finished")

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import config_file
-from engine.core import cron, errors, limits, redact, run_counts
+from engine.core import errors, limits, redact, run_counts
 from engine.core.clock import format_instant
+from engine.core.cron import timetable
 from engine.core.models import ScheduleSpec
 from engine.plugins.contract import DraftAnswer, DraftRequest, WorkflowDef
 from engine.scheduling import definitions
@@ -46,7 +47,7 @@ class DraftReport:
     drafter: str
     errors: list[str]
     toml: str
-    preview: list[cron.Fire] = field(default_factory=list)
+    preview: list[timetable.Fire] = field(default_factory=list)
     runs_per_day: float | None = None
     #: The 10× warning against the file's schedule of that name (None: no such risk).
     risk: str | None = None
@@ -161,7 +162,7 @@ def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
     spec = candidate.schedules[-1]
     old = _spec_named(config, str(name))
     risk = definitions.check_risk(old, spec, now, confirmed=True)
-    fires = cron.preview(spec.cron, spec.timezone, now, PREVIEW, dst_gap=spec.dst_gap,
+    fires = timetable.preview(spec.cron, spec.timezone, now, PREVIEW, dst_gap=spec.dst_gap,
                          dst_fold=spec.dst_fold)
     counts = run_counts.count_month(spec.cron, spec.timezone, run_counts.month_of(now, spec.timezone),
                                     dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import cron, errors, policies, retention, revisions
+from engine.core import errors, policies, retention, revisions
 from engine.core.clock import parse_instant
+from engine.core.cron import timetable
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
 from engine.store import calendar_rows, history_rows, pruning, schedule_rows
@@ -162,19 +163,19 @@ def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: in
     first = today - timedelta(days=weeks * 7 - 1)
     if kind is PeriodKind.SLOT:
         start = end - timedelta(weeks=weeks)
-        expected = cron.estimate_fire_count(spec.cron, spec.timezone, start, end)
+        expected = timetable.estimate_fire_count(spec.cron, spec.timezone, start, end)
         if expected > SLOT_CELL_LIMIT:
             start = end - (end - start) * (SLOT_CELL_LIMIT / expected)
-        fires = list(cron.fires_between(spec.cron, spec.timezone, start, end, dst_gap=spec.dst_gap,
+        fires = list(timetable.fires_between(spec.cron, spec.timezone, start, end, dst_gap=spec.dst_gap,
                                         dst_fold=spec.dst_fold))[-SLOT_CELL_LIMIT:]
-        upcoming = [] if end < now else cron.preview(spec.cron, spec.timezone, now, 1, dst_gap=spec.dst_gap,
+        upcoming = [] if end < now else timetable.preview(spec.cron, spec.timezone, now, 1, dst_gap=spec.dst_gap,
                                                      dst_fold=spec.dst_fold)
         out = []
         for fire in [*fires, *upcoming]:
             key = policies.business_period(kind, fire.at, spec.timezone, spec.report_on).key
             out.append((key, fire.local.date(), fire.at))
         return out
-    fires = cron.fires_on_local_dates(spec.cron, spec.timezone, first - timedelta(days=7), today + timedelta(days=8),
+    fires = timetable.fires_on_local_dates(spec.cron, spec.timezone, first - timedelta(days=7), today + timedelta(days=8),
                                       dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
     seen: dict[str, tuple[str, date, datetime]] = {}
     for fire in fires:

@@ -24,23 +24,21 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from engine.config import config_file
 from engine.core import error_codes, errors, healing, logs, redact
 from engine.core.clock import Clock, format_instant
-from engine.core.models import SUCCESSFUL_STATUSES, ArtifactRecord, ProviderWait, RunStatus
+from engine.core.models import ArtifactRecord, ProviderWait
 from engine.execution import reconciler
 from engine.plugins import workflow_registry
 from engine.plugins.contract import Finding
 from engine.plugins.workflow_registry import Registry
 from engine.read import backup_status
 from engine.runtime import Runtime
-from engine.store import database, health_rows, instances, schedule_rows
+from engine.store import database, doctor_rows, health_rows, instances, schedule_rows
 from engine.store.handle import Store
-from engine.store.tables import artifacts, runs
 
 log = logging.getLogger(__name__)
 
@@ -235,11 +233,8 @@ def check_waits(rt: Runtime) -> list[Finding]:
 def check_failures(rt: Runtime) -> list[Finding]:
     """Runs FAILED in the last week, one line per error code with its runbook line."""
     since = rt.clock.now() - FAILURE_WINDOW
-    query = (select(runs.c.error_code, func.count(), func.max(runs.c.id))
-             .where(runs.c.status == RunStatus.FAILED.value, runs.c.completed_at >= since)
-             .group_by(runs.c.error_code).order_by(runs.c.error_code))
     with rt.store.read() as conn:
-        rows = conn.execute(query).all()
+        rows = doctor_rows.failures_since(conn, since)
     return [Finding("failures", f"{count} run(s) FAILED with {code or 'no code'} in the last 7 days "
                                 f"(latest: run {latest}): "
                                 f"{error_codes.runbook(code) or 'see `reportflow runs show ' + str(latest) + '`'}",
@@ -252,7 +247,7 @@ def check_clock(store: Store, clock: Clock) -> list[Finding]:
         return []  # SQLite lives on this host: one clock
     with store.read() as conn:
         before = clock.now()
-        server_now = conn.execute(text("SELECT now()")).scalar_one()
+        server_now = doctor_rows.server_now(conn)
         after = clock.now()
     skew = server_now - (before + (after - before) / 2)
     if abs(skew) > MAX_SKEW + (after - before) / 2:
@@ -279,18 +274,12 @@ def latest_artifacts(store: Store) -> tuple[list[ArtifactRecord], dict[int, str]
     Only the latest per (run, kind): a re-save that wrote ``-v2.md`` or a page
     made after the old one was trashed supersedes the earlier record.
     """
-    query = (select(artifacts.c.id, artifacts.c.run_id, artifacts.c.kind, artifacts.c.step, artifacts.c.location,
-                    artifacts.c.sha256, artifacts.c.external_id, artifacts.c.created_at, runs.c.workflow)
-             .select_from(artifacts.join(runs, artifacts.c.run_id == runs.c.id))
-             .where(runs.c.status.in_(sorted(s.value for s in SUCCESSFUL_STATUSES))).order_by(artifacts.c.id))
     latest: dict[tuple[int, str], ArtifactRecord] = {}
     workflow_of: dict[int, str] = {}
     with store.read() as conn:
-        for row in conn.execute(query):
-            latest[(row.run_id, row.kind)] = ArtifactRecord(
-                run_id=row.run_id, kind=row.kind, step=row.step, location=row.location, sha256=row.sha256,
-                external_id=row.external_id, created_at=row.created_at)
-            workflow_of[row.run_id] = row.workflow
+        for record, workflow in doctor_rows.successful_artifacts(conn):
+            latest[(record.run_id, record.kind)] = record
+            workflow_of[record.run_id] = workflow
     return list(latest.values()), workflow_of
 
 

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
-
-from engine.core import cron, slo
+from engine.core import slo
+from engine.core.cron import timetable
 from engine.core.models import Run, Schedule, ScheduleSpec
 from engine.runtime import Runtime
-from engine.store import periods, rows, schedule_rows
-from engine.store.tables import runs as runs_table
+from engine.store import periods, schedule_rows
 
 
 @dataclass(frozen=True)
@@ -22,25 +18,11 @@ class ScheduleOverview:
     slo: slo.Slo | None = None  # success rate and freshness (SPEC §15.2)
 
 
-def _last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
-    """The latest run (by slot) that is not merely waiting, per schedule."""
-    latest = (select(runs_table.c.schedule_id, func.max(runs_table.c.scheduled_for).label("at"))
-              .where(runs_table.c.schedule_id.in_(list(schedule_ids)))
-              .group_by(runs_table.c.schedule_id).subquery())
-    query = (select(runs_table).join(latest, (runs_table.c.schedule_id == latest.c.schedule_id)
-                                     & (runs_table.c.scheduled_for == latest.c.at))
-             .order_by(runs_table.c.id))
-    found: dict[int, Run] = {}
-    for row in conn.execute(query).mappings():
-        found[row["schedule_id"]] = rows.run_from_row(row)
-    return found
-
-
 def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[ScheduleOverview]:
     """Every schedule with its last run (``schedules list``)."""
     with rt.store.read() as conn:
         schedules = schedule_rows.list_schedules(conn, include_archived=include_archived)
-        last = _last_runs(conn, [s.id for s in schedules]) if schedules else {}
+        last = schedule_rows.last_runs(conn, [s.id for s in schedules])
         now, window = rt.clock.now(), rt.config.notify.slo_window
         measured = {s.id: periods.measure(conn, s, now, window, rt.period_kind(s.spec.workflow))
                     for s in schedules if not s.archived}
@@ -51,17 +33,17 @@ def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
     """One schedule with its last run; raises NotFound."""
     with rt.store.read() as conn:
         schedule = schedule_rows.get_schedule(conn, name)
-        last = _last_runs(conn, [schedule.id])
+        last = schedule_rows.last_runs(conn, [schedule.id])
         measured = periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window,
                                    rt.period_kind(schedule.spec.workflow))
     return ScheduleOverview(schedule, last.get(schedule.id), measured)
 
 
-def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[cron.Fire]]:
+def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[timetable.Fire]]:
     """The next ``count`` fires from the current clock (DST-moved ones marked)."""
     with rt.store.read() as conn:
         spec = schedule_rows.get_schedule(conn, name).spec
-    return spec, cron.preview(spec.cron, spec.timezone, rt.clock.now(), count,
+    return spec, timetable.preview(spec.cron, spec.timezone, rt.clock.now(), count,
                               dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
 
 

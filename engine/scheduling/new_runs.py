@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from engine.core import cron, policies
+from engine.core import policies
 from engine.core.clock import format_instant
+from engine.core.cron import timetable
 from engine.core.models import (
     PRIORITY,
     AttemptTrigger,
@@ -61,7 +62,7 @@ def previous_slot(spec: ScheduleSpec, slot_at: datetime) -> datetime | None:
     """The schedule's slot before ``slot_at`` (the start of an ``interval`` window); None for other windows."""
     if spec.report_on is not ReportOn.INTERVAL:
         return None
-    fire = cron.latest_fire_at_or_before(spec.cron, spec.timezone, slot_at - timedelta(seconds=1),
+    fire = timetable.latest_fire_at_or_before(spec.cron, spec.timezone, slot_at - timedelta(seconds=1),
                                          dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
     return fire.at if fire is not None else None
 

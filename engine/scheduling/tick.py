@@ -23,8 +23,7 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit_rows, claims, due, outbox, run_rows, schedule_rows
-from engine.store.tables import schedules as schedules_table
+from engine.store import audit_rows, due, locks, outbox, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +64,14 @@ def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickRep
     now = rt.clock.now()
     report = TickReport(now=now)
     with rt.store.read() as conn:
-        due = schedule_rows.list_due(conn, now)
-    report.due = len(due)
+        due_schedules = schedule_rows.list_due(conn, now)
+    report.due = len(due_schedules)
     start = 0
     for size in batch_sizes():
-        if start >= len(due):
+        if start >= len(due_schedules):
             break
         # Planned batch by batch, so the first batch does not wait for the whole tick's planning.
-        batch = [p for p in (_prepare(rt, schedule, now) for schedule in due[start:start + size]) if p is not None]
+        batch = [p for p in (_prepare(rt, schedule, now) for schedule in due_schedules[start:start + size]) if p is not None]
         start += size
         if not batch:
             continue
@@ -84,7 +83,7 @@ def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickRep
         for p, rows, inserted, created in made:
             _announce(rt, p.schedule.spec.name, rows, inserted, created)
     with rt.store.read() as conn:
-        report.next_due_at = next_wake(conn)
+        report.next_due_at = due.next_wake(conn)
     return report
 
 
@@ -121,7 +120,7 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
         if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
             report.lost_races += 1
             continue
-        claims.lock_schedule_runs(conn, schedule.id)
+        locks.lock_schedule_runs(conn, schedule.id)
         won.append(prepared)
     if not won:
         return []
@@ -234,7 +233,3 @@ def _audit_events(schedule: Schedule, plan: policies.TickPlan, created: Counter[
                                before=None, version=schedule.version, reason=reason, after={"count": count}))
     return events
 
-
-def next_wake(conn: Connection) -> datetime | None:
-    """The earliest ``next_run_at`` of any enabled schedule (when the next tick has work)."""
-    return conn.execute(due.next_wake_query(schedules_table.c.next_run_at)).scalar()

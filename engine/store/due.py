@@ -4,8 +4,7 @@ A nothing-due ``tick`` that takes the fast path (``engine.cli.fast_tick``) asks
 only for the earliest ``next_run_at`` of a live schedule; importing
 ``engine.store.tables`` (every table, the models' enums) would cost it more
 than the query. ``engine.store.tables`` builds its partial index from
-``LIVE_SCHEDULE`` here, and ``engine.scheduling.tick.next_wake`` runs the same query
-on the full table.
+``LIVE_SCHEDULE`` here, and the full tick asks ``next_wake`` the same question.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Select, String, column, func, or_, select, table, text
+from sqlalchemy.engine import Connection
 
 from engine.store.types import UTCDateTime
 
@@ -29,6 +29,12 @@ def next_wake_query(next_run_at: ColumnElement[Any] = NEXT_RUN_AT) -> Select[Any
     """The earliest ``next_run_at`` of a live schedule: the next tick with work, and, compared with
     ``now``, whether one is due (a schedule is due when live with ``next_run_at <= now``)."""
     return select(func.min(next_run_at)).where(text(LIVE_SCHEDULE))
+
+
+def next_wake(conn: Connection) -> datetime | None:
+    """The earliest ``next_run_at`` of any live schedule (when the next tick has work), or None."""
+    at: datetime | None = conn.execute(next_wake_query()).scalar()
+    return at
 
 
 _INSTANCES = table("instances", column("id", String()), column("last_seen_at", UTCDateTime()))

@@ -92,19 +92,6 @@ def orphans(conn: Connection) -> list[Run]:
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 
 
-def family_ids(conn: Connection, run_ids: Sequence[int]) -> set[int]:
-    """``run_ids`` with the children of those that are parents and the parents of those that are children."""
-    ids = set(run_ids)
-    if not ids:
-        return ids
-    parents = {int(p) for p in conn.execute(select(runs.c.parent_id).where(
-        runs.c.id.in_(list(ids)), runs.c.parent_id.is_not(None))).scalars()}
-    roots = ids | parents
-    ids |= roots
-    ids |= {int(c) for c in conn.execute(select(runs.c.id).where(runs.c.parent_id.in_(list(roots)))).scalars()}
-    return ids
-
-
 def reset_steps_from(conn: Connection, run_id: int, position: int) -> None:
     """Steps from ``position`` on become PENDING again (the fan-in of a retried family)."""
     conn.execute(update(steps).where(steps.c.run_id == run_id, steps.c.position >= position).values(

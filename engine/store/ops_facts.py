@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from engine.core import cron
 from engine.core.clock import format_instant
+from engine.core.cron import timetable
 from engine.core.models import UNRUN_STATUSES, PeriodKind
 from engine.store import periods, schedule_rows, waiting
 from engine.store.tables import audit_events, runs, schedules
@@ -77,7 +77,7 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_
 
 
 def _per_day(definition: Mapping[str, Any], now: datetime) -> float:
-    week = cron.estimate_fire_count(str(definition["cron"]), str(definition["timezone"]), now,
+    week = timetable.estimate_fire_count(str(definition["cron"]), str(definition["timezone"]), now,
                                     now + timedelta(days=7))
     return round(week / 7, 2)
 

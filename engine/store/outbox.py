@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts, redact
 from engine.core.clock import format_instant
-from engine.core.models import Criticality, Run, RunStatus, Schedule
+from engine.core.models import Criticality, Run, Schedule
 from engine.store import fastsql, schedule_rows
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import events, runs, schedules, sql_in
@@ -161,11 +161,6 @@ def list_due(conn: Connection, now: datetime, *, limit: int = 100) -> list[tuple
     return [(int(r["id"]), alert_from_row(r)) for r in conn.execute(query).mappings()]
 
 
-def count_pending(conn: Connection) -> int:
-    """Events not delivered yet."""
-    return int(conn.execute(select(func.count()).select_from(events).where(events.c.status == PENDING)).scalar_one())
-
-
 def mark_delivered(conn: Connection, row_id: int, now: datetime) -> None:
     """The event reached every target: it is not sent again."""
     conn.execute(update(events).where(events.c.id == row_id, events.c.status == PENDING).values(
@@ -178,6 +173,3 @@ def mark_failed(conn: Connection, row_id: int, *, attempts: int, next_try_at: da
     conn.execute(update(events).where(events.c.id == row_id, events.c.status == PENDING).values(
         attempts=attempts, next_try_at=next_try_at, last_error=error[:500]))
 
-
-FINISHED_WITH_EVENT = {RunStatus.FAILED: alerts.AlertEvent.RUN_FAILED,
-                       RunStatus.PARTIAL_SUCCESS: alerts.AlertEvent.RUN_PARTIAL}

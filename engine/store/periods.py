@@ -14,7 +14,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from engine.core import cron, policies, slo
+from engine.core import policies, slo
+from engine.core.cron import timetable
 from engine.core.models import PeriodKind, RunStatus, Schedule
 from engine.store.tables import runs
 
@@ -69,7 +70,7 @@ def measure(conn: Connection, schedule: Schedule, now: datetime, window: timedel
     """
     spec = schedule.spec
     start = now - window
-    slots = [f.at for f in cron.fires_between(spec.cron, spec.timezone, start, now, dst_gap=spec.dst_gap,
+    slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, start, now, dst_gap=spec.dst_gap,
                                                dst_fold=spec.dst_fold)]
     slots = slots[-MAX_SLOTS:]
     facts = period_facts(conn, schedule, slots, kind)

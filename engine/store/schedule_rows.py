@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, insert, select, text, update
+from sqlalchemy import Select, and_, bindparam, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
 from engine.core import errors
-from engine.core.models import Schedule, ScheduleSpec
+from engine.core.models import Run, Schedule, ScheduleSpec
 from engine.store import fastsql, rows
 from engine.store.due import LIVE_SCHEDULE
-from engine.store.tables import schedules
+from engine.store.tables import runs, schedules
 
 
 def get_schedule(conn: Connection, name: str) -> Schedule:
@@ -21,6 +22,19 @@ def get_schedule(conn: Connection, name: str) -> Schedule:
     if row is None:
         raise errors.NotFound(f"no schedule named '{name}' (see `reportflow schedules list`)")
     return rows.schedule_from_row(row)
+
+
+def last_runs(conn: Connection, schedule_ids: Sequence[int]) -> dict[int, Run]:
+    """Each schedule's latest run by slot (of its latest slot's rows, the highest id), keyed by schedule id."""
+    if not schedule_ids:
+        return {}
+    latest = (select(runs.c.schedule_id, func.max(runs.c.scheduled_for).label("at"))
+              .where(runs.c.schedule_id.in_(list(schedule_ids)))
+              .group_by(runs.c.schedule_id).subquery())
+    query = (select(runs).join(latest, (runs.c.schedule_id == latest.c.schedule_id)
+                               & (runs.c.scheduled_for == latest.c.at))
+             .order_by(runs.c.id))
+    return {row["schedule_id"]: rows.run_from_row(row) for row in conn.execute(query).mappings()}
 
 
 def get_schedule_by_id(conn: Connection, schedule_id: int) -> Schedule:

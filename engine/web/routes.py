@@ -18,7 +18,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from engine.core import alerts, bulk, cron, cron_words, errors, inputs, limits, logs, revisions
+from engine.core import alerts, bulk, errors, inputs, limits, logs, revisions
+from engine.core.cron import timetable, words
 from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_STATUSES, RunStatus, RunTrigger
 from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
@@ -59,9 +60,9 @@ def _schedule_items(rt: Runtime) -> list[dict[str, Any]]:
     items = []
     for overview in schedule_queries.schedules_overview(rt):
         spec = overview.schedule.spec
-        fires = cron.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+        fires = timetable.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
         items.append({"view": views.schedule_view(overview.schedule, overview.last_run, overview.slo),
-                      "words": cron_words.describe(spec.cron), "fires": fires})
+                      "words": words.describe(spec.cron), "fires": fires})
     return items
 
 
@@ -144,7 +145,7 @@ def schedule_page(request: Request) -> Response:
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
     return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run, overview.slo),
-                words=cron_words.describe(spec.cron), fires=fires, rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
+                words=words.describe(spec.cron), fires=fires, rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
                 cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from engine.cli.app import Cli
+from engine.cli.context import Cli
 from engine.web import server
 from tests.fakes.gitrepo import make_repo
 from tests.support import run_cli, write_config

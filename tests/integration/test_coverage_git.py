@@ -123,3 +123,27 @@ def test_a_rerun_reports_the_same_commits(store_url: str, tmp_path: Path) -> Non
 def run_rows_list(rt: Runtime) -> list[Any]:
     with rt.store.read() as conn:
         return run_rows.list_runs(conn)
+
+
+def test_a_commit_forced_away_and_back_is_held_once_whatever_runs_afterwards(store_url: str, tmp_path: Path) -> None:
+    """A commit force-pushed away, then back, then backfills of the days before it: the report
+    that saw it come back holds it, and no backfill of an earlier day holds it again."""
+    repo = make_repo(tmp_path)
+    base = repo.commit("base", at=at(-7, 9))
+    rt = runtime(store_url, tmp_path, repo)
+    kept = repo.commit("kept, then forced away and back", at=at(0, 9))
+    repo.git("reset", "-q", "--hard", base)  # forced away...
+    other = repo.commit("in its place for a while", at=at(0, 10))
+    cycle(rt, at(6, 19, 30))  # misfire SKIP: only Sunday's slot runs, over a branch without it
+    repo.git("reset", "-q", "--hard", kept)  # ...and back, with a new commit on top
+    newer = repo.commit("after it came back", at=at(7, 9))
+    cycle(rt, at(7, 19, 30))
+    for day in (date(2026, 11, 7), date(2026, 11, 2)):  # backfills of days before, read from the rewritten branch
+        actions.trigger(rt, "app-daily", day=day)
+        cycle(rt, at(7, 20))
+
+    held = {key: sorted(c["sha"] for c in out["commits"]) for key, out in reports(rt).items()}
+    everyone = [sha for shas in held.values() for sha in shas]
+    assert sorted(everyone) == sorted({kept, other, newer})  # each exactly once
+    assert held["2026-11-09"] == sorted([kept, newer]) and held["2026-11-07"] == [other]
+    assert held["2026-11-02"] == []

@@ -29,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.core import cron
 from engine.core.clock import ManualClock, parse_instant
+from engine.core.cron import timetable
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.runtime import Runtime
@@ -192,7 +192,7 @@ def slots(until: datetime) -> list[datetime]:
     out: set[datetime] = set()
     for spec in SCHEDULES:
         for expr in {spec["cron"], CRON_EDIT[1]} if spec["name"] == CRON_EDIT[0] else {spec["cron"]}:
-            out.update(f.at for f in cron.fires_between(expr, spec["timezone"], START, until))
+            out.update(f.at for f in timetable.fires_between(expr, spec["timezone"], START, until))
     return sorted(out)
 
 

@@ -14,7 +14,8 @@ from croniter import croniter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.core import cron, errors
+from engine.core import errors
+from engine.core.cron import expression, timetable, validate
 from engine.core.models import DstFold, DstGap, PeriodKind, ScheduleSpec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -33,8 +34,8 @@ CHOICES = [(gap, fold) for gap in DstGap for fold in DstFold]
 
 
 def on_date(expr: str, tz: str, day: date, gap: DstGap = DstGap.SHIFT,
-            fold: DstFold = DstFold.FIRST) -> list[cron.Fire]:
-    return cron.fires_on_local_dates(expr, tz, day, day, dst_gap=gap, dst_fold=fold)
+            fold: DstFold = DstFold.FIRST) -> list[timetable.Fire]:
+    return timetable.fires_on_local_dates(expr, tz, day, day, dst_gap=gap, dst_fold=fold)
 
 
 def wall(tz: str, day: date, hour: int, minute: int = 0, fold: int = 0) -> datetime:
@@ -42,7 +43,7 @@ def wall(tz: str, day: date, hour: int, minute: int = 0, fold: int = 0) -> datet
     return datetime.combine(day, time(hour, minute), tzinfo=ZoneInfo(tz)).replace(fold=fold).astimezone(UTC)
 
 
-def assert_ascending(fires: list[cron.Fire]) -> None:
+def assert_ascending(fires: list[timetable.Fire]) -> None:
     instants = [f.at for f in fires]
     assert instants == sorted(set(instants)), "fires must be strictly ascending"
     for f in fires:
@@ -126,7 +127,7 @@ def test_gap_slots_merge_into_the_next_slot(tz: str, day: date, kind: str, hour:
                                                ("*/15 * * * *", 96)])
 def test_seoul_has_no_transition_in_2026(expr: str, per_day: int, gap: DstGap, fold: DstFold) -> None:
     start = datetime(2026, 1, 1, tzinfo=ZoneInfo("Asia/Seoul"))
-    fires = list(cron.fires_between(expr, "Asia/Seoul", start, start.replace(year=2027) - MICRO,
+    fires = list(timetable.fires_between(expr, "Asia/Seoul", start, start.replace(year=2027) - MICRO,
                                     dst_gap=gap, dst_fold=fold))
     assert_ascending(fires)
     assert not any(f.moved or f.note for f in fires)
@@ -137,7 +138,7 @@ def test_seoul_has_no_transition_in_2026(expr: str, per_day: int, gap: DstGap, f
 # -- the acceptance cases ---------------------------------------------------------------------------
 
 def test_acceptance_new_york_0230_fires_once_on_spring_forward() -> None:
-    fires = cron.preview("30 2 * * *", "America/New_York", datetime(2026, 3, 6, 12, tzinfo=UTC), 4)
+    fires = timetable.preview("30 2 * * *", "America/New_York", datetime(2026, 3, 6, 12, tzinfo=UTC), 4)
     assert [f.local.date() for f in fires] == [date(2026, 3, d) for d in (7, 8, 9, 10)]
     march_8 = [f for f in fires if f.local.date() == date(2026, 3, 8)]
     assert len(march_8) == 1
@@ -152,7 +153,7 @@ def test_acceptance_new_york_0130_on_fall_back() -> None:
     assert first.at == datetime(2026, 11, 1, 5, 30, tzinfo=UTC) and first.local.strftime("%Z") == "EDT"
     both = on_date("30 1 * * *", "America/New_York", date(2026, 11, 1), fold=DstFold.BOTH)
     assert [f.at.hour for f in both] == [5, 6] and [f.moved for f in both] == [False, True]
-    preview = cron.preview("30 1 * * *", "America/New_York", datetime(2026, 10, 31, tzinfo=UTC), 3,
+    preview = timetable.preview("30 1 * * *", "America/New_York", datetime(2026, 10, 31, tzinfo=UTC), 3,
                            dst_fold=DstFold.BOTH)
     assert [f.local.strftime("%m-%d %H:%M %Z") for f in preview] == [
         "10-31 01:30 EDT", "11-01 01:30 EDT", "11-01 01:30 EST"]
@@ -181,7 +182,7 @@ def test_midnight_gap_of_santiago_keeps_one_fire_per_day() -> None:
 ])
 def test_wall_times_match_croniter(expr: str) -> None:
     start, end = datetime(2025, 12, 25), datetime(2028, 3, 5)
-    ours = [f.nominal for f in cron.fires_between(expr, "UTC", start.replace(tzinfo=UTC), end.replace(tzinfo=UTC))]
+    ours = [f.nominal for f in timetable.fires_between(expr, "UTC", start.replace(tzinfo=UTC), end.replace(tzinfo=UTC))]
     theirs = []
     it = croniter(expr, start - timedelta(minutes=1))
     while (nxt := it.get_next(datetime)) <= end:
@@ -194,39 +195,39 @@ def test_wall_times_match_croniter(expr: str) -> None:
 
 def test_aliases() -> None:
     start = datetime(2026, 3, 1, tzinfo=UTC)
-    assert cron.preview("@daily", "UTC", start) == cron.preview("0 0 * * *", "UTC", start)
-    assert cron.preview("@hourly", "UTC", start, 3)[1].at == datetime(2026, 3, 1, 2, tzinfo=UTC)
+    assert timetable.preview("@daily", "UTC", start) == timetable.preview("0 0 * * *", "UTC", start)
+    assert timetable.preview("@hourly", "UTC", start, 3)[1].at == datetime(2026, 3, 1, 2, tzinfo=UTC)
 
 
 # -- bounds and the single-instant helpers -------------------------------------------------------
 
 def test_fires_between_is_inclusive_and_next_is_strict() -> None:
     start, end = datetime(2026, 5, 1, 9, tzinfo=UTC), datetime(2026, 5, 1, 11, tzinfo=UTC)
-    assert [f.at.hour for f in cron.fires_between("0 * * * *", "UTC", start, end)] == [9, 10, 11]
-    assert list(cron.fires_between("0 * * * *", "UTC", end, start)) == []
-    assert cron.next_fire_after("0 * * * *", "UTC", start).at == start + timedelta(hours=1)
-    at_start = cron.latest_fire_at_or_before("0 * * * *", "UTC", start)
-    just_before = cron.latest_fire_at_or_before("0 * * * *", "UTC", start - MICRO)
+    assert [f.at.hour for f in timetable.fires_between("0 * * * *", "UTC", start, end)] == [9, 10, 11]
+    assert list(timetable.fires_between("0 * * * *", "UTC", end, start)) == []
+    assert timetable.next_fire_after("0 * * * *", "UTC", start).at == start + timedelta(hours=1)
+    at_start = timetable.latest_fire_at_or_before("0 * * * *", "UTC", start)
+    just_before = timetable.latest_fire_at_or_before("0 * * * *", "UTC", start - MICRO)
     assert at_start is not None and at_start.at == start
     assert just_before is not None and just_before.at == start - timedelta(hours=1)
 
 
 def test_latest_fire_searches_back_a_bounded_distance() -> None:
     mid_year = datetime(2026, 7, 1, tzinfo=UTC)
-    latest = cron.latest_fire_at_or_before("0 9 1 1 *", "Asia/Seoul", mid_year)
+    latest = timetable.latest_fire_at_or_before("0 9 1 1 *", "Asia/Seoul", mid_year)
     assert latest is not None and latest.at == datetime(2026, 1, 1, 0, tzinfo=UTC)
-    leap = cron.latest_fire_at_or_before("0 0 29 2 *", "UTC", mid_year)  # 2024-02-29 is > 400 days back
+    leap = timetable.latest_fire_at_or_before("0 0 29 2 *", "UTC", mid_year)  # 2024-02-29 is > 400 days back
     assert leap is not None and leap.at == datetime(2024, 2, 29, tzinfo=UTC)
-    assert cron.next_fire_after("0 0 29 2 *", "UTC", mid_year).at == datetime(2028, 2, 29, tzinfo=UTC)
+    assert timetable.next_fire_after("0 0 29 2 *", "UTC", mid_year).at == datetime(2028, 2, 29, tzinfo=UTC)
 
 
 def test_bad_input_is_refused_at_call_time() -> None:
     with pytest.raises(ValueError, match="naive"):
-        cron.next_fire_after("0 * * * *", "UTC", datetime(2026, 1, 1))
+        timetable.next_fire_after("0 * * * *", "UTC", datetime(2026, 1, 1))
     with pytest.raises(ValueError, match="naive"):
-        cron.fires_between("0 * * * *", "UTC", datetime(2026, 1, 1), NOW)  # not iterated: raises eagerly
+        timetable.fires_between("0 * * * *", "UTC", datetime(2026, 1, 1), NOW)  # not iterated: raises eagerly
     with pytest.raises(errors.InvalidInput, match="minute must be 0-59"):
-        cron.fires_between("61 * * * *", "UTC", NOW, NOW)
+        timetable.fires_between("61 * * * *", "UTC", NOW, NOW)
 
 
 def test_day_specials_keep_the_dst_rules() -> None:
@@ -234,30 +235,30 @@ def test_day_specials_keep_the_dst_rules() -> None:
     [fire] = on_date("30 2 * 3 0#2", "America/New_York", date(2026, 3, 8))
     assert fire.moved and fire.local.strftime("%H:%M") == "03:00"
     assert on_date("30 2 * 3 0#2", "America/New_York", date(2026, 3, 8), DstGap.SKIP) == []
-    assert [f.local.day for f in cron.preview("0 5 L * *", "Europe/London", NOW, 3)] == [31, 28, 31]
+    assert [f.local.day for f in timetable.preview("0 5 L * *", "Europe/London", NOW, 3)] == [31, 28, 31]
 
 
 def test_a_cron_that_only_names_skipped_wall_times_never_fires() -> None:
     expr, tz = "30 2 * 3 0#2", "America/New_York"  # always inside New York's spring-forward gap
-    assert cron.preview(expr, tz, NOW, 3, dst_gap=DstGap.SKIP) == []
+    assert timetable.preview(expr, tz, NOW, 3, dst_gap=DstGap.SKIP) == []
     with pytest.raises(errors.InvalidInput, match="never fires after"):
-        cron.next_fire_after(expr, tz, NOW, dst_gap=DstGap.SKIP)
-    assert cron.latest_fire_at_or_before(expr, tz, NOW, dst_gap=DstGap.SKIP) is None
-    result = cron.check(expr, tz, now=NOW, dst_gap=DstGap.SKIP)
+        timetable.next_fire_after(expr, tz, NOW, dst_gap=DstGap.SKIP)
+    assert timetable.latest_fire_at_or_before(expr, tz, NOW, dst_gap=DstGap.SKIP) is None
+    result = validate.check(expr, tz, now=NOW, dst_gap=DstGap.SKIP)
     assert [f for f, _ in result.problems] == ["cron"] and "never fires" in result.problems[0][1]
 
 
 def test_estimate_fire_count() -> None:
     week = (NOW, NOW + timedelta(days=7))
-    assert cron.estimate_fire_count("*/5 * * * *", "Europe/London", *week) == 7 * 288 + 1
+    assert timetable.estimate_fire_count("*/5 * * * *", "Europe/London", *week) == 7 * 288 + 1
     fall = (datetime(2026, 10, 20, tzinfo=UTC), datetime(2026, 10, 28, tzinfo=UTC))
-    assert cron.estimate_fire_count("30 1 * * *", "Europe/London", *fall) == len(
-        list(cron.fires_between("30 1 * * *", "Europe/London", *fall)))
-    year = cron.estimate_fire_count("* * * * *", "Asia/Seoul", NOW, NOW + timedelta(days=365))
+    assert timetable.estimate_fire_count("30 1 * * *", "Europe/London", *fall) == len(
+        list(timetable.fires_between("30 1 * * *", "Europe/London", *fall)))
+    year = timetable.estimate_fire_count("* * * * *", "Asia/Seoul", NOW, NOW + timedelta(days=365))
     assert year == 365 * 1440
-    monthly = cron.estimate_fire_count("0 3 1 * *", "UTC", NOW, NOW + timedelta(days=730))
+    monthly = timetable.estimate_fire_count("0 3 1 * *", "UTC", NOW, NOW + timedelta(days=730))
     assert 22 <= monthly <= 26
-    assert cron.estimate_fire_count("* * * * *", "UTC", NOW, NOW - MICRO) == 0
+    assert timetable.estimate_fire_count("* * * * *", "UTC", NOW, NOW - MICRO) == 0
 
 
 # -- validation -----------------------------------------------------------------------------------
@@ -281,73 +282,73 @@ def test_estimate_fire_count() -> None:
 ])
 def test_check_expression_messages(expr: str, message: str) -> None:
     with pytest.raises(errors.InvalidInput) as caught:
-        cron.check_expression(expr)
+        expression.check_expression(expr)
     assert message in caught.value.message
 
 
 @pytest.mark.parametrize("name", ["Mars/Base", "", "localtime", " Asia/Seoul", "../etc/passwd", "America"])
 def test_unknown_zones(name: str) -> None:
     with pytest.raises(errors.InvalidInput) as caught:
-        cron.zone(name)
+        expression.zone(name)
     assert caught.value.message == f"unknown timezone '{name}' (use an IANA name such as Asia/Seoul)"
     with pytest.raises(errors.InvalidInput, match="unknown timezone"):
-        cron.check("0 * * * *", name, now=NOW)
+        validate.check("0 * * * *", name, now=NOW)
 
 
 def test_check_raises_for_syntax() -> None:
     with pytest.raises(errors.InvalidInput, match="minute"):
-        cron.check("61 * * * *", "UTC", now=NOW)
+        validate.check("61 * * * *", "UTC", now=NOW)
 
 
 def test_check_minimum_interval() -> None:
-    result = cron.check("* * * * *", "UTC", now=NOW)
+    result = validate.check("* * * * *", "UTC", now=NOW)
     assert result.problems == [("cron", "fires every 1m; the minimum interval is 5m (set allow_frequent = true)")]
     assert not result.ok and result.min_interval == timedelta(minutes=1) and result.runs_per_day == 1440
-    assert cron.check("* * * * *", "UTC", now=NOW, allow_frequent=True).ok
-    uneven = cron.check("0,3 9 * * *", "UTC", now=NOW)
+    assert validate.check("* * * * *", "UTC", now=NOW, allow_frequent=True).ok
+    uneven = validate.check("0,3 9 * * *", "UTC", now=NOW)
     assert uneven.problems == [
         ("cron", "fires as little as 3m apart; the minimum interval is 5m (set allow_frequent = true)")]
 
 
 def test_check_summary() -> None:
-    result = cron.check("*/15 * * * *", "Asia/Seoul", now=NOW)
+    result = validate.check("*/15 * * * *", "Asia/Seoul", now=NOW)
     assert result.ok and result.runs_per_day == 96 and result.min_interval == timedelta(minutes=15)
-    yearly = cron.check("0 9 1 1 *", "UTC", now=NOW)
+    yearly = validate.check("0 9 1 1 *", "UTC", now=NOW)
     assert [f.at.year for f in yearly.next_fires] == [2026, 2027, 2028, 2029, 2030] and yearly.ok
     assert [f.at for f in result.next_fires] == [NOW + timedelta(minutes=15 * k) for k in range(1, 6)]
-    assert cron.check("0 9 * * 1,3", "UTC", now=NOW).runs_per_day == pytest.approx(2 / 7)
+    assert validate.check("0 9 * * 1,3", "UTC", now=NOW).runs_per_day == pytest.approx(2 / 7)
 
 
 def test_check_one_slot_per_period() -> None:
-    daily = cron.check("0 * * * *", "UTC", now=NOW, period=PeriodKind.DAY)
+    daily = validate.check("0 * * * *", "UTC", now=NOW, period=PeriodKind.DAY)
     assert daily.problems == [("cron", "fires 24 times on 2026-01-02; a daily workflow allows one slot per day")]
-    weekly = cron.check("0 9 * * 1,3", "UTC", now=NOW, period=PeriodKind.WEEK, workflow="weekly_report")
+    weekly = validate.check("0 9 * * 1,3", "UTC", now=NOW, period=PeriodKind.WEEK, workflow="weekly_report")
     assert weekly.problems == [("cron", "fires 2 times in 2026-W02; weekly_report allows one slot per ISO week")]
-    assert cron.check("0 9 * * 1", "UTC", now=NOW, period=PeriodKind.WEEK).ok
+    assert validate.check("0 9 * * 1", "UTC", now=NOW, period=PeriodKind.WEEK).ok
     for tz, *_ in TRANSITIONS_2026:
         for hour in (1, 2):
-            assert cron.check(f"30 {hour} * * *", tz, now=NOW, period=PeriodKind.DAY).ok
+            assert validate.check(f"30 {hour} * * *", tz, now=NOW, period=PeriodKind.DAY).ok
 
 
 def test_check_dst_choices_need_a_slot_workflow() -> None:
-    skip = cron.check("30 2 * * *", "America/New_York", now=NOW, period=PeriodKind.DAY, dst_gap=DstGap.SKIP)
+    skip = validate.check("30 2 * * *", "America/New_York", now=NOW, period=PeriodKind.DAY, dst_gap=DstGap.SKIP)
     assert [f for f, _ in skip.problems] == ["dst_gap"]
-    both = cron.check("30 1 * * *", "America/New_York", now=NOW, period=PeriodKind.DAY, dst_fold=DstFold.BOTH)
+    both = validate.check("30 1 * * *", "America/New_York", now=NOW, period=PeriodKind.DAY, dst_fold=DstFold.BOTH)
     assert both.problems[0][0] == "dst_fold"
     assert ("cron", "fires 2 times on 2026-11-01; a daily workflow allows one slot per day") in both.problems
-    assert cron.check("30 1 * * *", "America/New_York", now=NOW, period=PeriodKind.DAY,
+    assert validate.check("30 1 * * *", "America/New_York", now=NOW, period=PeriodKind.DAY,
                       dst_fold=DstFold.SECOND).ok
-    assert cron.check("30 1 * * *", "America/New_York", now=NOW, dst_gap=DstGap.SKIP, dst_fold=DstFold.BOTH).ok
+    assert validate.check("30 1 * * *", "America/New_York", now=NOW, dst_gap=DstGap.SKIP, dst_fold=DstFold.BOTH).ok
 
 
 def test_check_jitter_below_grace() -> None:
-    result = cron.check("0 9 * * *", "UTC", now=NOW, jitter=timedelta(minutes=10))
+    result = validate.check("0 9 * * *", "UTC", now=NOW, jitter=timedelta(minutes=10))
     assert result.problems == [("jitter", "jitter 10m must be below grace 10m")]
 
 
 def test_check_schedule_keys_and_reference_instant() -> None:
     spec = ScheduleSpec(name="s", workflow="daily_report", project="p", cron="30 19 * * *", timezone="Asia/Seoul")
-    result = cron.check_schedule(spec, PeriodKind.DAY)
+    result = validate.check_schedule(spec, PeriodKind.DAY)
     assert result.ok and result.next_fires[0].at == datetime(2026, 1, 1, 10, 30, tzinfo=UTC)
     cases: list[tuple[dict[str, Any], str, str]] = [
         (dict(cron="61 * * * *"), "cron", "'61 * * * *': minute must be 0-59"),
@@ -359,7 +360,7 @@ def test_check_schedule_keys_and_reference_instant() -> None:
     for change, key, message in cases:
         bad = dataclasses.replace(spec, **change)
         with pytest.raises(errors.ConfigInvalid) as caught:
-            cron.check_schedule(bad, PeriodKind.DAY)
+            validate.check_schedule(bad, PeriodKind.DAY)
         assert caught.value.key == key and message in caught.value.problem
 
 
@@ -378,17 +379,17 @@ def test_daily_cron_fires_once_per_local_date(tz: str, hour: int, minute: int, o
     first = date(2026, 1, 1) + timedelta(days=offset_days)
     start = datetime.combine(first, time(), tzinfo=zone).astimezone(UTC)
     end = datetime.combine(first + timedelta(days=60), time(), tzinfo=zone).astimezone(UTC)
-    fires = list(cron.fires_between(expr, tz, start, end))
+    fires = list(timetable.fires_between(expr, tz, start, end))
     assert_ascending(fires)
     per_date = Counter(f.local.date() for f in fires)
     assert max(per_date.values()) == 1
     assert all(per_date[first + timedelta(days=k)] == 1 for k in range(1, 59))
     probe = start + timedelta(seconds=probe_s)
-    following = cron.next_fire_after(expr, tz, probe)
+    following = timetable.next_fire_after(expr, tz, probe)
     assert following.at > probe
-    assert following == next(cron.fires_between(expr, tz, probe + MICRO, probe + timedelta(days=3)))
+    assert following == next(timetable.fires_between(expr, tz, probe + MICRO, probe + timedelta(days=3)))
     for earlier, later in zip(fires, fires[1:], strict=False):
-        assert cron.next_fire_after(expr, tz, earlier.at) == later
+        assert timetable.next_fire_after(expr, tz, earlier.at) == later
 
 
 @functools.cache
@@ -410,11 +411,11 @@ def test_windows_split_anywhere_agree(tz: str, expr: str, gap: DstGap, fold: Dst
     days = transition_days(tz)
     start = datetime.combine(days[which % len(days)] - timedelta(days=1), time(), tzinfo=UTC)
     end, cut = start + timedelta(days=4), start + timedelta(seconds=cut_s)
-    whole = list(cron.fires_between(expr, tz, start, end, dst_gap=gap, dst_fold=fold))
+    whole = list(timetable.fires_between(expr, tz, start, end, dst_gap=gap, dst_fold=fold))
     assert_ascending(whole)
-    left = list(cron.fires_between(expr, tz, start, cut, dst_gap=gap, dst_fold=fold))
-    right = list(cron.fires_between(expr, tz, cut + MICRO, end, dst_gap=gap, dst_fold=fold))
+    left = list(timetable.fires_between(expr, tz, start, cut, dst_gap=gap, dst_fold=fold))
+    right = list(timetable.fires_between(expr, tz, cut + MICRO, end, dst_gap=gap, dst_fold=fold))
     assert left + right == whole
-    latest = cron.latest_fire_at_or_before(expr, tz, cut, dst_gap=gap, dst_fold=fold)
+    latest = timetable.latest_fire_at_or_before(expr, tz, cut, dst_gap=gap, dst_fold=fold)
     if left:
         assert latest == left[-1]

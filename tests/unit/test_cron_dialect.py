@@ -8,14 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.core import cron, errors
+from engine.core import errors
+from engine.core.cron import expression, timetable, validate
 from engine.core.models import PeriodKind, ScheduleSpec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # a Thursday
 
 
 def local_days(expr: str, count: int = 6) -> list[str]:
-    return [f"{fire.local:%a %Y-%m-%d %H:%M}" for fire in cron.preview(expr, "UTC", NOW, count)]
+    return [f"{fire.local:%a %Y-%m-%d %H:%M}" for fire in timetable.preview(expr, "UTC", NOW, count)]
 
 
 @pytest.mark.parametrize(("expr", "single"), [
@@ -33,14 +34,14 @@ def local_days(expr: str, count: int = 6) -> list[str]:
 ])
 def test_a_range_n_n_is_the_single_value_n(expr: str, single: str) -> None:
     assert local_days(expr) == local_days(single)
-    assert cron.check(expr, "UTC", now=NOW).runs_per_day == cron.check(single, "UTC", now=NOW).runs_per_day
+    assert validate.check(expr, "UTC", now=NOW).runs_per_day == validate.check(single, "UTC", now=NOW).runs_per_day
 
 
 def test_weekday_range_n_n_passes_as_weekly_not_daily() -> None:
-    assert cron.check("0 9-9 * * 1-5", "UTC", now=NOW).runs_per_day == pytest.approx(5 / 7, abs=0.01)
-    weekly = cron.check("0 0 * * 1-1", "UTC", now=NOW, period=PeriodKind.DAY)
+    assert validate.check("0 9-9 * * 1-5", "UTC", now=NOW).runs_per_day == pytest.approx(5 / 7, abs=0.01)
+    weekly = validate.check("0 0 * * 1-1", "UTC", now=NOW, period=PeriodKind.DAY)
     assert weekly.ok and weekly.runs_per_day == pytest.approx(1 / 7, abs=0.01)
-    assert [f.local.day for f in cron.preview("30 7 15-15 * *", "UTC", NOW, 3)] == [15, 15, 15]
+    assert [f.local.day for f in timetable.preview("30 7 15-15 * *", "UTC", NOW, 3)] == [15, 15, 15]
 
 
 @pytest.mark.parametrize(("expr", "whole"), [
@@ -71,7 +72,7 @@ def test_a_star_in_a_list_is_the_whole_field(expr: str, whole: str) -> None:
 ])
 def test_unreadable_items_are_refused_in_one_line(expr: str, message: str) -> None:
     with pytest.raises(errors.InvalidInput, match=r"^'.*'( \([0-9,]+ characters\))?: ") as caught:
-        cron.check_expression(expr)
+        expression.check_expression(expr)
     assert message in caught.value.message and "\n" not in caught.value.message
     assert len(caught.value.message) < 400  # a 5,000-character field is quoted clipped (issue 36)
 
@@ -82,19 +83,19 @@ def test_restricted_days_beside_hash_l_and_w_either_match() -> None:
         "Sat 2026-01-17 00:00", "Sun 2026-02-01 00:00", "Sat 2026-02-21 00:00", "Sun 2026-03-01 00:00"]
     assert local_days("0 0 15W * 1", 4) == [
         "Mon 2026-01-05 00:00", "Mon 2026-01-12 00:00", "Thu 2026-01-15 00:00", "Mon 2026-01-19 00:00"]
-    fridays_or_last = [fire.local.date() for fire in cron.preview("0 0 L * 5", "UTC", NOW, 6)]
+    fridays_or_last = [fire.local.date() for fire in timetable.preview("0 0 L * 5", "UTC", NOW, 6)]
     assert fridays_or_last[-2:] == [date(2026, 1, 30), date(2026, 1, 31)]
 
 
 def test_the_latest_29_february_slot_is_found() -> None:
     mid_year = datetime(2026, 7, 1, tzinfo=UTC)
-    latest = cron.latest_fire_at_or_before("0 0 29 2 *", "UTC", mid_year)
+    latest = timetable.latest_fire_at_or_before("0 0 29 2 *", "UTC", mid_year)
     assert latest is not None and latest.at == datetime(2024, 2, 29, tzinfo=UTC)
     # across 2100, which is not a leap year, the wait is eight years
-    across = cron.latest_fire_at_or_before("30 6 29 2 *", "Europe/Berlin", datetime(2103, 12, 31, tzinfo=UTC))
+    across = timetable.latest_fire_at_or_before("30 6 29 2 *", "Europe/Berlin", datetime(2103, 12, 31, tzinfo=UTC))
     assert across is not None and across.at == datetime(2096, 2, 29, 5, 30, tzinfo=UTC)
-    assert cron.latest_fire_at_or_before("0 0 29 2 *", "UTC", datetime(2024, 2, 29, tzinfo=UTC) - timedelta(
-        microseconds=1)) == cron.latest_fire_at_or_before("0 0 29 2 *", "UTC", datetime(2023, 1, 1, tzinfo=UTC))
+    assert timetable.latest_fire_at_or_before("0 0 29 2 *", "UTC", datetime(2024, 2, 29, tzinfo=UTC) - timedelta(
+        microseconds=1)) == timetable.latest_fire_at_or_before("0 0 29 2 *", "UTC", datetime(2023, 1, 1, tzinfo=UTC))
 
 
 ITEM = st.one_of(
@@ -116,13 +117,13 @@ FIVE_FIELDS = st.lists(FIELD, min_size=5, max_size=5).map(" ".join)  # tests/acc
 @given(FIVE_FIELDS)
 def test_validate_never_raises_anything_but_invalid_input(expr: str) -> None:
     try:
-        result = cron.check(expr, "America/New_York", now=NOW, period=PeriodKind.DAY)
+        result = validate.check(expr, "America/New_York", now=NOW, period=PeriodKind.DAY)
     except errors.InvalidInput as exc:
         assert exc.message and "\n" not in exc.message and "Traceback" not in exc.message
         return
     assert result.runs_per_day > 0 or not result.ok
     spec = ScheduleSpec(name="s", workflow="daily_report", project="p", cron=expr, timezone="Europe/Berlin")
     try:
-        cron.check_schedule(spec, PeriodKind.SLOT)
+        validate.check_schedule(spec, PeriodKind.SLOT)
     except errors.ConfigInvalid as exc:
         assert exc.key in ("cron", "timezone", "jitter") and "\n" not in exc.problem

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.core import cron, errors
+from engine.core import errors
+from engine.core.cron import expression, timetable
 from engine.core.models import DstFold, DstGap
 
 DATA = Path(__file__).parent / "data" / "cron_vectors.txt"
@@ -52,10 +53,10 @@ CASES = load()
 
 def start(case: Case) -> datetime:
     at = datetime.fromisoformat(case.after)
-    return at if at.tzinfo is not None else at.replace(tzinfo=cron.zone(case.zone))
+    return at if at.tzinfo is not None else at.replace(tzinfo=expression.zone(case.zone))
 
 
-def shown(fire: cron.Fire) -> str:
+def shown(fire: timetable.Fire) -> str:
     return fire.local.isoformat(timespec="minutes")
 
 
@@ -71,11 +72,11 @@ def test_vector(case: Case) -> None:
     fold = DstFold(case.options.get("fold", "first"))
     if case.expected.startswith("!"):
         with pytest.raises(errors.InvalidInput) as caught:
-            cron.preview(case.expr, case.zone, start(case), 1, dst_gap=gap, dst_fold=fold)
+            timetable.preview(case.expr, case.zone, start(case), 1, dst_gap=gap, dst_fold=fold)
         assert case.expected[1:] in caught.value.message and "\n" not in caught.value.message
         return
     want = expected_fires(case)
-    fires = cron.preview(case.expr, case.zone, start(case), max(len(want), 1), dst_gap=gap, dst_fold=fold)
+    fires = timetable.preview(case.expr, case.zone, start(case), max(len(want), 1), dst_gap=gap, dst_fold=fold)
     assert [shown(fire) for fire in fires][:len(want) or 1] == want
 
 

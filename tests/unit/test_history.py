@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from engine.core import cron_words
+from engine.core.cron import words
 from engine.core.models import PeriodKind, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec
 from engine.read.calendar_view import AuditRange, CalendarRow, plan_cells
 
@@ -70,16 +70,16 @@ def test_a_currently_disabled_schedule_explains_its_silence() -> None:
 
 
 def test_common_crons_in_plain_words() -> None:
-    assert cron_words.describe("30 19 * * *") == "every day at 19:30"
-    assert cron_words.describe("0 9 * * 1-5") == "on weekdays at 09:00"
-    assert cron_words.describe("0 0 * * 1") == "every Monday at 00:00"
-    assert cron_words.describe("15 8 * * mon,wed") == "on Monday and Wednesday at 08:15"
-    assert cron_words.describe("*/15 * * * *") == "every 15 minutes"
-    assert cron_words.describe("5 * * * *") == "every hour at minute 5"
-    assert cron_words.describe("0 6 1 * *") == "on the 1st of every month at 06:00"
-    assert cron_words.describe("@daily") == "every day at 00:00"
-    assert cron_words.describe("0 0 L * *") == "0 0 L * *"  # unrecognised: the expression itself
-    assert cron_words.describe("0 9 * 1 *") == "0 9 * 1 *"
+    assert words.describe("30 19 * * *") == "every day at 19:30"
+    assert words.describe("0 9 * * 1-5") == "on weekdays at 09:00"
+    assert words.describe("0 0 * * 1") == "every Monday at 00:00"
+    assert words.describe("15 8 * * mon,wed") == "on Monday and Wednesday at 08:15"
+    assert words.describe("*/15 * * * *") == "every 15 minutes"
+    assert words.describe("5 * * * *") == "every hour at minute 5"
+    assert words.describe("0 6 1 * *") == "on the 1st of every month at 06:00"
+    assert words.describe("@daily") == "every day at 00:00"
+    assert words.describe("0 0 L * *") == "0 0 L * *"  # unrecognised: the expression itself
+    assert words.describe("0 9 * 1 *") == "0 9 * 1 *"
 
 
 def test_a_pruned_period_says_so_and_backfill_leaves_it_alone() -> None:

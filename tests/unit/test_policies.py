@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.core import cron, errors, policies
+from engine.core import errors, policies
+from engine.core.cron import timetable, validate
 from engine.core.models import Misfire, Overlap, PeriodKind, ReportOn, RunStatus, Schedule, ScheduleSpec, SlotReason
 from engine.scheduling import new_runs
 
@@ -229,16 +230,14 @@ CRONS = ["0 * * * *", "*/15 * * * *", "30 2 * * *", "0 9 * * 1", "45 23 * * *"]
        active=st.integers(0, 2))
 def test_every_slot_is_accounted_for_exactly_once(zone: str, cron_expr: str, misfire: Misfire, overlap: Overlap,
                                                   downtime_h: int, start: datetime, active: int) -> None:
-    from engine.core import cron
-
-    first = cron.next_fire_after(cron_expr, zone, start.replace(tzinfo=UTC)).at
+    first = timetable.next_fire_after(cron_expr, zone, start.replace(tzinfo=UTC)).at
     schedule = Schedule(id=1, spec=ScheduleSpec(name="s", workflow="echo", project="p", cron=cron_expr,
                                                 timezone=zone, misfire=misfire, overlap=overlap),
                         version=1, enabled=True, archived=False, next_run_at=first)
     now = first + timedelta(hours=downtime_h, minutes=3)
     plan = policies.plan_tick(schedule, now)
     assert plan is not None
-    every = [f.at for f in cron.fires_between(cron_expr, zone, first, now)]
+    every = [f.at for f in timetable.fires_between(cron_expr, zone, first, now)]
     window_start = now - schedule.spec.catchup_window
     expected = [s for s in every if s >= window_start]
     assert [p.slot_at for p in plan.slots] == expected  # no slot twice, none lost inside the window
@@ -334,11 +333,11 @@ def test_a_current_window_whose_slot_starts_its_period_is_refused() -> None:
     for expr, kind in (("0 0 * * *", PeriodKind.DAY), ("0 0 * * 1", PeriodKind.WEEK)):
         spec = ScheduleSpec(name="d", workflow="w", project="p", cron=expr, timezone="UTC", report_on=ReportOn.CURRENT)
         with pytest.raises(errors.ConfigInvalid, match="empty window") as caught:
-            cron.check_schedule(spec, kind)
+            validate.check_schedule(spec, kind)
         assert caught.value.key == "report_on"
     fine = ScheduleSpec(name="d", workflow="w", project="p", cron="30 19 * * *", timezone="UTC",
                         report_on=ReportOn.CURRENT)
-    cron.check_schedule(fine, PeriodKind.DAY)
+    validate.check_schedule(fine, PeriodKind.DAY)
 
 
 def test_a_team_parent_still_waiting_past_its_deadline_is_late() -> None:

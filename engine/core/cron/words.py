@@ -8,10 +8,10 @@ anything else, so a description is never wrong, at worst unhelpful.
 
 from __future__ import annotations
 
+from engine.core.cron import expression
+
 _DAY_NAMES = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _DAY_ABBR = {name[:3].lower(): index for index, name in enumerate(_DAY_NAMES[:7])}
-_ALIASES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-            "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
 
 
 def _number(text: str, low: int, high: int) -> int | None:
@@ -66,7 +66,7 @@ def _ordinal(n: int) -> str:
 
 def describe(expr: str) -> str:
     """``"30 19 * * *"`` -> ``"every day at 19:30"``; anything unrecognised is returned unchanged."""
-    text = _ALIASES.get(expr.strip().lower(), expr.strip())
+    text = expression.ALIASES.get(expr.strip().lower(), expr.strip())
     fields = text.split()
     if len(fields) != 5:
         return expr
