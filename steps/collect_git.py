@@ -254,7 +254,7 @@ def fast_forward(repo_path: Path, lower: dict[str, str], upper: dict[str, str]) 
                                                            and git_range.is_ancestor(repo_dir, sha, upper[ref])))
                    for ref, sha in lower.items())
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
 
 
 def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
@@ -269,7 +269,7 @@ def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
                          if s in present]
             out.update(git_range.range_shas(repo_dir, [s for s in other.upper.values() if s in present], negatives))
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
     return sorted(out)
 
 
