@@ -167,6 +167,9 @@ class Texts:
         more = ", …" if n > len(refs) else ""
         return f"brought {self.count(n, 'commit')}" + (f" ({', '.join(refs)}{more})" if refs else "")
 
+    def more_merges(self, n: int) -> str:
+        return f"… and {n} more merge{'' if n == 1 else 's'}"
+
     def quiet_week_against(self, last_key: str, commits: int, authors: int) -> str:
         return f"Last week ({last_key}): {self.count(commits, 'commit')} by {self.count(authors, 'author')}."
 
@@ -327,6 +330,9 @@ class KoreanTexts(Texts):
     def brought(self, n: int, refs: Sequence[str]) -> str:
         more = ", …" if n > len(refs) else ""
         return f"{self.count(n, 'commit')} 병합" + (f" ({', '.join(refs)}{more})" if refs else "")
+
+    def more_merges(self, n: int) -> str:
+        return f"… 외 병합 {n}개"
 
     def quiet_week_against(self, last_key: str, commits: int, authors: int) -> str:
         return f"지난주({last_key}): {self.count(authors, 'author')}, {self.count(commits, 'commit')}."

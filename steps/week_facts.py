@@ -19,6 +19,8 @@ from steps.report_texts import Texts, texts
 
 #: The week's layout: a weekly pinned with an earlier layout has no week section.
 WEEK_LAYOUT = 3
+#: Merges listed, oldest first, before "… and N more merges".
+MERGES_LISTED = 15
 #: Areas compared with last week (the busiest of either week).
 AREAS_COMPARED = 6
 
@@ -62,11 +64,13 @@ def section(inp: ReportInput) -> str:
     out += ["", f"### {t.merged_this_week}", ""]
     if not inp.merges:
         out.append(t.no_merges)
-    for merge in inp.merges:
+    for merge in inp.merges[:MERGES_LISTED]:
         brought = [commit_ref(sha, inp) for sha in merge.brought_shas[:5]]
         out.append(f"- {commit_ref(merge.sha, inp)} {untrusted.text(merge.subject, inp.text_rules)} "
                    f"({untrusted.text(merge.author_name, inp.text_rules)}): "
                    f"{t.brought(merge.brought, brought)}")
+    if len(inp.merges) > MERGES_LISTED:
+        out.append(f"- {t.more_merges(len(inp.merges) - MERGES_LISTED)}")
     return "\n".join(out) + "\n"
 
 

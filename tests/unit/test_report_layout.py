@@ -128,3 +128,18 @@ def test_a_weekly_pinned_with_layout_2_has_no_week_section_and_layout_3_has_one(
     text = write(src_layout(), layout=3, **weekly)
     assert "- **Day by day** (commits by author date): Mon 0 · Tue 4 · Wed 0" in text
     assert "### Merged this week" not in text  # no merges gathered: none claimed
+
+
+def test_the_samples_are_what_the_script_writes_from_the_pinned_commit() -> None:
+    """docs/samples holds a daily, a weekly and a team report in English and Korean, and the README quotes them."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for stem in ("daily", "weekly", "team"):
+        for language in ("en", "ko"):
+            text = (root / "docs" / "samples" / f"{stem}.{language}.md").read_text(encoding="utf-8")
+            assert text.startswith("# ") and not text.startswith("---")
+        assert f"docs/samples/{stem}.en.md" in readme
+    assert "## This week" in (root / "docs/samples/weekly.en.md").read_text(encoding="utf-8")
+    assert "## 사람별" in (root / "docs/samples/team.ko.md").read_text(encoding="utf-8")
