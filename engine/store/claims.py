@@ -100,7 +100,7 @@ def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ..
         query = query.where(running < literal_column(str(int(caps.max_running))))
     for workflow, cap in caps.workflows:
         if workflow in workflows:
-            name = literal_column(tables.sql_string(workflow))
+            name: Any = literal_column(tables.sql_string(workflow))
             running_of = (select(func.count()).select_from(other).where(other.c.status == RUNNING,
                                                                        other.c.workflow == name).scalar_subquery())
             query = query.where(or_(runs.c.workflow != name, running_of < literal_column(str(int(cap)))))
