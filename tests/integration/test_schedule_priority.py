@@ -64,14 +64,43 @@ def test_a_changed_priority_reaches_the_runs_already_waiting(store_url: str) -> 
     rt.store.dispose()
 
 
-@pytest.mark.postgres
-def test_the_postgresql_claim_walks_the_claim_order_index_without_sorting(pg_url: str) -> None:
+CAPS = {"limits": {"max_running": 8, "workflows": {"echo": 4}}}  # the caps' subqueries in the plan too
+
+
+def queue_of_2400(url: str) -> Runtime:
     clock = ManualClock(T0)
-    rt = make_runtime(pg_url, clock=clock, schedules=[
+    rt = make_runtime(url, clock=clock, extra=CAPS, schedules=[
         hourly(f"s{i}", f"p{i}", priority=["low", "normal", "high", "critical"][i % 4]) for i in range(20)])
     definitions.apply(rt)
     clock.advance(timedelta(days=5))
-    tick.tick(rt)  # 2,400 runs queued
+    tick.tick(rt)
+    return rt
+
+
+def test_the_sqlite_claim_with_priorities_and_caps_walks_the_claim_order_index(sqlite_url: str) -> None:
+    rt = queue_of_2400(sqlite_url)
+    issued: list[str] = []
+
+    @event.listens_for(rt.store.engine, "connect")
+    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        dbapi_connection.set_trace_callback(issued.append)  # the SQL as SQLite ran it, values inlined
+
+    rt.store.engine.dispose()
+    worker = Worker(rt, "w")
+    first = worker.run_one()
+    worker.close()
+    assert first is not None and first.key.startswith("echo:p3:")  # critical, oldest slot
+    claim = next(sql for sql in issued if "FROM runs INDEXED BY" in sql)
+    with rt.store.read() as conn:
+        plan = [row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {claim}")]
+    assert "SCAN runs USING INDEX ix_runs_claim_order" in plan, plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan  # no sort of the whole queue per claim
+    rt.store.dispose()
+
+
+@pytest.mark.postgres
+def test_the_postgresql_claim_walks_the_claim_order_index_without_sorting(pg_url: str) -> None:
+    rt = queue_of_2400(pg_url)
     with rt.store.write() as conn:
         conn.exec_driver_sql("ANALYZE runs")
     issued: list[tuple[str, Any]] = []
