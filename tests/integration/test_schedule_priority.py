@@ -15,6 +15,7 @@ from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
+from tests.integration import test_claim_order
 from tests.support import make_runtime
 
 T0 = datetime(2026, 9, 29, 0, 0, tzinfo=UTC)
@@ -79,20 +80,8 @@ def queue_of_2400(url: str) -> Runtime:
 
 def test_the_sqlite_claim_with_priorities_and_caps_walks_the_claim_order_index(sqlite_url: str) -> None:
     rt = queue_of_2400(sqlite_url)
-    issued: list[str] = []
-
-    @event.listens_for(rt.store.engine, "connect")
-    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
-        dbapi_connection.set_trace_callback(issued.append)  # the SQL as SQLite ran it, values inlined
-
-    rt.store.engine.dispose()
-    worker = Worker(rt, "w")
-    first = worker.run_one()
-    worker.close()
+    first, plan = test_claim_order.claim_and_plan(rt)
     assert first is not None and first.key.startswith("echo:p3:")  # critical, oldest slot
-    claim = next(sql for sql in issued if "FROM runs INDEXED BY" in sql)
-    with rt.store.read() as conn:
-        plan = [row[3] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {claim}")]
     assert "SCAN runs USING INDEX ix_runs_claim_order" in plan, plan
     assert not any("TEMP B-TREE" in step for step in plan), plan  # no sort of the whole queue per claim
     rt.store.dispose()
