@@ -23,6 +23,9 @@ url = "sqlite:///.reportflow/reportflow.db"   # REPORTFLOW_DB overrides; postgre
 # [limits]
 # warn_runs_per_day = 48      # a schedule busier than this is shown with a warning
 # max_runs_per_day = 1440     # and busier than this is refused
+# max_running = 4             # at most this many runs at once, across every process on this database
+# [limits.workflows]
+# daily_report = 2            # and at most this many of one workflow
 
 [worker]
 lease = "60s"

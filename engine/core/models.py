@@ -122,6 +122,20 @@ class Criticality(StrEnum):
     LOW = "low"
 
 
+class SchedulePriority(StrEnum):
+    """Which schedule's runs a worker claims first (a schedule's ``priority``); the trigger orders within one."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+
+# The stored rank of a run's schedule priority (``runs.schedule_priority``): the claim's first key.
+SCHEDULE_RANK = {SchedulePriority.CRITICAL: 40, SchedulePriority.HIGH: 30, SchedulePriority.NORMAL: 20,
+                 SchedulePriority.LOW: 10}
+
+
 class ReportOn(StrEnum):
     PREVIOUS = "previous"  # the period before the slot's, whole
     CURRENT = "current"  # the slot's own period, up to the slot
@@ -197,6 +211,7 @@ class ScheduleSpec:
     allow_frequent: bool = False
     enabled: bool = True
     criticality: Criticality = Criticality.NORMAL  # how loudly its alerts are sent
+    priority: SchedulePriority = SchedulePriority.NORMAL  # whose runs are claimed first (SPEC §18)
     deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
     start_by: timedelta | None = None  # a scheduled run not started by slot + start_by is MISSED; None: never
     # Heals itself (SPEC §15.5): automatic re-queues of one run once the provider that failed it answers
@@ -343,6 +358,7 @@ class Run:
     error_code: str | None
     error_message: str | None
     parent_id: int | None = None  # the run whose fan-out step made this one (SPEC §17)
+    schedule_priority: int = SCHEDULE_RANK[SchedulePriority.NORMAL]  # its schedule's rank, claimed before ``priority``
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
@@ -397,6 +413,7 @@ class NewRun:
     revision: int = 1
     reason: SlotReason | None = None
     not_before: datetime | None = None
+    schedule_priority: int = SCHEDULE_RANK[SchedulePriority.NORMAL]
 
 
 @dataclass(frozen=True)

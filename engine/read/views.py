@@ -136,7 +136,7 @@ def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = N
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
     return {**({} if measured is None else slo_view(measured)),
-            "criticality": spec.criticality.value,
+            "criticality": spec.criticality.value, "priority": spec.priority.value,
             "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()),
             "freshness_target": spec.freshness_target, **{
         "id": schedule.id,

@@ -25,6 +25,7 @@ from engine.core.models import (
     RunStatus,
     RunTrigger,
     Schedule,
+    SchedulePriority,
     ScheduleSpec,
     StepRecord,
     StepStatus,
@@ -32,9 +33,10 @@ from engine.core.models import (
 
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
-          "criticality": Criticality}
+          "criticality": Criticality, "priority": SchedulePriority}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None,
+_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "priority": SchedulePriority.NORMAL,
+                             "deadline": None, "start_by": None,
                              "auto_recover": ScheduleSpec.auto_recover,
                              "auto_recover_daily": ScheduleSpec.auto_recover_daily,
                              "freshness_target": None}
@@ -130,6 +132,7 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
         created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],
         completed_at=row["completed_at"], error_code=row["error_code"], error_message=_shown(row["error_message"]),
-        parent_id=row.get("parent_id"), steps=steps, attempts=attempts, artifacts=artifacts,
+        parent_id=row.get("parent_id"), schedule_priority=row.get("schedule_priority", Run.schedule_priority),
+        steps=steps, attempts=attempts, artifacts=artifacts,
         schedule_enabled=row.get("schedule_enabled"),
     )
