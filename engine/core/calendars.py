@@ -100,6 +100,12 @@ def window_at(windows: Sequence[MaintenanceWindow], name: str, at: datetime) -> 
     return next((w for w in windows if w.covers(name, at)), None)
 
 
+def quiet(schedule: Schedule, maintenance: Sequence[MaintenanceWindow], now: datetime) -> bool:
+    """Whether ``schedule`` is inside a maintenance window (configured, or its pause) at ``now``: no
+    ``run_late``, ``silent`` or ``run_stuck`` is raised for it then."""
+    return window_at(windows_of(schedule, maintenance), schedule.name, now) is not None
+
+
 def excuse(spec: ScheduleSpec, windows: Sequence[MaintenanceWindow], slot_at: datetime) -> SlotReason | None:
     """Why the slot at ``slot_at`` is not run: ``maintenance`` (a window covers it), ``holiday`` (its local
     date is one), or None."""
