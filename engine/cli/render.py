@@ -76,7 +76,7 @@ def apply_report(report: Any) -> None:
 
 def schedules(overviews: Sequence[Any], as_json: bool) -> None:
     """Print ``schedules list``: a table, or JSON."""
-    data = [views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews]
+    data = [views.schedule_view(o.schedule, o.last_run, o.slo, o.maintenance) for o in overviews]
     if as_json:
         _json(data)
         return
@@ -89,12 +89,22 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
         table.add_row(
             shown(item["name"]), shown(item["workflow"]), shown(item["project"]), shown(item["cron"]),
             shown(item["timezone"]), f"{item['misfire']}/{item['overlap']}",
-            "yes" if item["enabled"] else f"[red]no[/] {shown(item['disabled_reason'] or '')}",
+            ("yes" if item["enabled"] else f"[red]no[/] {shown(item['disabled_reason'] or '')}") + _windows(item),
             str(item["version"]), item["next_run_local"] or "", item["next_run_at"] or "",
             f"{shown(last['business_key'])} {_status(last['status'])}" if last else "",
             _ratio(item.get("success_rate"), item.get("periods_due")), _ratio(item.get("freshness"), None),
         )
     out.print(table)
+
+
+def _windows(item: dict[str, Any]) -> str:
+    """``, paused until ...`` / ``, maintenance from ... to ...``: its next window, if any."""
+    if not item["maintenance"]:
+        return ""
+    first = item["maintenance"][0]
+    if first["paused"]:
+        return f", paused until {first['end']} ({shown(first['reason'])})"
+    return f", maintenance {first['start']} → {first['end']} ({shown(first['reason'])})"
 
 
 def _ratio(value: float | None, due: int | None) -> str:
@@ -106,7 +116,7 @@ def _ratio(value: float | None, due: int | None) -> str:
 
 def schedule_detail(overview: Any, as_json: bool) -> None:
     """Print ``schedules show NAME``, or JSON."""
-    data = views.schedule_view(overview.schedule, overview.last_run, overview.slo)
+    data = views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance)
     if as_json:
         _json(data)
         return

@@ -15,6 +15,9 @@ from zoneinfo import ZoneInfo
 
 from engine.core.models import Schedule, ScheduleSpec, SlotReason
 
+#: The reasons of slots not run on purpose: not due, not late, not an alert.
+EXCUSED = frozenset({SlotReason.HOLIDAY.value, SlotReason.MAINTENANCE.value})
+
 
 @dataclass(frozen=True)
 class MaintenanceWindow:

@@ -42,6 +42,7 @@ def find_late(rt: Runtime, now: datetime) -> list[tuple[Schedule, datetime]]:
             if not slots:
                 continue
             facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
+            slots = [s for s in slots if s not in facts or facts[s].reason not in calendars.EXCUSED]
             late = slo.late_slots(slots, facts, now=now, deadline=deadline)
             keys = {outbox.period_dedupe_key(alerts.AlertEvent.RUN_LATE, schedule.name, slot): slot for slot in late}
             seen = outbox.recorded(conn, list(keys))

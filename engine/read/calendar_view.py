@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import errors, policies, retention, revisions
+from engine.core import calendars, errors, policies, retention, revisions
 from engine.core.clock import parse_instant
 from engine.core.cron import timetable
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
@@ -53,6 +53,11 @@ class Cell:
     audit_id: int | None = None
     report: bool = False  # the run saved a report (the cell links to it)
     quiet: bool = False  # the run succeeded and found nothing to report (``reason`` says what)
+
+    @property
+    def excused(self) -> bool:
+        """A slot not run on purpose (a holiday, a maintenance window): the calendar names the reason."""
+        return self.reason in calendars.EXCUSED
 
     @property
     def backfillable(self) -> bool:

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import alerts, calendars, errors, logs, policies, reports
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule, SlotReason
+from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit_rows, claims, due, outbox, run_rows, schedule_rows
@@ -169,7 +169,7 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
         created = Counter(new.status.value for new in to_insert if new.idempotency_key in mine)
         report.created.update(created)
         excused = Counter(new.reason.value for new in to_insert
-                          if new.idempotency_key in mine and new.reason in EXCUSED)
+                          if new.idempotency_key in mine and new.reason in calendars.EXCUSED)
         # Excused slots are SKIPPED rows, audited apart from the overlap's skips.
         overlap_counted = created - Counter({RunStatus.SKIPPED.value: sum(excused.values())})
         events += _audit_events(prepared.schedule, prepared.plan, overlap_counted, now)
@@ -235,9 +235,6 @@ def _log_created(name: str, rows: list[NewRun], inserted: dict[str, int]) -> Non
 UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),
                  RunStatus.SKIPPED.value: ("slots_overlap_skipped", "overlap"),
                  RunStatus.MANUAL_REQUIRED.value: ("slots_manual_required", "misfire")}
-
-
-EXCUSED = (SlotReason.HOLIDAY, SlotReason.MAINTENANCE)
 
 
 def _excused_events(schedule: Schedule, excused: Counter[str], now: datetime) -> list[dict[str, Any]]:

@@ -18,10 +18,10 @@ from tests.support import run_cli_modules, write_config
 
 pytestmark = pytest.mark.slow
 
-# The step clients, the web stack, the retry library, metrics and migrations: none is needed to
+# The step clients, the web stack, the retry library, metrics, migrations and holiday tables: none is needed to
 # start, to print help, or to find that nothing is due.
 CLIENTS_AND_SERVERS = ("git", "ollama", "notion_client", "httpx", "httpcore", "starlette", "uvicorn", "jinja2",
-                       "tenacity", "prometheus_client", "alembic", "psycopg")
+                       "tenacity", "prometheus_client", "alembic", "psycopg", "holidays")
 NOW = "2026-03-02T10:00:30Z"
 
 
