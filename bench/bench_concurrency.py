@@ -78,11 +78,12 @@ def template(folder: Path, flow: str, runs: int) -> Path:
 
 
 def drain(tpl: Path, flow: str, runs: int, concurrency: int, group_commit: str = "2ms") -> tuple[float, dict[int, int]]:
-    """Seconds for a pool to drain ``runs`` (pool built before timing), and its batch sizes."""
+    """Seconds for a pool to drain ``runs`` with its real loop (``work --until-idle``; pool built before timing),
+    and its batch sizes."""
     rt = runtime_on(copy_of(tpl, "engine.db"), flow, ManualClock(T0 + timedelta(minutes=runs)),
                     {"concurrency": concurrency, "group_commit": group_commit})
     pool = WorkerPool(rt, "bench")
-    seconds, done = c.timed(lambda: pool.drain())
+    seconds, done = c.timed(lambda: pool.work(until_idle=True))
     sizes = dict(pool.committer.sizes) if pool.committer is not None else {}
     pool.close()
     assert len(done) == runs and {o.status for o in done} == {RunStatus.SUCCESS}, (len(done), runs)

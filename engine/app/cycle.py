@@ -8,7 +8,7 @@ is claimable, on the same run loop as ``work --until-idle``, and last deliver th
 alerts the pass recorded (and any due again) outside every transaction: a
 database error ends the pass (exit 1) and the next minute's cycle starts over;
 SIGTERM hands the current run back at its next step boundary, or
-10 s later at the latest (``worker.STOP_GRACE_S``). ``engine.cli.fast_tick`` answers a
+10 s later at the latest (``step_call.STOP_GRACE_S``). ``engine.cli.fast_tick`` answers a
 cycle with nothing to do without coming here.
 """
 

@@ -8,7 +8,7 @@ the idle threads at once, so a burst's first runs start while the tick is still
 creating the others. The loop sleeps until the next due slot or retry, but never
 longer than the poll interval nor 30 s; an idle thread looks for runs queued by
 other processes every poll interval. SIGTERM/SIGINT set ``stop``: the current
-step finishes (or is abandoned 10 s later, ``worker.STOP_GRACE_S``), the run is handed
+step finishes (or is abandoned 10 s later, ``step_call.STOP_GRACE_S``), the run is handed
 back, the process exits 0.
 """
 
@@ -27,7 +27,7 @@ from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender, prune, scheduled_backups
 from engine.runtime import Runtime
 from engine.scheduling import heartbeat, tick
-from engine.store import run_rows
+from engine.store import database, run_rows
 
 log = logging.getLogger(__name__)
 BEAT_EVERY_S = 10.0  # the scheduler's heartbeat (engine.scheduling.heartbeat), at most this often
@@ -99,7 +99,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
                 with rt.store.read() as conn:
                     retry_at = run_rows.next_due_at(conn, after=now)
                 delay = decide_sleep(now, [report.next_due_at, retry_at], poll)
-            except loop.DATABASE_ERRORS as exc:
+            except database.DATABASE_ERRORS as exc:
                 # The database went away (restart, failover): keep the process, try again shortly.
                 reclaim = True
                 rt.clock.sleep(backoff.failed(exc), stop)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
+from engine.core.run_end import RunOutcome
 from engine.execution.pool import WorkerPool
-from engine.execution.worker import RunOutcome
 from engine.operations import outbox_sender
 from engine.runtime import Runtime
 

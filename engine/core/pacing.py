@@ -4,7 +4,7 @@ A limit such as Notion's 3 requests/s belongs to an integration, not to a
 process: N workers each pacing themselves would send 3N requests/s. So a
 request first reserves a slot in the store (``store.rate_limits``, one short
 transaction), then sleeps until that slot through the clock, outside any
-transaction. ``decide_slot`` is the pure rule; ``execution.worker.wait_for_slot`` the shell.
+transaction. ``decide_slot`` is the pure rule; ``execution.step_call.wait_for_slot`` the shell.
 ``LocalLimits`` applies the same rule to slots held in one process's memory,
 for a caller with no store at hand (``doctor``'s Notion probes).
 """

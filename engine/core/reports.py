@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.core.models import Run
+    from engine.core.run_end import RunOutcome
     from engine.core.stuck import StuckRun
 
 
@@ -71,5 +72,5 @@ class CycleReport:
 
     tick: TickReport
     sweep: SweepReport = field(default_factory=SweepReport)
-    outcomes: list[Any] = field(default_factory=list)
+    outcomes: list[RunOutcome] = field(default_factory=list)
     heal: HealReport = field(default_factory=HealReport)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs
-from engine.core.models import NewRun, Run
+from engine.core.models import NewRun, Run, RunStatus, StepStatus
 from engine.plugins.contract import ChildOutcome, ChildRun
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
@@ -52,15 +52,10 @@ def start_children(conn: Connection, parent: Run, rows: Sequence[NewRun]) -> boo
     return families.unfinished_children(conn, parent.id) > 0
 
 
-def release_parent(conn: Connection, parent_id: int) -> bool:
-    """Queue the parent if the child this transaction finished was its last unfinished one."""
-    return families.release_parent(conn, parent_id)
-
-
 def not_succeeded(conn: Connection, parent_id: int) -> str:
     """The children of ``parent_id`` that did not succeed, as ``key (STATUS CODE)``, comma-separated."""
     return ", ".join(f"{c.idempotency_key} ({c.status.value}{' ' + c.error_code if c.error_code else ''})"
-                     for c in families.children_of(conn, parent_id) if c.status.value != "SUCCESS")
+                     for c in families.children_of(conn, parent_id) if c.status is not RunStatus.SUCCESS)
 
 
 def outcomes(rt: Runtime, parent_id: int) -> tuple[ChildOutcome, ...]:
@@ -69,7 +64,7 @@ def outcomes(rt: Runtime, parent_id: int) -> tuple[ChildOutcome, ...]:
         children = families.children_of(conn, parent_id, with_outputs=True)
     return tuple(ChildOutcome(
         name=str(child.pinned.get("child") or child.idempotency_key.rpartition("/")[2]), run_id=child.id,
-        key=child.idempotency_key, workflow=child.workflow, project=child.project, status=child.status.value,
+        key=child.idempotency_key, workflow=child.workflow, project=child.project, status=child.status,
         error_code=child.error_code, error_message=child.error_message,
-        outputs={s.name: dict(s.output or {}) for s in child.steps if s.output is not None and s.status.value == "SUCCESS"},
+        outputs={s.name: dict(s.output or {}) for s in child.steps if s.output is not None and s.status is StepStatus.SUCCESS},
     ) for child in children)

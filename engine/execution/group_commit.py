@@ -100,7 +100,7 @@ class _Batch:
     error: BaseException | None = None
 
 
-class GroupCommitError(Exception):
+class GroupCommitError(database.CommitFailed):
     """The shared COMMIT of a batch failed: none of its boundaries is durable."""
 
 

@@ -29,10 +29,9 @@ from engine.core import errors, healing, logs, redact
 from engine.core.healing import HealAction
 from engine.core.models import SYSTEM_RECONCILER, AttemptTrigger, ProviderWait, Run, RunStatus, ScheduleSpec
 from engine.core.reports import HealReport
-from engine.execution import loop
 from engine.plugins.contract import ProbeResult, Provider
 from engine.runtime import Runtime
-from engine.store import audit_rows, health_rows, run_rows, schedule_rows
+from engine.store import audit_rows, database, health_rows, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 DAY = timedelta(days=1)
@@ -240,7 +239,7 @@ def heal_until(rt: Runtime, stop: threading.Event, *, wake: Callable[[], None] |
     while not stop.is_set():
         try:
             heal(rt, probe_all=True, wake=wake)
-        except loop.DATABASE_ERRORS:
+        except database.DATABASE_ERRORS:
             logs.event(log, logging.ERROR, "heal_failed", exc_info=True)
         except Exception:  # noqa: BLE001 - see the docstring
             logs.event(log, logging.ERROR, "heal_crashed", exc_info=True)

@@ -1,7 +1,9 @@
 """The run loop: the one place that claims, backs off after a database error, waits and stops.
 
-``work`` (one worker), every thread of the pool (in the foreground or behind ``serve``)
-and ``cycle`` run ``RunLoop.run``; ``serve``'s own tick loop backs off with ``Backoff``.
+The pool (``execution.pool``) builds every loop: ``work`` and ``cycle`` (one thread or
+several) and each thread behind ``serve`` run ``RunLoop.run``; ``serve``'s own tick loop
+backs off with ``Backoff``. The loop knows its worker only as callables (``claim_and_execute``,
+``reclaim``, ``beat``), so it is tested with plain functions on a manual clock.
 A loop in the foreground that runs until idle reports a database error (the command
 exits 1); a long-running one outlives it: it counts the failure, waits
 ``policies.decide_retry_delay`` on the engine's clock, takes back the runs its worker
@@ -16,19 +18,15 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from engine.core import errors, logs, policies
-from engine.execution.group_commit import GroupCommitError, GroupCommitter
+from engine.core.run_end import RunOutcome
+from engine.execution.group_commit import GroupCommitter
+from engine.store.database import DATABASE_ERRORS
 
 if TYPE_CHECKING:
     from engine.core.clock import Clock
-    from engine.execution.worker import RunOutcome
 
 log = logging.getLogger(__name__)
-
-# What a loop outlives: the database went away (restart, failover, a dropped connection).
-DATABASE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, GroupCommitError)
 
 
 class Backoff:

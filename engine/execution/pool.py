@@ -1,4 +1,8 @@
-"""Several runs in flight in one process: one thread and one ``Worker`` per run slot.
+"""The workers of a process and the loops that drive them: one ``Worker`` and one ``RunLoop`` per run slot.
+
+Every loop that claims runs is built here: ``work`` runs them in the foreground (on the
+calling thread when ``concurrency`` is 1, so ``work --until-idle`` stays one thread),
+``start`` behind ``serve``.
 
 Every limit stays where it was: claims are serialised in the database
 (``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL), so one
@@ -25,9 +29,10 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from engine.core import logs
+from engine.core.run_end import RunOutcome
 from engine.execution import loop, reconciler
 from engine.execution.group_commit import GroupCommitter
-from engine.execution.worker import RunOutcome, Worker, default_worker_id
+from engine.execution.worker import Worker, default_worker_id
 from engine.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -109,20 +114,16 @@ class WorkerPool:
         self._background: list[Future[None]] = []
 
     def work(self, *, until_idle: bool = False, max_runs: int | None = None) -> list[RunOutcome]:
-        """``Worker.work`` with ``concurrency`` runs at a time: until stopped, idle or ``max_runs`` are done."""
-        if self._threads is None:
-            return self.workers[0].work(until_idle=until_idle, max_runs=max_runs, stop=self.stop)
-        self.reclaim()
-        return self._run(until_idle=until_idle, budget=loop.Budget(max_runs), beat=True)
+        """Claim and execute runs, ``concurrency`` at a time, until stopped, idle (``until_idle``) or ``max_runs`` are done.
 
-    def drain(self) -> list[RunOutcome]:
-        """Execute claimable runs until none is left now (the caller reclaims and beats)."""
-        if self._threads is None:
-            done = []
-            while not self.stop.is_set() and (outcome := self.workers[0].run_one()) is not None:
-                done.append(outcome)
-            return done
-        return self._run(until_idle=True, budget=loop.Budget(None), beat=False)
+        First takes back the runs this worker id still holds (a restarted worker
+        resumes its own interrupted runs at once, without waiting for the lease).
+        """
+        self.reclaim()
+        budget = loop.Budget(max_runs)
+        if self._threads is None:  # one worker: its loop runs on this thread
+            return self._foreground_loop(self.workers[0], threading.Event()).run(until_idle=until_idle, budget=budget)
+        return self._run(until_idle=until_idle, budget=budget)
 
     def start(self) -> None:
         """Claim and execute runs in the background, ``concurrency`` threads, until ``stop`` or ``close`` (``serve``).
@@ -166,13 +167,13 @@ class WorkerPool:
         """Runs the pool's threads have claimed and are executing right now."""
         return {worker.held_run for worker in self.workers if worker.held_run is not None}
 
-    def _run(self, *, until_idle: bool, budget: loop.Budget, beat: bool) -> list[RunOutcome]:
+    def _run(self, *, until_idle: bool, budget: loop.Budget) -> list[RunOutcome]:
         """The foreground mode: every thread runs its loop until stopped, idle or the budget is spent."""
         assert self._threads is not None
         done: list[RunOutcome] = []
         halt = threading.Event()  # a thread died: the others finish their runs and stop claiming
         futures: list[Future[None]] = [
-            self._threads.submit(self._guarded, self._foreground_loop(worker, halt, beat=beat and i == 0), halt,
+            self._threads.submit(self._guarded, self._foreground_loop(worker, halt, beat=i == 0), halt,
                                  until_idle=until_idle, budget=budget, done=done)
             for i, worker in enumerate(self.workers)]
         errors = [exc for f in futures if (exc := f.exception()) is not None]
@@ -180,8 +181,8 @@ class WorkerPool:
             raise errors[0]
         return done
 
-    def _foreground_loop(self, worker: Worker, halt: threading.Event, *, beat: bool) -> loop.RunLoop:
-        """A thread of ``work``/``drain``: it waits on ``stop`` when idle; one thread beats for the pool."""
+    def _foreground_loop(self, worker: Worker, halt: threading.Event, *, beat: bool = True) -> loop.RunLoop:
+        """A thread of ``work``: it waits on ``stop`` when idle; one thread beats for the pool."""
         return loop.RunLoop(self.rt.clock, self.rt.config.worker.poll_interval, stops=[self.stop, halt],
                             claim_and_execute=lambda: self._run_one(worker), reclaim=self.reclaim,
                             beat=worker.beat if beat else None, committer=self.committer)

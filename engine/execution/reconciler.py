@@ -18,7 +18,7 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus, SlotReason
 from engine.execution import freshness_alerts, late_alerts
 from engine.runtime import Runtime
-from engine.store import audit_rows, claims, families, outbox, recovery, run_rows, schedule_rows, waiting
+from engine.store import audit_rows, families, outbox, promotion, recovery, run_rows, schedule_rows, waiting
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +28,11 @@ SweepReport = reports.SweepReport
 
 def _recover(conn: Connection, run: Run, now: datetime, reason: str, report: SweepReport,
              *, expired_only: bool = True) -> None:
-    """Load, decide (``policies.decide_recovery``), persist (``store.recovery``): one transaction."""
+    """Load, decide (``policies.decide_recovery``), persist (``store.recovery``, which ends the run): one transaction."""
     decision = policies.decide_recovery(attempts_used=run.attempt_count, max_attempts=run.max_attempts,
                                         lease_owner=run.lease_owner, reason=reason, now=now)
-    recovery.record_recovery(conn, run, decision, now, expired_only=expired_only)
-    if decision.status is RunStatus.FAILED:
-        report.failed.append(run.id)
-        outbox.record_run_event(conn, run, alerts.AlertEvent.RUN_FAILED, now,
-                                f"run {run.id} {run.idempotency_key} failed: {decision.error_code} ({reason})",
-                                details={"error_code": decision.error_code, "error": decision.error_message})
-    else:
-        report.recovered.append(run.id)
+    recovery.record_recovery(conn, run, decision, now, reason=reason, expired_only=expired_only)
+    (report.failed if decision.status is RunStatus.FAILED else report.recovered).append(run.id)
     audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_recovered", run_id=run.id,
                                schedule_id=run.schedule_id, reason=reason,
                                before={"status": "RUNNING", "lease_owner": run.lease_owner, "token": run.fence},
@@ -97,7 +91,7 @@ def _miss_unstarted(rt: Runtime, now: datetime) -> list[int]:
                     details={"run": run.id, "reason": "start_by"})
                 missed.append(run.id)
             if late:
-                claims.promote_pending(conn, schedule.id, now)
+                promotion.promote_pending(conn, schedule.id, now)
     for run_id in missed:
         logs.event(log, logging.WARNING, "run_missed", run=run_id, reason="start_by")
     return missed
@@ -122,7 +116,7 @@ def sweep(rt: Runtime) -> SweepReport:
         _log_recovery(run, report, "lease expired")
     with rt.store.write() as conn:
         for schedule_id in run_rows.orphaned_pending(conn):
-            promoted = claims.promote_pending(conn, schedule_id, now)
+            promoted = promotion.promote_pending(conn, schedule_id, now)
             if promoted is not None:
                 report.promoted.append(promoted)
                 audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_promoted",

@@ -28,10 +28,11 @@ from engine.core.models import (
     RunTrigger,
     Schedule,
 )
+from engine.core.run_end import RunEnd
 from engine.operations import family_actions
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit_rows, claims, health_rows, pruning, recovery, run_rows, schedule_rows
+from engine.store import attempt_rows, audit_rows, finish, health_rows, pruning, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def _requeue(conn: Connection, rt: Runtime, run: Run, trigger: AttemptTrigger, n
                             "succeed are queued, then its fan-in")
     step_names = rt.workflow(run.workflow).step_names()
     # A recovery attempt no worker took yet is replaced by this one (the operator acted first).
-    if recovery.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
+    if attempt_rows.close_pending_attempt(conn, run.id, AttemptOutcome.SUPERSEDED, now,
                                       f"replaced by a {trigger.value} attempt before any worker took it"):
         run = dataclasses.replace(run, attempt_count=run.attempt_count + 1)
     run_rows.requeue(conn, run, trigger=trigger, now=now, from_step=from_step, step_names=step_names,
@@ -342,20 +343,15 @@ def cancel(rt: Runtime, run_id: int) -> ActionResult:
     now = rt.clock.now()
     with rt.store.write() as conn:
         run = run_rows.get_run(conn, run_id, detail=False)
-        if run.status is RunStatus.WAITING:  # its children first, then the parent (SPEC §17)
-            family_actions.cancel_children(conn, rt, run, now)
-            run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            claims.promote_pending(conn, run.schedule_id, now)
-            action, status = "cancelled", RunStatus.CANCELLED.value
-        elif run.status is RunStatus.RUNNING:
+        if run.status is RunStatus.RUNNING:  # its worker ends it at its next step boundary
             run_rows.request_cancel(conn, run_id)
             action, status = "cancel_requested", run.status.value
-        elif run.status in CANCELLABLE_STATUSES:
-            run_rows.set_status(conn, run_id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            recovery.close_pending_attempt(conn, run_id, AttemptOutcome.CANCELLED, now,
-                                           "cancelled by an operator before any worker took it")
-            claims.promote_pending(conn, run.schedule_id, now)
-            family_actions.release_parent_of(conn, run)
+        elif run.status is RunStatus.WAITING or run.status in CANCELLABLE_STATUSES:
+            if run.status is RunStatus.WAITING:  # its children first, then the parent (SPEC §17)
+                family_actions.cancel_children(conn, rt, run, now)
+            finish.finish_run(conn, run, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason="cancelled",
+                                                note="cancelled by an operator before any worker took it"),
+                              now, holder=None)
             action, status = "cancelled", RunStatus.CANCELLED.value
         else:
             raise errors.InvalidTransition(f"run {run_id}", run.status.value, "CANCELLED", "it has already finished")

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from engine.core import logs
 from engine.core.models import CANCELLABLE_STATUSES, PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
 from engine.runtime import Runtime
-from engine.store import audit_rows, families, recovery, run_rows
+from engine.store import attempt_rows, audit_rows, families, run_rows
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def cancel_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -
             run_rows.request_cancel(conn, child.id)
         elif child.status in CANCELLABLE_STATUSES:
             run_rows.set_status(conn, child.id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            recovery.close_pending_attempt(conn, child.id, AttemptOutcome.CANCELLED, now,
+            attempt_rows.close_pending_attempt(conn, child.id, AttemptOutcome.CANCELLED, now,
                                            f"its parent run {parent.id} was cancelled")
         elif child.status is RunStatus.WAITING:  # a grandchild family: cancelled the same way
             touched += cancel_children(conn, rt, child, now)
@@ -44,11 +44,6 @@ def cancel_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -
                                 before={"status": child.status.value}, after={"status": "CANCELLED"},
                                 reason=f"parent run {parent.id} cancelled")
     return touched
-
-
-def release_parent_of(conn: Connection, child: Run) -> bool:
-    """A child cancelled by an operator may have been its parent's last unfinished one."""
-    return child.parent_id is not None and families.release_parent(conn, child.parent_id)
 
 
 def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime, *,
@@ -69,7 +64,7 @@ def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime, *,
         return None
     budget = rt.config.worker.max_attempts
     for child in again:
-        if recovery.close_pending_attempt(conn, child.id, AttemptOutcome.SUPERSEDED, now, "retried with its parent"):
+        if attempt_rows.close_pending_attempt(conn, child.id, AttemptOutcome.SUPERSEDED, now, "retried with its parent"):
             child = dataclasses.replace(child, attempt_count=child.attempt_count + 1)
         run_rows.requeue(conn, child, trigger=trigger, now=now, fresh_budget=budget)
         audit_rows.record_audit(conn, at=now, actor=rt.actor, action=f"run_{action}", run_id=child.id,

@@ -25,9 +25,8 @@ from sqlalchemy.engine import Engine
 
 from engine.core import backups, errors, logs
 from engine.core.clock import format_instant
-from engine.execution import loop
 from engine.runtime import Runtime
-from engine.store import backup, backup_rows
+from engine.store import backup, backup_rows, database
 
 log = logging.getLogger(__name__)
 #: ``serve`` looks again at least this often, so a changed ``[store] backup`` is followed within a minute.
@@ -133,7 +132,7 @@ def backup_until(rt: Runtime, stop: threading.Event) -> None:
                 wait = MAX_WAIT
             else:
                 wait = min(max(outcome.next_at - rt.clock.now(), timedelta(seconds=1)), MAX_WAIT)
-        except loop.DATABASE_ERRORS:
+        except database.DATABASE_ERRORS:
             logs.event(log, logging.ERROR, "backup_pass_failed", exc_info=True)
         except Exception:  # noqa: BLE001 - see the docstring
             logs.event(log, logging.ERROR, "backup_pass_crashed", exc_info=True)

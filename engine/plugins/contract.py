@@ -35,7 +35,7 @@ import typing_extensions
 from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
-from engine.core.models import Mark, MarkLine, PeriodKind, StepStatus
+from engine.core.models import Mark, MarkLine, PeriodKind, RunStatus, StepStatus
 from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)
@@ -77,7 +77,7 @@ class ChildOutcome:
     key: str
     workflow: str
     project: str
-    status: str
+    status: RunStatus
     error_code: str | None
     error_message: str | None
     outputs: Mapping[str, Mapping[str, Any]]  # step name -> committed output
@@ -85,7 +85,7 @@ class ChildOutcome:
     @property
     def succeeded(self) -> bool:
         """True when the child run ended SUCCESS."""
-        return self.status == "SUCCESS"
+        return self.status is RunStatus.SUCCESS
 
 
 def _no_children() -> tuple[ChildOutcome, ...]:

@@ -19,9 +19,10 @@ from engine.core import errors, logs, run_counts
 from engine.core.clock import format_instant
 from engine.core.cron import timetable, validate
 from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
+from engine.core.run_end import RunEnd
 from engine.runtime import Runtime
 from engine.scheduling import drift
-from engine.store import audit_rows, claims, recovery, rows, run_rows, schedule_rows
+from engine.store import audit_rows, finish, locks, rows, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 RISK_FACTOR = 10
@@ -198,7 +199,7 @@ def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None,
     """
     now = rt.clock.now()
     with rt.store.write() as conn:
-        claims.serialise_with_claims(conn)
+        locks.serialise_with_claims(conn)
         current = schedule_rows.get_schedule(conn, name)
         if current.archived:
             raise errors.Conflict(f"schedule '{name}' is archived (it is no longer in the config)")
@@ -210,7 +211,7 @@ def disable_all(rt: Runtime, *, reason: str, cancel_queued: bool = False) -> lis
     now = rt.clock.now()
     changed: list[Schedule] = []
     with rt.store.write() as conn:
-        claims.serialise_with_claims(conn)
+        locks.serialise_with_claims(conn)
         for current in schedule_rows.list_schedules(conn):
             schedule, did = _switch(conn, rt, current, enabled=False, reason=reason, cancel_queued=cancel_queued,
                                     now=now)
@@ -278,9 +279,9 @@ def _switch(conn: Connection, rt: Runtime, current: Schedule, *, enabled: bool, 
 def _cancel_unstarted(conn: Connection, actor: str, schedule: Schedule, now: datetime, reason: str | None) -> None:
     """``disable --cancel-queued``: the runs a disable would hold are cancelled instead, each audited."""
     for run in run_rows.unstarted_runs(conn, schedule.id):
-        run_rows.set_status(conn, run.id, RunStatus.CANCELLED, completed_at=now, reason="schedule disabled")
-        recovery.close_pending_attempt(conn, run.id, AttemptOutcome.CANCELLED, now,
-                                       "cancelled with its schedule's disable before any worker took it")
+        finish.finish_run(conn, run, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason="schedule disabled",
+                                            note="cancelled with its schedule's disable before any worker took it"),
+                          now, holder=None)
         audit_rows.record_audit(conn, at=now, actor=actor, action="run_cancelled", schedule_id=schedule.id,
                                 run_id=run.id, before={"status": run.status.value},
                                 after={"status": RunStatus.CANCELLED.value, "by": "schedules disable --cancel-queued"},

@@ -23,7 +23,7 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit_rows, claims, due, outbox, run_rows, schedule_rows
+from engine.store import audit_rows, due, locks, outbox, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
         if not schedule_rows.advance_next_run_at(conn, schedule.id, plan.expected_next_run_at, plan.next_run_at):
             report.lost_races += 1
             continue
-        claims.lock_schedule_runs(conn, schedule.id)
+        locks.lock_schedule_runs(conn, schedule.id)
         won.append(prepared)
     if not won:
         return []

@@ -36,13 +36,11 @@ from sqlalchemy.engine import Connection
 from engine.core import errors, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
-    BUSY_STATUSES,
     PRIORITY,
     AttemptOutcome,
     AttemptTrigger,
     Run,
     RunStatus,
-    RunTrigger,
     StepRecord,
     StepStatus,
 )
@@ -54,7 +52,6 @@ from engine.store.run_rows import dialect_insert, family_schedule_disabled
 from engine.store.tables import CLAIMABLE_RUN, artifacts, attempts, runs, steps
 from engine.store.types import UTCDateTime
 
-CLAIM_LOCK_KEY = locks.CLAIM
 BACKFILL_PRIORITY = PRIORITY[AttemptTrigger.BACKFILL]
 RUNNING = RunStatus.RUNNING.value
 P = bindparam
@@ -160,18 +157,6 @@ _STEP_END = update(steps).where(*_STEP_WHERE).values(
     output=P("b_output"))
 _STEP_FAILED = update(steps).where(*_STEP_WHERE).values(
     status=P("b_status"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"))
-_FINISH_ATTEMPT = update(attempts).where(attempts.c.run_id == P("b_run"), attempts.c.number == P("b_number")).values(
-    outcome=P("b_outcome"), finished_at=_now(), error_code=P("b_code"), error_message=P("b_message"))
-
-
-def serialise_with_claims(conn: Connection) -> None:
-    """Make this transaction wait for claims in flight, and claims wait for it (PostgreSQL's claim lock).
-
-    A kill switch takes it so that no claim which read the schedule as enabled commits after it.
-    SQLite's write transactions are serialised already.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
 
 
 @dataclass(frozen=True)
@@ -194,9 +179,7 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     serialised: ``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL.
     The claim also starts the first step that is not done (one commit).
     """
-    postgres = conn.dialect.name == "postgresql"
-    if postgres:
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
+    locks.serialise_with_claims(conn)
     if not steps_by_workflow or (projects is not None and not projects):
         return None  # a node that serves no project (SPEC §13) claims nothing
     query = _candidate(conn.dialect.name, tuple(steps_by_workflow), tuple(projects) if projects is not None else None)
@@ -292,13 +275,6 @@ def advance_step(conn: Connection, run_id: int, position: int, *, status: StepSt
                               "b_output": dict(output), "b_now": now})
 
 
-def finish_attempt(conn: Connection, run_id: int, number: int, outcome: AttemptOutcome, now: datetime,
-                   error_code: str | None = None, error_message: str | None = None) -> None:
-    """End an attempt with its outcome and error."""
-    fast(conn, _FINISH_ATTEMPT, {"b_run": run_id, "b_number": number, "b_outcome": outcome.value, "b_now": now,
-                                   "b_code": error_code, "b_message": error_message})
-
-
 @lru_cache(maxsize=8)
 def _release(fenced: bool, expiring: bool) -> Update:
     conditions = [runs.c.id == P("b_id"), runs.c.status == P("b_expect")]
@@ -331,48 +307,6 @@ def release_run(conn: Connection, run_id: int, fence: int | None, target: RunSta
         raise errors.LeaseLost(run_id, fence or 0)
 
 
-_BUSY = select(func.count()).where(
-    runs.c.schedule_id == P("b_schedule"), runs.c.trigger_type == RunTrigger.SCHEDULED.value,
-    runs.c.status.in_([s.value for s in BUSY_STATUSES]))
-_OLDEST_PENDING = (select(runs.c.id).where(runs.c.schedule_id == P("b_schedule"),
-                                           runs.c.status == RunStatus.PENDING.value)
-                   .order_by(runs.c.scheduled_for, runs.c.id).limit(1))
-_PROMOTE = update(runs).where(runs.c.id == P("b_id"), runs.c.status == RunStatus.PENDING.value).values(
-    status=RunStatus.QUEUED.value)
-SCHEDULE_LOCK_SPACE = locks.SCHEDULE_SPACE
-_LOCK_SCHEDULE = text("SELECT pg_advisory_xact_lock(:space, :schedule)")
-
-
-def lock_schedule_runs(conn: Connection, schedule_id: int) -> None:
-    """Serialise the tick and finishing workers on one schedule's runs (PostgreSQL; SQLite is serial).
-
-    An advisory lock, not ``SELECT ... FOR UPDATE`` on the schedule row: two
-    transactions that both hold a key-share lock on that row (foreign-key
-    checks) and then ask for FOR UPDATE deadlock on the upgrade.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.execute(_LOCK_SCHEDULE, {"space": SCHEDULE_LOCK_SPACE, "schedule": schedule_id % 2**31})
-
-
-def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) -> int | None:
-    """Queue the oldest PENDING run of a schedule when no other scheduled run of it is in flight.
-
-    Serialised with the tick that may be adding PENDING runs to the same
-    schedule (``lock_schedule_runs``), so a PENDING run is never stranded.
-    """
-    if schedule_id is None:
-        return None
-    params = {"b_schedule": schedule_id}
-    lock_schedule_runs(conn, schedule_id)
-    first = fast(conn, _OLDEST_PENDING, params).fetchone()
-    oldest = None if first is None else first[0]
-    if oldest is None or fast(conn, _BUSY, params).fetchone()[0]:
-        return None
-    transitions.transition(RunStatus.PENDING, RunStatus.QUEUED)
-    fast(conn, _PROMOTE, {"b_id": oldest})
-    return int(oldest)
-
-
 def record_artifacts(conn: Connection, run_id: int, step: str, refs: Sequence[ArtifactRef], now: datetime) -> None:
     """Record a step's artifacts (one row per kind and location)."""
     for ref in refs:
@@ -387,8 +321,3 @@ def skip_steps_from(conn: Connection, run_id: int, position: int, reason: str, n
     """Mark the steps from ``position`` on SKIPPED with ``reason``."""
     conn.execute(update(steps).where(steps.c.run_id == run_id, steps.c.position >= position).values(
         status=StepStatus.SKIPPED.value, finished_at=now, error_code=None, error_message=reason))
-
-
-def add_attempt_budget(conn: Connection, run_id: int, extra: int) -> None:
-    """Raise a run's ``max_attempts`` by ``extra`` (an attempt given back does not count)."""
-    conn.execute(update(runs).where(runs.c.id == run_id).values(max_attempts=runs.c.max_attempts + extra))

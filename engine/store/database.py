@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.url import URL, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from engine.config import defaults
@@ -36,6 +36,14 @@ KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005", "0006", "00
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE")}
+
+
+class CommitFailed(Exception):
+    """A commit made on this thread's behalf (a shared group commit) failed: nothing of it is durable."""
+
+
+# What a loop outlives: the database went away (restart, failover, a dropped connection).
+DATABASE_ERRORS: tuple[type[Exception], ...] = (SQLAlchemyError, CommitFailed)
 
 
 def sqlite_path(url: str) -> Path | None:

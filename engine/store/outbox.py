@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts, redact
 from engine.core.clock import format_instant
-from engine.core.models import Criticality, Run, RunStatus, Schedule
+from engine.core.models import Criticality, Run, Schedule
 from engine.store import fastsql, schedule_rows
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import events, runs, schedules, sql_in
@@ -173,6 +173,3 @@ def mark_failed(conn: Connection, row_id: int, *, attempts: int, next_try_at: da
     conn.execute(update(events).where(events.c.id == row_id, events.c.status == PENDING).values(
         attempts=attempts, next_try_at=next_try_at, last_error=error[:500]))
 
-
-FINISHED_WITH_EVENT = {RunStatus.FAILED: alerts.AlertEvent.RUN_FAILED,
-                       RunStatus.PARTIAL_SUCCESS: alerts.AlertEvent.RUN_PARTIAL}

@@ -1,10 +1,11 @@
-"""Recovery writes: a run whose worker is gone, and a recovery attempt that no worker took.
+"""Recovery writes: a run whose worker is gone ends (retried or FAILED), and where its next attempt resumes.
 
 The reconciler decides (``policies.decide_recovery``); these functions persist
 the decision inside the caller's transaction. A recovery is written as its own
 Attempt (trigger ``recovery``, outcome ``pending``) in the same transaction
 that closes the lost one, so ``runs show`` lists it at once; the worker that
-claims the run continues that attempt (``claims.acquire_run`` upserts it).
+claims the run continues that attempt (``claims.acquire_run`` upserts it), and an
+operator who acts first closes it (``attempt_rows.close_pending_attempt``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from sqlalchemy.engine import Connection
 
 from engine.core.models import AttemptOutcome, AttemptTrigger, Run, RunStatus, StepStatus
 from engine.core.policies import RecoveryDecision
-from engine.store import claims, families
-from engine.store.tables import attempts, runs, steps
+from engine.core.run_end import RunEnd
+from engine.store import finish
+from engine.store.tables import attempts, steps
 
 _DONE = [StepStatus.SUCCESS.value, StepStatus.SKIPPED.value]
 
@@ -29,48 +31,29 @@ def resume_step(conn: Connection, run_id: int) -> str | None:
     return conn.execute(query).scalar()
 
 
-def record_recovery(conn: Connection, run: Run, decision: RecoveryDecision, now: datetime, *,
-                    expired_only: bool = True) -> None:
-    """Persist a recovery: lost attempt closed, running step FAILED, run to ``decision.status``.
+def record_recovery(conn: Connection, run: Run, decision: RecoveryDecision, now: datetime, *, reason: str,
+                    expired_only: bool = True) -> finish.Finished:
+    """Persist a recovery: the run ended (``finish.finish_run``), its lost attempt closed, its running step FAILED.
 
     Guarded on the run still being RUNNING under the token that was read and,
     with ``expired_only``, on its lease having expired by ``now`` (a worker
     that came back and renewed keeps its run): a failed guard raises
     ``LeaseLost`` and the caller's transaction writes nothing. RETRY_PENDING
     adds the pending recovery attempt (number ``attempt_count + 1``), which
-    resumes at the step that was running; FAILED promotes the schedule's
-    oldest PENDING run.
+    resumes at the step that was running; FAILED has every after-effect of a
+    run's end (the schedule's next run, the parent, the ``run_failed`` alert, which ends with ``reason``).
     """
     retry = decision.status is RunStatus.RETRY_PENDING
-    claims.release_run(conn, run.id, run.fence, decision.status, now, not_before=decision.not_before,
-                       error_code=decision.error_code, error_message=decision.error_message,
-                       next_attempt_trigger=AttemptTrigger.RECOVERY if retry else None,
-                       lease_expired_by=now if expired_only else None)
+    end = RunEnd(decision.status, AttemptOutcome.LOST, error_code=decision.error_code,
+                 error_message=decision.error_message, not_before=decision.not_before,
+                 next_trigger=AttemptTrigger.RECOVERY if retry else None, reason=reason)
+    finished = finish.finish_run(conn, run, end, now, holder=finish.Holder(
+        run.fence, run.attempt_count, expired_by=now if expired_only else None))
     conn.execute(update(steps).where(steps.c.run_id == run.id, steps.c.status == StepStatus.RUNNING.value)
                  .values(status=StepStatus.FAILED.value, error_code=decision.error_code,
                          error_message=decision.error_message, finished_at=now))
-    claims.finish_attempt(conn, run.id, run.attempt_count, AttemptOutcome.LOST, now, decision.error_code,
-                          decision.error_message)
     if retry:
         conn.execute(insert(attempts).values(
             run_id=run.id, number=run.attempt_count + 1, trigger=AttemptTrigger.RECOVERY.value,
             from_step=resume_step(conn, run.id), outcome=AttemptOutcome.PENDING.value))
-    else:
-        claims.promote_pending(conn, run.schedule_id, now)
-        if run.parent_id is not None:  # a child that ends here may be its parent's last (SPEC §17)
-            families.release_parent(conn, run.parent_id)
-
-
-def close_pending_attempt(conn: Connection, run_id: int, outcome: AttemptOutcome, now: datetime,
-                          message: str) -> bool:
-    """Close the run's pending attempt (if any) with ``outcome``: an operator acted before any worker took it.
-
-    The closed attempt keeps its number, so the run's ``attempt_count`` moves
-    past it and the next claim opens a new attempt. Returns whether one was closed.
-    """
-    closed = conn.execute(update(attempts).where(attempts.c.run_id == run_id,
-                                                 attempts.c.outcome == AttemptOutcome.PENDING.value)
-                          .values(outcome=outcome.value, finished_at=now, error_message=message)).rowcount
-    if closed:
-        conn.execute(update(runs).where(runs.c.id == run_id).values(attempt_count=runs.c.attempt_count + closed))
-    return bool(closed)
+    return finished

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine.core.clock import ManualClock
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.scheduling import definitions, tick
 from engine.web import server
@@ -40,14 +40,14 @@ def year(tmp_path: Path) -> Iterator[dict[str, Any]]:
     definitions.apply(rt)
     first = date(2025, 9, 28)
     actions.backfill(rt, "daily", first=first, last=date(2026, 9, 27))
-    assert len(Worker(rt, "w").work(until_idle=True)) == 365
+    assert len(WorkerPool(rt, "w", concurrency=1).work(until_idle=True)) == 365
     failing = make_runtime(url, schedules=[SPEC], clock=clock, registry={"four_steps": FOUR_STEPS},
                            extra={"worker": {"max_attempts": 1},
                                   "testflow": {"log": str(tmp_path / "log"), "fail": {"FOUR": 9},
                                                "fail_code": "NOTION_UNAUTHORIZED"}})
     clock.set(T0 + timedelta(days=1))
     tick.tick(failing)  # 2026-09-30 00:00, on time
-    [partial] = Worker(failing, "w").work(until_idle=True)
+    [partial] = WorkerPool(failing, "w", concurrency=1).work(until_idle=True)
     assert partial.status.value == "PARTIAL_SUCCESS"
     clock.set(T0 + timedelta(days=1, hours=1))  # past its deadline (grace + max_runtime): a due period
     ui = server.Background(failing, "127.0.0.1", 0)

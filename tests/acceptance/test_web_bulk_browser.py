@@ -17,7 +17,7 @@ import pytest
 
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.scheduling import definitions
 from engine.web import server
@@ -40,7 +40,7 @@ def week(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, 
                                           "fail_code": "NOTION_UNAUTHORIZED"}})
     definitions.apply(rt)
     actions.backfill(rt, "daily", first=date(2026, 9, 22), last=date(2026, 9, 28))
-    assert {o.status for o in Worker(rt, "w").work(until_idle=True)} == {RunStatus.PARTIAL_SUCCESS}
+    assert {o.status for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)} == {RunStatus.PARTIAL_SUCCESS}
     monkeypatch.setenv("REPORTFLOW_UI_TOKEN", TOKEN)
     ui = server.Background(rt, "127.0.0.1", 0)
     port = ui.start()
@@ -89,7 +89,7 @@ def test_retry_a_range_and_regenerate_a_report_in_a_browser(browser_page: Any, w
     assert dialogs == ["Retry 3 run(s) of daily?"]
     page.screenshot(path=str(shots / "retried.png"))
 
-    assert [o.status for o in Worker(rt, "w").work(until_idle=True)] == [RunStatus.SUCCESS] * 3
+    assert [o.status for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == [RunStatus.SUCCESS] * 3
     page.goto(f"{base}/schedules/daily")
     assert "4 failed or partial now" in page.locator("#operator-actions").inner_text()
     page.click('.cal a.cell[data-key="2026-09-25T09:00Z"]')

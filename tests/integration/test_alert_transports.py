@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, text
 
 from engine.core.clock import ManualClock
 from engine.execution import reconciler
+from engine.execution.pool import WorkerPool
 from engine.execution.worker import Worker
 from engine.operations import outbox_sender
 from engine.read import metrics
@@ -113,7 +114,7 @@ def test_a_dead_webhook_never_fails_the_run(sqlite_url: str, tmp_path: Path, mon
     rt.clock.set(T0 + timedelta(hours=2, minutes=5))
     assert tick.tick(rt).runs_created == 2
     # Each run fails permanently, so a run_failed alert is due, and the webhook is down.
-    done = Worker(rt, "w").work(until_idle=True)
+    done = WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     assert [o.status.value for o in done] == ["FAILED", "FAILED"]  # the worker carried on to the second run
     with rt.store.read() as conn:
         recorded = run_rows.list_runs(conn)

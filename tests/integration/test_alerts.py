@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from engine.core import alerts
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions, outbox_sender
 from engine.runtime import Runtime
 from engine.scheduling import tick
@@ -51,13 +51,13 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
                      config=config(tmp_path, fail={"FOUR": 1}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=1, minutes=1))
         tick.tick(rt)
-        [outcome] = Worker(rt, "w").work(until_idle=True)
+        [outcome] = WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         assert outcome.status.value == "PARTIAL_SUCCESS"
         [partial] = _events(rt)
         assert (partial.event, partial.severity.value, partial.run_id) == ("run_partial", "warning", outcome.run_id)
         assert "FOUR" in partial.summary and "NOTION_UNAUTHORIZED" in partial.summary
         actions.retry(rt, outcome.run_id, from_step="FOUR")  # the step passes this time
-        [again] = Worker(rt, "w").work(until_idle=True)
+        [again] = WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         assert again.status.value == "SUCCESS"
         outbox_sender.deliver_pending(rt)
     assert [r.body["event"] for r in hook.received] == ["run_partial", "recovered"]
@@ -74,7 +74,7 @@ def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str
                      config=config(tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
         tick.tick(rt)
-        assert [o.status.value for o in Worker(rt, "w").work(until_idle=True)] == ["FAILED"] * 3
+        assert [o.status.value for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == ["FAILED"] * 3
         for status in (503, 503, 302, 500, 500, 500, 500, 500, 500):  # down, then a redirect (not followed)
             hook.fail_next(status)
         passes = 0
@@ -110,7 +110,7 @@ def test_apprise_json_target_gets_title_body_and_type(store_url: str, tmp_path: 
                      config=config(tmp_path, fail={"ONE": 99}, notify={"apprise_env": "RF_APPRISE"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=2, minutes=1))
         tick.tick(rt)
-        Worker(rt, "w").work(until_idle=True)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         assert outbox_sender.deliver_pending(rt).failed == []
     bodies = [r.body for r in hook.received]
     assert [b["title"] for b in bodies] == ["reportflow: run_failed four"] * 2
@@ -128,7 +128,7 @@ def test_low_criticality_is_recorded_quietly_until_the_third_failed_period(store
                      config=config(tmp_path, fail={"ONE": 99}, notify={"webhook_env": "RF_HOOK"}), apply=True)
         rt.clock.set(T0 + timedelta(hours=3, minutes=1))
         tick.tick(rt)
-        Worker(rt, "w").work(until_idle=True)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         outbox_sender.deliver_pending(rt)
     recorded = sorted(_events(rt), key=lambda e: e.run_id or 0)
     assert [(e.severity.value, e.status.value) for e in recorded] == [

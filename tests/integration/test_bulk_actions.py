@@ -12,7 +12,7 @@ import pytest
 from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions, bulk_actions
 from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
@@ -32,9 +32,9 @@ def week_of_partial_reports(url: str, tmp_path: Path) -> Runtime:
                                           "fail_code": "NOTION_UNAUTHORIZED"}})
     definitions.apply(rt)
     actions.backfill(rt, "four", first=date(2026, 9, 20), last=date(2026, 9, 26))
-    worker = Worker(rt, "w")
-    assert {o.status for o in worker.work(until_idle=True)} == {RunStatus.PARTIAL_SUCCESS}
-    worker.close()
+    pool = WorkerPool(rt, "w", concurrency=1)
+    assert {o.status for o in pool.work(until_idle=True)} == {RunStatus.PARTIAL_SUCCESS}
+    pool.close()
     return rt
 
 
@@ -63,14 +63,14 @@ def test_a_week_of_partial_runs_is_retried_in_one_action_each_run_audited_with_i
     done = bulk_actions.execute(alice, middle)
     assert [o.action for o in done] == ["retried"] * 3
     assert audit(rt, "run_retried") == [(t.run_id, "ops:alice") for t in middle.targets]
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     assert statuses(rt) == {**{f"2026-09-{d}": "PARTIAL_SUCCESS" for d in range(20, 27)},
                             **{f"2026-09-{d}": "SUCCESS" for d in (22, 23, 24)}}
 
     rest = bulk_actions.plan_retry(rt, "four", statuses=(RunStatus.PARTIAL_SUCCESS,))
     assert len(rest.targets) == 4
     assert [o.action for o in bulk_actions.execute(rt, rest)] == ["retried"] * 4
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     assert set(statuses(rt).values()) == {"SUCCESS"}
     assert bulk_actions.plan_retry(rt, "four").targets == ()
     rt.store.dispose()
@@ -120,7 +120,7 @@ def test_every_manual_required_slot_is_approved_at_once(store_url: str) -> None:
     done = bulk_actions.execute(dataclasses.replace(rt, actor="ui:bob"), plan)
     assert [o.action for o in done] == ["approved"] * 4
     assert audit(rt, "run_approved") == [(t.run_id, "ui:bob") for t in plan.targets]
-    assert [o.status for o in Worker(rt, "w").work(until_idle=True)] == [RunStatus.SUCCESS] * 4
+    assert [o.status for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == [RunStatus.SUCCESS] * 4
     assert bulk_actions.plan_approve(rt, "m").targets == ()
     rt.store.dispose()
 
@@ -129,7 +129,7 @@ def test_trigger_over_a_range_follows_the_section_12_table_for_each_period(store
     rt = manual_days_down(store_url)
     plan = bulk_actions.plan_approve(rt, "m", first=date(2026, 10, 1), last=date(2026, 10, 1))
     bulk_actions.execute(rt, plan)
-    Worker(rt, "w").work(until_idle=True)  # 10-01 SUCCESS; 09-30, 10-02, 10-03 still MANUAL_REQUIRED
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)  # 10-01 SUCCESS; 09-30, 10-02, 10-03 still MANUAL_REQUIRED
     dry = actions.trigger_range(rt, "m", first=date(2026, 9, 28), last=date(2026, 10, 4), dry_run=True)
     assert [(r.business_key[:10], r.action) for r in dry.results] == [
         ("2026-09-28", "created"), ("2026-09-29", "created"), ("2026-09-30", "approved"),
@@ -138,7 +138,7 @@ def test_trigger_over_a_range_follows_the_section_12_table_for_each_period(store
     assert len(statuses(rt)) == 4  # the dry run wrote nothing
     done = actions.trigger_range(rt, "m", first=date(2026, 9, 28), last=date(2026, 10, 4))
     assert done.counts() == {"created": 2, "approved": 3, "unchanged": 1}
-    assert [o.status for o in Worker(rt, "w").work(until_idle=True)] == [RunStatus.SUCCESS] * 5
+    assert [o.status for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == [RunStatus.SUCCESS] * 5
     assert len(audit(rt, "run_manual")) == 2 and len(audit(rt, "run_approved")) == 4
     rt.store.dispose()
 
@@ -147,7 +147,7 @@ def test_run_now_and_regenerate_on_a_run(store_url: str) -> None:
     rt = manual_days_down(store_url)
     [first] = bulk_actions.plan_approve(rt, "m", first=date(2026, 9, 30), last=date(2026, 9, 30)).targets
     assert actions.trigger_period(rt, first.run_id).action == "approved"  # run now: the §12 table
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     assert actions.trigger_period(rt, first.run_id).action == "unchanged"
     again = actions.trigger_period(rt, first.run_id, force_new=True)  # regenerate: a new revision
     assert again.action == "revision" and again.run_id != first.run_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from engine.core.clock import ManualClock
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import prune
 from engine.read import calendar_view
 from engine.scheduling import definitions, tick
@@ -21,7 +21,7 @@ def test_pruned_periods_show_pruned_and_are_not_offered_to_backfill(store_url: s
     definitions.apply(rt)
     rt.clock.set(T0 + timedelta(days=10))  # ten daily slots, 09-01 .. 09-10
     tick.tick(rt)
-    assert len(Worker(rt, "w").work(until_idle=True)) == 10
+    assert len(WorkerPool(rt, "w", concurrency=1).work(until_idle=True)) == 10
     report = prune.prune(rt, date(2026, 9, 6))  # the periods 09-01 .. 09-05
     assert report.removed == 5
 

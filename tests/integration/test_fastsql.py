@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from engine.store import claims, fastsql
+from engine.store import attempt_rows, claims, fastsql, promotion
 from engine.store.handle import Store
 
 NOW = datetime(2026, 9, 29, 10, 30, 15, 123456, tzinfo=UTC)
@@ -29,8 +29,10 @@ CASES: dict[str, tuple[Any, dict[str, Any]]] = {
                                           "b_code": "X", "b_message": "it failed"}),
     "next step": (claims._NEXT_STEP, {"b_run": 1, "b_pos": 0, "b_next": 1, "b_status": "SUCCESS",
                                       "b_output": {"value": 1}, "b_now": NOW}),
-    "busy": (claims._BUSY, {"b_schedule": 1}),
-    "promote": (claims._PROMOTE, {"b_id": 1}),
+    "finish attempt": (attempt_rows._FINISH_ATTEMPT, {"b_run": 1, "b_number": 1, "b_outcome": "success",
+                                                      "b_now": NOW, "b_code": None, "b_message": None}),
+    "busy": (promotion._BUSY, {"b_schedule": 1}),
+    "promote": (promotion._PROMOTE, {"b_id": 1}),
 }
 
 

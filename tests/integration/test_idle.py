@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from engine.core.clock import ManualClock
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.read import idle
 from engine.scheduling import definitions
@@ -30,7 +30,7 @@ def test_backfills_behind_the_concurrency_limit_are_named(store_url: str) -> Non
         taken = claims.acquire_run(conn, worker_id="elsewhere", now=T0, lease_until=T0 + timedelta(hours=1),
                                    steps_by_workflow={"echo": ["ECHO"]}, projects=None, backfill_limit=1)
     assert taken is not None
-    assert Worker(rt, "here").work(until_idle=True) == []
+    assert WorkerPool(rt, "here", concurrency=1).work(until_idle=True) == []
     assert idle.what_waits(rt) == "167 backfill run(s) wait behind backfill_concurrency = 1 (1 running); " \
                                   "0 claimable now"
     definitions.set_enabled(rt, "hourly", enabled=False, reason="migration")

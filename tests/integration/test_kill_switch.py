@@ -8,6 +8,7 @@ import pytest
 
 from engine.core import errors
 from engine.core.models import HELD_BY_DISABLED, RunStatus
+from engine.execution.pool import WorkerPool
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.read import run_queries, views
@@ -37,7 +38,7 @@ def test_disable_holds_unstarted_runs_and_enable_releases_them_in_their_old_orde
     order = _queue_work(rt)
     assert len(order) == 4
     definitions.set_enabled(rt, "cd", enabled=False, reason="repo migration")
-    assert Worker(rt, "w").work(until_idle=True) == []
+    assert WorkerPool(rt, "w", concurrency=1).work(until_idle=True) == []
     listed = run_queries.list_runs(rt, statuses=[], schedule="cd", limit=0)
     assert {r.status for r in listed} == {RunStatus.QUEUED}
     assert {views.run_summary(r, NOW)["held"] for r in listed} == {HELD_BY_DISABLED}
@@ -68,7 +69,7 @@ def test_other_schedules_keep_running_while_one_is_held(store_url: str, runtime:
     _queue_work(rt)
     other = actions.trigger(rt, "other", day=date(2026, 9, 28))
     definitions.set_enabled(rt, "cd", enabled=False, reason="stop")
-    assert [o.run_id for o in Worker(rt, "w").work(until_idle=True)] == [other.run_id]
+    assert [o.run_id for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == [other.run_id]
 
 
 @pytest.mark.parametrize("command", ["trigger", "backfill", "retry"])
@@ -107,6 +108,6 @@ def test_disable_all_is_the_global_switch(store_url: str, runtime: RuntimeFactor
     actions.trigger(rt, "other", day=date(2026, 9, 28))
     changed = definitions.disable_all(rt, reason="incident 42")
     assert sorted(s.name for s in changed) == ["cd", "other"]
-    assert Worker(rt, "w").work(until_idle=True) == []
+    assert WorkerPool(rt, "w", concurrency=1).work(until_idle=True) == []
     with rt.store.read() as conn:
         assert {s.disabled_reason for s in schedule_rows.list_schedules(conn)} == {"incident 42"}

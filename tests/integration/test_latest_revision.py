@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind, RunStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.scheduling import definitions
 from engine.store import run_rows
@@ -27,7 +27,7 @@ def test_backfill_leaves_r1_alone_once_a_forced_r2_succeeded(store_url: str, tmp
     actions.cancel(rt, r1.run_id)  # r1 CANCELLED: a status backfill re-queues when it is the latest
     r2 = actions.trigger(rt, "cd", day=date(2026, 8, 10), force_new=True)
     assert r2.action == "revision"
-    assert Worker(rt, "w").work(until_idle=True)
+    assert WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     report = actions.backfill(rt, "cd", first=date(2026, 8, 9), last=date(2026, 8, 11))
     assert report.present == ["2026-08-10"] and report.requeued == []
     assert report.created == ["2026-08-09", "2026-08-11"]

@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
+from engine.execution.pool import WorkerPool
 from engine.execution.worker import Worker
 from engine.read import metrics
 from engine.scheduling import definitions, tick
@@ -154,7 +155,7 @@ def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(stor
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
         with urllib.request.urlopen(url, timeout=10) as response:
             first = samples(response.read().decode())
-        Worker(rt, "w").work(until_idle=True)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         with urllib.request.urlopen(url, timeout=10) as response:
             second = samples(response.read().decode())
     finally:

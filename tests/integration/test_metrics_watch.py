@@ -14,7 +14,7 @@ from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution import reconciler
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions, bulk_actions, prune
 from engine.read import metrics
 from engine.scheduling import definitions, tick
@@ -42,7 +42,7 @@ def test_manual_required_slots_are_missed_and_waiting(store_url: str) -> None:
     assert value(parsed, "reportflow_oldest_pending_age_seconds") == 3 * 3600  # created by the tick 3 h ago
     assert value(parsed, "reportflow_schedule_oldest_pending_age_seconds", schedule="m") == 3 * 3600
     bulk_actions.execute(rt, bulk_actions.plan_approve(rt, "m"))
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     after = samples(metrics.exposition(rt))
     assert value(after, "reportflow_schedule_oldest_pending_age_seconds", schedule="m") == 0
     assert value(after, "reportflow_missed_slots_total", schedule="m") == 4  # a counter: approval does not undo it
@@ -54,7 +54,7 @@ def test_runs_created_never_goes_down_when_a_prune_removes_runs(store_url: str) 
     definitions.apply(rt)
     actions.backfill(rt, "d", first=date(2026, 9, 1), last=date(2026, 9, 10))
     actions.trigger(rt, "d", day=date(2026, 9, 28))
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     before = samples(metrics.exposition(rt))
     assert value(before, "reportflow_runs_created_total", schedule="d", trigger="BACKFILL") == 10
     assert value(before, "reportflow_runs_created_total", schedule="d", trigger="MANUAL") == 1
@@ -122,7 +122,7 @@ def test_freshness_below_its_target_raises_freshness_low_once_per_period(store_u
     definitions.apply(rt)  # next slot 11:00
     rt.clock.set(T0 + timedelta(hours=4, minutes=5))  # 14:05: 11:00 .. 14:00 caught up, 4 h to 5 min late
     tick.tick(rt)
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     rt.clock.set(T0 + timedelta(hours=4, minutes=30))  # 14:00 is due (14:15): four periods, only 14:00 fresh
     report = reconciler.sweep(rt)
     assert report.freshness_low == 1
@@ -138,7 +138,7 @@ def test_freshness_below_its_target_raises_freshness_low_once_per_period(store_u
     assert value(parsed, "reportflow_schedule_freshness_ratio", schedule="h") == 0.25
     rt.clock.set(T0 + timedelta(hours=5, minutes=1))  # 15:00 runs on time: 2 of 5 is still below 95%
     tick.tick(rt)
-    assert [o.status for o in Worker(rt, "w").work(until_idle=True)] == [RunStatus.SUCCESS]
+    assert [o.status for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == [RunStatus.SUCCESS]
     rt.clock.set(T0 + timedelta(hours=5, minutes=20))
     assert reconciler.sweep(rt).freshness_low == 1  # the next period judged it low again
     rt.store.dispose()

@@ -24,7 +24,7 @@ import pytest
 
 from engine.alert_transports import AlertTransports
 from engine.core.clock import REAL, ManualClock
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender
 from engine.scheduling import definitions, tick
 from engine.store import outbox
@@ -62,7 +62,7 @@ def failed_run(url: str, tmp: Path, notify: dict[str, str]) -> Any:
     definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
-    assert [o.status.value for o in Worker(rt, "w").work(until_idle=True)] == ["FAILED"]
+    assert [o.status.value for o in WorkerPool(rt, "w", concurrency=1).work(until_idle=True)] == ["FAILED"]
     return rt
 
 

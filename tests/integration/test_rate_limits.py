@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from engine.core import pacing
 from engine.core.clock import ManualClock
-from engine.execution import worker
+from engine.execution import step_call
 from engine.store.handle import Store
 from tests.conftest import utc
 
@@ -43,7 +43,7 @@ def test_wait_for_slot_sleeps_until_the_reserved_slot(store_url: str) -> None:
     clock = ManualClock(T0)
     try:
         for _ in range(3):
-            worker.wait_for_slot(store, clock, "notion:a", STEP)
+            step_call.wait_for_slot(store, clock, "notion:a", STEP)
         assert clock.now() == T0 + 2 * STEP  # the third request waited for two slots
     finally:
         store.dispose()

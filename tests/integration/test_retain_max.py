@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from engine.core.clock import ManualClock
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import prune
 from engine.scheduling import definitions, tick
 from engine.store import outbox, run_rows
@@ -25,7 +25,7 @@ def test_a_daily_prune_over_retain_max_deletes_none_and_raises_prune_held(store_
     definitions.apply(rt)
     rt.clock.set(T0 + timedelta(hours=4, minutes=1))
     tick.tick(rt)
-    assert len(Worker(rt, "w").work(until_idle=True)) == 4  # 10:00 .. 13:00, SUCCESS
+    assert len(WorkerPool(rt, "w", concurrency=1).work(until_idle=True)) == 4  # 10:00 .. 13:00, SUCCESS
     rt.clock.set(T0 + timedelta(days=10))
     held = prune.RetentionTimer(rt.config.retain, rt.config.retain_max).maybe_prune(rt)
     assert held is not None and held.removed == 4 and held.dry_run

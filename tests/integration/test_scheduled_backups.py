@@ -16,7 +16,7 @@ from engine.app import cycle
 from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.models import BackupStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import scheduled_backups
 from engine.read import backup_status
 from engine.scheduling import definitions, tick
@@ -47,7 +47,7 @@ def test_a_backup_is_taken_on_its_slot_verified_and_restorable(sqlite_url: str, 
     definitions.apply(rt)
     rt.clock.set(T0 + timedelta(minutes=31))  # 03:01: the 03:00 runs and the 03:00 backup are due
     tick.tick(rt)
-    outcomes = Worker(rt, "w").work(until_idle=True)
+    outcomes = WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     assert outcomes
     outcome = scheduled_backups.take_due(rt)
     assert outcome is not None and outcome.verified and outcome.slot_at == datetime(2026, 9, 29, 3, 0, tzinfo=UTC)

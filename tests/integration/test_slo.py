@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.core.models import PeriodKind
 from engine.execution import reconciler
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.read import schedule_queries
 from engine.scheduling import definitions, tick
 from engine.store import outbox
@@ -32,14 +32,14 @@ def test_success_rate_and_freshness_count_due_periods_and_late_fills(store_url: 
                  config=config(tmp_path), apply=True)
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
-    Worker(rt, "w").work(until_idle=True)  # 10:00 SUCCESS, on time
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)  # 10:00 SUCCESS, on time
     rt.clock.set(T0 + timedelta(hours=2, minutes=1))
     tick.tick(rt)
-    Worker(rt, "w").work(until_idle=True)  # 11:00 SUCCESS, on time
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)  # 11:00 SUCCESS, on time
     rt.clock.set(T0 + timedelta(hours=4, minutes=31))  # nobody ticked for 12:00 and 13:00 until now
     reconciler.sweep(rt)  # 12:00 and 13:00 are past their deadline with no row: run_late
     tick.tick(rt)
-    Worker(rt, "w").work(until_idle=True)  # 12:00 and 13:00 SUCCESS, late
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)  # 12:00 and 13:00 SUCCESS, late
     got = schedule_queries.schedule_slo(rt, "four")
     assert (got.periods_due, got.succeeded, got.fresh) == (4, 4, 2)  # 14:00 is not due yet (deadline 30m)
     assert got.success_rate == 1.0 and got.freshness == 0.5 and got.window == timedelta(days=1)
@@ -74,13 +74,13 @@ def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(s
                  workflows={"daily_steps": daily}, installed=False, config=settings, apply=True)
     rt.clock.set(datetime(2026, 9, 29, 19, 30, 30, tzinfo=UTC))
     tick.tick(rt)
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     rt = runtime(store_url, schedules=[{**spec, "cron": "0 20 * * *"}], at=datetime(2026, 9, 29, 19, 45, tzinfo=UTC),
                  workflows={"daily_steps": daily}, installed=False, config=settings)
     definitions.apply(rt, confirmed=True)
     rt.clock.set(datetime(2026, 9, 29, 21, 0, tzinfo=UTC))
     tick.tick(rt)
-    Worker(rt, "w").work(until_idle=True)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
     reconciler.sweep(rt)
     with rt.store.read() as conn:
         assert [e.event for e in outbox.list_events(conn) if e.event == "run_late"] == []

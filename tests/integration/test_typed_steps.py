@@ -15,7 +15,7 @@ import pytest
 
 from engine.core import logs
 from engine.core.models import Run, RunStatus, StepStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.plugins import workflow_registry
 from engine.runtime import Runtime
@@ -113,7 +113,7 @@ def start(runtime: RuntimeFactory, url: str, tmp: Path, flow: Path) -> ManualRun
 def test_an_output_that_does_not_match_its_model_fails_the_step_and_commits_nothing(
         store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     rt = start(runtime, store_url, tmp_path, write_flow(tmp_path, count_returns='{"n": "many"}'))
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert run.status is RunStatus.FAILED
     first = run.steps[0]
@@ -128,13 +128,13 @@ def test_a_resumed_step_gets_the_committed_model_parsed_by_a_fresh_load_of_the_w
     flow = write_flow(tmp_path)
     (tmp_path / "flaky").write_text("1")
     rt = start(runtime, store_url, tmp_path, flow)
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     assert the_run(rt).status is RunStatus.RETRY_PENDING  # FLAKY is retryable for this step
     assert the_run(rt).steps[0].output == {"n": 21}  # stored as JSON
 
     # Another "process": the file is executed again, so Count is a new class.
     later = typed(runtime, store_url, tmp_path, flow, rt.clock.now() + timedelta(minutes=5))
-    Worker(later).work(until_idle=True)
+    WorkerPool(later, concurrency=1).work(until_idle=True)
     run = the_run(later)
     assert run.status is RunStatus.SUCCESS
     output = run.steps[1].output or {}
@@ -146,11 +146,11 @@ def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str,
                                                                  runtime: RuntimeFactory) -> None:
     (tmp_path / "flaky").write_text("1")
     rt = start(runtime, store_url, tmp_path, write_flow(tmp_path))
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     # The model changed shape without a new payload version: reading the old output must fail loudly.
     changed = write_flow(tmp_path, count_returns="Count(n=21, label='x')", extra_field="\n    label: str")
     later = typed(runtime, store_url, tmp_path, changed, rt.clock.now() + timedelta(minutes=5))
-    Worker(later).work(until_idle=True)
+    WorkerPool(later, concurrency=1).work(until_idle=True)
     run = the_run(later)
     assert (run.status, run.steps[1].error_code) == (RunStatus.FAILED, "OUTPUT_INVALID")
     assert "stored output of COUNT is not a valid Count: label" in (run.steps[1].error_message or "")
@@ -159,11 +159,11 @@ def test_a_stored_output_of_another_shape_is_refused_not_misread(store_url: str,
 def test_the_in_step_retry_budget_retries_within_one_attempt(sqlite_url: str, tmp_path: Path,
                                                              caplog: pytest.LogCaptureFixture,
                                                              runtime: RuntimeFactory) -> None:
-    caplog.set_level(logging.INFO, logger="engine.execution.worker")
+    caplog.set_level(logging.INFO, logger="engine.execution.step_call")
     (tmp_path / "flaky").write_text("2")
     rt = start(runtime, sqlite_url, tmp_path, write_flow(tmp_path, budget="30s"))
     before = rt.clock.now()
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert (run.status, run.attempt_count) == (RunStatus.SUCCESS, 1)
     assert calls(tmp_path) == ["COUNT", "DOUBLE", "DOUBLE", "DOUBLE"]
@@ -179,7 +179,7 @@ def test_a_retry_after_beyond_the_budget_goes_to_the_run_level(sqlite_url: str, 
                                                                runtime: RuntimeFactory) -> None:
     (tmp_path / "flaky").write_text("1")
     rt = start(runtime, sqlite_url, tmp_path, write_flow(tmp_path, budget="30s", retry_after="600"))
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert run.status is RunStatus.RETRY_PENDING
     assert run.not_before is not None and run.not_before >= rt.clock.now() + timedelta(seconds=590)
@@ -191,6 +191,6 @@ def test_without_retry_on_the_code_is_permanent(sqlite_url: str, tmp_path: Path,
     flow.write_text(flow.read_text().replace('retry_on=["FLAKY"]', "retry_on=[]"))
     (tmp_path / "flaky").write_text("1")
     rt = start(runtime, sqlite_url, tmp_path, flow)
-    Worker(rt).work(until_idle=True)
+    WorkerPool(rt, concurrency=1).work(until_idle=True)
     run = the_run(rt)
     assert (run.status, run.steps[1].error_code) == (RunStatus.FAILED, "FLAKY")

@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 from engine.core.models import RunStatus
-from engine.execution.worker import Worker
+from engine.execution.pool import WorkerPool
 from engine.operations import actions
 from engine.store import audit_rows, run_rows
 from tests.integration.test_web import build_site, client, logged_in, status_of
@@ -19,7 +19,7 @@ def test_disable_from_the_page_holds_the_queued_runs_and_lists_them(store_url: s
     c, csrf = logged_in(site.rt)
     off = c.post("/schedules/platform-report/disable", data={"csrf_token": csrf, "reason": "repo move"})
     assert off.status_code == 200 and "held" in off.text
-    assert Worker(site.rt, "w").work(until_idle=True) == []
+    assert WorkerPool(site.rt, "w", concurrency=1).work(until_idle=True) == []
     page = client(site.rt, token=None).get("/schedules/platform-report").text
     assert "Held runs" in page and page.count("schedule disabled") == 2
     with site.rt.store.read() as conn:

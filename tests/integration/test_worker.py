@@ -12,8 +12,10 @@ import pytest
 
 from engine.core import errors
 from engine.core.models import Run, RunStatus, StepStatus
+from engine.core.run_end import RunOutcome
 from engine.execution import reconciler
-from engine.execution.worker import RunOutcome, Worker
+from engine.execution.pool import WorkerPool
+from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
@@ -227,7 +229,7 @@ def test_restarted_worker_takes_its_own_runs_back_at_once(store_url: str, tmp_pa
         claims.acquire_run(conn, worker_id="host:1", now=now, lease_until=now + timedelta(seconds=60),
                              steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
                              backfill_limit=1)
-    done = Worker(rt, "host:1").work(until_idle=True)  # the lease is still live: no waiting for it
+    done = WorkerPool(rt, "host:1", concurrency=1).work(until_idle=True)  # the lease is still live: no waiting for it
     assert [o.status for o in done] == [RunStatus.SUCCESS]
     assert [a.trigger.value for a in show(rt, run_id).attempts] == ["scheduled", "recovery"]
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from engine.core.clock import ManualClock, parse_instant
+from engine.execution import lease
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.scheduling import definitions
@@ -46,21 +47,18 @@ class Waits:
     slept: list[float] = field(default_factory=list)
 
 
-class _RecordingWorker(Worker):
-    """A worker whose steps' waits (``ctx.sleep`` on the manual clock) are also recorded."""
-
-    def __init__(self, rt: Any, worker_id: str, waits: Waits) -> None:
-        super().__init__(rt, worker_id)
-        self.waits = waits
-
-    def _step_sleep(self, lease: Any, seconds: float) -> None:
-        self.waits.slept.append(seconds)
-        super()._step_sleep(lease, seconds)
-
-
 @pytest.fixture
-def waits() -> Waits:
-    return Waits()
+def waits(monkeypatch: pytest.MonkeyPatch) -> Waits:
+    """Every step's waits (``ctx.sleep``, a run's ``Lease.sleep`` on the manual clock) recorded as they pass."""
+    found = Waits()
+    sleep = lease.Lease.sleep
+
+    def recording(self: lease.Lease, seconds: float, stop: Any) -> None:
+        found.slept.append(seconds)
+        sleep(self, seconds, stop)
+
+    monkeypatch.setattr(lease.Lease, "sleep", recording)
+    return found
 
 
 def normal_reply(body: dict[str, Any]) -> str:
@@ -99,7 +97,7 @@ class Setup:
 
     def attempt(self, worker: Worker | None = None) -> str:
         """One claim and execution; returns the run's status afterwards."""
-        outcome = (worker or _RecordingWorker(self.rt, "w", self.waits)).run_one()
+        outcome = (worker or Worker(self.rt, "w")).run_one()
         assert outcome is not None, "nothing was claimable"
         return outcome.status.value
 

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
-from engine.store import claims
+from engine.store import locks
 from engine.store.tables import audit_events, runs, schedules
 from tests.acceptance import procs
 from tests.support import write_config
@@ -223,7 +223,7 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
             # The promotion's two-key advisory lock on the schedule (not the claim, whose held-run rule
             # also reads schedules, nor a family's lock, which shares the statement's shape).
             if statement.startswith("SELECT pg_advisory_xact_lock(%(space)s") and \
-                    isinstance(parameters, dict) and parameters.get("space") == claims.SCHEDULE_LOCK_SPACE:
+                    isinstance(parameters, dict) and parameters.get("space") == locks.SCHEDULE_SPACE:
                 met.append(statement)
                 try:
                     barrier.wait()

@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from engine.core import logs
 from engine.core.clock import ManualClock
-from engine.execution import worker
+from engine.execution import lease
 
 
 def _lease(failure: Exception) -> Any:
@@ -24,7 +24,7 @@ def _lease(failure: Exception) -> Any:
 
     rt = SimpleNamespace(clock=ManualClock(datetime(2026, 9, 29, tzinfo=UTC)))
     claim = SimpleNamespace(run=SimpleNamespace(id=7, max_runtime_s=600), fence=3)
-    return worker._Lease(rt, claim, timedelta(seconds=30), write)  # type: ignore[arg-type]
+    return lease.Lease(rt, claim, timedelta(seconds=30), write)  # type: ignore[arg-type]
 
 
 def test_a_database_error_is_retried_at_the_next_beat(caplog: pytest.LogCaptureFixture) -> None:

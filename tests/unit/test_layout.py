@@ -53,3 +53,55 @@ def test_subpackage_inits_import_nothing() -> None:
     busy = [str(p.relative_to(ENGINE.parent)) for p in ENGINE.rglob("__init__.py")
             if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(ast.parse(p.read_text())))]
     assert busy == []
+
+
+def _module_imports(package: str) -> dict[str, set[str]]:
+    """For each module of ``engine/<package>``, the modules of that same package it imports."""
+    prefix = f"engine.{package}"
+    own = {p.stem for p in (ENGINE / package).glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    for name in own:
+        found: set[str] = set()
+        for node in ast.walk(ast.parse((ENGINE / package / f"{name}.py").read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[2] for a in node.names if a.name.startswith(prefix + ".")}
+            elif isinstance(node, ast.ImportFrom) and node.module == prefix:
+                found |= {a.name for a in node.names if a.name in own}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(prefix + "."):
+                found.add(node.module.split(".")[2])
+        graph[name] = found - {name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of ``graph`` (its modules in order, the first repeated at the end), or []."""
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> list[str]:
+        if name in path:
+            return path[path.index(name):] + [name]
+        if name in done:
+            return []
+        for other in sorted(graph.get(name, ())):
+            if found := visit(other, [*path, name]):
+                return found
+        done.add(name)
+        return []
+
+    for start in sorted(graph):
+        if found := visit(start, []):
+            return found
+    return []
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    assert _cycle({"loop": {"worker"}, "worker": {"loop"}, "pool": {"loop"}}) == ["loop", "worker", "loop"]
+    assert _cycle({"pool": {"worker", "loop"}, "worker": {"lease"}, "lease": set(), "loop": set()}) == []
+
+
+def test_no_import_circle_inside_execution() -> None:
+    """The pool builds the loops that drive the workers: no module of ``execution`` imports one that imports it back
+    (a lazy import, inside a function or under ``TYPE_CHECKING``, counts too)."""
+    graph = _module_imports("execution")
+    assert {"loop", "pool", "worker", "lease", "step_call"} <= set(graph)
+    assert _cycle(graph) == []
