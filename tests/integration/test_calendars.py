@@ -13,6 +13,7 @@ import pytest
 from engine.core import errors
 from engine.core.models import RunStatus
 from engine.execution import reconciler
+from engine.execution.pool import WorkerPool
 from engine.execution.worker import Worker
 from engine.scheduling import definitions, tick
 from engine.store import audit_rows, outbox, run_rows, schedule_rows
@@ -52,7 +53,7 @@ def test_holiday_slots_are_recorded_holiday_and_raise_no_alert(store_url: str, t
     for day in range(7, 12):  # Wednesday to Sunday, each just after 09:00 in Seoul
         rt.clock.set(datetime(2026, 10, day, 0, 1, tzinfo=UTC))
         tick.tick(rt)
-        Worker(rt, "w").work(until_idle=True)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
         rt.clock.advance(timedelta(hours=2))
         reconciler.sweep(rt)
     got = slots(rt)
