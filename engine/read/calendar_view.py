@@ -111,9 +111,10 @@ def _audit_ranges(events: Sequence[AuditEvent]) -> list[AuditRange]:
 def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, date, datetime]],
                runs_by_key: dict[str, Run], ranges: Sequence[AuditRange], now: datetime,
                pruned: Sequence[retention.PrunedRange] = (),
-               facts: Mapping[int, calendar_rows.RunFacts] | None = None) -> tuple[Cell, ...]:
+               facts: Mapping[int, calendar_rows.RunFacts] | None = None,
+               windows: Sequence[calendars.MaintenanceWindow] = ()) -> tuple[Cell, ...]:
     """Pure: one cell per (key, business date, slot), from its run (and ``facts`` about it) or the reason
-    it has none."""
+    it has none; a period not yet due says when it will not run (a holiday, one of ``windows``)."""
     cells: list[Cell] = []
     for key, day, slot_at in slots:
         run = runs_by_key.get(key)
@@ -125,7 +126,8 @@ def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, 
                               quiet=quiet is not None))
             continue
         if slot_at > now:
-            cells.append(Cell(key, day, slot_at, NOT_YET_DUE))
+            excused = calendars.excuse(schedule.spec, windows, slot_at)
+            cells.append(Cell(key, day, slot_at, NOT_YET_DUE, reason=None if excused is None else excused.value))
             continue
         covering = next((r for r in ranges if r.start_at <= slot_at < r.end_at), None)
         if covering is not None:
@@ -206,8 +208,9 @@ def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int, until: date
         for run in found:  # ordered by key, then revision: the latest revision wins
             latest[run.business_key] = run
         facts = calendar_rows.run_facts(conn, [run.id for run in latest.values()])
+    windows = calendars.windows_of(schedule, rt.config.maintenance)
     return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now,
-                                                  pruned, facts))
+                                                  pruned, facts, windows))
 
 
 def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13, until: date | None = None) -> CalendarRow:

@@ -163,3 +163,21 @@ def test_pause_until_the_past_is_refused_and_writes_nothing(store_url: str, tmp_
     with pytest.raises(errors.InvalidInput, match="not in the future"):
         definitions.pause(rt, "four", until=T0 - timedelta(minutes=1), reason="late")
     assert fingerprint(store_url) == before
+
+
+def test_the_schedule_page_shows_holidays_and_the_pause(sqlite_url: str, tmp_path: Path,
+                                                        runtime: RuntimeFactory) -> None:
+    from tests.integration.test_web_pages import client
+
+    start = datetime(2026, 10, 6, 0, 30, tzinfo=UTC)
+    rt = runtime(sqlite_url, schedules=[SEOUL_DAILY], at=start, workflows={"four_steps": FOUR_STEPS},
+                 installed=False, config=config(tmp_path), apply=True)
+    rt.clock.set(datetime(2026, 10, 9, 0, 1, tzinfo=UTC))
+    tick.tick(rt)
+    definitions.pause(rt, "kr", until=datetime(2026, 10, 12, tzinfo=UTC), reason="office move")
+    page = client(rt).get("/schedules/kr")
+    assert page.status_code == 200
+    assert "2026-10-08T00:00Z — SKIPPED (holiday)" in page.text and "2026-10-09T00:00Z — SKIPPED (holiday)" in page.text
+    assert "2026-10-10T00:00Z — NOT_YET_DUE (maintenance)" in page.text  # paused: it will not run
+    assert 'id="maintenance"' in page.text and "office move" in page.text
+    assert "KR and 2026-10-08" in page.text
