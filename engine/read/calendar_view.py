@@ -61,9 +61,10 @@ class Cell:
 
     @property
     def backfillable(self) -> bool:
-        """A past period that `backfill` would create or re-queue."""
+        """A past period that `backfill` would create or re-queue (a holiday's or a window's is no gap: the page
+        offers no backfill for it, though `backfill` would run it if asked)."""
         return self.state in (TOO_OLD, DISABLED, BEFORE_SCHEDULE, AWAITING_TICK, NO_ROW) or \
-            self.state in _BACKFILL_REQUEUES
+            (self.state in _BACKFILL_REQUEUES and not self.excused)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ window."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -179,5 +180,7 @@ def test_the_schedule_page_shows_holidays_and_the_pause(sqlite_url: str, tmp_pat
     assert page.status_code == 200
     assert "2026-10-08T00:00Z — SKIPPED (holiday)" in page.text and "2026-10-09T00:00Z — SKIPPED (holiday)" in page.text
     assert "2026-10-10T00:00Z — NOT_YET_DUE (maintenance)" in page.text  # paused: it will not run
+    gaps = re.findall(r'href="/schedules/kr/backfill\?from=([0-9-]+)&amp;to=([0-9-]+)"', page.text)
+    assert gaps == [("2026-09-28", "2026-10-06")]  # before the schedule existed; a holiday is no gap to fill
     assert 'id="maintenance"' in page.text and "office move" in page.text
     assert "KR and 2026-10-08" in page.text
