@@ -17,7 +17,7 @@ from engine.execution import reconciler
 from engine.execution.pool import WorkerPool
 from engine.execution.worker import Worker
 from engine.scheduling import definitions, tick
-from engine.store import audit_rows, outbox, run_rows, schedule_rows
+from engine.store import audit_rows, metric_facts, outbox, run_rows, schedule_rows
 from tests.fakes.gitrepo import make_repo
 from tests.flows.testflows import FOUR_STEPS
 from tests.integration import test_coverage_git as coverage
@@ -68,6 +68,8 @@ def test_holiday_slots_are_recorded_holiday_and_raise_no_alert(store_url: str, t
         counted = audit_rows.list_audit(conn, schedule_id=schedule.id, action="slots_holiday")
         assert sum(e.after["count"] for e in counted) == 2  # type: ignore[index]
         assert audit_rows.list_audit(conn, schedule_id=schedule.id, action="slots_overlap_skipped") == []
+        metrics = metric_facts.read_snapshot(conn, rt.clock.now())
+    assert metrics.slots_not_run[("kr", "holiday")] == 2 and metrics.missed_slots["kr"] == 0
 
 
 def test_a_commit_on_a_holiday_is_in_the_next_working_days_report_once(store_url: str, tmp_path: Path) -> None:
