@@ -66,11 +66,9 @@ class MaintenanceEntry(BaseModel):
 def _code(value: str | CalendarTable, where: str, file: str | None) -> str:
     code = value.code() if isinstance(value, CalendarTable) else value
     try:
-        calendars.check_calendar(code)
+        return calendars.canonical_calendar(code)
     except ValueError as exc:
         raise errors.ConfigInvalid(str(exc), file=file, key=where) from exc
-    country, subdivision = calendars.split_calendar(code)
-    return f"{country.upper()}-{subdivision}" if subdivision else country.upper()
 
 
 def check_entries(entries: Sequence[CalendarEntry], file: str | None) -> dict[str, CalendarEntry]:

@@ -40,17 +40,22 @@ def split_calendar(calendar: str) -> tuple[str, str | None]:
     return country, subdivision or None
 
 
-def check_calendar(calendar: str) -> None:
-    """Raise ValueError naming what is unknown when ``calendar`` is no country (or subdivision) of ``holidays``."""
+def canonical_calendar(calendar: str) -> str:
+    """``calendar`` as the ``holidays`` package spells it (``"us-ca"`` is ``"US-CA"``); ValueError naming what
+    is unknown when it is no country, or no subdivision of it, of the package."""
     import holidays
 
     country, subdivision = split_calendar(calendar)
-    if country.upper() not in holidays.list_supported_countries():
+    supported = holidays.list_supported_countries()
+    if country.upper() not in supported:
         raise ValueError(f"unknown country {country!r} (a code of the holidays package, e.g. \"KR\", \"US-CA\")")
-    try:
-        holidays.country_holidays(country.upper(), subdiv=subdivision)
-    except NotImplementedError:
-        raise ValueError(f"country {country.upper()} has no subdivision {subdivision!r}") from None
+    country = country.upper()
+    if subdivision is None:
+        return country
+    spelled = {code.upper(): code for code in supported[country]}
+    if subdivision.upper() not in spelled:
+        raise ValueError(f"country {country} has no subdivision {subdivision!r}")
+    return f"{country}-{spelled[subdivision.upper()]}"
 
 
 @lru_cache(maxsize=256)

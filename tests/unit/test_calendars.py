@@ -66,6 +66,12 @@ def _build(raw: dict[str, object]) -> config_file.AppConfig:
     return config_file.build_config(raw, path=Path("/nonexistent/reportflow.toml"), registry=load_registry())
 
 
+def test_a_calendar_is_stored_as_the_package_spells_it() -> None:
+    assert calendars.canonical_calendar("us-ca") == "US-CA" and calendars.canonical_calendar("kr") == "KR"
+    with pytest.raises(ValueError, match="country US has no subdivision 'ZZ'"):
+        calendars.canonical_calendar("US-ZZ")
+
+
 def test_a_schedule_names_a_calendars_entry_and_adds_dates_of_its_own() -> None:
     cfg = _build({"calendars": [{"name": "seoul-office", "calendar": {"country": "kr"},
                                  "holidays": [date(2026, 12, 31)]}],
