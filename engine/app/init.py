@@ -18,7 +18,7 @@ TEMPLATE = """\
 [store]
 url = "sqlite:///.reportflow/reportflow.db"   # REPORTFLOW_DB overrides; postgresql+psycopg://... for many nodes
 # serve and cycle copy the database at each slot, verify the copy and keep the newest 7:
-# backup = { cron = "0 3 * * *", dir = "backups", keep = 7 }
+# backup = {{ cron = "0 3 * * *", dir = "backups", keep = 7 }}
 
 # [limits]
 # warn_runs_per_day = 48      # a schedule busier than this is shown with a warning

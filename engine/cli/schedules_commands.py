@@ -22,7 +22,7 @@ def schedules_apply(ctx: typer.Context,
                         "--overwrite", help="Let the file win over edits made in the database (audited).")] = False,
                     dry_run: Annotated[bool, typer.Option(
                         "--dry-run", help="Print the plan (diffs and drift included); write nothing.")] = False) -> None:
-    """Sync [[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
+    r"""Sync [\[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
     from engine.cli import render
     from engine.scheduling import definitions
 

@@ -359,6 +359,7 @@ class Run:
     children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
     waits_for: ProviderWait | None = None  # loaded by the read side only (``runs list``, ``runs show``, the page)
+    quiet: str | None = None  # why a run that succeeded wrote nothing ("no commits"); ``runs list`` only
 
     @property
     def held(self) -> str | None:

@@ -57,6 +57,7 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "parent": run.parent_id,
         "held": run.held,
         "waits_for": wait_view(run),
+        "quiet": run.quiet,
     }
 
 
