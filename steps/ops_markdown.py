@@ -3,9 +3,10 @@
 Same facts, same bytes: per schedule the runs by status, success rate and
 last success; failed and partial runs grouped by error code with the runbook
 line of ``engine.core.error_codes``; slots not run and why; stuck and stalled
-runs; schedule changes with runs/day before → after; backfills. Facts persisted
-before stuck runs and too-old ranges were read lack those keys, and render as
-they did then, so a retry of such a run writes the same bytes.
+runs; schedule changes with runs/day before → after; backfills; holidays and
+maintenance windows. Facts persisted before stuck runs, too-old ranges, holidays and
+windows were read lack those keys, and render as they did then, so a retry of such a
+run writes the same bytes.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from engine.core import error_codes
 from steps import untrusted
 
 
-def _actor(actor: str, rules: int) -> str:
-    """Who made a change: a user name is whatever ``$USER`` held, so text from outside (rules 2 on)."""
-    return untrusted.text(actor, rules) if rules >= untrusted.LINK_RULES else actor
+def _operator_text(value: str, rules: int) -> str:
+    """Who made a change, a pause's reason: whatever ``$USER`` or an operator held, so text from outside
+    (rules 2 on)."""
+    return untrusted.text(value, rules) if rules >= untrusted.LINK_RULES else value
 
 
 def _rate(value: float | None) -> str:
@@ -78,10 +80,20 @@ def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
     out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
             for s in facts["stalled"]] or ["None."]
     out += ["", "## Schedule changes", ""]
-    out += [f"- {c['at']} {_actor(c['actor'], rules)} changed {c['schedule']}: `{c['cron'][0]}` → `{c['cron'][1]}`, "
+    out += [f"- {c['at']} {_operator_text(c['actor'], rules)} changed {c['schedule']}: `{c['cron'][0]}` → `{c['cron'][1]}`, "
             f"{c['runs_per_day'][0]:g} → {c['runs_per_day'][1]:g} runs/day"
             + (" (**high risk**: more than 10×)" if c["risk"] == "high" else "")
             for c in facts.get("changes", [])] or ["None."]
+    if "holidays" in facts:
+        out += ["", "## Holidays", ""]
+        out += [f"- {h['schedule']}: {h['date']} {h['name']} (its slots are not run; the next report covers them)"
+                for h in facts["holidays"]] or ["None."]
+    if "maintenance" in facts:
+        out += ["", "## Maintenance windows", ""]
+        out += [f"- {w['start']} → {w['end']} "
+                + ("all schedules" if w["schedules"] == "all" else ", ".join(w["schedules"]))
+                + f"{' (paused)' if w['paused'] else ''}: {_operator_text(w['reason'], rules)}"
+                for w in facts["maintenance"]] or ["None."]
     out += ["", "## Backfills", ""]
     out.append(f"{len(facts['backfills'])} backfill run(s)"
                + (f": {', '.join(str(r) for r in facts['backfills'])}." if facts["backfills"] else "."))

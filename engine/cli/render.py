@@ -79,7 +79,7 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
 
     Each cell wraps rather than cuts; the policies, the version and the next run in UTC are in
     ``schedules show`` and ``--json``."""
-    data = [views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews]
+    data = [views.schedule_view(o.schedule, o.last_run, o.slo, o.maintenance) for o in overviews]
     if as_json:
         _json(data)
         return
@@ -90,7 +90,8 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
     for item in data:
         last = item["last_run"]
         name = (f"{shown(item['name'])}\n[dim]{shown(item['workflow'])} · {shown(item['project'])}[/]" +
-                ("" if item["enabled"] else f"\n[red]disabled[/] {shown(item['disabled_reason'] or '')}".rstrip()))
+                ("" if item["enabled"] else f"\n[red]disabled[/] {shown(item['disabled_reason'] or '')}".rstrip())
+                + _windows(item))
         table.add_row(
             name, f"{shown(item['cron'])}\n{shown(item['timezone'])}", _local(item["next_run_local"]),
             f"{shown(last['business_key'])}\n{_status(last['status'])}" if last else "-",
@@ -116,6 +117,16 @@ def _local(iso: str | None) -> str:
     return f"{at:%Y-%m-%d}\n{clock} {at:%z}"
 
 
+def _windows(item: dict[str, Any]) -> str:
+    """A line for its next maintenance window or pause, if any (the rest are in ``show`` and ``--json``)."""
+    if not item["maintenance"]:
+        return ""
+    first = item["maintenance"][0]
+    if first["paused"]:
+        return f"\n[yellow]paused until {first['end']}[/] {shown(first['reason'])}"
+    return f"\n[yellow]maintenance {first['start']} → {first['end']}[/] {shown(first['reason'])}"
+
+
 def _ratio(value: float | None, due: int | None) -> str:
     """``97% of 30``; a dash when no period is due yet."""
     if value is None:
@@ -125,7 +136,7 @@ def _ratio(value: float | None, due: int | None) -> str:
 
 def schedule_detail(overview: Any, as_json: bool) -> None:
     """Print ``schedules show NAME``, or JSON."""
-    data = views.schedule_view(overview.schedule, overview.last_run, overview.slo)
+    data = views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance)
     if as_json:
         _json(data)
         return

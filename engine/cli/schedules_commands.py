@@ -1,4 +1,5 @@
-"""``reportflow schedules ...``: apply, list, show, history, preview, validate, enable, disable, set, draft.
+"""``reportflow schedules ...``: apply, list, show, history, preview, validate, enable, disable, pause, resume,
+set, draft.
 
 No ``from __future__ import annotations``: Typer reads every command's signature at each start
 (see ``cli.app``); engine types are quoted and engine modules imported inside the commands.
@@ -136,6 +137,34 @@ def schedules_disable(ctx: typer.Context, name: Annotated[Optional[str], typer.A
         return
     schedule, did = definitions.set_enabled(rt, name, enabled=False, reason=reason, cancel_queued=cancel_queued)
     output.say(f"schedule {name} {'disabled' if did else 'was already disabled'} (version {schedule.version})")
+
+
+@app.command("pause")
+def schedules_pause(ctx: typer.Context, name: str,
+                    until: Annotated[str, typer.Option(help="When it ends: an instant with its offset.")],
+                    reason: Annotated[str, typer.Option(help="Why (audited, required).")] = "") -> None:
+    """A maintenance window for one schedule: its slots until then are not run, no late, silent or stuck
+    alert is raised; a running run finishes. Example: reportflow schedules pause platform-daily --until 2026-10-10T09:00:00+09:00 --reason "repo migration" """
+    from engine.core import inputs
+    from engine.core.clock import format_instant
+    from engine.scheduling import definitions
+
+    if not reason.strip():
+        raise errors.InvalidInput("--reason is required to pause a schedule")
+    end = inputs.instant(until)
+    schedule = definitions.pause(context.cli_of(ctx).runtime(strict=True), name, until=end, reason=reason)
+    output.say(f"schedule {name} paused until {format_instant(schedule.paused_until)} "
+               f"(version {schedule.version})")
+
+
+@app.command("resume")
+def schedules_resume(ctx: typer.Context, name: str,
+                     reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None) -> None:
+    """End a pause early: slots from now on run. Example: reportflow schedules resume platform-daily"""
+    from engine.scheduling import definitions
+
+    schedule, changed = definitions.resume(context.cli_of(ctx).runtime(strict=True), name, reason=reason)
+    output.say(f"schedule {name} {'resumed' if changed else 'was not paused'} (version {schedule.version})")
 
 
 @app.command("set")

@@ -36,11 +36,11 @@ from pydantic import (
     model_validator,
 )
 
-from engine.config import backup_config, defaults
+from engine.config import backup_config, calendar_config, defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import concurrency_caps, errors, redact
+from engine.core import calendars, concurrency_caps, errors, redact
 from engine.core.models import (
     Criticality,
     DstFold,
@@ -282,6 +282,10 @@ class ScheduleConfig(Strict):
     # previous report) or "authored" (by author date, plus what arrived late); read and pinned by the
     # report workflows. Unnamed: "authored", what configurations written before it meant.
     attribution: Literal["landed", "authored"] | None = None
+    # Holidays: a country ("KR", "US-CA", a table) or a [[calendars]] name, and dates of its own;
+    # resolved by build_config (calendar_config.resolve) into the spec's calendar and holidays.
+    calendar: calendar_config.CalendarValue | None = None
+    holidays: list[date] = []
 
     @model_validator(mode="before")
     @classmethod
@@ -299,7 +303,8 @@ class ScheduleConfig(Strict):
 
     def to_spec(self) -> ScheduleSpec:
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
-        return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
+        return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__
+                               if name not in ("calendar", "holidays")})
 
 
 class WorkflowSourceConfig(Strict):
@@ -332,6 +337,8 @@ class EngineSections(BaseModel):
     ui: UiConfig = UiConfig()
     limits: LimitsConfig = LimitsConfig()
     schedules: list[ScheduleConfig] = []
+    calendars: list[calendar_config.CalendarEntry] = []
+    maintenance: list[calendar_config.MaintenanceEntry] = []
 
 
 @dataclass(frozen=True)
@@ -354,6 +361,8 @@ class AppConfig:
     #: ``[store] backup`` resolved against the store (None: not configured).
     backup: backup_config.BackupPlan | None = None
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    #: ``[[maintenance]]`` windows (a schedule's pause is on its row, not here).
+    maintenance: tuple[calendars.MaintenanceWindow, ...] = ()
 
     def schedule(self, name: str) -> ScheduleSpec:
         """The schedule of the config named ``name``; raises NotFound."""
@@ -473,7 +482,7 @@ def _month_counts(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fold: DstF
     return run_counts.count_month(cron_expr, timezone, date(2026, 10, 1), dst_gap=dst_gap, dst_fold=dst_fold)
 
 
-ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "limits", "schedules", "workflows")
+ENGINE_SECTIONS = ("store", "worker", "notify", "ui", "limits", "schedules", "workflows", "calendars", "maintenance")
 
 
 def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any], file: str | None) -> None:
@@ -536,6 +545,7 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
         except errors.ConfigInvalid as exc:
             raise errors.ConfigInvalid(exc.problem, file=file, key=exc.key) from exc
 
+    named_calendars = calendar_config.check_entries(sections.calendars, file)
     seen_names: set[str] = set()
     live_pairs: dict[tuple[str, str], str] = {}
     specs: list[ScheduleSpec] = []
@@ -567,7 +577,8 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             workflow.check_project(settings[sched.workflow], sched.project)
         except errors.ConfigInvalid as exc:
             raise errors.ConfigInvalid(exc.problem, file=file, key=f"{where}.project") from exc
-        spec = sched.to_spec()
+        calendar, own_holidays = calendar_config.resolve(sched.calendar, sched.holidays, named_calendars, where, file)
+        spec = dataclasses.replace(sched.to_spec(), calendar=calendar, holidays=own_holidays)
         try:
             _check_timing(spec, workflow.period)
         except errors.ConfigInvalid as exc:
@@ -583,6 +594,7 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             raise errors.ConfigInvalid(f"unknown workflow '{name}' (known: {known})", file=file,
                                        key=f"limits.workflows.{name}")
 
+    maintenance = calendar_config.windows(sections.maintenance, [spec.name for spec in specs], file)
     store_url = defaults.store_url(db_override, sections.store.url, base_dir)
     backup = None
     if sections.store.backup is not None:
@@ -592,5 +604,5 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
         path=path, base_dir=base_dir, store_url=store_url, backup=backup,
         worker=sections.worker, notify=sections.notify, schedules=tuple(specs), raw=raw,
         workflow_settings=settings, retain=sections.store.retain, ui=sections.ui,
-        retain_max=sections.store.retain_max, limits=sections.limits,
+        retain_max=sections.store.retain_max, limits=sections.limits, maintenance=maintenance,
     )

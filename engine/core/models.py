@@ -176,6 +176,8 @@ class SlotReason(StrEnum):
     TOO_OLD = "too_old"
     DISABLED = "disabled"
     START_BY = "start_by"  # queued on time, not started by the schedule's start_by
+    HOLIDAY = "holiday"  # its local date is a holiday of the schedule's calendar (SPEC §18)
+    MAINTENANCE = "maintenance"  # inside a maintenance window or a pause (SPEC §18)
 
 
 # Priority of the trigger that last queued a run: MANUAL > SCHEDULED > BACKFILL.
@@ -219,6 +221,10 @@ class ScheduleSpec:
     auto_recover: int = 3
     auto_recover_daily: int = 50
     freshness_target: float | None = None  # the share of periods due that should be fresh; below: freshness_low
+    # Holidays (SPEC §18): a country of the ``holidays`` package, optionally with a subdivision ("KR",
+    # "US-CA"), and dates of one's own ("2026-10-09"); slots on those local dates are not run.
+    calendar: str | None = None
+    holidays: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,6 +243,10 @@ class Schedule:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     applied_definition: dict[str, Any] | None = None  # the definition of the last apply (None: unknown)
+    # ``schedules pause NAME --until T``: slots in [paused_from, paused_until) are recorded ``maintenance``.
+    paused_from: datetime | None = None
+    paused_until: datetime | None = None
+    pause_reason: str | None = None
 
     @property
     def name(self) -> str:

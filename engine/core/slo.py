@@ -23,6 +23,7 @@ class PeriodFact:
     slot_at: datetime
     status: RunStatus
     completed_at: datetime | None
+    reason: str | None = None  # why a slot was not run (``holiday``, ``maintenance``, ...)
 
 
 @dataclass(frozen=True)

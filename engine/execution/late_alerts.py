@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from engine.core import alerts, logs, slo
+from engine.core import alerts, calendars, logs, slo
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
 from engine.core.models import Schedule
@@ -26,18 +26,23 @@ def find_late(rt: Runtime, now: datetime) -> list[tuple[Schedule, datetime]]:
     found: list[tuple[Schedule, datetime]] = []
     with rt.store.read() as conn:
         for schedule in schedule_rows.list_schedules(conn):
-            if not schedule.enabled:
-                continue
+            windows = calendars.windows_of(schedule, rt.config.maintenance)
+            if not schedule.enabled or calendars.window_at(windows, schedule.name, now) is not None:
+                continue  # inside a maintenance window nothing is late
             spec = schedule.spec
             deadline = slo.deadline_of(spec)
             start = now - deadline - LOOKBACK
             if schedule.created_at is not None:  # its first slot is the first fire after it was created
                 start = max(start, schedule.created_at + timedelta(microseconds=1))
+            # A holiday's or a window's slot is not run on purpose, nor is one whose deadline a window covers.
             slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, start, now - deadline,
-                                                       dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
+                                                       dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+                     if calendars.excuse(spec, windows, f.at) is None
+                     and calendars.window_at(windows, schedule.name, f.at + deadline) is None]
             if not slots:
                 continue
             facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
+            slots = [s for s in slots if s not in facts or facts[s].reason not in calendars.EXCUSED]
             late = slo.late_slots(slots, facts, now=now, deadline=deadline)
             keys = {outbox.period_dedupe_key(alerts.AlertEvent.RUN_LATE, schedule.name, slot): slot for slot in late}
             seen = outbox.recorded(conn, list(keys))

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from engine.core import alerts, errors, logs, policies, reports, stuck
+from engine.core import alerts, calendars, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus, SlotReason
 from engine.execution import freshness_alerts, late_alerts
@@ -202,7 +202,12 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
 def find_stuck(rt: Runtime, now: datetime) -> list[stuck.StuckRun]:
     """Runs waiting longer than ``[notify] stuck_after`` with no moving queue (``store.waiting.find_stuck``)."""
     with rt.store.read() as conn:
-        return waiting.find_stuck(conn, now, rt.config.notify.stuck_after, rt.config.limits.caps())
+        found = waiting.find_stuck(conn, now, rt.config.notify.stuck_after, rt.config.limits.caps())
+        if not found:
+            return found
+        quiet = {s.name for s in schedule_rows.list_schedules(conn)
+                 if calendars.quiet(s, rt.config.maintenance, now)}
+    return [run for run in found if run.schedule not in quiet]
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:
@@ -212,5 +217,6 @@ def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str
         live = schedule_rows.list_schedules(conn)
     stalled = [r for r in running if policies.run_is_stalled(r, now)]
     silent = [(s.name, s.next_run_at) for s in live if s.enabled and s.next_run_at is not None
-              and policies.is_silent(s.next_run_at, s.spec.grace, now)]
+              and policies.is_silent(s.next_run_at, s.spec.grace, now)
+              and not calendars.quiet(s, rt.config.maintenance, now)]
     return stalled, silent

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import errors, policies, retention, revisions
+from engine.core import calendars, errors, policies, retention, revisions
 from engine.core.clock import parse_instant
 from engine.core.cron import timetable
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
@@ -55,10 +55,16 @@ class Cell:
     quiet: bool = False  # the run succeeded and found nothing to report (``reason`` says what)
 
     @property
+    def excused(self) -> bool:
+        """A slot not run on purpose (a holiday, a maintenance window): the calendar names the reason."""
+        return self.reason in calendars.EXCUSED
+
+    @property
     def backfillable(self) -> bool:
-        """A past period that `backfill` would create or re-queue."""
+        """A past period that `backfill` would create or re-queue (a holiday's or a window's is no gap: the page
+        offers no backfill for it, though `backfill` would run it if asked)."""
         return self.state in (TOO_OLD, DISABLED, BEFORE_SCHEDULE, AWAITING_TICK, NO_ROW) or \
-            self.state in _BACKFILL_REQUEUES
+            (self.state in _BACKFILL_REQUEUES and not self.excused)
 
 
 @dataclass(frozen=True)
@@ -106,9 +112,10 @@ def _audit_ranges(events: Sequence[AuditEvent]) -> list[AuditRange]:
 def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, date, datetime]],
                runs_by_key: dict[str, Run], ranges: Sequence[AuditRange], now: datetime,
                pruned: Sequence[retention.PrunedRange] = (),
-               facts: Mapping[int, calendar_rows.RunFacts] | None = None) -> tuple[Cell, ...]:
+               facts: Mapping[int, calendar_rows.RunFacts] | None = None,
+               windows: Sequence[calendars.MaintenanceWindow] = ()) -> tuple[Cell, ...]:
     """Pure: one cell per (key, business date, slot), from its run (and ``facts`` about it) or the reason
-    it has none."""
+    it has none; a period not yet due says when it will not run (a holiday, one of ``windows``)."""
     cells: list[Cell] = []
     for key, day, slot_at in slots:
         run = runs_by_key.get(key)
@@ -120,7 +127,8 @@ def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, 
                               quiet=quiet is not None))
             continue
         if slot_at > now:
-            cells.append(Cell(key, day, slot_at, NOT_YET_DUE))
+            excused = calendars.excuse(schedule.spec, windows, slot_at)
+            cells.append(Cell(key, day, slot_at, NOT_YET_DUE, reason=None if excused is None else excused.value))
             continue
         covering = next((r for r in ranges if r.start_at <= slot_at < r.end_at), None)
         if covering is not None:
@@ -201,8 +209,9 @@ def _row(rt: Runtime, schedule: Schedule, now: datetime, weeks: int, until: date
         for run in found:  # ordered by key, then revision: the latest revision wins
             latest[run.business_key] = run
         facts = calendar_rows.run_facts(conn, [run.id for run in latest.values()])
+    windows = calendars.windows_of(schedule, rt.config.maintenance)
     return CalendarRow(schedule, kind, plan_cells(schedule, kind, slots, latest, _audit_ranges(events), now,
-                                                  pruned, facts))
+                                                  pruned, facts, windows))
 
 
 def calendar(rt: Runtime, schedule_name: str, *, weeks: int = 13, until: date | None = None) -> CalendarRow:

@@ -162,7 +162,7 @@ def families(snap: metric_facts.Snapshot, now: datetime | None = None) -> Iterat
                         "window (too_old, estimated).", snap.missed_slots)
     yield _labelled(CounterMetricFamily, "reportflow_slots_not_run_total",
                     "Slots not run per schedule and reason: misfire (MISSED), manual_required, too_old "
-                    "(estimated), disabled (estimated).", ["schedule", "reason"], snap.slots_not_run)
+                    "(estimated), disabled (estimated), holiday, maintenance.", ["schedule", "reason"], snap.slots_not_run)
     yield _per_schedule(CounterMetricFamily, "reportflow_overlap_skips_total",
                         "Slots SKIPPED by the overlap policy.", snap.overlap_skips)
     yield _histogram("reportflow_run_duration_seconds",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.core import slo
+from engine.core import calendars, slo
 from engine.core.cron import timetable
 from engine.core.models import Run, Schedule, ScheduleSpec
 from engine.runtime import Runtime
@@ -16,6 +16,14 @@ class ScheduleOverview:
     schedule: Schedule
     last_run: Run | None
     slo: slo.Slo | None = None  # success rate and freshness (SPEC §15.2)
+    # Its maintenance windows not over yet (configured ones and its pause), soonest first.
+    maintenance: tuple[calendars.MaintenanceWindow, ...] = ()
+
+
+def _ahead(rt: Runtime, schedule: Schedule) -> tuple[calendars.MaintenanceWindow, ...]:
+    now = rt.clock.now()
+    return tuple(sorted((w for w in calendars.windows_of(schedule, rt.config.maintenance) if w.end > now),
+                        key=lambda w: w.start))
 
 
 def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[ScheduleOverview]:
@@ -26,7 +34,7 @@ def schedules_overview(rt: Runtime, *, include_archived: bool = False) -> list[S
         now, window = rt.clock.now(), rt.config.notify.slo_window
         measured = {s.id: periods.measure(conn, s, now, window, rt.period_kind(s.spec.workflow))
                     for s in schedules if not s.archived}
-    return [ScheduleOverview(s, last.get(s.id), measured.get(s.id)) for s in schedules]
+    return [ScheduleOverview(s, last.get(s.id), measured.get(s.id), _ahead(rt, s)) for s in schedules]
 
 
 def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
@@ -36,7 +44,7 @@ def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
         last = schedule_rows.last_runs(conn, [schedule.id])
         measured = periods.measure(conn, schedule, rt.clock.now(), rt.config.notify.slo_window,
                                    rt.period_kind(schedule.spec.workflow))
-    return ScheduleOverview(schedule, last.get(schedule.id), measured)
+    return ScheduleOverview(schedule, last.get(schedule.id), measured, _ahead(rt, schedule))
 
 
 def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[timetable.Fire]]:

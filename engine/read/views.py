@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.core import error_codes, healing, policies
+from engine.core import calendars, error_codes, healing, policies
 from engine.core.clock import format_instant
 from engine.core.models import Run, Schedule, StepStatus
 from engine.plugins.contract import WorkflowDef
@@ -131,11 +132,22 @@ def slo_view(measured: Any) -> dict[str, Any]:
             "periods_due": measured.periods_due, "window": f"{measured.window.total_seconds() / 86400:g}d"}
 
 
-def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = None) -> dict[str, Any]:
-    """A schedule (and its last run, and its success rate and freshness when measured) as JSON."""
+def window_view(window: calendars.MaintenanceWindow) -> dict[str, Any]:
+    """A maintenance window (or a pause) as JSON."""
+    return {"start": format_instant(window.start), "end": format_instant(window.end), "reason": window.reason,
+            "schedules": list(window.schedules) or None, "paused": window.paused}
+
+
+def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = None,
+                  maintenance: Sequence[calendars.MaintenanceWindow] = ()) -> dict[str, Any]:
+    """A schedule (and its last run, its success rate and freshness when measured, and its maintenance windows
+    not over yet) as JSON."""
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
     return {**({} if measured is None else slo_view(measured)),
+            "calendar": spec.calendar, "holidays": list(spec.holidays),
+            "paused_until": format_instant(schedule.paused_until), "pause_reason": schedule.pause_reason,
+            "maintenance": [window_view(w) for w in maintenance],
             "criticality": spec.criticality.value, "priority": spec.priority.value,
             "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()),
             "freshness_target": spec.freshness_target, **{

@@ -220,6 +220,43 @@ def disable_all(rt: Runtime, *, reason: str, cancel_queued: bool = False) -> lis
     return changed
 
 
+def pause(rt: Runtime, name: str, *, until: datetime, reason: str) -> Schedule:
+    """``schedules pause``: slots from now until ``until`` are recorded ``maintenance``, and no late, silent or
+    stuck alert is raised for the schedule meanwhile; a running run finishes. Audited, like a disable."""
+    now = rt.clock.now()
+    if until <= now:
+        raise errors.InvalidInput(f"--until {format_instant(until)} is not in the future")
+    with rt.store.write() as conn:
+        current = schedule_rows.get_schedule(conn, name)
+        if current.archived:
+            raise errors.Conflict(f"schedule '{name}' is archived (it is no longer in the config)")
+        still = current.paused_until is not None and current.paused_until > now and current.paused_from is not None
+        start = current.paused_from if still else now
+        updated = schedule_rows.update_schedule(conn, current, now=now, paused_from=start, paused_until=until,
+                                                pause_reason=reason)
+        _audit(conn, rt.actor, "pause", updated, now, before=_pause_of(current), after=_pause_of(updated),
+               reason=reason)
+    return updated
+
+
+def resume(rt: Runtime, name: str, *, reason: str | None) -> tuple[Schedule, bool]:
+    """``schedules resume``: end a pause now (its past slots stay ``maintenance``). Returns (schedule, changed)."""
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        current = schedule_rows.get_schedule(conn, name)
+        if current.paused_until is None or current.paused_until <= now:
+            return current, False
+        updated = schedule_rows.update_schedule(conn, current, now=now, paused_until=now)
+        _audit(conn, rt.actor, "resume", updated, now, before=_pause_of(current), after=_pause_of(updated),
+               reason=reason)
+    return updated, True
+
+
+def _pause_of(schedule: Schedule) -> dict[str, Any]:
+    return {"paused_from": format_instant(schedule.paused_from), "paused_until": format_instant(schedule.paused_until),
+            "pause_reason": schedule.pause_reason}
+
+
 def _switch(conn: Connection, rt: Runtime, current: Schedule, *, enabled: bool, reason: str | None,
             cancel_queued: bool, now: datetime) -> tuple[Schedule, bool]:
     if not enabled and cancel_queued:

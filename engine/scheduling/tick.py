@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import alerts, errors, logs, policies, reports
+from engine.core import alerts, calendars, errors, logs, policies, reports
 from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
 from engine.runtime import Runtime
@@ -99,11 +99,27 @@ def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None
     plan = policies.plan_tick(schedule, now)
     if plan is None:
         return None
+    plan = _excuse(plan, schedule, rt.config.maintenance)
     candidates = [(slot, new_runs.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED,
                                          status=slot.status, now=now, max_attempts=rt.config.worker.max_attempts,
                                          workflow_pins=pins, reason=slot.reason, not_before=slot.not_before))
                   for slot in plan.slots]
     return _Prepared(schedule, plan, candidates)
+
+
+def _excuse(plan: policies.TickPlan, schedule: Schedule,
+            maintenance: tuple[calendars.MaintenanceWindow, ...]) -> policies.TickPlan:
+    """Slots on a holiday or inside a maintenance window are recorded SKIPPED with that reason, whatever
+    the misfire policy said: not run, and not an alert."""
+    spec = schedule.spec
+    windows = calendars.windows_of(schedule, maintenance)
+    if not windows and spec.calendar is None and not spec.holidays:
+        return plan
+    slots = []
+    for slot in plan.slots:
+        reason = calendars.excuse(spec, windows, slot.slot_at)
+        slots.append(slot if reason is None else policies.PlannedSlot(slot.slot_at, RunStatus.SKIPPED, reason))
+    return dataclasses.replace(plan, slots=tuple(slots))
 
 
 def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
@@ -152,7 +168,12 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
         report.already_present += len(to_insert) - len(mine)
         created = Counter(new.status.value for new in to_insert if new.idempotency_key in mine)
         report.created.update(created)
-        events += _audit_events(prepared.schedule, prepared.plan, created, now)
+        excused = Counter(new.reason.value for new in to_insert
+                          if new.idempotency_key in mine and new.reason in calendars.EXCUSED)
+        # Excused slots are SKIPPED rows, audited apart from the overlap's skips.
+        overlap_counted = created - Counter({RunStatus.SKIPPED.value: sum(excused.values())})
+        events += _audit_events(prepared.schedule, prepared.plan, overlap_counted, now)
+        events += _excused_events(prepared.schedule, excused, now)
         _record_unrun(conn, prepared, [new for new in to_insert if new.idempotency_key in mine], now)
         if prepared.plan.too_old is not None:
             report.too_old_slots += prepared.plan.too_old.estimated_slots
@@ -214,6 +235,13 @@ def _log_created(name: str, rows: list[NewRun], inserted: dict[str, int]) -> Non
 UNRUN_ACTIONS = {RunStatus.MISSED.value: ("slots_missed", "misfire"),
                  RunStatus.SKIPPED.value: ("slots_overlap_skipped", "overlap"),
                  RunStatus.MANUAL_REQUIRED.value: ("slots_manual_required", "misfire")}
+
+
+def _excused_events(schedule: Schedule, excused: Counter[str], now: datetime) -> list[dict[str, Any]]:
+    """``slots_holiday`` / ``slots_maintenance``: counted records of slots not run on purpose."""
+    return [dict(at=now, actor=SYSTEM_SCHEDULER, action=f"slots_{reason}", schedule_id=schedule.id, run_id=None,
+                 before=None, version=schedule.version, reason=reason, after={"count": count})
+            for reason, count in excused.items()]
 
 
 def _audit_events(schedule: Schedule, plan: policies.TickPlan, created: Counter[str],

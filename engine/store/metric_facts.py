@@ -54,8 +54,10 @@ FINISHED_STATUSES = tuple(sorted(s.value for s in TERMINAL_STATUSES))
 IN_PROGRESS = (RunStatus.RUNNING, RunStatus.WAITING)
 # The scheduler's audit events that count slots, by the reason a slot did not run.
 NOT_RUN_ACTIONS = {"slots_missed": "misfire", "slots_manual_required": "manual_required",
-                   "slots_too_old": "too_old", "slots_disabled": "disabled"}
-MISSED_REASONS = ("misfire", "manual_required", "too_old")  # what "missed" counts (disabled: on purpose)
+                   "slots_too_old": "too_old", "slots_disabled": "disabled",
+                   "slots_holiday": "holiday", "slots_maintenance": "maintenance"}
+# What "missed" counts (disabled, holiday and maintenance: on purpose).
+MISSED_REASONS = ("misfire", "manual_required", "too_old")
 OVERLAP_ACTIONS = ("slots_overlap_skipped",)
 
 

@@ -8,7 +8,8 @@ error code (count, first and last business key); unrun slots (MISSED, SKIPPED,
 CANCELLED) with their reasons, and ranges the scheduler found too old to record;
 stuck runs (SPEC §15.1, ``waiting.find_stuck``) and stalled runs (RUNNING past
 their ``max_runtime``); schedule changes made in the period (who, runs/day
-before → after, the 10× risk); backfills. ``summarise`` is the pure part, tested
+before → after, the 10× risk); backfills; each schedule's holidays and the maintenance
+windows and pauses that overlap the period. ``summarise`` is the pure part, tested
 without a database. The ops workflow persists these facts in its first step,
 so a retry reproduces the report.
 """
@@ -18,13 +19,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from engine.core import calendars
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import UNRUN_STATUSES, PeriodKind
+from engine.core.models import UNRUN_STATUSES, PeriodKind, Schedule
 from engine.store import periods, schedule_rows, waiting
 from engine.store.tables import audit_events, runs, schedules
 
@@ -37,10 +40,12 @@ RISK_FACTOR = 10
 
 
 def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_after: timedelta,
-         kinds: Mapping[str, PeriodKind] | None = None) -> dict[str, Any]:
+         kinds: Mapping[str, PeriodKind] | None = None,
+         maintenance: Sequence[calendars.MaintenanceWindow] = ()) -> dict[str, Any]:
     """The facts of ``[start, end)`` as of ``now``; a run is stuck after waiting ``stuck_after`` unclaimed.
 
     ``kinds``: the installed workflows' periods (periods are judged by business key, ``periods.period_facts``).
+    ``maintenance``: the configured windows (a schedule's pause is read from its row).
     """
     rows = conn.execute(select(*_COLUMNS).where(runs.c.scheduled_for >= start,
                                                 runs.c.scheduled_for < end)
@@ -63,6 +68,9 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_
     facts["stuck"] = [{"run": s.run_id, "schedule": s.schedule or "(manual)", "status": s.status,
                        "since": format_instant(s.waiting_since), "reason": s.reason}
                       for s in waiting.find_stuck(conn, now, stuck_after) if s.run_id in in_period]
+    live = schedule_rows.list_schedules(conn)
+    facts["holidays"] = holidays_in(live, start, end)
+    facts["maintenance"] = windows_in(live, maintenance, start, end)
     ids = {name: schedule_id for schedule_id, name in names.items()}
     as_of = min(end, now)
     for entry in facts["schedules"]:  # SPEC §15.2 over the report's period, by its one definition
@@ -74,6 +82,30 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_
                      freshness=None if measured is None else measured.freshness,
                      periods_due=None if measured is None else measured.periods_due)
     return facts
+
+
+def holidays_in(schedules: Sequence[Schedule], start: datetime, end: datetime) -> list[dict[str, str]]:
+    """Each schedule's holidays whose local date meets ``[start, end)``, by schedule then date."""
+    out = []
+    for schedule in schedules:
+        spec = schedule.spec
+        if spec.calendar is None and not spec.holidays:
+            continue
+        zone = ZoneInfo(spec.timezone)
+        last = (end - timedelta(microseconds=1)).astimezone(zone).date()
+        out += [{"schedule": spec.name, "date": day.isoformat(), "name": name}
+                for day, name in calendars.holidays_between(spec, start.astimezone(zone).date(), last)]
+    return out
+
+
+def windows_in(schedules: Sequence[Schedule], configured: Sequence[calendars.MaintenanceWindow],
+               start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """The configured windows and the schedules' pauses that overlap ``[start, end)``, by start."""
+    pauses = [w for w in (calendars.pause_window(s) for s in schedules) if w is not None]
+    found = [w for w in (*configured, *pauses) if w.start < end and w.end > start]
+    return [{"start": format_instant(w.start), "end": format_instant(w.end), "reason": w.reason,
+             "schedules": list(w.schedules) or "all", "paused": w.paused}
+            for w in sorted(found, key=lambda w: (w.start, w.schedules))]
 
 
 def _per_day(definition: Mapping[str, Any], now: datetime) -> float:

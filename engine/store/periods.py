@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from engine.core import policies, slo
+from engine.core import calendars, policies, slo
 from engine.core.cron import timetable
 from engine.core.models import PeriodKind, RunStatus, Schedule
 from engine.store.tables import runs
@@ -33,24 +33,24 @@ def period_facts(conn: Connection, schedule: Schedule, slots: Sequence[datetime]
         return {}
     facts: dict[datetime, slo.PeriodFact] = {}
     if kind is None or kind is PeriodKind.SLOT:
-        query = (select(runs.c.scheduled_for, runs.c.status, runs.c.completed_at)
+        query = (select(runs.c.scheduled_for, runs.c.status, runs.c.completed_at, runs.c.reason)
                  .where(runs.c.schedule_id == schedule.id, runs.c.scheduled_for >= slots[0],
                         runs.c.scheduled_for <= slots[-1])
                  .order_by(runs.c.scheduled_for, runs.c.revision, runs.c.id))
-        for slot, status, completed_at in conn.execute(query):
-            facts[slot] = slo.PeriodFact(slot, RunStatus(status), completed_at)  # the last row: the latest revision
+        for slot, status, completed_at, reason in conn.execute(query):
+            facts[slot] = slo.PeriodFact(slot, RunStatus(status), completed_at, reason)  # the last row: the latest revision
         return facts
     spec = schedule.spec
     key_of = {slot: policies.business_period(kind, slot, spec.timezone, spec.report_on).key for slot in slots}
     keys = sorted(set(key_of.values()))
-    latest: dict[str, tuple[RunStatus, datetime | None]] = {}
+    latest: dict[str, tuple[RunStatus, datetime | None, str | None]] = {}
     for first in range(0, len(keys), _KEYS_PER_QUERY):
         chunk = keys[first:first + _KEYS_PER_QUERY]
-        query = (select(runs.c.business_key, runs.c.status, runs.c.completed_at)
+        query = (select(runs.c.business_key, runs.c.status, runs.c.completed_at, runs.c.reason)
                  .where(runs.c.schedule_id == schedule.id, runs.c.business_key.in_(chunk))
                  .order_by(runs.c.business_key, runs.c.revision, runs.c.id))
-        for key, status, completed_at in conn.execute(query):
-            latest[key] = (RunStatus(status), completed_at)
+        for key, status, completed_at, reason in conn.execute(query):
+            latest[key] = (RunStatus(status), completed_at, reason)
     for slot, key in key_of.items():
         if key in latest:
             facts[slot] = slo.PeriodFact(slot, *latest[key])
@@ -76,4 +76,8 @@ def measure(conn: Connection, schedule: Schedule, now: datetime, window: timedel
     facts = period_facts(conn, schedule, slots, kind)
     if schedule.created_at is not None:  # periods before the schedule existed count only if something ran them
         slots = [s for s in slots if s > schedule.created_at or s in facts]
+    # A holiday's or a maintenance window's period was not due: recorded so, or a holiday or pause not ticked yet.
+    own = calendars.windows_of(schedule, ())
+    slots = [s for s in slots if (facts[s].reason not in calendars.EXCUSED if s in facts
+                                  else calendars.excuse(spec, own, s) is None)]
     return slo.compute_slo(slots, facts, now=now, deadline=slo.deadline_of(spec), window=window)

@@ -39,7 +39,7 @@ _OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "priority": Sche
                              "deadline": None, "start_by": None,
                              "auto_recover": ScheduleSpec.auto_recover,
                              "auto_recover_daily": ScheduleSpec.auto_recover_daily,
-                             "freshness_target": None}
+                             "freshness_target": None, "calendar": None, "holidays": ()}
 
 
 
@@ -58,6 +58,8 @@ def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
             value = int(value.total_seconds())
         elif name in _ENUMS:
             value = value.value
+        elif isinstance(value, tuple):
+            value = list(value)  # as JSON reads it back, so a stored definition compares equal
         out[name] = value
     return out
 
@@ -76,6 +78,8 @@ def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleS
     for name, enum in _ENUMS.items():
         if name in values:
             values[name] = enum(values[name])
+    if "holidays" in values:
+        values["holidays"] = tuple(values["holidays"])
     return ScheduleSpec(**values, enabled=enabled)
 
 
@@ -86,7 +90,8 @@ def schedule_from_row(row: RowMapping) -> Schedule:
         enabled=row["enabled"], archived=row["archived"], next_run_at=row["next_run_at"],
         disabled_reason=row["disabled_reason"], disabled_by_cli=row["disabled_by_cli"],
         disabled_at=row["disabled_at"], created_at=row["created_at"], updated_at=row["updated_at"],
-        applied_definition=row.get("applied_definition"),
+        applied_definition=row.get("applied_definition"), paused_from=row.get("paused_from"),
+        paused_until=row.get("paused_until"), pause_reason=row.get("pause_reason"),
     )
 
 

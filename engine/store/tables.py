@@ -78,6 +78,9 @@ schedules = Table(
     Column("next_run_at", UTCDateTime),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    Column("paused_from", UTCDateTime),  # ``schedules pause``: its slots in [from, until) are not run
+    Column("paused_until", UTCDateTime),
+    Column("pause_reason", Text),
     Index("ix_schedules_due", "next_run_at", sqlite_where=text(LIVE_SCHEDULE)),
     Index("uq_schedules_live_workflow_project", "workflow", "project", unique=True,
           sqlite_where=text("NOT archived")),

@@ -71,13 +71,13 @@ def api_run(request: Request) -> Response:
 def api_schedules(request: Request) -> Response:
     """``GET /api/schedules``: every schedule with its last run."""
     overviews = schedule_queries.schedules_overview(state_of(request).rt)
-    return InertJSON([views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews])
+    return InertJSON([views.schedule_view(o.schedule, o.last_run, o.slo, o.maintenance) for o in overviews])
 
 
 def api_schedule(request: Request) -> Response:
     """``GET /api/schedules/NAME``: one schedule."""
     overview = schedule_queries.schedule_overview(state_of(request).rt, str(request.path_params["name"]))
-    return InertJSON(views.schedule_view(overview.schedule, overview.last_run, overview.slo))
+    return InertJSON(views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance))
 
 
 ROUTES = [

@@ -61,7 +61,7 @@ def _schedule_items(rt: Runtime) -> list[dict[str, Any]]:
     for overview in schedule_queries.schedules_overview(rt):
         spec = overview.schedule.spec
         fires = timetable.preview(spec.cron, spec.timezone, now, 3, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
-        items.append({"view": views.schedule_view(overview.schedule, overview.last_run, overview.slo),
+        items.append({"view": views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance),
                       "words": words.describe(spec.cron), "fires": fires})
     return items
 
@@ -144,7 +144,8 @@ def schedule_page(request: Request) -> Response:
              for r in started if r.trigger is not RunTrigger.BACKFILL]
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
-    return page(request, "schedule.html", title=name, view=views.schedule_view(overview.schedule, overview.last_run, overview.slo),
+    view = views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance)
+    return page(request, "schedule.html", title=name, view=view,
                 words=words.describe(spec.cron), fires=fires, rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
                 cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),

@@ -211,3 +211,34 @@ def test_the_ops_report_lists_stuck_runs_and_slots_too_old_to_record(store_url: 
     text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
     assert f"- run {held[0][0]} (nightly): QUEUED, unclaimed since 2026-10-04T12:00:00Z: schedule disabled" in text
     assert f"- nightly: about {old['estimated_slots']} slot(s) from 2026-09-10T09:00:00Z to 2026-09-27T12:00:00Z older than" in text
+
+
+def test_the_ops_report_lists_holidays_and_maintenance_windows_of_its_period(store_url: str, tmp_path: Path,
+                                                                             repo: GitRepo) -> None:
+    extra = {"projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]}],
+             "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"},
+             "maintenance": [{"start": "2026-09-30T00:00:00+09:00", "end": "2026-09-30T06:00:00+09:00",
+                              "reason": "database upgrade"},
+                             {"start": "2026-10-20T00:00:00Z", "end": "2026-10-21T00:00:00Z", "reason": "later"}]}
+    specs = [dict(name="nightly", workflow="echo", project="platform", cron="0 9 * * *", timezone="Asia/Seoul",
+                  calendar="KR"),
+             dict(name="ops-weekly", workflow="ops_weekly_report", cron="0 6 * * 1", timezone="Asia/Seoul")]
+    rt = make_runtime(store_url, schedules=specs, clock=ManualClock(datetime(2026, 9, 27, tzinfo=UTC)),
+                      extra=extra)
+    definitions.apply(rt)
+    rt.clock.set(datetime(2026, 10, 1, 12, tzinfo=UTC))
+    definitions.pause(rt, "nightly", until=datetime(2026, 10, 2, 12, tzinfo=UTC), reason="repo move")
+    rt.clock.set(NOW)
+    ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    facts = show(rt, ops.run_id).steps[0].output["facts"]
+    # Chuseok (2026-09-24..26 and its substitute day) and National Foundation Day (Saturday 2026-10-03).
+    assert ("nightly", "2026-10-03", "National Foundation Day") in [
+        (h["schedule"], h["date"], h["name"]) for h in facts["holidays"]]
+    assert all("2026-09-28" <= h["date"] <= "2026-10-04" for h in facts["holidays"])
+    assert [(w["start"], w["reason"], w["paused"]) for w in facts["maintenance"]] == [
+        ("2026-09-29T15:00:00Z", "database upgrade", False), ("2026-10-01T12:00:00Z", "repo move", True)]
+    text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
+    assert "- nightly: 2026-10-03 National Foundation Day" in text
+    assert "- 2026-09-29T15:00:00Z → 2026-09-29T21:00:00Z all schedules: database upgrade" in text
+    assert "- 2026-10-01T12:00:00Z → 2026-10-02T12:00:00Z nightly (paused): repo move" in text

@@ -18,10 +18,10 @@ from tests.support import run_cli_modules, write_config
 
 pytestmark = pytest.mark.slow
 
-# The step clients, the web stack, the retry library, metrics and migrations: none is needed to
+# The step clients, the web stack, the retry library, metrics, migrations and holiday tables: none is needed to
 # start, to print help, or to find that nothing is due.
 CLIENTS_AND_SERVERS = ("git", "ollama", "notion_client", "httpx", "httpcore", "starlette", "uvicorn", "jinja2",
-                       "tenacity", "prometheus_client", "alembic", "psycopg")
+                       "tenacity", "prometheus_client", "alembic", "psycopg", "holidays")
 NOW = "2026-03-02T10:00:30Z"
 
 
@@ -144,3 +144,19 @@ def test_work_until_idle_with_nothing_to_claim_takes_the_fast_path(tmp_path: Pat
     assert "engine.cli.fast_tick" in modules
     assert loaded(modules, "typer", "pydantic", "engine.cli.app", "engine.execution", "engine.store.tables",
                   "workflows", "steps") == []
+
+
+def test_a_schedule_with_a_holiday_calendar_keeps_the_holiday_tables_off_the_fast_path(tmp_path: Path) -> None:
+    """Validating ``calendar = "KR"`` reads the holidays package; a nothing-due tick after it does not."""
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}", schedules=[
+        dict(name="echo-daily", workflow="echo", project="repo", cron="0 9 * * *", timezone="Asia/Seoul",
+             calendar="KR")])
+    env = {"REPORTFLOW_CONFIG": str(config)}
+    modules_of("--now", NOW, "schedules", "apply", cwd=tmp_path, env=env)
+    full, first = modules_of("--now", NOW, "tick", cwd=tmp_path, env=env)
+    assert "holidays" in full  # the full path validated the calendar
+
+    modules, stdout = modules_of("--now", NOW, "tick", cwd=tmp_path, env=env)
+
+    assert stdout == first and "engine.cli.fast_tick" in modules
+    assert loaded(modules, "holidays", "engine.core.calendars") == []
