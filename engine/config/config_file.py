@@ -39,8 +39,8 @@ from engine.config import backup_config, defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import errors, redact
-from engine.core.models import Criticality, DstFold, DstGap, Misfire, Overlap, ReportOn, ScheduleSpec
+from engine.core import dependencies, errors, redact
+from engine.core.models import Criticality, DstFold, DstGap, Misfire, OnUpstream, Overlap, ReportOn, ScheduleSpec
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -259,6 +259,10 @@ class ScheduleConfig(Strict):
     # previous report) or "authored" (by author date, plus what arrived late); read and pinned by the
     # report workflows. Unnamed: "authored", what configurations written before it meant.
     attribution: Literal["landed", "authored"] | None = None
+    # Dependencies (SPEC §18): the schedules whose covering periods must be SUCCESS first.
+    after: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]] = []
+    after_window: Duration = ScheduleSpec.after_window
+    on_upstream: OnUpstream = ScheduleSpec.on_upstream
 
     @model_validator(mode="before")
     @classmethod
@@ -276,7 +280,8 @@ class ScheduleConfig(Strict):
 
     def to_spec(self) -> ScheduleSpec:
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
-        return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__})
+        values = {name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__}
+        return ScheduleSpec(**{**values, "after": tuple(self.after)})
 
 
 class WorkflowSourceConfig(Strict):
@@ -463,6 +468,20 @@ def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any]
             raise errors.ConfigInvalid(f"unknown section{hint}", file=file, key=name)
 
 
+def _check_dependencies(specs: Sequence[ScheduleSpec], file: str | None) -> None:
+    """Refuse an ``after`` naming a schedule the file does not define, and any cycle of ``after``."""
+    names = {spec.name: index for index, spec in enumerate(specs)}
+    for index, spec in enumerate(specs):
+        for upstream in spec.after:
+            if upstream not in names:
+                raise errors.ConfigInvalid(f"after names '{upstream}', which is not a schedule of this file",
+                                           file=file, key=f"schedules[{index}].after")
+    cycle = dependencies.find_cycle({spec.name: spec.after for spec in specs})
+    if cycle is not None:
+        raise errors.ConfigInvalid(f"after makes a cycle: {' -> '.join(cycle)}", file=file,
+                                   key=f"schedules[{names[cycle[0]]}].after")
+
+
 def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
     """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
     return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
@@ -554,6 +573,7 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             if refused:
                 raise errors.ConfigInvalid(refused, file=file, key=f"{where}.cron")
         specs.append(spec)
+    _check_dependencies(specs, file)
 
     store_url = defaults.store_url(db_override, sections.store.url, base_dir)
     backup = None

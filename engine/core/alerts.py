@@ -46,6 +46,7 @@ class AlertEvent(StrEnum):
     PRUNE_HELD = "prune_held"
     RECOVERED = "recovered"
     BACKUP_FAILED = "backup_failed"
+    UPSTREAM_LATE = "upstream_late"  # a dependent run's upstream was not SUCCESS within its after_window
 
 
 # Events about a period that did not succeed: their severity grows with the run of failed periods.

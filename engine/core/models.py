@@ -113,6 +113,14 @@ class Misfire(StrEnum):
     MANUAL = "MANUAL"
 
 
+class OnUpstream(StrEnum):
+    """What a dependent run does once its ``after_window`` passed without its upstream (SPEC §18)."""
+
+    RUN = "run"  # released anyway
+    MANUAL = "manual"  # MANUAL_REQUIRED until an operator approves it
+    SKIP = "skip"  # recorded SKIPPED, reason ``upstream``
+
+
 class Criticality(StrEnum):
     """How loudly a schedule's alerts are sent (a schedule's ``criticality``)."""
 
@@ -162,6 +170,7 @@ class SlotReason(StrEnum):
     TOO_OLD = "too_old"
     DISABLED = "disabled"
     START_BY = "start_by"  # queued on time, not started by the schedule's start_by
+    UPSTREAM = "upstream"  # its upstream schedule's covering period was not SUCCESS within ``after_window``
 
 
 # Priority of the trigger that last queued a run: MANUAL > SCHEDULED > BACKFILL.
@@ -204,6 +213,11 @@ class ScheduleSpec:
     auto_recover: int = 3
     auto_recover_daily: int = 50
     freshness_target: float | None = None  # the share of periods due that should be fresh; below: freshness_low
+    # Dependencies (SPEC §18): a run waits WAITING until these schedules' covering periods are SUCCESS,
+    # at most ``after_window`` after its slot; then ``on_upstream`` decides.
+    after: tuple[str, ...] = ()
+    after_window: timedelta = timedelta(hours=6)
+    on_upstream: OnUpstream = OnUpstream.RUN
 
 
 @dataclass(frozen=True)
@@ -349,6 +363,10 @@ class Run:
     children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
     waits_for: ProviderWait | None = None  # loaded by the read side only (``runs list``, ``runs show``, the page)
+    # The upstream periods it waits (or waited) for, ``(schedule, business key)``; ``upstream_until`` is set
+    # only while it waits for them (SPEC §18).
+    upstream: tuple[tuple[str, str], ...] = ()
+    upstream_until: datetime | None = None
 
     @property
     def held(self) -> str | None:
@@ -396,6 +414,8 @@ class NewRun:
     revision: int = 1
     reason: SlotReason | None = None
     not_before: datetime | None = None
+    upstream: tuple[tuple[str, str], ...] = ()  # what a dependent run waits for (SPEC §18)
+    upstream_until: datetime | None = None
 
 
 @dataclass(frozen=True)

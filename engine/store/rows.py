@@ -19,6 +19,7 @@ from engine.core.models import (
     DstFold,
     DstGap,
     Misfire,
+    OnUpstream,
     Overlap,
     ReportOn,
     Run,
@@ -30,14 +31,15 @@ from engine.core.models import (
     StepStatus,
 )
 
-_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by")
+_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by", "after_window")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
-          "criticality": Criticality}
+          "criticality": Criticality, "on_upstream": OnUpstream}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
 _OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None,
                              "auto_recover": ScheduleSpec.auto_recover,
                              "auto_recover_daily": ScheduleSpec.auto_recover_daily,
-                             "freshness_target": None}
+                             "freshness_target": None, "after": (), "after_window": ScheduleSpec.after_window,
+                             "on_upstream": ScheduleSpec.on_upstream}
 
 
 
@@ -56,6 +58,8 @@ def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
             value = int(value.total_seconds())
         elif name in _ENUMS:
             value = value.value
+        elif name == "after":
+            value = list(value)
         out[name] = value
     return out
 
@@ -74,6 +78,8 @@ def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleS
     for name, enum in _ENUMS.items():
         if name in values:
             values[name] = enum(values[name])
+    if "after" in values:
+        values["after"] = tuple(values["after"])
     return ScheduleSpec(**values, enabled=enabled)
 
 
@@ -132,4 +138,5 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         completed_at=row["completed_at"], error_code=row["error_code"], error_message=_shown(row["error_message"]),
         parent_id=row.get("parent_id"), steps=steps, attempts=attempts, artifacts=artifacts,
         schedule_enabled=row.get("schedule_enabled"),
+        upstream=tuple((str(s), str(k)) for s, k in row.get("upstream") or ()), upstream_until=row.get("upstream_until"),
     )
