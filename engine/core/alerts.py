@@ -51,7 +51,7 @@ class AlertEvent(StrEnum):
 
 # Events about a period that did not succeed: their severity grows with the run of failed periods.
 PERIOD_EVENTS = frozenset({AlertEvent.RUN_FAILED, AlertEvent.RUN_PARTIAL, AlertEvent.RUN_LATE,
-                           AlertEvent.SLOTS_NOT_RUN})
+                           AlertEvent.SLOTS_NOT_RUN, AlertEvent.UPSTREAM_LATE})
 # Events about the machinery itself: severity from the criticality alone.
 HEALTH_EVENTS = frozenset({AlertEvent.RUN_STUCK, AlertEvent.STALLED, AlertEvent.SILENT, AlertEvent.CONFIG_INVALID})
 # A schedule's freshness below its target (SPEC §15.8): its severity grows like a period event's.
