@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from engine.core import period_keys, policies
+from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import OnUpstream, PeriodKind, RunStatus, ScheduleSpec, SlotReason
+from engine.core.models import OnUpstream, PeriodKind, Run, RunStatus, ScheduleSpec, SlotReason
 
 # How far around a dependent's period the upstream's slots are enumerated: a weekly with
 # report_on = "previous" fires up to 13 days after the first day of the period it reports on.
@@ -124,3 +125,10 @@ def describe(upstream: Sequence[tuple[str, str]]) -> str:
     for schedule, key in upstream:
         by_schedule.setdefault(schedule, []).append(key)
     return "; ".join(f"{schedule} {', '.join(keys)}" for schedule, keys in by_schedule.items())
+
+
+def waiting_for(run: Run) -> str | None:
+    """What a run waits for now, as ``runs show`` and the calendar say it; None when it waits for no upstream."""
+    if run.status is not RunStatus.WAITING or run.upstream_until is None:
+        return None
+    return f"waits for {describe(run.upstream) or 'no upstream period'} (until {format_instant(run.upstream_until)})"
