@@ -109,7 +109,7 @@ def test_an_unknown_upstream_or_a_cycle_is_refused_and_nothing_is_written(tmp_pa
               after=["down"] if after == ["up"] else [])
     down = dict(name="down", workflow="four_steps", project="p2", cron="0 10 * * *", timezone="UTC", after=after)
     cfg = write_config(tmp_path / "reportflow.toml", db_url=url, schedules=[up, down])
-    for command in (("schedules", "validate"), ("schedules", "apply")):
+    for command in (("schedules", "apply", "--dry-run"), ("schedules", "apply")):
         refused = procs.run(tmp_path, cfg, *command, now="2026-12-02T09:59:00Z")
         assert refused.returncode == 2, refused.stderr
         assert words in refused.stderr + refused.stdout
