@@ -4,6 +4,7 @@ and WAITING, released by its upstream's SUCCESS (once, after a retry too), and p
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,15 @@ from engine.execution.worker import Worker
 from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
-from engine.store import audit_rows, outbox, run_rows
+from engine.store import audit_rows, ops_facts, outbox, run_rows
+from engine.web.app import create_app
+from steps import ops_markdown
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import make_runtime
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
 
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
@@ -36,6 +43,10 @@ def _runtime(url: str, tmp_path: Path, fail: dict[str, int] | None = None, **aft
     rt.clock.set(T0 + timedelta(hours=1, seconds=5))  # 10:00:05, both slots due
     tick.tick(rt)
     return rt
+
+
+def _client(rt: Runtime) -> TestClient:
+    return TestClient(create_app(rt, token=None), base_url="http://127.0.0.1:8321", follow_redirects=False)
 
 
 def _runs(rt: Runtime) -> dict[str, Run]:
@@ -63,6 +74,9 @@ def test_a_dependent_run_waits_and_its_upstreams_success_releases_it_once(store_
     down = runs["p2"]
     assert down.status is RunStatus.WAITING and down.lease_owner is None
     assert down.upstream == (("up", "2026-12-02T10:00Z"),) and down.upstream_until == T0 + timedelta(hours=7)
+    page = _client(rt)
+    for path in (f"/runs/{down.id}", "/schedules/down"):  # the run page and the calendar say what it waits for
+        assert "waits for up 2026-12-02T10:00Z" in page.get(path).text, path
     assert _drain(rt) == ["p1"]  # the upstream fails once: the dependent is not claimable meanwhile
     assert _runs(rt)["p1"].status is RunStatus.RETRY_PENDING and _runs(rt)["p2"].status is RunStatus.WAITING
     rt.clock.advance(timedelta(seconds=5))
@@ -76,6 +90,12 @@ def test_a_dependent_run_waits_and_its_upstreams_success_releases_it_once(store_
     assert _released(rt, down.id) == ["upstream_released"]
     reconciler.sweep(rt)  # the safety net finds nothing more to do
     assert _released(rt, down.id) == ["upstream_released"]
+    with rt.store.read() as conn:  # the ops report lists it, with how long it waited
+        facts = ops_facts.read(conn, T0, T0 + timedelta(days=1), rt.clock.now(), timedelta(minutes=30))
+    assert facts["upstream_waits"] == [{"run": down.id, "schedule": "down", "business_key": "2026-12-02T10:00Z",
+                                        "waited_s": 10, "outcome": "released"}]
+    text = ops_markdown.render(facts, weekly=False, business_key="2026-12-02")
+    assert f"- run {down.id} (down 2026-12-02T10:00Z): waited 10s, released" in text
 
 
 def test_an_upstream_that_already_succeeded_releases_the_dependent_at_its_creation(store_url: str,
