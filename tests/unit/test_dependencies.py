@@ -62,3 +62,12 @@ def test_the_default_window_is_six_hours_and_a_late_upstream_releases_the_run() 
     assert DAILY.after_window == timedelta(hours=6) and DAILY.on_upstream is OnUpstream.RUN
     assert dependencies.describe([("reportflow-daily", "2026-12-02"), ("reportflow-daily", "2026-12-03"),
                                   ("ops", "2026-W49")]) == "reportflow-daily 2026-12-02, 2026-12-03; ops 2026-W49"
+
+
+def test_a_dependent_schedules_default_deadline_leaves_room_for_its_wait() -> None:
+    from engine.core import slo
+
+    dependent = ScheduleSpec(name="w", workflow="weekly_report", project="p", cron="0 9 * * 1", timezone="UTC",
+                             after=("reportflow-daily",), after_window=timedelta(hours=2))
+    assert slo.deadline_of(dependent) == timedelta(minutes=40) + timedelta(hours=2)
+    assert slo.deadline_of(DAILY) == timedelta(minutes=40)  # grace + max_runtime
