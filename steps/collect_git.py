@@ -59,6 +59,7 @@ from pydantic import BaseModel
 from engine.core import errors, logs
 from steps import coverage, git_log, git_range, untrusted
 from steps.git_log import CommitInfo, FileChange, GitFailure
+from steps.report_model import LastWeek, Merge
 
 __all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect", "collect_between", "current_heads",
            "forge", "heads_at"]
@@ -131,6 +132,9 @@ class CollectOutput(BaseModel):
     rewritten: list[str] = []
     #: SHAs of the window's commits git could not read (left out; the report says so).
     unreadable: list[str] = []
+    #: A weekly's previous week and merges (layout 3, ``steps.week_git``); None when not gathered.
+    last_week: LastWeek | None = None
+    merges: list[Merge] | None = None
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
@@ -157,17 +161,17 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
         commits, unreadable = _commits(repo, tips, start, end, wanted, include_merges, bounds)
     except GitFailure as exc:
         if not (pinned_heads and exc.missing_object):
-            raise _unreadable(repo.path, exc) from exc
+            raise unreadable_error(repo.path, exc) from exc
         _fetch_missing(repo.path, heads)
         try:
             commits, unreadable = _commits(repo, tips, start, end, wanted, include_merges, bounds)
         except GitFailure as again:
-            raise _unreadable(repo.path, again) from again
+            raise unreadable_error(repo.path, again) from again
     if exclude is not None:
         try:
             _mark_excluded(repo.path, heads[first], commits, exclude)
         except GitFailure as exc:
-            raise _unreadable(repo.path, exc) from exc
+            raise unreadable_error(repo.path, exc) from exc
     return CollectOutput.model_validate({
         "heads": heads, "head_sha": heads[first], "commits": commits,
         "window_start": _iso(start), "window_end": _iso(end), "unreadable": unreadable})
@@ -223,7 +227,7 @@ def current_heads(repo_path: Path, branches: list[str]) -> dict[str, str]:
     try:
         shallow = git_range.is_shallow(repo_dir)
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
     if shallow:
         raise errors.step_error("GIT_REPO_SHALLOW", f"{repo_dir} is a shallow clone: its history stops short, so "
                                 "what a report holds cannot be told; run `git fetch --unshallow` there")
@@ -238,7 +242,7 @@ def excluded_heads(repo_path: Path, marks: Sequence[dict[str, str]]) -> list[str
         present = _present_or_fetched(repo_dir, shas)
         return git_range.independent(repo_dir, [s for s in shas if s in present])
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
 
 
 def fast_forward(repo_path: Path, lower: dict[str, str], upper: dict[str, str]) -> bool:
@@ -250,7 +254,7 @@ def fast_forward(repo_path: Path, lower: dict[str, str], upper: dict[str, str]) 
                                                            and git_range.is_ancestor(repo_dir, sha, upper[ref])))
                    for ref, sha in lower.items())
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
 
 
 def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
@@ -265,7 +269,7 @@ def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
                          if s in present]
             out.update(git_range.range_shas(repo_dir, [s for s in other.upper.values() if s in present], negatives))
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
     return sorted(out)
 
 
@@ -276,7 +280,7 @@ def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, 
     try:
         dated = {ref: git_range.dated_head(repo_dir, sha, before) for ref, sha in heads.items()}
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
     return {ref: sha for ref, sha in dated.items() if sha is not None}
 
 
@@ -345,7 +349,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         if exclude is not None and first is not None:
             _mark_excluded(repo.path, upper[first], [*commits, *late], exclude)
     except GitFailure as exc:
-        raise _unreadable(repo.path, exc) from exc
+        raise unreadable_error(repo.path, exc) from exc
     return CollectOutput.model_validate({
         "heads": upper, "head_sha": upper[first] if first else "", "commits": commits, "window_start": _iso(start),
         "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "until": _iso(until_utc), "since_heads": lower,
@@ -455,7 +459,7 @@ def _open_repo(repo_path: Path) -> git.Repo:
     return handle
 
 
-def _unreadable(repo_dir: Path, exc: GitFailure) -> errors.ReportflowError:
+def unreadable_error(repo_dir: Path, exc: GitFailure) -> errors.ReportflowError:
     """What a failed git means: a git killed by a signal interrupted the step (the run is handed back)."""
     if exc.killed:
         return errors.Interrupted(f"git was stopped by a signal while reading {repo_dir}: {exc}")
@@ -468,7 +472,7 @@ def _lookup(repo_dir: Path, exprs: Sequence[str]) -> dict[str, str | None]:
     try:
         out = git_log.run(repo_dir, ["cat-file", "--batch-check=%(objectname)"], stdin=request)
     except GitFailure as exc:
-        raise _unreadable(repo_dir, exc) from exc
+        raise unreadable_error(repo_dir, exc) from exc
     answers = out.decode("utf-8", "replace").splitlines()
     return {e: (a if _SHA.match(a) else None) for e, a in zip(exprs, answers, strict=True)}
 

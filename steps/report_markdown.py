@@ -76,7 +76,12 @@ def short(sha: str) -> str:
 
 def commit_ref(sha: str, inp: ReportInput) -> str:
     """A commit's short SHA as code, linked to its page on the forge (layout 2, a known forge)."""
-    url = ForgeLinks(inp.forge).commit(sha) if inp.layout >= 2 else None
+    return linked_sha(sha, inp.forge if inp.layout >= 2 else None)
+
+
+def linked_sha(sha: str, forge: str | None) -> str:
+    """A short SHA as code, linked to its page on ``forge`` when that is a known forge."""
+    url = ForgeLinks(forge).commit(sha)
     return f"[`{short(sha)}`]({url})" if url else f"`{short(sha)}`"
 
 
@@ -88,6 +93,9 @@ def subject(commit: CommitInfo, inp: ReportInput) -> str:
 def area_title(name: str, t: Texts, rules: int) -> str:
     """An area as the reader sees it: the catalogue's words for the root and the apart groups."""
     titles = {ROOT_AREA: t.top_level, NO_FILES_AREA: t.no_files, EXCLUDED_AREA: t.excluded_only}
+    repository, _, rest = name.rpartition("/")
+    if repository and rest == ROOT_AREA:  # a team report's repository/(root)
+        return f"{untrusted.text(repository, rules)}: {untrusted.text(t.top_level, 0)}"
     return untrusted.text(titles[name], 0) if name in titles else untrusted.text(name, rules)
 
 
@@ -155,16 +163,24 @@ def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0,
         out += [f"| {untrusted.text(a.name, rules)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
                 for a in stats.bots]
     if stats.areas:
-        out += ["", f"### {t.areas_table}", "", t.areas_header,
-                "| --- | ---: | ---: | ---: | ---: |"]
-        out += [f"| {area_title(a.area, t, rules) if layout >= 2 else untrusted.text(a.area, rules)} | "
-                f"{a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |" for a in stats.areas]
+        out += ["", f"### {t.areas_table}", "", *areas_table(stats, t, rules, layout)]
     if stats.busiest_files:
-        out += ["", f"### {t.busiest_table}", "", t.files_header,
-                "| --- | ---: | ---: | ---: |"]
-        out += [f"| {untrusted.code(f.path, rules)} | {f.commits} | +{f.insertions} | −{f.deletions} |"
-                for f in stats.busiest_files]
+        out += ["", f"### {t.busiest_table}", "", *files_table(stats, t, rules)]
     return "\n".join(out) + "\n"
+
+
+def areas_table(stats: ReportStats, t: Texts, rules: int, layout: int) -> list[str]:
+    """The rows of the areas table, its header first."""
+    return [t.areas_header, "| --- | ---: | ---: | ---: | ---: |",
+            *(f"| {area_title(a.area, t, rules) if layout >= 2 else untrusted.text(a.area, rules)} | "
+              f"{a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |" for a in stats.areas)]
+
+
+def files_table(stats: ReportStats, t: Texts, rules: int) -> list[str]:
+    """The rows of the busiest files table, its header first."""
+    return [t.files_header, "| --- | ---: | ---: | ---: |",
+            *(f"| {untrusted.code(f.path, rules)} | {f.commits} | +{f.insertions} | −{f.deletions} |"
+              for f in stats.busiest_files)]
 
 
 def trim_note(*, listed: int, total: int, compacted: bool, num_ctx: int, language: str = "en") -> str:
@@ -207,8 +223,12 @@ def by_area(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> dict[st
 def work_areas(inp: ReportInput) -> list[tuple[str, int]]:
     """Where people's commits went (layout 2): each commit of a person once, under its main area,
     most commits first (ties: more lines, then name); bots' commits and file-less ones left out."""
-    layout = Layout.of(inp)
-    groups = by_area([c for c in inp.reported if not layout.is_bot(c)], layout)
+    return people_areas(inp.reported, Layout.of(inp))
+
+
+def people_areas(commits: Sequence[CommitInfo], layout: Layout) -> list[tuple[str, int]]:
+    """``work_areas`` of any commits (a weekly's last week too)."""
+    groups = by_area([c for c in commits if not layout.is_bot(c)], layout)
     named = [(name, members) for name, members in groups.items() if name not in (NO_FILES_AREA, EXCLUDED_AREA)]
     named.sort(key=lambda item: (-len(item[1]), -sum(churn(c) for c in item[1]), item[0]))
     return [(name, len(members)) for name, members in named]

@@ -36,6 +36,28 @@ class Coverage(BaseModel):
     rewritten: list[str] = []
 
 
+class Merge(BaseModel):
+    """A first-parent merge of a weekly report's coverage and how many commits it brought (``steps.week_git``)."""
+
+    sha: str
+    author_name: str
+    subject: str
+    committed_at: str
+    brought: int
+    #: The first of the commits it brought, oldest first (``week_git.BROUGHT_KEPT``).
+    brought_shas: list[str] = []
+
+
+class LastWeek(BaseModel):
+    """The week before a weekly report's, in figures (gathered at COLLECT_GIT, ``steps.week_facts.figures``)."""
+
+    key: str
+    commits: int
+    authors: int
+    #: (area, commits) of people's commits, busiest first.
+    areas: list[tuple[str, int]] = []
+
+
 class ReportInput(BaseModel):
     """What the step needs: pinned inputs, the window, and COLLECT_GIT's commits."""
 
@@ -63,10 +85,18 @@ class ReportInput(BaseModel):
     #: (``report_settings.LAYOUT``; runs pinned before it lay out as 1):
     #: 1: areas are top-level folders, every author alike;
     #: 2: areas below source roots (``steps.areas``), a commit's area taken from its source change,
-    #:    bots apart from authors, no "most active" line on a tie, commits and ``#N`` linked to the forge.
+    #:    bots apart from authors, no "most active" line on a tie, commits and ``#N`` linked to the forge;
+    #: 3: a weekly has its week (day by day, against last week, merged this week: ``steps.week_facts``);
+    #:    a team report a section per repository, and per person when it names authors.
     layout: int = 1
     #: The project's own bot accounts (names or e-mails) besides any ``…[bot]``.
     bots: list[str] = []
+    #: A weekly's previous week (layout 3; None when not gathered).
+    last_week: LastWeek | None = None
+    #: A weekly's merges (layout 3; None when not gathered, as for a team report).
+    merges: list[Merge] | None = None
+    #: Every file path starts with its repository's name (a team report's commits, layout 3): areas stay apart.
+    repository_prefixed: bool = False
 
     @property
     def reported(self) -> list[CommitInfo]:
@@ -179,12 +209,17 @@ class Layout:
 
     version: int = 1
     bots: frozenset[str] = frozenset()
+    #: Paths start with their repository's name: an area is ``repository/area`` (``ReportInput.repository_prefixed``).
+    prefixed: bool = False
 
     @classmethod
     def of(cls, inp: ReportInput) -> Layout:
-        return cls(inp.layout, frozenset(b.casefold() for b in inp.bots))
+        return cls(inp.layout, frozenset(b.casefold() for b in inp.bots), inp.repository_prefixed)
 
     def area(self, path: str) -> str:
+        if self.prefixed:
+            repository, _, rest = path.partition("/")
+            return f"{repository}/{areas.area_of(rest)}"
         if self.version >= 2:
             return areas.area_of(path)
         return area_of(path)
@@ -228,7 +263,7 @@ def main_area(commit: CommitInfo, layout: Layout = Layout()) -> str | None:
     changes = counted(commit)
     if layout.version >= 2 and changes:
         first = min(areas.kind_of(c.path) for c in changes)
-        changes = [c for c in changes if areas.kind_of(c.path) is first]
+        changes = [c for c in changes if areas.kind_of(c.path) is first]  # a repository prefix is no test folder
     totals: dict[str, list[int]] = {}
     for change in changes:
         row = totals.setdefault(layout.area(change.path), [0, 0])

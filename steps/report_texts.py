@@ -144,6 +144,49 @@ class Texts:
         """A team report's line under a project: how many commits, by whom (``authors`` already joined)."""
         return f"{commits} commits by {authors}."
 
+    # A weekly's week (layout 3, ``steps.week_facts``).
+    this_week = "This week"
+    merged_this_week = "Merged this week"
+    no_merges = "No merges."
+    commits_word = "Commits"
+    authors_word = "Authors"
+    area_word = "Area"
+    weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+    def day_by_day_line(self, counts: Sequence[int], outside: int) -> str:
+        """Commits per local day, Monday first; ``outside``: held here, authored before the week."""
+        days = " · ".join(f"{day} {n}" for day, n in zip(self.weekdays, counts, strict=True))
+        extra = f"; {self.count(outside, 'commit')} authored before the week" if outside else ""
+        return f"- **Day by day** (commits by author date): {days}{extra}"
+
+    def against_header(self, last_key: str) -> str:
+        return f"| | This week | Last week ({last_key}) | Change |"
+
+    def brought(self, n: int, refs: Sequence[str]) -> str:
+        """What a merge brought: its commit count, the first few linked."""
+        more = ", …" if n > len(refs) else ""
+        return f"brought {self.count(n, 'commit')}" + (f" ({', '.join(refs)}{more})" if refs else "")
+
+    def more_merges(self, n: int) -> str:
+        return f"… and {n} more merge{'' if n == 1 else 's'}"
+
+    def quiet_week_against(self, last_key: str, commits: int, authors: int) -> str:
+        return f"Last week ({last_key}): {self.count(commits, 'commit')} by {self.count(authors, 'author')}."
+
+    # A team report (layout 3): a section per repository, and per person.
+    people = "People"
+
+    def missing_sentence(self, missing: Sequence[str]) -> str:
+        """The summary's first sentence when projects could not be collected (``missing``: "flask (CODE)")."""
+        return f"**Not collected:** {', '.join(missing)}; this report leaves them out."
+
+    def made_by(self, commits: int, people: str) -> str:
+        """A repository's first line in a team report (layout 3): ``1 commit by Alice Kim.``"""
+        return f"{self.count(commits, 'commit')} by {people}."
+
+    def person_line(self, per_repository: Sequence[tuple[str, int]]) -> str:
+        return "; ".join(f"{repository}: {self.count(n, 'commit')}" for repository, n in per_repository) + "."
+
     def grounding_note(self, replaced: Sequence[str]) -> str:
         """The one line a report carries when sections of the model's text were replaced."""
         return (f"> **Note:** the model's text for {', '.join(replaced)} failed the checks twice "
@@ -267,6 +310,43 @@ class KoreanTexts(Texts):
 
     def commits_by(self, commits: int, authors: str) -> str:
         return f"{self.count(commits, 'commit')}, 작성자: {authors}."
+
+    this_week = "이번 주"
+    merged_this_week = "이번 주 병합"
+    no_merges = "병합이 없습니다."
+    commits_word = "커밋"
+    authors_word = "작성자"
+    area_word = "영역"
+    weekdays = ("월", "화", "수", "목", "금", "토", "일")
+
+    def day_by_day_line(self, counts: Sequence[int], outside: int) -> str:
+        days = " · ".join(f"{day} {n}" for day, n in zip(self.weekdays, counts, strict=True))
+        extra = f"; 이번 주 이전에 작성된 {self.count(outside, 'commit')}" if outside else ""
+        return f"- **요일별** (작성일 기준 커밋): {days}{extra}"
+
+    def against_header(self, last_key: str) -> str:
+        return f"| | 이번 주 | 지난주 ({last_key}) | 변화 |"
+
+    def brought(self, n: int, refs: Sequence[str]) -> str:
+        more = ", …" if n > len(refs) else ""
+        return f"{self.count(n, 'commit')} 병합" + (f" ({', '.join(refs)}{more})" if refs else "")
+
+    def more_merges(self, n: int) -> str:
+        return f"… 외 병합 {n}개"
+
+    def quiet_week_against(self, last_key: str, commits: int, authors: int) -> str:
+        return f"지난주({last_key}): {self.count(authors, 'author')}, {self.count(commits, 'commit')}."
+
+    people = "사람별"
+
+    def missing_sentence(self, missing: Sequence[str]) -> str:
+        return f"**수집되지 않음:** {', '.join(missing)}. 이 보고서에는 빠져 있습니다."
+
+    def made_by(self, commits: int, people: str) -> str:
+        return f"{self.count(commits, 'commit')}, 작성자: {people}."
+
+    def person_line(self, per_repository: Sequence[tuple[str, int]]) -> str:
+        return ", ".join(f"{repository}: {self.count(n, 'commit')}" for repository, n in per_repository) + "."
 
     def grounding_note(self, replaced: Sequence[str]) -> str:
         return (f"> **참고:** {', '.join(replaced)} 섹션은 모델의 글이 두 번 검사를 통과하지 못해 "

@@ -12,7 +12,7 @@ imported when a step runs, not when the workflow is registered.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -51,6 +51,7 @@ def collect(ctx: StepContext[ReportSettings]) -> StepResult:
     if not pinned_heads and int(ctx.pinned.get("text_rules", 0)) >= 2:
         # Where links in the model's text may point: the project's own forge, as origin names it now.
         pins["forge"] = collect_git.forge(project.repo)
+    out = with_week(ctx, project.repo, out, lower=None)
     # A window whose only commits git could not read is not empty: its report says what was left out.
     empty = not out.commits and not out.unreadable
     skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
@@ -112,6 +113,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
         window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded, held_later=held,
         authors=list(ctx.pinned.get("authors", [])),
         include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
+    out = with_week(ctx, repo, out, lower=lower if ctx.pinned["attribution"] == "landed" else None)
     pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
         "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also,
@@ -121,6 +123,31 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     empty = not out.commits and not out.arrived_late and not out.unreadable
     skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
+
+
+def with_week(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[str, str] | None) -> CollectOutput:
+    """A weekly's collect with last week's figures and the merges of its coverage (layout 3; others unchanged).
+
+    Last week is read from git at the pinned heads, not from the previous weekly's stored output: that
+    output may not exist (the first weekly, a quiet week skipped, a pruned run) or may have been collected
+    under other pins, and git at pinned heads gives a retry the same figures.
+    """
+    from steps import report_model, week_facts, week_git
+
+    if ctx.workflow != "weekly_report" or int(ctx.pinned.get("layout", 1)) < week_facts.WEEK_LAYOUT or not out.heads:
+        return out
+    landed = out.attribution == "landed"
+    start, end = ctx.period_start_at, ctx.period_end_at
+    before = policies.period_of_date(PeriodKind.WEEK, (start.astimezone(ZoneInfo(ctx.timezone)).date()
+                                                       - timedelta(days=1)), ctx.timezone)
+    commits = week_git.last_week(repo, list(ctx.pinned["branches"]), out.heads, landed=landed, start=before.start_at,
+                                 end=before.end_at, authors=list(ctx.pinned.get("authors", [])),
+                                 exclude=ctx.pinned.get("exclude"))
+    layout = report_model.Layout(int(ctx.pinned["layout"]), frozenset(b.casefold() for b in ctx.pinned.get("bots", [])))
+    merges = [] if out.covered else week_git.merges(repo, out.heads, lower=lower if landed else None,
+                             start=parse_instant(out.since) if out.since else start,
+                             end=parse_instant(out.until) if out.until else end)
+    return out.model_copy(update={"last_week": week_facts.figures(before.key, commits, layout), "merges": merges})
 
 
 def periods_between(ctx: StepContext, since: datetime, start: datetime) -> list[str]:
@@ -141,9 +168,11 @@ WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
 def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = None, unreadable: Sequence[str] = (),
-             prompt: WorkflowName | None = None, on_empty: Literal["skip", "report"] | None = None) -> StepResult:
+             prompt: WorkflowName | None = None, on_empty: Literal["skip", "report"] | None = None,
+             repositories: bool = False) -> StepResult:
     """GENERATE_REPORT: the report of COLLECT_GIT's commits, or of ``commits`` (a team report's, from its
-    children, written with the ``prompt`` workflow's template and ``on_empty``)."""
+    children, written with the ``prompt`` workflow's template and ``on_empty``; ``repositories``: their paths
+    start with their repository's name)."""
     from steps import generate_report, ollama_chat
     from steps.collect_git import CollectOutput
 
@@ -164,8 +193,10 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
         # Runs pinned before layout 2 keep top-level areas and every author alike.
         layout=int(ctx.pinned.get("layout", 1)), bots=list(ctx.pinned.get("bots", [])),
         coverage=coverage_of(collected),
+        last_week=collected.last_week if collected is not None else None,
+        merges=collected.merges if collected is not None else None,
         unreadable=collected.unreadable if collected is not None else list(unreadable),
-        forge=ctx.pinned.get("forge"))
+        forge=ctx.pinned.get("forge"), repository_prefixed=repositories)
     writer: Any
     num_ctx = int(options.get("num_ctx", 8192))
     if ctx.pinned.get("provider") != "ollama":

@@ -200,8 +200,9 @@ def check_project(settings: ReportSettings, key: str) -> None:
 #: only what a renderer would act on, and links ``#N`` to the forge (issue 34).
 TEXT_RULES = 3
 #: How a new run's statistics and built-in report are laid out (``ReportInput.layout``): 2 puts
-#: areas below source roots, bots apart, and links commits to the forge (issue 34).
-LAYOUT = 2
+#: areas below source roots, bots apart, and links commits to the forge; 3 gives a weekly its week
+#: and a team report its sections per repository and person (issue 34).
+LAYOUT = 3
 
 
 def llm_pins(settings: ReportSettings) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError
 from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
-from engine.plugins.contract import ChildOutcome, StepContext, StepResult, StepSpec, WorkflowDef
+from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import providers, report, report_glue, report_settings
 from workflows.report_settings import ReportSettings
 
@@ -125,7 +125,8 @@ def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     team = settings.team(key)
     return {**report_settings.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
             "attribution": settings.attribution(workflow, key), "prompt_version": settings.llm.prompt_version,
-            "language": settings.reports.language, "team_texts": 1}
+            "language": settings.reports.language, "team_texts": 1, "layout": report_settings.LAYOUT,
+            "bots": sorted({bot for p in settings.team_projects(key) for bot in settings.project(p).bots})}
 
 
 def fan_out(ctx: StepContext) -> StepResult:
@@ -133,28 +134,6 @@ def fan_out(ctx: StepContext) -> StepResult:
     for project in projects:
         ctx.start_child(project, CHILD_WORKFLOW, {"authors": list(ctx.pinned.get("authors", []))}, project=project)
     return StepResult(output={"projects": projects})
-
-
-def _section(child: ChildOutcome, commits: list[Any], rules: int, words: Texts) -> list[str]:
-    from steps import untrusted
-
-    lines = [f"### {child.project}", ""]
-    if not child.succeeded:
-        # The error's text may be a server's (or a git error quoting a path): inert from text rules 2 on.
-        message = untrusted.text(child.error_message or "", rules) if rules >= 2 else child.error_message or ""
-        return [*lines, f"**{words.not_collected}** ({child.status}, {child.error_code}): {message}", ""]
-    if not commits:
-        return [*lines, words.no_commits_in_period, ""]
-    authors = sorted({c.author_name for c in commits})
-    if rules >= 1:  # commit text is the author's: neutralised as in a project report (steps.untrusted)
-        lines.append(words.commits_by(len(commits), ", ".join(untrusted.text(a, rules) for a in authors)))
-        lines.append("")
-        lines += [f"- `{c.sha[:8]}` {untrusted.text(c.subject, rules)}" for c in commits]
-        return [*lines, ""]
-    lines.append(words.commits_by(len(commits), ", ".join(authors)))
-    lines.append("")
-    lines += [f"- `{c.sha[:8]}` {c.subject}" for c in commits]
-    return [*lines, ""]
 
 
 def _words(pinned: Mapping[str, Any]) -> Texts:
@@ -166,28 +145,42 @@ def _words(pinned: Mapping[str, Any]) -> Texts:
 
 
 def generate(kind: str, ctx: StepContext) -> StepResult:
-    from steps import generate_report
+    """The overall report from every child's commits, then a section per project (and per person, layout 3)."""
+    from steps import generate_report, team_markdown
     from steps.collect_git import CollectOutput
+    from steps.report_model import Layout
 
     children = ctx.children()
     outputs = {c.name: CollectOutput.model_validate(c.outputs["COLLECT_GIT"])
                for c in children if c.succeeded and "COLLECT_GIT" in c.outputs}
     # Each project's commits as its own report would hold them: the window's, then those that arrived late.
     collected = {name: [*out.commits, *out.arrived_late] for name, out in outputs.items()}
-    every = sorted((commit for commits in collected.values() for commit in commits), key=lambda c: c.authored_at)
+    repos = [team_markdown.Repository(c.project, c.succeeded, c.status, c.error_code, c.error_message,
+                                      collected.get(c.name, []), (c.outputs.get("STATISTICS") or {}).get("forge"))
+             for c in children]
+    layout = int(ctx.pinned.get("layout", 1))
+    apart = layout >= 3  # each repository's paths prefixed with its name: never summed across repositories
+    every = sorted((commit for r in repos for commit in (team_markdown.repository_paths(r.name, r.commits) if apart
+                                                         else r.commits)), key=lambda c: c.authored_at)
     # The overall summary is written from every child's commits, as a project report is from its own.
     result = report.generate(ctx, commits=every, prompt="daily_report" if kind == "daily" else "weekly_report",
-                             on_empty="report",
+                             on_empty="report", repositories=apart,
                              unreadable=sorted(sha for out in outputs.values() for sha in out.unreadable))
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
-    missing = [c for c in children if not c.succeeded]
+    missing = [r for r in repos if not r.succeeded]
     words = _words(ctx.pinned)
-    lines = [out.text.rstrip(), "", f"## {words.projects}", ""]
+    rules = int(ctx.pinned.get("text_rules", 0))
+    text = team_markdown.name_missing(out.text.rstrip(), missing, words) if apart else out.text.rstrip()
+    lines = [text, "", f"## {words.projects}", ""]
     if missing:
-        lines += [f"{words.not_collected}: {', '.join(f'{c.project} ({c.error_code})' for c in missing)}.", ""]
-    for child in children:
-        lines += _section(child, collected.get(child.name, []), int(ctx.pinned.get("text_rules", 0)), words)
+        lines += [f"{words.not_collected}: {', '.join(f'{r.name} ({r.error_code})' for r in missing)}.", ""]
+    shape = Layout(layout, frozenset(b.casefold() for b in ctx.pinned.get("bots", [])), prefixed=True)
+    for repo in repos:
+        lines += (team_markdown.repository_section(repo, shape, rules, words) if apart
+                  else team_markdown.plain_section(repo, rules, words))
+    if apart and ctx.pinned.get("authors"):  # a personal report: each person across repositories
+        lines += team_markdown.people_sections(repos, rules, words)
     # A fallback (the model was down) is the team report's too: it is written again in place (SPEC §15.5).
     return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}),
                       degraded=result.degraded)
@@ -213,7 +206,9 @@ def child_statistics(ctx: StepContext) -> StepResult:
     from steps import report_model
     from steps.collect_git import CollectOutput
 
-    return StepResult(output={"stats": report_model.compute_stats(ctx.output(CollectOutput).commits)})
+    # The forge its commits link to in the team report (pinned from origin, text rules 2 on).
+    return StepResult(output={"stats": report_model.compute_stats(ctx.output(CollectOutput).commits),
+                              "forge": ctx.pinned.get("forge")})
 
 
 def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:

@@ -18,11 +18,14 @@ TEMPLATE = """\
 [store]
 url = "sqlite:///.reportflow/reportflow.db"   # REPORTFLOW_DB overrides; postgresql+psycopg://... for many nodes
 # serve and cycle copy the database at each slot, verify the copy and keep the newest 7:
-# backup = { cron = "0 3 * * *", dir = "backups", keep = 7 }
+# backup = {{ cron = "0 3 * * *", dir = "backups", keep = 7 }}
 
 # [limits]
 # warn_runs_per_day = 48      # a schedule busier than this is shown with a warning
 # max_runs_per_day = 1440     # and busier than this is refused
+# max_running = 4             # at most this many runs at once, across every process on this database
+# [limits.workflows]
+# daily_report = 2            # and at most this many of one workflow
 
 [worker]
 lease = "60s"

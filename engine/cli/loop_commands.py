@@ -118,7 +118,7 @@ def reconcile(ctx: typer.Context, as_json: context.JsonOpt = False) -> None:
 def serve_command(ctx: typer.Context,
           metrics_port: Annotated[Optional[int], typer.Option("--metrics-port", min=0, max=65535)] = None,
           ui_port: Annotated[Optional[int], typer.Option("--ui-port", min=0, max=65535,
-                                                         help="Also serve the web page on [ui] host, this port.")] = None,
+                                                         help="Also serve the web page on \\[ui] host, this port.")] = None,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id")] = None) -> None:
     """Scheduler, worker, reconciler and healer loops in one process; SIGTERM hands the run back and exits 143
     (within 60 s).
@@ -136,10 +136,10 @@ def serve_command(ctx: typer.Context,
 
 
 def ui(ctx: typer.Context,
-       host: Annotated[Optional[str], typer.Option("--host", help="Bind address (default [ui] host, 127.0.0.1).")] = None,
+       host: Annotated[Optional[str], typer.Option("--host", help="Bind address (default \\[ui] host, 127.0.0.1).")] = None,
        port: Annotated[Optional[int], typer.Option("--port", min=0, max=65535,
-                                                   help="Port (default [ui] port, 8321).")] = None) -> None:
-    """The run-history web page and its /api/; read-only unless the [ui] token_env variable is set.
+                                                   help="Port (default \\[ui] port, 8321).")] = None) -> None:
+    r"""The run-history web page and its /api/; read-only unless the \[ui] token_env variable is set.
 
     A non-loopback --host without a token is refused (exit 2). Example: reportflow ui --port 8321
     """

@@ -46,7 +46,10 @@ def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else PIPE_WIDTH, emoji=False)
+    # Piped output is wide (a script sees whole rows) unless TTY_COMPATIBLE=1 asks for a terminal's
+    # (then rich reads COLUMNS, as on a terminal).
+    terminal = stream.isatty() or os.environ.get("TTY_COMPATIBLE") == "1"
+    return Console(stderr=stderr, width=None if terminal else PIPE_WIDTH, emoji=False)
 
 
 def _plain(stream: IO[str]) -> bool:

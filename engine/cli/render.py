@@ -32,7 +32,7 @@ from engine.cli import output
 from engine.cli.output import console, json_out, say, shown, status, warn
 from engine.core import dependencies, healing
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Run
+from engine.core.models import AuditEvent, Run, RunTrigger
 from engine.plugins.contract import WorkflowDef
 from engine.read import views
 
@@ -75,26 +75,45 @@ def apply_report(report: Any) -> None:
 
 
 def schedules(overviews: Sequence[Any], as_json: bool) -> None:
-    """Print ``schedules list``: a table, or JSON."""
+    """Print ``schedules list``: a compact table that fits 100 columns, or JSON (every field).
+
+    Each cell wraps rather than cuts; the policies, the version and the next run in UTC are in
+    ``schedules show`` and ``--json``."""
     data = [views.schedule_view(o.schedule, o.last_run, o.slo) for o in overviews]
     if as_json:
         _json(data)
         return
-    table = Table(title="schedules")
-    for column in ("name", "workflow", "project", "cron", "timezone", "policies", "enabled", "v",
-                   "next run (local)", "next run (UTC)", "last result", "success", "fresh"):
-        table.add_column(column)
+    table = _compact("schedules")
+    # Values are not wrapped (each cell is already two short lines); folded only when nothing else gives way.
+    for column in ("name\nworkflow · project", "cron\ntimezone", "next run\n(local)", "last\nresult", "success\nfresh"):
+        table.add_column(column, overflow="fold", no_wrap=True)
     for item in data:
         last = item["last_run"]
+        name = (f"{shown(item['name'])}\n[dim]{shown(item['workflow'])} · {shown(item['project'])}[/]" +
+                ("" if item["enabled"] else f"\n[red]disabled[/] {shown(item['disabled_reason'] or '')}".rstrip()))
         table.add_row(
-            shown(item["name"]), shown(item["workflow"]), shown(item["project"]), shown(item["cron"]),
-            shown(item["timezone"]), f"{item['misfire']}/{item['overlap']}",
-            "yes" if item["enabled"] else f"[red]no[/] {shown(item['disabled_reason'] or '')}",
-            str(item["version"]), item["next_run_local"] or "", item["next_run_at"] or "",
-            f"{shown(last['business_key'])} {_status(last['status'])}" if last else "",
-            _ratio(item.get("success_rate"), item.get("periods_due")), _ratio(item.get("freshness"), None),
+            name, f"{shown(item['cron'])}\n{shown(item['timezone'])}", _local(item["next_run_local"]),
+            f"{shown(last['business_key'])}\n{_status(last['status'])}" if last else "-",
+            f"{_ratio(item.get('success_rate'), item.get('periods_due'))}\n{_ratio(item.get('freshness'), None)}",
         )
     out.print(table)
+
+
+def _compact(title: str) -> Table:
+    """A table without vertical rules: list commands fit 100 columns."""
+    from rich import box
+
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
+                 collapse_padding=True)
+
+
+def _local(iso: str | None) -> str:
+    """``2026-12-04T19:30:00+09:00`` as ``2026-12-04``, then ``19:30 +0900`` below (seconds only when set)."""
+    if not iso:
+        return "-"
+    at = datetime.fromisoformat(iso)
+    clock = f"{at:%H:%M:%S}" if at.second else f"{at:%H:%M}"
+    return f"{at:%Y-%m-%d}\n{clock} {at:%z}"
 
 
 def _ratio(value: float | None, due: int | None) -> str:
@@ -117,24 +136,36 @@ def schedule_detail(overview: Any, as_json: bool) -> None:
 
 
 def audit(events: Sequence[AuditEvent], as_json: bool) -> None:
-    """Print audit events (``schedules history``), or JSON."""
+    """Print audit events (``schedules history``), or JSON (every event).
+
+    The table groups consecutive events of one action by one actor as the web page does
+    (``audit_groups``): an edit is not lost under 65 ``run_backfill`` rows."""
+    from engine.read import audit_groups
+
     if as_json:
         _json([asdict(e) for e in events])
         return
-    table = Table(title="audit trail")
+    table = _compact("audit trail")
     for column in ("at", "actor", "action", "version", "reason", "change"):
-        table.add_column(column)
-    for e in events:
-        change = ""
-        if e.before and e.after:
-            diff = {k: (e.before.get(k), v) for k, v in e.after.items() if e.before.get(k) != v}
-            change = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in diff.items())
-        elif e.after:
-            change = json.dumps(e.after)
+        table.add_column(column, overflow="fold")
+    for group in audit_groups.group_audit(events):
+        e = group.events[-1]
+        when = format_instant(group.first_at) or ""
+        if group.count > 1:
+            when += f"\n… {format_instant(group.last_at)}"
+        action = shown(group.action) + (f" ×{group.count}" if group.count > 1 else "")
+        versions = sorted({str(x.version) for x in group.events if x.version})
         # The actor is whatever $USER held: data, never markup (``USER='x[/]'`` broke every later history).
-        table.add_row(format_instant(e.at) or "", shown(e.actor), shown(e.action), str(e.version or ""),
-                      shown(e.reason or ""), shown(change))
+        table.add_row(when, shown(group.actor), action, ", ".join(versions),
+                      shown("; ".join(group.reasons)), shown(_change(e) if group.count == 1 else ""))
     out.print(table)
+
+
+def _change(e: AuditEvent) -> str:
+    if e.before and e.after:
+        diff = {k: (e.before.get(k), v) for k, v in e.after.items() if e.before.get(k) != v}
+        return ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in diff.items())
+    return json.dumps(e.after) if e.after else ""
 
 
 def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
@@ -257,14 +288,18 @@ def prune_report(report: Any, as_json: bool) -> None:
 
 
 def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
-    """Print ``runs list``: a table, or JSON."""
+    """Print ``runs list``: a compact table that fits 100 columns, or JSON (every field).
+
+    A run is its schedule and period (its key and slot are in ``runs show`` and ``--json``); a backfilled
+    run's delay says ``backfill``, since its slot was in the past when it was created; a run
+    that succeeded on a quiet period says why it wrote nothing (``no commits``)."""
     if as_json:
         _json([views.run_summary(r, now) for r in items])
         return
-    table = Table(title="runs")
-    for column in ("id", "schedule", "key", "trigger", "slot (UTC)", "status", "att", "delay", "duration",
-                   "failed step / error"):
-        table.add_column(column)
+    table = _compact("runs")
+    for column in ("id", "schedule", "period", "trigger", "status", "att", "delay", "took", "error"):
+        table.add_column(column, overflow="fold", justify="right" if column in ("id", "att") else "left",
+                         no_wrap=column in ("id", "schedule", "period", "trigger", "status", "att", "delay", "took"))
     for run in items:
         failure = ""
         if run.error_code:
@@ -273,13 +308,17 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
         if run.waits_for is not None:  # what it waits for, and what will happen (SPEC §15.5)
             failure = f"{failure + '; ' if failure else ''}{healing.describe_wait(run.waits_for)}"
         stalled = views.run_summary(run, now)["stalled"]
+        notes = [*([f"[dim]{shown(run.reason)}[/]"] if run.reason else []),
+                 *([f"[dim]{shown(run.quiet)}[/]"] if run.quiet else []),
+                 *([f"[yellow]held: {shown(run.held)}[/]"] if run.held else [])]
+        # The schedule names the workflow and project; a child run has none, its project says which it is.
+        who = shown(run.schedule_name) if run.schedule_name else f"↳ {shown(run.project or '')}"
         table.add_row(
-            str(run.id), shown(run.schedule_name or ""), shown(run.idempotency_key), run.trigger.value,
-            format_instant(run.scheduled_for) or "",
-            _status(run.status.value) + (" [red](stalled)[/]" if stalled else "") +
-            (f" [dim]{shown(run.reason)}[/]" if run.reason else "") +
-            (f" [yellow](held: {shown(run.held)})[/]" if run.held else ""),
-            f"{run.attempt_count}/{run.max_attempts}", _compact_secs(views._seconds(run.start_delay)),
+            str(run.id), who, shown(run.business_key) + (f" r{run.revision}" if run.revision > 1 else ""),
+            run.trigger.value.lower(),
+            "\n".join([_status(run.status.value) + (" [red](stalled)[/]" if stalled else ""), *notes]),
+            f"{run.attempt_count}/{run.max_attempts}",
+            "backfill" if run.trigger is RunTrigger.BACKFILL else _compact_secs(views._seconds(run.start_delay)),
             _compact_secs(views._seconds(run.duration)), shown(failure))
     out.print(table)
 

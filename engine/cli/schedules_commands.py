@@ -10,7 +10,7 @@ import typer
 
 from engine.cli import context, output
 from engine.core import errors
-from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn
+from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, SchedulePriority
 
 app = typer.Typer(help="Schedule definitions: apply, inspect, preview, edit.", no_args_is_help=True)
 
@@ -21,7 +21,7 @@ def schedules_apply(ctx: typer.Context,
                         "--overwrite", help="Let the file win over edits made in the database (audited).")] = False,
                     dry_run: Annotated[bool, typer.Option(
                         "--dry-run", help="Print the plan (diffs and drift included); write nothing.")] = False) -> None:
-    """Sync [[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
+    r"""Sync [\[schedules]] from the config into the database; refuses drift (exit 3). Example: reportflow schedules apply --dry-run"""
     from engine.cli import render
     from engine.scheduling import definitions
 
@@ -150,6 +150,8 @@ def schedules_set(
     grace: Annotated[Optional[str], typer.Option("--grace")] = None,
     dst_gap: Annotated[Optional[DstGap], typer.Option("--dst-gap")] = None,
     dst_fold: Annotated[Optional[DstFold], typer.Option("--dst-fold")] = None,
+    priority: Annotated[Optional[SchedulePriority], typer.Option(
+        "--priority", help="Whose runs workers claim first; runs not started yet follow.")] = None,
     reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False,
 ) -> None:
@@ -162,7 +164,7 @@ def schedules_set(
 
     changes: dict[str, Any] = {k: v for k, v in dict(cron=cron_expr, timezone=timezone, misfire=misfire,
                                                      overlap=overlap, report_on=report_on, dst_gap=dst_gap,
-                                                     dst_fold=dst_fold).items() if v is not None}
+                                                     dst_fold=dst_fold, priority=priority).items() if v is not None}
     if grace is not None:
         try:
             changes["grace"] = config_file.parse_duration(grace)

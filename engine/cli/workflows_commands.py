@@ -8,7 +8,7 @@ import typer
 
 from engine.cli import context
 
-app = typer.Typer(help="Workflows: installed (entry points) and configured ([[workflows]]).",
+app = typer.Typer(help="Workflows: installed (entry points) and configured ([\\[workflows]]).",
                   no_args_is_help=True)
 
 @app.command("list")

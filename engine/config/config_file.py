@@ -29,6 +29,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictInt,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -39,8 +40,18 @@ from engine.config import backup_config, defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import dependencies, errors, redact
-from engine.core.models import Criticality, DstFold, DstGap, Misfire, OnUpstream, Overlap, ReportOn, ScheduleSpec
+from engine.core import concurrency_caps, dependencies, errors, redact
+from engine.core.models import (
+    Criticality,
+    DstFold,
+    DstGap,
+    Misfire,
+    OnUpstream,
+    Overlap,
+    ReportOn,
+    SchedulePriority,
+    ScheduleSpec,
+)
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -212,11 +223,23 @@ class UiConfig(Strict):
 
 
 class LimitsConfig(Strict):
-    """``[limits]``: the creation policy. A schedule whose busiest day has more runs than ``warn_runs_per_day``
-    is shown with a warning (``apply``, ``validate``, ``draft``); more than ``max_runs_per_day`` is refused."""
+    """``[limits]``: the creation policy and the concurrency caps (SPEC §18).
+
+    A schedule whose busiest day has more runs than ``warn_runs_per_day`` is shown with a warning
+    (``apply``, ``validate``, ``draft``); more than ``max_runs_per_day`` is refused. At most
+    ``max_running`` runs RUNNING at once across every process sharing the database, and at most
+    ``workflows[NAME]`` of workflow NAME (``[limits.workflows]``); claims enforce both.
+    """
 
     warn_runs_per_day: int = Field(default=48, ge=1)
     max_runs_per_day: int | None = Field(default=None, ge=1)
+    max_running: StrictInt | None = Field(default=None, ge=1, le=100_000)
+    workflows: dict[Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)],
+                    Annotated[StrictInt, Field(ge=1, le=100_000)]] = {}
+
+    def caps(self) -> concurrency_caps.Caps:
+        """The caps the claim enforces."""
+        return concurrency_caps.Caps(self.max_running, tuple(sorted(self.workflows.items())))
 
 
 #: The project of a projectless workflow's runs (``{workflow}:ops:{business_key}``).
@@ -243,6 +266,7 @@ class ScheduleConfig(Strict):
     allow_frequent: StrictBool = ScheduleSpec.allow_frequent
     enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
     criticality: Criticality = ScheduleSpec.criticality
+    priority: SchedulePriority = ScheduleSpec.priority
     deadline: OptionalDuration = ScheduleSpec.deadline
     start_by: OptionalDuration = ScheduleSpec.start_by
     # Automatic re-queues once the provider that failed a run answers again: per run, and per schedule
@@ -573,6 +597,11 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             if refused:
                 raise errors.ConfigInvalid(refused, file=file, key=f"{where}.cron")
         specs.append(spec)
+    for name in sections.limits.workflows:
+        if name not in registry:
+            known = ", ".join(sorted(registry)) or "none installed"
+            raise errors.ConfigInvalid(f"unknown workflow '{name}' (known: {known})", file=file,
+                                       key=f"limits.workflows.{name}")
     _check_dependencies(specs, file)
 
     store_url = defaults.store_url(db_override, sections.store.url, base_dir)

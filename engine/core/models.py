@@ -130,6 +130,20 @@ class Criticality(StrEnum):
     LOW = "low"
 
 
+class SchedulePriority(StrEnum):
+    """Which schedule's runs a worker claims first (a schedule's ``priority``); the trigger orders within one."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+
+# The stored rank of a run's schedule priority (``runs.schedule_priority``): the claim's first key.
+SCHEDULE_RANK = {SchedulePriority.CRITICAL: 40, SchedulePriority.HIGH: 30, SchedulePriority.NORMAL: 20,
+                 SchedulePriority.LOW: 10}
+
+
 class ReportOn(StrEnum):
     PREVIOUS = "previous"  # the period before the slot's, whole
     CURRENT = "current"  # the slot's own period, up to the slot
@@ -206,6 +220,7 @@ class ScheduleSpec:
     allow_frequent: bool = False
     enabled: bool = True
     criticality: Criticality = Criticality.NORMAL  # how loudly its alerts are sent
+    priority: SchedulePriority = SchedulePriority.NORMAL  # whose runs are claimed first (SPEC §18)
     deadline: timedelta | None = None  # a period not SUCCESS by slot + deadline is late; None: grace + max_runtime
     start_by: timedelta | None = None  # a scheduled run not started by slot + start_by is MISSED; None: never
     # Heals itself (SPEC §15.5): automatic re-queues of one run once the provider that failed it answers
@@ -357,12 +372,14 @@ class Run:
     error_code: str | None
     error_message: str | None
     parent_id: int | None = None  # the run whose fan-out step made this one (SPEC §17)
+    schedule_priority: int = SCHEDULE_RANK[SchedulePriority.NORMAL]  # its schedule's rank, claimed before ``priority``
     steps: tuple[StepRecord, ...] = field(default=())
     attempts: tuple[AttemptRecord, ...] = field(default=())
     artifacts: tuple[ArtifactRecord, ...] = field(default=())
     children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
     waits_for: ProviderWait | None = None  # loaded by the read side only (``runs list``, ``runs show``, the page)
+    quiet: str | None = None  # why a run that succeeded wrote nothing ("no commits"); ``runs list`` only
     # The upstream periods it waits (or waited) for, ``(schedule, business key)``; ``upstream_until`` is set
     # only while it waits for them (SPEC §18).
     upstream: tuple[tuple[str, str], ...] = ()
@@ -414,6 +431,7 @@ class NewRun:
     revision: int = 1
     reason: SlotReason | None = None
     not_before: datetime | None = None
+    schedule_priority: int = SCHEDULE_RANK[SchedulePriority.NORMAL]
     upstream: tuple[tuple[str, str], ...] = ()  # what a dependent run waits for (SPEC §18)
     upstream_until: datetime | None = None
 

@@ -4,7 +4,8 @@ A run ``PENDING``, ``QUEUED`` or ``RETRY_PENDING`` (past its ``not_before``) tha
 worker has claimed for ``[notify] stuck_after``. A queue that is moving is not stuck:
 a claimable run whose project had a run claimed within ``stuck_after`` waits its turn.
 The reason, when one is known: the schedule is disabled, the run waits behind another
-(overlap), or no live worker serves its project (the workers' heartbeats).
+(overlap), no live worker serves its project (the workers' heartbeats), or a concurrency
+cap is full (``[limits]``, SPEC §18).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Waiting:
     key: str
     status: str
     project: str
+    workflow: str
     schedule: str | None
     schedule_enabled: bool
     created_at: datetime
@@ -65,8 +67,11 @@ def live_projects(beats: Sequence[tuple[datetime, Sequence[str] | None]], now: d
 
 
 def decide_stuck(run: Waiting, *, now: datetime, stuck_after: timedelta, served: set[str] | None,
-                 last_claim_in_project: datetime | None) -> StuckRun | None:
-    """The run as a StuckRun with its reason, or None when it is not stuck at ``now``."""
+                 last_claim_in_project: datetime | None, cap: str | None = None) -> StuckRun | None:
+    """The run as a StuckRun with its reason, or None when it is not stuck at ``now``.
+
+    ``cap``: the concurrency cap that is full for the run's workflow now (``Caps.full``), or None.
+    """
     since = waiting_since(run)
     if now - since < stuck_after:
         return None
@@ -80,4 +85,6 @@ def decide_stuck(run: Waiting, *, now: datetime, stuck_after: timedelta, served:
         reason = f"waits behind run {run.blocker}"
     elif served is not None and run.project not in served:
         reason = f"no live worker serves project {run.project}"
+    elif run.status != "PENDING" and cap is not None:
+        reason = f"waits for {cap}"
     return StuckRun(run.run_id, run.key, run.status, run.schedule, since, reason)

@@ -231,7 +231,7 @@ def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:
 def find_stuck(rt: Runtime, now: datetime) -> list[stuck.StuckRun]:
     """Runs waiting longer than ``[notify] stuck_after`` with no moving queue (``store.waiting.find_stuck``)."""
     with rt.store.read() as conn:
-        return waiting.find_stuck(conn, now, rt.config.notify.stuck_after)
+        return waiting.find_stuck(conn, now, rt.config.notify.stuck_after, rt.config.limits.caps())
 
 
 def find_problems(rt: Runtime, now: datetime) -> tuple[list[Run], list[tuple[str, datetime]]]:

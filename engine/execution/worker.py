@@ -93,7 +93,7 @@ class Worker:
             claim = claims.acquire_run(
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
-                backfill_limit=self.rt.config.worker.backfill_concurrency)
+                backfill_limit=self.rt.config.worker.backfill_concurrency, caps=self.rt.config.limits.caps())
         if claim is not None:
             self._claimed = claim.run.id
         return claim

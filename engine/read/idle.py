@@ -11,4 +11,5 @@ def what_waits(rt: Runtime) -> str | None:
     """One line naming what the runs not started wait for at ``rt.clock.now()``, or None when none waits."""
     with rt.store.read() as conn:
         found = backlog_rows.count_backlog(conn, rt.clock.now())
-    return backlog.describe(found, backfill_limit=rt.config.worker.backfill_concurrency)
+    return backlog.describe(found, backfill_limit=rt.config.worker.backfill_concurrency,
+                            caps=rt.config.limits.caps())

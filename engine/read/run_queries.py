@@ -10,9 +10,10 @@ from typing import Any
 
 from engine.core import errors, inputs, limits
 from engine.core.clock import format_instant, parse_instant
-from engine.core.models import AuditEvent, Run
+from engine.core.models import AuditEvent, Run, RunStatus
+from engine.read import calendar_view
 from engine.runtime import Runtime
-from engine.store import families, health_rows, history_rows, run_rows, schedule_rows
+from engine.store import calendar_rows, families, health_rows, history_rows, run_rows, schedule_rows
 from engine.store.history_rows import RunFilter
 
 
@@ -27,7 +28,16 @@ def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None
                                        parent_id=parent)
         # Steps are needed for the "failed step" column; fetch detail only for the failed ones.
         found = [run_rows.get_run(conn, r.id) if r.error_code else r for r in summaries]
-        return with_waits(conn, found)
+        return with_quiet(conn, with_waits(conn, found))
+
+
+def with_quiet(conn: Any, found: list[Run]) -> list[Run]:
+    """``found`` with each successful run that skipped its later steps for a quiet period marked, in the
+    calendar's words (``no commits``): a quiet period is not a missing report."""
+    done = [r.id for r in found if r.status is RunStatus.SUCCESS]
+    facts = calendar_rows.run_facts(conn, done) if done else {}
+    words = {r: calendar_view.QUIET_REASONS.get(f.skipped_for or "") for r, f in facts.items()}
+    return [dataclasses.replace(r, quiet=words[r.id]) if words.get(r.id) else r for r in found]
 
 
 def with_waits(conn: Any, found: list[Run]) -> list[Run]:

@@ -56,6 +56,7 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "parent": run.parent_id,
         "held": run.held,
         "waits_for": wait_view(run),
+        "quiet": run.quiet,
         "upstream": upstream_view(run),
     }
 
@@ -144,7 +145,7 @@ def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = N
     spec = schedule.spec
     zone = ZoneInfo(spec.timezone)
     return {**({} if measured is None else slo_view(measured)),
-            "criticality": spec.criticality.value,
+            "criticality": spec.criticality.value, "priority": spec.priority.value,
             "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()),
             "freshness_target": spec.freshness_target, **{
         "id": schedule.id,

@@ -56,7 +56,7 @@ def plan_apply(existing: Mapping[str, Schedule], wanted: Mapping[str, ScheduleSp
             plan.created.append(name)
             continue
         stored, file = rows.definition_of(current.spec), rows.definition_of(spec)
-        changes = [FieldChange(k, stored[k], file[k]) for k in file if stored.get(k) != file[k]]
+        changes = [FieldChange(k, stored.get(k), file[k]) for k in file if stored.get(k) != file[k]]
         enabled = enabled_after_apply(current, spec)
         if enabled != current.enabled:
             changes.append(FieldChange("enabled", current.enabled, enabled))

@@ -15,6 +15,7 @@ from engine.core.clock import format_instant
 from engine.core.cron import timetable
 from engine.core.models import (
     PRIORITY,
+    SCHEDULE_RANK,
     AttemptTrigger,
     NewRun,
     Period,
@@ -79,7 +80,7 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
         base_key=policies.base_key(workflow.name, spec.project, period.key),
         idempotency_key=policies.idempotency_key(workflow.name, spec.project, period.key, revision),
         revision=revision, status=status, reason=reason, priority=PRIORITY[AttemptTrigger(trigger.value.lower())],
-        not_before=not_before, pinned=pinned_inputs(schedule, workflow, period, workflow_pins, slot_at),
+        schedule_priority=SCHEDULE_RANK[spec.priority], not_before=not_before, pinned=pinned_inputs(schedule, workflow, period, workflow_pins, slot_at),
         max_attempts=max_attempts, max_runtime_s=int(spec.max_runtime.total_seconds()), created_at=now,
     )
 
@@ -105,7 +106,7 @@ def child_run(parent: Run, child: ChildRun, workflow: WorkflowDef, *, now: datet
     return NewRun(
         workflow=workflow.name, project=project, trigger=parent.trigger, scheduled_for=parent.scheduled_for,
         business_key=parent.business_key, base_key=key, idempotency_key=key, status=RunStatus.QUEUED,
-        priority=parent.priority, pinned=pinned, max_attempts=max_attempts, max_runtime_s=parent.max_runtime_s,
+        priority=parent.priority, schedule_priority=parent.schedule_priority, pinned=pinned, max_attempts=max_attempts, max_runtime_s=parent.max_runtime_s,
         created_at=now, parent_id=parent.id,
     )
 

@@ -28,17 +28,29 @@ def count_backlog(conn: Connection, now: datetime) -> backlog.Backlog:
         (runs.c.not_before > now, "later"),
         (runs.c.priority == BACKFILL_PRIORITY, "backfill"),
         else_="other").label("category")
-    query = (select(category, func.count(), type_coerce(func.min(runs.c.not_before), UTCDateTime()).label("next_at"))
+    query = (select(category, runs.c.workflow, func.count(),
+                    type_coerce(func.min(runs.c.not_before), UTCDateTime()).label("next_at"))
              .where(runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
-             .group_by(category))
+             .group_by(category, runs.c.workflow))
     counts: dict[str, int] = {}
+    due_of: dict[str, tuple[int, int]] = {}
     next_at: datetime | None = None
-    for name, count, first in conn.execute(query):
-        counts[name] = int(count)
-        if name == "later":
-            next_at = first
-    running = conn.execute(select(func.count()).select_from(runs).where(
-        runs.c.status == RunStatus.RUNNING.value, runs.c.priority == BACKFILL_PRIORITY)).scalar_one()
+    for name, workflow, count, first in conn.execute(query):
+        counts[name] = counts.get(name, 0) + int(count)
+        if name == "later" and first is not None:
+            next_at = first if next_at is None else min(next_at, first)
+        if name in ("other", "backfill"):
+            other, backfill = due_of.get(workflow, (0, 0))
+            due_of[workflow] = (other + int(count), backfill) if name == "other" else (other, backfill + int(count))
+    running_of: dict[str, int] = {}
+    running = running_backfills = 0
+    for workflow, backfills, count in conn.execute(
+            select(runs.c.workflow, runs.c.priority == BACKFILL_PRIORITY, func.count())
+            .where(runs.c.status == RunStatus.RUNNING.value).group_by(runs.c.workflow, runs.c.priority)):
+        running += count
+        running_of[workflow] = running_of.get(workflow, 0) + count
+        running_backfills += count if backfills else 0
     return backlog.Backlog(held=counts.get("held", 0), pending=counts.get("pending", 0),
                            later=counts.get("later", 0), next_at=next_at, backfill=counts.get("backfill", 0),
-                           running_backfills=int(running), other=counts.get("other", 0))
+                           running_backfills=running_backfills, other=counts.get("other", 0), running=running,
+                           running_of=running_of, due_of=due_of)

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, transitions
+from engine.core import concurrency_caps, errors, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
     PRIORITY,
@@ -68,7 +68,8 @@ def _one_of(column: Any, values: tuple[str, ...]) -> Any:
 
 
 @lru_cache(maxsize=16)
-def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ...] | None) -> Any:
+def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ...] | None,
+               caps: concurrency_caps.Caps = concurrency_caps.Caps()) -> Any:
     """The claim's query for one worker's workflows and projects (fixed for its life, so built once).
 
     The lists are written into the SQL as constants: an expanding ``IN`` parameter is rendered
@@ -90,9 +91,19 @@ def _candidate(dialect: str, workflows: tuple[str, ...], projects: tuple[str, ..
         # A disabled schedule holds its runs and its families' children (SPEC §15.3; ``Run.held`` reads
         # the same rule through ``family_schedule_enabled``).
         ~family_schedule_disabled(),
-    ).order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
+    ).order_by(runs.c.schedule_priority.desc(), runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id).limit(1)
     if projects is not None:
         query = query.where(_one_of(runs.c.project, projects))
+    # The caps (SPEC §18): counts of RUNNING runs, exact because claims are serialised (``acquire_run``).
+    if caps.max_running is not None:
+        running = select(func.count()).select_from(other).where(other.c.status == RUNNING).scalar_subquery()
+        query = query.where(running < literal_column(str(int(caps.max_running))))
+    for workflow, cap in caps.workflows:
+        if workflow in workflows:
+            name: Any = literal_column(tables.sql_string(workflow))
+            running_of = (select(func.count()).select_from(other).where(other.c.status == RUNNING,
+                                                                       other.c.workflow == name).scalar_subquery())
+            query = query.where(or_(runs.c.workflow != name, running_of < literal_column(str(int(cap)))))
     if dialect == "postgresql":
         return query.with_for_update(skip_locked=True, of=runs)
     if dialect == "sqlite":
@@ -169,20 +180,22 @@ class Claim:
 
 def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until: datetime,
                 steps_by_workflow: Mapping[str, Sequence[str]], projects: Sequence[str] | None,
-                backfill_limit: int) -> Claim | None:
+                backfill_limit: int, caps: concurrency_caps.Caps = concurrency_caps.Caps()) -> Claim | None:
     """Claim the highest-priority, oldest claimable run, or return None.
 
     Claimable: QUEUED, or RETRY_PENDING, with ``not_before`` passed; of a
     workflow this worker knows and a project it serves; no other revision of
     its period RUNNING; backfill-priority runs only while fewer than
-    ``backfill_limit`` are RUNNING. The limits are exact because claims are
+    ``backfill_limit`` are RUNNING; fewer RUNNING than ``caps`` allow, in all and
+    of its workflow. The limits are exact because claims are
     serialised: ``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL.
     The claim also starts the first step that is not done (one commit).
     """
     locks.serialise_with_claims(conn)
     if not steps_by_workflow or (projects is not None and not projects):
         return None  # a node that serves no project (SPEC §13) claims nothing
-    query = _candidate(conn.dialect.name, tuple(steps_by_workflow), tuple(projects) if projects is not None else None)
+    query = _candidate(conn.dialect.name, tuple(steps_by_workflow), tuple(projects) if projects is not None else None,
+                       caps)
     row = conn.execute(query, {"b_now": now, "b_limit": backfill_limit}).mappings().first()
     if row is None:
         return None

@@ -26,6 +26,7 @@ from engine.core.models import (
     RunStatus,
     RunTrigger,
     Schedule,
+    SchedulePriority,
     ScheduleSpec,
     StepRecord,
     StepStatus,
@@ -33,9 +34,10 @@ from engine.core.models import (
 
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by", "after_window")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
-          "criticality": Criticality, "on_upstream": OnUpstream}
+          "criticality": Criticality, "priority": SchedulePriority, "on_upstream": OnUpstream}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
-_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "deadline": None, "start_by": None,
+_OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "priority": SchedulePriority.NORMAL,
+                             "deadline": None, "start_by": None,
                              "auto_recover": ScheduleSpec.auto_recover,
                              "auto_recover_daily": ScheduleSpec.auto_recover_daily,
                              "freshness_target": None, "after": (), "after_window": ScheduleSpec.after_window,
@@ -136,7 +138,8 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         fence=row["fence"], cancel_requested=row["cancel_requested"], max_runtime_s=row["max_runtime_s"],
         created_at=row["created_at"], claimed_at=row["claimed_at"], started_at=row["started_at"],
         completed_at=row["completed_at"], error_code=row["error_code"], error_message=_shown(row["error_message"]),
-        parent_id=row.get("parent_id"), steps=steps, attempts=attempts, artifacts=artifacts,
+        parent_id=row.get("parent_id"), schedule_priority=row.get("schedule_priority", Run.schedule_priority),
+        steps=steps, attempts=attempts, artifacts=artifacts,
         schedule_enabled=row.get("schedule_enabled"),
         upstream=tuple((str(s), str(k)) for s, k in row.get("upstream") or ()), upstream_until=row.get("upstream_until"),
     )

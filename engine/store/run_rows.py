@@ -65,7 +65,7 @@ def _columns(new: NewRun) -> dict[str, Any]:
             "business_key": new.business_key, "base_key": new.base_key, "idempotency_key": new.idempotency_key,
             "revision": new.revision, "status": new.status.value,
             "reason": None if new.reason is None else new.reason.value, "priority": new.priority,
-            "not_before": new.not_before, "pinned": new.pinned, "attempt_count": 0, "max_attempts": new.max_attempts,
+            "schedule_priority": new.schedule_priority, "not_before": new.not_before, "pinned": new.pinned, "attempt_count": 0, "max_attempts": new.max_attempts,
             "max_runtime_s": new.max_runtime_s, "created_at": new.created_at, "fence": 0, "cancel_requested": False,
             "upstream": [list(pair) for pair in new.upstream] or None, "upstream_until": new.upstream_until}
 
@@ -141,6 +141,17 @@ def family_schedule_disabled(table: Any = runs) -> Any:
     """SQL: true when that schedule is disabled: the run is held (a run of no schedule never is)."""
     family = schedules.alias("family_schedule")
     return exists().where(family.c.id == family_schedule_id(table), family.c.enabled.is_(False))
+
+
+def follow_schedule_priority(conn: Connection, schedule_id: int, rank: int) -> None:
+    """Give the schedule's runs that are not RUNNING nor finished (its families' children too) ``rank``.
+
+    A claim reads the rank from the run's row (its index's first key), so a changed
+    ``priority`` reaches the runs already waiting here (SPEC §18).
+    """
+    waiting = [s.value for s in ACTIVE_STATUSES if s is not RunStatus.RUNNING]
+    conn.execute(update(runs).where(family_schedule_id() == schedule_id, runs.c.status.in_(waiting),
+                                    runs.c.schedule_priority != rank).values(schedule_priority=rank))
 
 
 # --- reading ---------------------------------------------------------------

@@ -10,8 +10,8 @@ from sqlalchemy import Select, and_, bindparam, func, insert, select, text, upda
 from sqlalchemy.engine import Connection
 
 from engine.core import errors
-from engine.core.models import Run, Schedule, ScheduleSpec
-from engine.store import fastsql, rows
+from engine.core.models import SCHEDULE_RANK, Run, Schedule, ScheduleSpec
+from engine.store import fastsql, rows, run_rows
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.tables import runs, schedules
 
@@ -95,6 +95,8 @@ def update_schedule(conn: Connection, schedule: Schedule, *, now: datetime, spec
     if result.rowcount != 1:
         raise errors.StaleVersion(
             f"schedule '{schedule.name}' changed since version {schedule.version} was read; reload and retry")
+    if spec is not None and spec.priority != schedule.spec.priority:
+        run_rows.follow_schedule_priority(conn, schedule.id, SCHEDULE_RANK[spec.priority])
     return get_schedule_by_id(conn, schedule.id)
 
 

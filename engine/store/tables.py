@@ -97,7 +97,9 @@ runs = Table(
     Column("revision", Integer, nullable=False),
     Column("status", String(20), nullable=False),
     Column("reason", String(32)),
-    Column("priority", Integer, nullable=False),
+    Column("priority", Integer, nullable=False),  # the trigger's (core.models.PRIORITY)
+    # The schedule's (core.models.SCHEDULE_RANK): set at creation, followed by runs not started (SPEC §18).
+    Column("schedule_priority", Integer, nullable=False, server_default=text("20")),
     Column("not_before", UTCDateTime),
     Column("pinned", JSON, nullable=False),
     Column("attempt_count", Integer, nullable=False, server_default=text("0")),
@@ -134,7 +136,7 @@ runs = Table(
 # The claim walks claimable runs in its ORDER BY and stops at the first that qualifies, instead
 # of reading and sorting the whole queue on every claim. Partial on PostgreSQL too (migration
 # 0004); naming the postgresql dialect here would import it into every SQLite process.
-Index("ix_runs_claim_order", runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id,
+Index("ix_runs_claim_order", runs.c.schedule_priority.desc(), runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id,
       sqlite_where=text(CLAIMABLE_RUN))
 
 steps = Table(

@@ -238,3 +238,13 @@ def test_apply_refuses_drift_from_schedules_set_then_dry_run_and_overwrite(tmp_p
     assert shown["cron"] == "30 19 * * *"
     history = json.loads(run_cli("schedules", "history", "cd", "--json", config=config).stdout)
     assert [e["action"] for e in history] == ["create", "set", "drift_overwritten", "update"]
+
+
+def test_help_shows_brackets_as_written() -> None:
+    """Rich reads help text as markup: ``[[schedules]]`` printed as ``[]`` until escaped."""
+    for args, written in ((["schedules", "apply"], "Sync [[schedules]] from the config"),
+                          (["workflows"], "configured ([[workflows]])"),
+                          (["ui"], "unless the [ui] token_env variable"), (["serve"], "on [ui] host")):
+        shown = run_cli(*args, "--help", env={"COLUMNS": "200"})
+        assert shown.returncode == 0 and written in shown.stdout, (args, shown.stdout)
+        assert "[]" not in shown.stdout

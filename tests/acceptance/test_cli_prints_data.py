@@ -50,7 +50,7 @@ def test_names_keys_errors_and_actors_print_as_written(tmp_path: Path) -> None:
     cli("work", "--until-idle")
 
     listed = cli("runs", "list")
-    assert "daily_report:ghost:2026-09-29" in listed and "daily_report:spooky:2026-09-29" in listed
+    assert "ghost-daily 2026-09-29" in listed and "spooky-daily 2026-09-29" in listed
     shown = cli("runs", "show", "2")
     assert "run 2 daily_report:ghost:2026-09-29 FAILED" in shown
     assert "has no commit at branch '[bold]gone[/]'" in shown  # the error, as written

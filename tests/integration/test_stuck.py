@@ -9,7 +9,7 @@ from typing import Any
 from engine.execution import reconciler
 from engine.read import doctor
 from engine.scheduling import definitions, tick
-from engine.store import instances, outbox
+from engine.store import claims, instances, outbox
 from tests.flows.testflows import FOUR_STEPS
 from tests.support import RuntimeFactory
 
@@ -64,3 +64,32 @@ def test_a_pending_run_names_the_run_it_waits_behind_and_a_disabled_schedule_say
     definitions.set_enabled(rt, "four", enabled=False, reason="maintenance")
     reasons = {s.status: s.reason for s in reconciler.find_stuck(rt, rt.clock.now())}
     assert set(reasons.values()) == {"schedule disabled"}
+
+
+def test_a_run_behind_a_full_concurrency_cap_is_stuck_with_the_cap_as_its_reason(store_url: str, tmp_path: Path,
+                                                                                 runtime: RuntimeFactory) -> None:
+    other = dict(SPEC, name="other", project="p2")
+    rt = runtime(store_url, schedules=[SPEC, other], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
+                 config={**config(tmp_path), "limits": {"max_running": 1}}, apply=True)
+    rt.clock.set(T0 + timedelta(hours=1, minutes=1))
+    tick.tick(rt)
+    with rt.store.write() as conn:  # a long run holds the only slot
+        held = claims.acquire_run(conn, worker_id="node-a:1", now=rt.clock.now(),
+                                  lease_until=rt.clock.now() + timedelta(hours=5),
+                                  steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
+                                  backfill_limit=1, caps=rt.config.limits.caps())
+    assert held is not None
+    with rt.store.write() as conn:
+        assert claims.acquire_run(conn, worker_id="node-b:1", now=rt.clock.now(),
+                                  lease_until=rt.clock.now() + timedelta(hours=5),
+                                  steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
+                                  backfill_limit=1, caps=rt.config.limits.caps()) is None
+    rt.clock.set(T0 + timedelta(hours=1, minutes=45))
+    with rt.store.write() as conn:
+        instances.beat(conn, instance_id="node-b:1", role="worker", host="node-b", pid=1, projects=None,
+                       now=rt.clock.now())
+    [found] = reconciler.sweep(rt).stuck
+    assert found.reason == "waits for max_running = 1 (1 running)" and found.status == "QUEUED"
+    with rt.store.read() as conn:
+        [event] = [e for e in outbox.list_events(conn) if e.event == "run_stuck"]
+    assert "waits for max_running = 1 (1 running)" in event.summary

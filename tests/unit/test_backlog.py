@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from engine.core.backlog import Backlog, describe
+from engine.core.concurrency_caps import Caps
 
 
 def test_backfills_held_back_by_the_concurrency_limit_are_named_with_the_limit() -> None:
@@ -24,3 +25,15 @@ def test_each_reason_in_one_line_and_nothing_when_nothing_waits() -> None:
         "1 PENDING run(s) wait behind their schedule's run in flight; 2 run(s) held (schedule disabled); "
         "0 claimable now")
     assert describe(Backlog(), backfill_limit=1) is None
+
+
+def test_runs_behind_a_full_concurrency_cap_name_the_cap() -> None:
+    caps = Caps(max_running=None, workflows=(("report", 2),))
+    waiting = Backlog(other=5, running=3, running_of={"report": 2, "echo": 1}, due_of={"report": (3, 0), "echo": (2, 0)})
+    assert describe(waiting, backfill_limit=1, caps=caps) == (
+        "3 report run(s) wait for [limits.workflows] report = 2 (2 running); 2 claimable now (by another worker, "
+        "or of a project or workflow this one does not serve, or behind another revision of their period)")
+    assert describe(waiting, backfill_limit=1, caps=Caps(max_running=3)) == (
+        "2 echo run(s) wait for max_running = 3 (3 running); 3 report run(s) wait for max_running = 3 (3 running); "
+        "0 claimable now")
+    assert describe(waiting, backfill_limit=1, caps=Caps(max_running=4)).startswith("5 claimable now")  # type: ignore[union-attr]

@@ -118,3 +118,28 @@ def test_a_quiet_day_with_on_empty_report_is_one_line_under_what_it_covers() -> 
         "- **Period:** 2026-09-29 00:00 → 2026-09-30 00:00 (Asia/Seoul); "
         "UTC 2026-09-28T15:00:00Z → 2026-09-29T15:00:00Z", "",
         "No commits were authored in platform during this day."]
+
+
+def test_a_weekly_pinned_with_layout_2_has_no_week_section_and_layout_3_has_one() -> None:
+    weekly = {"workflow": "weekly_report", "business_key": "2026-W40", "window_start": "2026-09-27T15:00:00Z",
+              "window_end": "2026-10-04T15:00:00Z"}
+    assert "## This week" not in write(src_layout(), layout=2, **weekly)
+    assert "## This week" not in write(src_layout(), layout=3)  # a daily has no week
+    text = write(src_layout(), layout=3, **weekly)
+    assert "- **Day by day** (commits by author date): Mon 0 · Tue 4 · Wed 0" in text
+    assert "### Merged this week" not in text  # no merges gathered: none claimed
+
+
+def test_the_samples_are_what_the_script_writes_from_the_pinned_commit() -> None:
+    """docs/samples holds a daily, a weekly and a team report in English and Korean, and the README quotes them."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for stem in ("daily", "weekly", "team"):
+        for language in ("en", "ko"):
+            text = (root / "docs" / "samples" / f"{stem}.{language}.md").read_text(encoding="utf-8")
+            assert text.startswith("# ") and not text.startswith("---")
+        assert f"docs/samples/{stem}.en.md" in readme
+    assert "## This week" in (root / "docs/samples/weekly.en.md").read_text(encoding="utf-8")
+    assert "## 사람별" in (root / "docs/samples/team.ko.md").read_text(encoding="utf-8")

@@ -1,7 +1,7 @@
 """Dependencies between schedules (SPEC §18): what a run waits for, and until when.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0013
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from alembic import op
 from engine.store.types import UTCDateTime
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

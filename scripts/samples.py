@@ -1,0 +1,111 @@
+"""Regenerate docs/samples: a daily, a weekly and a team report of this repository, in English and Korean.
+
+The built-in writer writes them through the real CLI (``schedules apply``, ``trigger``, ``work``)
+from a clone of this repository reset to ``SOURCE``, with the clock fixed, so the same
+commit gives the same bytes whatever main holds by then. Each sample is the report's body
+(the front matter names a run id and a scratch path, which say nothing to a reader).
+
+    .venv/bin/python scripts/samples.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "samples"
+#: The commit the samples are written from (main when they were last regenerated).
+SOURCE = "b5432d31c98c4cd9e34705e5f8a772e6f3912301"
+NOW = "2026-12-08T00:00:00Z"
+DAY, WEEK_DAY = "2026-12-02", "2026-12-02"
+#: (file stem, schedule, business date, the report's path under the reports directory)
+SAMPLES = (
+    ("daily", "reportflow-daily", DAY, f"reportflow/{DAY}-reportflow-daily-summary.md"),
+    ("weekly", "reportflow-weekly", WEEK_DAY, "reportflow/2026-W49-reportflow-weekly-summary.md"),
+    ("team", "core-daily", DAY, f"_team/{DAY}-core-daily-daily-summary.md"),
+)
+
+CONFIG = """\
+[store]
+url = "sqlite:///{work}/rf.db"
+
+[reports]
+dir = "{work}/reports"
+language = "{language}"
+
+[llm]
+provider = "builtin"
+
+[[projects]]
+key = "reportflow"
+repo = "{work}/reportflow"
+branches = ["main"]
+
+[[schedules]]
+name = "reportflow-daily"
+workflow = "daily_report"
+project = "reportflow"
+cron = "0 1 * * *"
+timezone = "UTC"
+
+[[schedules]]
+name = "reportflow-weekly"
+workflow = "weekly_report"
+project = "reportflow"
+cron = "0 1 * * 1"
+timezone = "UTC"
+
+[[schedules]]
+name = "core-daily"
+workflow = "team_daily_report"
+project = "core"
+projects = ["reportflow"]
+authors = ["Seed 8c814130 maintainers"]
+cron = "0 2 * * *"
+timezone = "UTC"
+"""
+
+
+def run(*args: str, cwd: Path | None = None) -> None:
+    subprocess.run(args, cwd=cwd, check=True, capture_output=True, text=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def body(text: str) -> str:
+    """The report without its front matter."""
+    return text.split("\n---\n", 1)[1].lstrip("\n") if text.startswith("---\n") else text
+
+
+def generate(language: str) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        run("git", "clone", "--quiet", "--no-local", str(ROOT), str(work / "reportflow"))
+        run("git", "checkout", "--quiet", "-B", "main", SOURCE, cwd=work / "reportflow")
+        config = work / "reportflow.toml"
+        config.write_text(CONFIG.format(work=work, language=language), encoding="utf-8")
+        cli = [sys.executable, "-m", "engine.cli", "--config", str(config), "--now", NOW]
+        run(*cli, "schedules", "apply")
+        for _stem, schedule, day, _path in SAMPLES:
+            run(*cli, "trigger", schedule, "--date", day)
+        run(*cli, "work", "--until-idle")
+        for stem, _schedule, _day, path in SAMPLES:
+            report = (work / "reports" / path).read_text(encoding="utf-8")
+            (OUT / f"{stem}.{language}.md").write_text(body(report), encoding="utf-8")
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for language in ("en", "ko"):
+        generate(language)
+    print(f"wrote {', '.join(sorted(p.name for p in OUT.glob('*.md')))} in {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    if shutil.which("git") is None:
+        sys.exit("git is needed")
+    main()
