@@ -13,9 +13,10 @@ follows ``on_upstream`` past the window and releases anything a crash left behin
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.engine import Connection
@@ -46,17 +47,24 @@ def lock_dependencies(conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:space, 0)"), {"space": locks.DEPENDENCY_SPACE})
 
 
-def _waiting(conn: Connection, run_ids: Collection[int] | None) -> list[tuple[int, int | None, datetime,
-                                                                                tuple[tuple[str, str], ...],
-                                                                                datetime]]:
+class _Wait(NamedTuple):
+    run_id: int
+    schedule_id: int | None
+    scheduled_for: datetime
+    upstream: tuple[tuple[str, str], ...]
+    until: datetime
+
+
+def _waiting(conn: Connection, run_ids: Collection[int] | None) -> list[_Wait]:
+    """The runs waiting for their upstream (all, or those of ``run_ids``), oldest first."""
     query = select(runs.c.id, runs.c.schedule_id, runs.c.scheduled_for, runs.c.upstream,
                    runs.c.upstream_until).where(_WAITING).order_by(runs.c.id)
     if run_ids is not None:
         if not run_ids:
             return []
         query = query.where(runs.c.id.in_(sorted(run_ids)))
-    return [(int(r.id), r.schedule_id, r.scheduled_for, tuple((str(s), str(k)) for s, k in r.upstream or ()),
-             r.upstream_until) for r in conn.execute(query)]
+    return [_Wait(int(r.id), r.schedule_id, r.scheduled_for, tuple((str(s), str(k)) for s, k in r.upstream or ()),
+                  r.upstream_until) for r in conn.execute(query)]
 
 
 def succeeded(conn: Connection, wanted: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -79,7 +87,7 @@ def release_ready(conn: Connection, now: datetime, *, run_ids: Collection[int] |
     """
     lock_dependencies(conn)
     waiting = _waiting(conn, run_ids)
-    done = succeeded(conn, {pair for _, _, _, upstream, _ in waiting for pair in upstream})
+    done = succeeded(conn, {pair for wait in waiting for pair in wait.upstream})
     released = []
     for run_id, schedule_id, scheduled_for, upstream, _ in waiting:
         if not set(upstream) <= done:
@@ -148,9 +156,3 @@ def hold(conn: Connection, run_id: int, now: datetime) -> None:
     conn.execute(update(runs).where(runs.c.id == run_id, runs.c.status == RunStatus.QUEUED.value,
                                     runs.c.upstream_until.is_not(None)).values(status=RunStatus.WAITING.value))
     release_ready(conn, now, run_ids=[run_id])
-
-
-def list_waiting_runs(conn: Connection, run_ids: Sequence[int]) -> dict[int, tuple[tuple[str, str], ...]]:
-    """What each of ``run_ids`` waits for now (only the runs that wait on an upstream)."""
-    return {run_id: upstream for run_id, _, _, upstream, _ in _waiting(conn, run_ids)}
-

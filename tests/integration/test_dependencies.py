@@ -132,3 +132,25 @@ def test_past_its_window_a_dependent_run_follows_on_upstream_with_one_alert(stor
         assert [e.event for e in outbox.list_events(conn) if e.run_id == down.id] == ["upstream_late"]
     if status is RunStatus.QUEUED:
         assert _drain(rt) == ["p2"]
+
+
+def test_a_dependent_run_promoted_from_pending_waits_for_its_own_upstream_period(store_url: str,
+                                                                               tmp_path: Path) -> None:
+    up = dict(name="up", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC")
+    down = dict(name="down", workflow="four_steps", project="p2", cron="0 * * * *", timezone="UTC", after=["up"])
+    rt = make_runtime(store_url, schedules=[up, down], clock=ManualClock(T0 + timedelta(minutes=30)),
+                      registry={**load_registry(), "four_steps": FOUR_STEPS},
+                      extra={"testflow": {"log": str(tmp_path / "hourly.log")}})
+    definitions.apply(rt)
+    rt.clock.set(T0 + timedelta(hours=2, seconds=5))  # 11:00:05: the 10:00 and 11:00 slots of both
+    tick.tick(rt)
+    with rt.store.read() as conn:
+        made = {(r.project, r.scheduled_for.hour): r for r in run_rows.list_runs(conn)}
+    assert made[("p2", 10)].status is RunStatus.WAITING and made[("p2", 11)].status is RunStatus.PENDING
+    _drain(rt)
+    lines = (tmp_path / "hourly.log").read_text().splitlines()
+    for hour in (10, 11):  # each dependent run started after its own upstream period succeeded
+        up_done = max(n for n, line in enumerate(lines) if line.startswith(f"end {made[('p1', hour)].id} FOUR"))
+        first = min(n for n, line in enumerate(lines) if line.startswith(f"start {made[('p2', hour)].id} "))
+        assert first > up_done, hour
+        assert _released(rt, made[("p2", hour)].id) == ["upstream_released"]
