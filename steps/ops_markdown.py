@@ -18,6 +18,13 @@ from engine.core import error_codes
 from steps import untrusted
 
 
+def _waited(seconds: int) -> str:
+    """``1h 05m``, ``12m``, ``40s``: a wait as a person reads it."""
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m" if minutes else f"{secs}s"
+
+
 def _operator_text(value: str, rules: int) -> str:
     """Who made a change, a pause's reason: whatever ``$USER`` or an operator held, so text from outside
     (rules 2 on)."""
@@ -76,6 +83,10 @@ def render(facts: Mapping[str, Any], *, weekly: bool, business_key: str,
         out += ["", "## Stuck runs", ""]
         out += [f"- run {s['run']} ({s['schedule']}): {s['status']}, unclaimed since {s['since']}"
                 + (f": {s['reason']}" if s["reason"] else "") for s in facts["stuck"]] or ["None."]
+    if "upstream_waits" in facts:
+        out += ["", "## Waited on an upstream", ""]
+        out += [f"- run {w['run']} ({w['schedule']} {w['business_key']}): waited {_waited(w['waited_s'])}, "
+                f"{w['outcome']}" for w in facts["upstream_waits"]] or ["None."]
     out += ["", "## Stalled runs", ""]
     out += [f"- run {s['run']} ({s['schedule']}): RUNNING since {s['since']}, past its max_runtime"
             for s in facts["stalled"]] or ["None."]

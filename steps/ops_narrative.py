@@ -41,7 +41,7 @@ class ModelSummary(pydantic.BaseModel):
 def known(facts: Mapping[str, Any]) -> tuple[set[int], set[str], set[str]]:
     """Run ids, error codes and schedule names the facts contain."""
     run_ids = {int(r) for group in facts["failures"] for r in group["runs"]}
-    run_ids |= {int(s["run"]) for s in [*facts["stalled"], *facts.get("stuck", [])]}
+    run_ids |= {int(s["run"]) for s in [*facts["stalled"], *facts.get("stuck", []), *facts.get("upstream_waits", [])]}
     run_ids |= {int(r) for r in facts["backfills"]}
     codes = {str(g["error_code"]) for g in facts["failures"]}
     names = {str(s["schedule"]) for s in facts["schedules"]}

@@ -30,7 +30,7 @@ from rich.table import Table
 # re-exported: the light path, shared with app's loop commands
 from engine.cli import output
 from engine.cli.output import console, json_out, say, shown, status, warn
-from engine.core import healing
+from engine.core import dependencies, healing
 from engine.core.clock import format_instant
 from engine.core.models import AuditEvent, Run, RunTrigger
 from engine.plugins.contract import WorkflowDef
@@ -353,6 +353,9 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
             out.print(f"what to do: {shown(data['runbook'])}")
     if run.waits_for is not None:
         out.print(f"[yellow]{shown(healing.describe_wait(run.waits_for))}[/]")
+    if data["upstream"] is not None:
+        upstream = data["upstream"]["message"] or f"waited for {dependencies.describe(run.upstream) or 'no upstream period'}"
+        out.print(f"[cyan]{shown(upstream)}[/]")
     if run.parent_id is not None:
         out.print(f"parent run {run.parent_id} (reportflow runs show {run.parent_id})")
     if data["grounding"]:

@@ -40,12 +40,13 @@ from engine.config import backup_config, calendar_config, defaults
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import calendars, concurrency_caps, errors, redact
+from engine.core import calendars, concurrency_caps, dependencies, errors, redact
 from engine.core.models import (
     Criticality,
     DstFold,
     DstGap,
     Misfire,
+    OnUpstream,
     Overlap,
     ReportOn,
     SchedulePriority,
@@ -286,6 +287,10 @@ class ScheduleConfig(Strict):
     # resolved by build_config (calendar_config.resolve) into the spec's calendar and holidays.
     calendar: calendar_config.CalendarValue | None = None
     holidays: list[date] = []
+    # Dependencies (SPEC §18): the schedules whose covering periods must be SUCCESS first.
+    after: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]] = []
+    after_window: Duration = ScheduleSpec.after_window
+    on_upstream: OnUpstream = ScheduleSpec.on_upstream
 
     @model_validator(mode="before")
     @classmethod
@@ -303,8 +308,9 @@ class ScheduleConfig(Strict):
 
     def to_spec(self) -> ScheduleSpec:
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
-        return ScheduleSpec(**{name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__
-                               if name not in ("calendar", "holidays")})
+        values = {name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__
+                  if name not in ("calendar", "holidays")}
+        return ScheduleSpec(**{**values, "after": tuple(self.after)})
 
 
 class WorkflowSourceConfig(Strict):
@@ -495,6 +501,20 @@ def _refuse_unknown_sections(raw: Mapping[str, Any], registry: Mapping[str, Any]
             raise errors.ConfigInvalid(f"unknown section{hint}", file=file, key=name)
 
 
+def _check_dependencies(specs: Sequence[ScheduleSpec], file: str | None) -> None:
+    """Refuse an ``after`` naming a schedule the file does not define, and any cycle of ``after``."""
+    names = {spec.name: index for index, spec in enumerate(specs)}
+    for index, spec in enumerate(specs):
+        for upstream in spec.after:
+            if upstream not in names:
+                raise errors.ConfigInvalid(f"after names '{upstream}', which is not a schedule of this file",
+                                           file=file, key=f"schedules[{index}].after")
+    cycle = dependencies.find_cycle({spec.name: spec.after for spec in specs})
+    if cycle is not None:
+        raise errors.ConfigInvalid(f"after makes a cycle: {' -> '.join(cycle)}", file=file,
+                                   key=f"schedules[{names[cycle[0]]}].after")
+
+
 def load_config(path: Path, registry: Mapping[str, Any], *, db_override: str | None = None) -> AppConfig:
     """Load and fully validate ``path``; raise ConfigInvalid before anything is written."""
     return build_config(read_toml(path), path=path, registry=registry, db_override=db_override)
@@ -593,6 +613,7 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             known = ", ".join(sorted(registry)) or "none installed"
             raise errors.ConfigInvalid(f"unknown workflow '{name}' (known: {known})", file=file,
                                        key=f"limits.workflows.{name}")
+    _check_dependencies(specs, file)
 
     maintenance = calendar_config.windows(sections.maintenance, [spec.name for spec in specs], file)
     store_url = defaults.store_url(db_override, sections.store.url, base_dir)

@@ -46,11 +46,12 @@ class AlertEvent(StrEnum):
     PRUNE_HELD = "prune_held"
     RECOVERED = "recovered"
     BACKUP_FAILED = "backup_failed"
+    UPSTREAM_LATE = "upstream_late"  # a dependent run's upstream was not SUCCESS within its after_window
 
 
 # Events about a period that did not succeed: their severity grows with the run of failed periods.
 PERIOD_EVENTS = frozenset({AlertEvent.RUN_FAILED, AlertEvent.RUN_PARTIAL, AlertEvent.RUN_LATE,
-                           AlertEvent.SLOTS_NOT_RUN})
+                           AlertEvent.SLOTS_NOT_RUN, AlertEvent.UPSTREAM_LATE})
 # Events about the machinery itself: severity from the criticality alone.
 HEALTH_EVENTS = frozenset({AlertEvent.RUN_STUCK, AlertEvent.STALLED, AlertEvent.SILENT, AlertEvent.CONFIG_INVALID})
 # A schedule's freshness below its target (SPEC §15.8): its severity grows like a period event's.

@@ -113,6 +113,14 @@ class Misfire(StrEnum):
     MANUAL = "MANUAL"
 
 
+class OnUpstream(StrEnum):
+    """What a dependent run does once its ``after_window`` passed without its upstream (SPEC §18)."""
+
+    RUN = "run"  # released anyway
+    MANUAL = "manual"  # MANUAL_REQUIRED until an operator approves it
+    SKIP = "skip"  # recorded SKIPPED, reason ``upstream``
+
+
 class Criticality(StrEnum):
     """How loudly a schedule's alerts are sent (a schedule's ``criticality``)."""
 
@@ -178,6 +186,7 @@ class SlotReason(StrEnum):
     START_BY = "start_by"  # queued on time, not started by the schedule's start_by
     HOLIDAY = "holiday"  # its local date is a holiday of the schedule's calendar (SPEC §18)
     MAINTENANCE = "maintenance"  # inside a maintenance window or a pause (SPEC §18)
+    UPSTREAM = "upstream"  # its upstream schedule's covering period was not SUCCESS within ``after_window``
 
 
 # Priority of the trigger that last queued a run: MANUAL > SCHEDULED > BACKFILL.
@@ -225,6 +234,11 @@ class ScheduleSpec:
     # "US-CA"), and dates of one's own ("2026-10-09"); slots on those local dates are not run.
     calendar: str | None = None
     holidays: tuple[str, ...] = ()
+    # Dependencies (SPEC §18): a run waits WAITING until these schedules' covering periods are SUCCESS,
+    # at most ``after_window`` after its slot; then ``on_upstream`` decides.
+    after: tuple[str, ...] = ()
+    after_window: timedelta = timedelta(hours=6)
+    on_upstream: OnUpstream = OnUpstream.RUN
 
 
 @dataclass(frozen=True)
@@ -376,6 +390,10 @@ class Run:
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
     waits_for: ProviderWait | None = None  # loaded by the read side only (``runs list``, ``runs show``, the page)
     quiet: str | None = None  # why a run that succeeded wrote nothing ("no commits"); ``runs list`` only
+    # The upstream periods it waits (or waited) for, ``(schedule, business key)``; ``upstream_until`` is set
+    # only while it waits for them (SPEC §18).
+    upstream: tuple[tuple[str, str], ...] = ()
+    upstream_until: datetime | None = None
 
     @property
     def held(self) -> str | None:
@@ -424,6 +442,8 @@ class NewRun:
     reason: SlotReason | None = None
     not_before: datetime | None = None
     schedule_priority: int = SCHEDULE_RANK[SchedulePriority.NORMAL]
+    upstream: tuple[tuple[str, str], ...] = ()  # what a dependent run waits for (SPEC §18)
+    upstream_until: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class SweepReport:
     late: int = 0  # periods newly found late (run_late)
     missed: list[int] = field(default_factory=list)  # scheduled runs not started by their start_by
     freshness_low: int = 0  # schedules newly found below their freshness_target (freshness_low)
+    upstream: list[int] = field(default_factory=list)  # dependent runs whose wait for an upstream ended
 
 
 @dataclass

@@ -37,8 +37,11 @@ class Slo:
 
 
 def deadline_of(spec: ScheduleSpec) -> timedelta:
-    """The schedule's ``deadline``, by default ``grace + max_runtime``."""
-    return spec.deadline if spec.deadline is not None else spec.grace + spec.max_runtime
+    """The schedule's ``deadline``, by default ``grace + max_runtime``, plus ``after_window`` for a schedule that
+    waits for others (its wait is not lateness of its own: a late upstream raises its own alerts)."""
+    if spec.deadline is not None:
+        return spec.deadline
+    return spec.grace + spec.max_runtime + (spec.after_window if spec.after else timedelta(0))
 
 
 def compute_slo(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *, now: datetime,

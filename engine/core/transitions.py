@@ -14,12 +14,14 @@ from engine.core.models import RunStatus as S
 ALLOWED_TRANSITIONS: dict[S, frozenset[S]] = {
     # PENDING/QUEUED -> MISSED: a scheduled run not started by its schedule's ``start_by``.
     S.PENDING: frozenset({S.QUEUED, S.CANCELLED, S.MISSED}),
-    S.QUEUED: frozenset({S.RUNNING, S.CANCELLED, S.MISSED}),
+    # QUEUED -> WAITING: a dependent run promoted from PENDING waits for its upstream (SPEC §18).
+    S.QUEUED: frozenset({S.RUNNING, S.CANCELLED, S.MISSED, S.WAITING}),
     # RUNNING -> QUEUED: a worker shutting down (SIGTERM) hands the run back at a step boundary.
     # RUNNING -> WAITING: a fan-out step started child runs; WAITING -> QUEUED when the last one finishes.
     S.RUNNING: frozenset({S.SUCCESS, S.PARTIAL_SUCCESS, S.RETRY_PENDING, S.FAILED, S.CANCELLED, S.QUEUED,
                           S.WAITING}),
-    S.WAITING: frozenset({S.QUEUED, S.CANCELLED}),
+    # WAITING -> MANUAL_REQUIRED / SKIPPED: a dependent run's upstream not SUCCESS within its window.
+    S.WAITING: frozenset({S.QUEUED, S.CANCELLED, S.MANUAL_REQUIRED, S.SKIPPED}),
     S.RETRY_PENDING: frozenset({S.RUNNING, S.QUEUED, S.FAILED, S.CANCELLED}),
     S.SUCCESS: frozenset({S.QUEUED}),  # only by an operator's retry --from-step
     # -> WAITING: ``runs retry PARENT`` re-queues the children that did not succeed, then the fan-in.

@@ -18,7 +18,17 @@ from engine.core.clock import format_instant
 from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus, SlotReason
 from engine.execution import freshness_alerts, late_alerts
 from engine.runtime import Runtime
-from engine.store import audit_rows, families, outbox, promotion, recovery, run_rows, schedule_rows, waiting
+from engine.store import (
+    audit_rows,
+    families,
+    outbox,
+    promotion,
+    recovery,
+    run_rows,
+    schedule_rows,
+    upstream_rows,
+    waiting,
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +135,7 @@ def sweep(rt: Runtime) -> SweepReport:
     for promoted in report.promoted:
         logs.event(log, logging.INFO, "run_promoted", run=promoted, reason="blocker_gone")
     _families(rt, report, now)
+    _dependents(rt, report, now)
     report.missed = _miss_unstarted(rt, now)
     report.stalled, report.silent = find_problems(rt, now)
     for run in report.stalled:
@@ -158,6 +169,24 @@ def _families(rt: Runtime, report: SweepReport, now: datetime) -> None:
     for child in report.orphans:
         logs.event(log, logging.WARNING, "child_orphaned", run=child.id, key=child.idempotency_key,
                    parent=child.parent_id, status=child.status.value)
+
+
+def _dependents(rt: Runtime, report: SweepReport, now: datetime) -> None:
+    """Dependent runs past their ``after_window`` follow ``on_upstream`` with their alert; any whose upstream
+    succeeded are released (a safety net: the upstream's success does it). SPEC §18."""
+    with rt.store.write() as conn:
+        specs = {s.id: s.spec for s in schedule_rows.list_schedules(conn, include_archived=True)}
+        ended = upstream_rows.expire(conn, now, specs, SYSTEM_RECONCILER)
+        ended += upstream_rows.release_ready(conn, now, actor=SYSTEM_RECONCILER)
+    freed = {e.schedule_id for e in ended if e.status is not RunStatus.QUEUED}
+    if freed:  # after the commit above, so the dependency lock is never taken before a schedule's
+        with rt.store.write() as conn:
+            for schedule_id in sorted(s for s in freed if s is not None):
+                promotion.promote_pending(conn, schedule_id, now)
+    report.upstream = [e.run_id for e in ended]
+    for e in ended:
+        logs.event(log, logging.INFO, "upstream_wait_ended", run=e.run_id, status=e.status.value,
+                   waited_s=e.waited_s)
 
 
 def _mark_problems(rt: Runtime, report: SweepReport, now: datetime) -> None:

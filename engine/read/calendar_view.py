@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import calendars, errors, policies, retention, revisions
+from engine.core import calendars, dependencies, errors, policies, retention, revisions
 from engine.core.clock import parse_instant
 from engine.core.cron import timetable
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
@@ -123,7 +123,8 @@ def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, 
             fact = (facts or {}).get(run.id, calendar_rows.RunFacts())
             quiet = QUIET_REASONS.get(fact.skipped_for or "") if run.status is RunStatus.SUCCESS else None
             cells.append(Cell(key, day, slot_at, run.status.value, run_id=run.id,
-                              reason=quiet or run.reason or run.error_code, report=fact.has_report,
+                              reason=quiet or dependencies.waiting_for(run) or run.reason or run.error_code,
+                              report=fact.has_report,
                               quiet=quiet is not None))
             continue
         if slot_at > now:

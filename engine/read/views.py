@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.core import calendars, error_codes, healing, policies
+from engine.core import calendars, dependencies, error_codes, healing, policies
 from engine.core.clock import format_instant
 from engine.core.models import Run, Schedule, StepStatus
 from engine.plugins.contract import WorkflowDef
@@ -58,7 +58,16 @@ def run_summary(run: Run, now: datetime) -> dict[str, Any]:
         "held": run.held,
         "waits_for": wait_view(run),
         "quiet": run.quiet,
+        "upstream": upstream_view(run),
     }
+
+
+def upstream_view(run: Run) -> dict[str, Any] | None:
+    """The upstream periods a dependent run waits (or waited) for (SPEC §18); None for a run with no ``after``."""
+    if not run.upstream and run.upstream_until is None:
+        return None
+    return {"periods": [{"schedule": s, "business_key": k} for s, k in run.upstream],
+            "until": format_instant(run.upstream_until), "message": dependencies.waiting_for(run)}
 
 
 def wait_view(run: Run) -> dict[str, Any] | None:

@@ -18,12 +18,12 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import alerts, calendars, errors, logs, policies, reports
+from engine.core import alerts, calendars, dependencies, errors, logs, policies, reports
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_SCHEDULER, NewRun, RunStatus, RunTrigger, Schedule
+from engine.core.models import SYSTEM_SCHEDULER, NewRun, PeriodKind, RunStatus, RunTrigger, Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import audit_rows, due, locks, outbox, run_rows, schedule_rows
+from engine.store import audit_rows, due, locks, outbox, run_rows, schedule_rows, upstream_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +65,14 @@ def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickRep
     report = TickReport(now=now)
     with rt.store.read() as conn:
         due_schedules = schedule_rows.list_due(conn, now)
+        upstreams = _upstreams(rt, conn) if any(s.spec.after for s in due_schedules) else {}
     report.due = len(due_schedules)
     start = 0
     for size in batch_sizes():
         if start >= len(due_schedules):
             break
         # Planned batch by batch, so the first batch does not wait for the whole tick's planning.
-        batch = [p for p in (_prepare(rt, schedule, now) for schedule in due_schedules[start:start + size]) if p is not None]
+        batch = [p for p in (_prepare(rt, schedule, now, upstreams) for schedule in due_schedules[start:start + size]) if p is not None]
         start += size
         if not batch:
             continue
@@ -87,7 +88,28 @@ def tick(rt: Runtime, *, committed: Callable[[], None] | None = None) -> TickRep
     return report
 
 
-def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None:
+def _upstreams(rt: Runtime, conn: Connection) -> dict[str, tuple[ScheduleSpec, PeriodKind]]:
+    """Every live schedule's definition and its workflow's period kind, by name: what dependent runs wait for."""
+    found = {}
+    for schedule in schedule_rows.list_schedules(conn):
+        try:
+            found[schedule.name] = (schedule.spec, rt.workflow(schedule.spec.workflow).period)
+        except errors.ReportflowError:  # a workflow no longer installed: nothing of it will succeed
+            continue
+    return found
+
+
+def _waits(new: NewRun, spec: ScheduleSpec, upstreams: dict[str, tuple[ScheduleSpec, PeriodKind]]) -> NewRun:
+    """A dependent run (SPEC §18) with the upstream periods it waits for and its window's end."""
+    if not spec.after or new.status not in (RunStatus.QUEUED, RunStatus.PENDING):
+        return new
+    pairs = tuple((name, key) for name in spec.after if name in upstreams
+                  for key in dependencies.upstream_periods(new.business_key, *upstreams[name]))
+    return dataclasses.replace(new, upstream=pairs, upstream_until=new.scheduled_for + spec.after_window)
+
+
+def _prepare(rt: Runtime, schedule: Schedule, now: datetime,
+             upstreams: dict[str, tuple[ScheduleSpec, PeriodKind]]) -> _Prepared | None:
     """The schedule's plan and the rows it would create (no I/O)."""
     spec = schedule.spec
     try:
@@ -100,9 +122,10 @@ def _prepare(rt: Runtime, schedule: Schedule, now: datetime) -> _Prepared | None
     if plan is None:
         return None
     plan = _excuse(plan, schedule, rt.config.maintenance)
-    candidates = [(slot, new_runs.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED,
-                                         status=slot.status, now=now, max_attempts=rt.config.worker.max_attempts,
-                                         workflow_pins=pins, reason=slot.reason, not_before=slot.not_before))
+    candidates = [(slot, _waits(new_runs.new_run(schedule, workflow, slot.slot_at, trigger=RunTrigger.SCHEDULED,
+                                                status=slot.status, now=now, max_attempts=rt.config.worker.max_attempts,
+                                                workflow_pins=pins, reason=slot.reason, not_before=slot.not_before),
+                                spec, upstreams))
                   for slot in plan.slots]
     return _Prepared(schedule, plan, candidates)
 
@@ -154,12 +177,18 @@ def _persist(conn: Connection, batch: list[_Prepared], now: datetime,
                 report.already_present += 1
                 continue
             status, overlap_reason = policies.decide_overlap(slot.status, prepared.schedule.spec.overlap, state)
+            if status is RunStatus.QUEUED and new.upstream_until is not None:
+                status = RunStatus.WAITING  # until its upstream periods are SUCCESS (released below or later)
             reason = overlap_reason or slot.reason
             if status is not new.status or reason is not new.reason:  # a copy only when overlap changed it
                 new = dataclasses.replace(new, status=status, reason=reason)
             to_insert.append(new)
         planned.append((prepared, to_insert))
     inserted = run_rows.insert_runs(conn, [new for _, to_insert in planned for new in to_insert])
+    waiting = [inserted[new.idempotency_key] for _, to_insert in planned for new in to_insert
+               if new.status is RunStatus.WAITING and new.idempotency_key in inserted]
+    if waiting:  # an upstream that already succeeded releases its dependents at once
+        upstream_rows.release_ready(conn, now, run_ids=waiting)
     made = []
     events: list[dict[str, Any]] = []
     for prepared, to_insert in planned:

@@ -58,7 +58,8 @@ def release_parent(conn: Connection, parent_id: int) -> bool:
     lock_family(conn, parent_id)
     transitions.transition(RunStatus.WAITING, RunStatus.QUEUED)
     busy = exists().where(_child.c.parent_id == runs.c.id, _child.c.status.in_(UNFINISHED))
-    result = conn.execute(update(runs).where(runs.c.id == parent_id, runs.c.status == RunStatus.WAITING.value, ~busy)
+    result = conn.execute(update(runs).where(runs.c.id == parent_id, runs.c.status == RunStatus.WAITING.value,
+                                             runs.c.upstream_until.is_(None), ~busy)
                           .values(status=RunStatus.QUEUED.value, next_attempt_trigger=AttemptTrigger.FAN_IN.value,
                                   not_before=None))
     return result.rowcount == 1
@@ -80,7 +81,8 @@ def children_of(conn: Connection, parent_id: int, *, with_outputs: bool = False)
 def waiting_ready(conn: Connection) -> list[int]:
     """WAITING parents none of whose children is unfinished (the reconciler's safety net)."""
     busy = exists().where(_child.c.parent_id == runs.c.id, _child.c.status.in_(UNFINISHED))
-    query = select(runs.c.id).where(runs.c.status == RunStatus.WAITING.value, ~busy).order_by(runs.c.id)
+    query = select(runs.c.id).where(runs.c.status == RunStatus.WAITING.value, runs.c.upstream_until.is_(None),
+                                    ~busy).order_by(runs.c.id)  # a run waiting for its upstream is not a parent
     return [int(i) for i in conn.execute(query).scalars()]
 
 

@@ -17,9 +17,9 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from engine.core import run_end
-from engine.core.models import Run
+from engine.core.models import Run, RunStatus
 from engine.core.run_end import RunEnd
-from engine.store import attempt_rows, claims, families, outbox, promotion, run_rows
+from engine.store import attempt_rows, claims, families, outbox, promotion, run_rows, upstream_rows
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ def finish_run(conn: Connection, run: Run, end: RunEnd, now: datetime, *, holder
     if effects.give_back_attempt:
         attempt_rows.add_attempt_budget(conn, run.id, 1)
     promoted = promotion.promote_pending(conn, run.schedule_id, now) if effects.promote_next else None
+    if end.status is RunStatus.SUCCESS and run.schedule_id is not None:  # the runs that waited for it (SPEC §18)
+        upstream_rows.release_ready(conn, now)
     released = effects.release_parent and run.parent_id is not None and families.release_parent(conn, run.parent_id)
     alerted = False
     if effects.alert is not None:  # the alert commits with the outcome (SPEC §15.1); the sender posts it later

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 MIGRATION = 7312001  # one `db upgrade` (or auto-migration) at a time
 CLAIM = 7312002  # claims, one at a time: exact limits (one RUNNING per base key, backfill concurrency)
 SCHEDULE_SPACE = 7312003  # with a schedule's id: the promotion of its next PENDING run
+DEPENDENCY_SPACE = 7312023  # with 0: the decisions about runs that wait for an upstream schedule (SPEC §18)
 FAMILY_SPACE = 7312017  # with a parent's id: the decisions about its child runs (release, retry, cancel)
 
 

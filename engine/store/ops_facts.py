@@ -7,9 +7,9 @@ definition every other view uses); failed and partial runs grouped by
 error code (count, first and last business key); unrun slots (MISSED, SKIPPED,
 CANCELLED) with their reasons, and ranges the scheduler found too old to record;
 stuck runs (SPEC §15.1, ``waiting.find_stuck``) and stalled runs (RUNNING past
-their ``max_runtime``); schedule changes made in the period (who, runs/day
-before → after, the 10× risk); backfills; each schedule's holidays and the maintenance
-windows and pauses that overlap the period. ``summarise`` is the pure part, tested
+their ``max_runtime``); runs that waited on an upstream schedule, and how long (SPEC §18); schedule
+changes made in the period (who, runs/day before → after, the 10× risk); backfills; each schedule's
+holidays and the maintenance windows and pauses that overlap the period. ``summarise`` is the pure part, tested
 without a database. The ops workflow persists these facts in its first step,
 so a retry reproduces the report.
 """
@@ -33,7 +33,7 @@ from engine.store.tables import audit_events, runs, schedules
 
 _COLUMNS = (runs.c.id, runs.c.schedule_id, runs.c.workflow, runs.c.project, runs.c.business_key,
             runs.c.status, runs.c.trigger_type, runs.c.error_code, runs.c.scheduled_for,
-            runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s, runs.c.reason)
+            runs.c.claimed_at, runs.c.completed_at, runs.c.max_runtime_s, runs.c.reason, runs.c.upstream_until)
 UNRUN = frozenset(s.value for s in UNRUN_STATUSES)
 #: A change raising runs/day more than this factor is high risk (as ``schedules set`` says).
 RISK_FACTOR = 10
@@ -71,6 +71,7 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_
     live = schedule_rows.list_schedules(conn)
     facts["holidays"] = holidays_in(live, start, end)
     facts["maintenance"] = windows_in(live, maintenance, start, end)
+    facts["upstream_waits"] = upstream_waits(conn, [dict(r) for r in rows], names, now)
     ids = {name: schedule_id for schedule_id, name in names.items()}
     as_of = min(end, now)
     for entry in facts["schedules"]:  # SPEC §15.2 over the report's period, by its one definition
@@ -106,6 +107,28 @@ def windows_in(schedules: Sequence[Schedule], configured: Sequence[calendars.Mai
     return [{"start": format_instant(w.start), "end": format_instant(w.end), "reason": w.reason,
              "schedules": list(w.schedules) or "all", "paused": w.paused}
             for w in sorted(found, key=lambda w: (w.start, w.schedules))]
+
+
+def upstream_waits(conn: Connection, rows: Sequence[Mapping[str, Any]], names: Mapping[int, str],
+                   now: datetime) -> list[dict[str, Any]]:
+    """The period's runs that waited on an upstream schedule (SPEC §18): how long, what for, how it ended
+    (``released``; ``run``, ``manual`` or ``skip`` past the window; ``waiting`` still)."""
+    by_id = {r["id"]: r for r in rows}
+    ended = conn.execute(select(audit_events.c.run_id, audit_events.c.action, audit_events.c.reason,
+                                audit_events.c.after)
+                         .where(audit_events.c.run_id.in_(sorted(by_id)),
+                                audit_events.c.action.in_(("upstream_released", "upstream_window_passed")))
+                         .order_by(audit_events.c.id)).all() if by_id else []
+    waits = {}
+    for run_id, action, reason, after in ended:
+        how = "released" if action == "upstream_released" else str(reason or "").removeprefix("on_upstream = ")
+        waits[run_id] = (how, int((after or {}).get("waited_s", 0)))
+    for row in rows:
+        if row["status"] == "WAITING" and row.get("upstream_until") is not None:
+            waits[row["id"]] = ("waiting", max(0, int((now - row["scheduled_for"]).total_seconds())))
+    return [{"run": run_id, "schedule": names.get(by_id[run_id]["schedule_id"], "(manual)"),
+             "business_key": by_id[run_id]["business_key"], "waited_s": waited, "outcome": how}
+            for run_id, (how, waited) in sorted(waits.items())]
 
 
 def _per_day(definition: Mapping[str, Any], now: datetime) -> float:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import transitions
 from engine.core.models import BUSY_STATUSES, RunStatus, RunTrigger
-from engine.store import locks
+from engine.store import locks, upstream_rows
 from engine.store.fastsql import execute as fast
 from engine.store.tables import runs
 
@@ -45,4 +45,5 @@ def promote_pending(conn: Connection, schedule_id: int | None, now: datetime) ->
         return None
     transitions.transition(RunStatus.PENDING, RunStatus.QUEUED)
     fast(conn, _PROMOTE, {"b_id": oldest})
+    upstream_rows.hold(conn, int(oldest), now)  # a dependent run then waits for its upstream (SPEC §18)
     return int(oldest)

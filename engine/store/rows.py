@@ -19,6 +19,7 @@ from engine.core.models import (
     DstFold,
     DstGap,
     Misfire,
+    OnUpstream,
     Overlap,
     ReportOn,
     Run,
@@ -31,15 +32,16 @@ from engine.core.models import (
     StepStatus,
 )
 
-_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by")
+_DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by", "after_window")
 _ENUMS = {"report_on": ReportOn, "overlap": Overlap, "misfire": Misfire, "dst_gap": DstGap, "dst_fold": DstFold,
-          "criticality": Criticality, "priority": SchedulePriority}
+          "criticality": Criticality, "priority": SchedulePriority, "on_upstream": OnUpstream}
 # Left out of a definition at their default, so a schedule stored before they existed keeps its hash.
 _OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "priority": SchedulePriority.NORMAL,
                              "deadline": None, "start_by": None,
                              "auto_recover": ScheduleSpec.auto_recover,
                              "auto_recover_daily": ScheduleSpec.auto_recover_daily,
-                             "freshness_target": None, "calendar": None, "holidays": ()}
+                             "freshness_target": None, "calendar": None, "holidays": (), "after": (),
+                             "after_window": ScheduleSpec.after_window, "on_upstream": ScheduleSpec.on_upstream}
 
 
 
@@ -80,6 +82,8 @@ def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleS
             values[name] = enum(values[name])
     if "holidays" in values:
         values["holidays"] = tuple(values["holidays"])
+    if "after" in values:
+        values["after"] = tuple(values["after"])
     return ScheduleSpec(**values, enabled=enabled)
 
 
@@ -140,4 +144,5 @@ def run_from_row(row: RowMapping, *, schedule_name: str | None = None, steps: tu
         parent_id=row.get("parent_id"), schedule_priority=row.get("schedule_priority", Run.schedule_priority),
         steps=steps, attempts=attempts, artifacts=artifacts,
         schedule_enabled=row.get("schedule_enabled"),
+        upstream=tuple((str(s), str(k)) for s, k in row.get("upstream") or ()), upstream_until=row.get("upstream_until"),
     )

@@ -66,7 +66,8 @@ def _columns(new: NewRun) -> dict[str, Any]:
             "revision": new.revision, "status": new.status.value,
             "reason": None if new.reason is None else new.reason.value, "priority": new.priority,
             "schedule_priority": new.schedule_priority, "not_before": new.not_before, "pinned": new.pinned, "attempt_count": 0, "max_attempts": new.max_attempts,
-            "max_runtime_s": new.max_runtime_s, "created_at": new.created_at, "fence": 0, "cancel_requested": False}
+            "max_runtime_s": new.max_runtime_s, "created_at": new.created_at, "fence": 0, "cancel_requested": False,
+            "upstream": [list(pair) for pair in new.upstream] or None, "upstream_until": new.upstream_until}
 
 
 def insert_run(conn: Connection, new: NewRun) -> int | None:

@@ -120,6 +120,10 @@ runs = Table(
     Column("error_code", String(64)),
     Column("error_message", Text),
     Column("parent_id", Id, ForeignKey("runs.id")),  # the run that fanned out into this one (SPEC §17)
+    # [[schedule, business key], ...] a dependent run waits (or waited) for; ``upstream_until`` is set
+    # only while it waits, WAITING, for them (SPEC §18, migration 0014).
+    Column("upstream", JSON),
+    Column("upstream_until", UTCDateTime),
     CheckConstraint(sql_in("status", [s.value for s in RunStatus]), name="status"),
     CheckConstraint(sql_in("trigger_type", [t.value for t in RunTrigger]), name="trigger_type"),
     CheckConstraint("revision >= 1", name="revision"),

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from engine.core import healing, redact
+from engine.core import dependencies, healing, redact
 from engine.core.clock import format_instant
 from engine.read import views
 from engine.runtime import Runtime
@@ -47,6 +47,7 @@ def templates() -> jinja2.Environment:
     env.filters["secs"] = views.human_seconds
     env.filters["clip"] = _clip
     env.filters["waits"] = healing.describe_wait  # what a run waits for (SPEC §15.5)
+    env.filters["upstream"] = dependencies.waiting_for  # the upstream periods a dependent run waits for (SPEC §18)
     return env
 
 

@@ -40,9 +40,10 @@ def test_sources_is_the_inverse_of_the_table() -> None:
     assert transitions.sources(S.RUNNING) == {S.QUEUED, S.RETRY_PENDING}
 
 
-def test_no_status_leads_back_into_pending_or_manual_required() -> None:
+def test_no_status_leads_back_into_pending_and_only_a_dependent_wait_into_manual_required() -> None:
     assert transitions.sources(S.PENDING) == frozenset()
-    assert transitions.sources(S.MANUAL_REQUIRED) == frozenset()
+    # A dependent run whose upstream did not succeed in its window, with on_upstream = "manual" (SPEC §18).
+    assert transitions.sources(S.MANUAL_REQUIRED) == frozenset({S.WAITING})
 
 
 def test_status_subsets_are_named_once_and_relate_as_their_rules_say() -> None:
