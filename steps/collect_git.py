@@ -250,11 +250,16 @@ def fast_forward(repo_path: Path, lower: dict[str, str], upper: dict[str, str]) 
     repo_dir = _repo_dir(repo_path)
     try:
         present = _present_or_fetched(repo_dir, [*lower.values(), *upper.values()])
-        return all(ref in upper and (sha == upper[ref] or (sha in present and upper[ref] in present
-                                                           and git_range.is_ancestor(repo_dir, sha, upper[ref])))
-                   for ref, sha in lower.items())
+        gone_upper = any(sha not in present for sha in upper.values())
+        return set(lower) <= set(upper) and not gone_upper and not _rewritten(repo_dir, lower, upper, present)
     except GitFailure as exc:
         raise unreadable_error(repo_dir, exc) from exc
+
+
+def _rewritten(repo_dir: Path, lower: dict[str, str], upper: dict[str, str], present: set[str]) -> list[str]:
+    """The branches of both whose ``lower`` head is gone or no longer leads to their ``upper`` head."""
+    return sorted(ref for ref, sha in lower.items() if ref in upper and sha != upper[ref] and (
+        sha not in present or not git_range.is_ancestor(repo_dir, sha, upper[ref])))
 
 
 def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
@@ -263,11 +268,10 @@ def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
     out: set[str] = set()
     try:
         for other in held:
-            shas = [*other.upper.values(), *other.lower.values(), *(s for e in other.earlier for s in e.values())]
-            present = _present_or_fetched(repo_dir, shas)
-            negatives = [s for s in [*other.lower.values(), *(s for e in other.earlier for s in e.values())]
-                         if s in present]
-            out.update(git_range.range_shas(repo_dir, [s for s in other.upper.values() if s in present], negatives))
+            below = [*other.lower.values(), *(sha for heads in other.earlier for sha in heads.values())]
+            present = _present_or_fetched(repo_dir, [*other.upper.values(), *below])
+            out.update(git_range.range_shas(repo_dir, [s for s in other.upper.values() if s in present],
+                                            [s for s in below if s in present]))
     except GitFailure as exc:
         raise unreadable_error(repo_dir, exc) from exc
     return sorted(out)
@@ -327,8 +331,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         if missing_upper:
             raise errors.step_error("GIT_COMMIT_NOT_FOUND",
                                     f"head(s) {', '.join(missing_upper)} not found in {repo.path} after a fetch")
-        rewritten = sorted(ref for ref, sha in lower.items() if ref in upper and sha != upper[ref] and (
-            sha not in present or not git_range.is_ancestor(repo.path, sha, upper[ref])))
+        rewritten = _rewritten(repo.path, lower, upper, present)
         commits: list[git_log.RawCommit] = []
         late: list[git_log.RawCommit] = []
         if not covered and upper:
