@@ -1,4 +1,4 @@
-"""Success rate and freshness (SPEC §15.2), and late periods (``run_late``, §15.1). Pure.
+"""Success rate and freshness (SPEC §15.2), and late periods (``run_late``, §15.1). Pure: the store reads the facts.
 
 A period is *due* once its deadline has passed (``slot + deadline <= now``): before
 that, a run still under way is not a failure yet. Success rate: due periods whose
@@ -13,7 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.core.models import ACTIVE_STATUSES, RunStatus, ScheduleSpec
+from engine.core import calendars
+from engine.core.cron import timetable
+from engine.core.models import ACTIVE_STATUSES, RunStatus, Schedule, ScheduleSpec
+
+MAX_SLOTS = 20_000  # a minutely schedule over 30 days is 43,200 slots: a window is cut to its newest ones
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,32 @@ def deadline_of(spec: ScheduleSpec) -> timedelta:
     if spec.deadline is not None:
         return spec.deadline
     return spec.grace + spec.max_runtime + (spec.after_window if spec.after else timedelta(0))
+
+
+def window_slots(spec: ScheduleSpec, start: datetime, end: datetime, *, limit: int = MAX_SLOTS) -> list[datetime]:
+    """The schedule's slots in ``[start, end]`` by its cron, the newest ``limit`` of them."""
+    slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, start, end, dst_gap=spec.dst_gap,
+                                                   dst_fold=spec.dst_fold)]
+    return slots[-limit:]
+
+
+def counted_slots(schedule: Schedule, slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact]) -> list[datetime]:
+    """The slots that count for success rate and freshness: a period before the schedule existed only when
+    something ran it (a backfill); a holiday's or a maintenance window's period never (it was not due),
+    recorded so or not ticked yet (the schedule's own pause; configured windows are recorded by the tick)."""
+    if schedule.created_at is not None:
+        slots = [s for s in slots if s > schedule.created_at or s in facts]
+    own = calendars.windows_of(schedule, ())
+    return [s for s in slots if (facts[s].reason not in calendars.EXCUSED if s in facts
+                                 else calendars.excuse(schedule.spec, own, s) is None)]
+
+
+def measure(schedule: Schedule, slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *,
+            now: datetime, window: timedelta) -> Slo:
+    """One schedule's success rate and freshness over ``window`` before ``now``, from its ``window_slots`` and
+    their ``facts`` (the latest revision of each period that has a run)."""
+    return compute_slo(counted_slots(schedule, slots, facts), facts, now=now, deadline=deadline_of(schedule.spec),
+                       window=window)
 
 
 def compute_slo(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *, now: datetime,

@@ -12,7 +12,6 @@ from datetime import datetime
 
 from engine.core import alerts, freshness, logs, slo
 from engine.core.clock import format_instant
-from engine.core.cron import timetable
 from engine.core.models import Schedule
 from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
@@ -31,15 +30,12 @@ def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.Fresh
             if not schedule.enabled or spec.freshness_target is None:
                 continue
             # Two windows: the judgements of the last one each look back a window of their own.
-            slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, now - 2 * window, now,
-                                                       dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)]
-            slots = slots[-2 * periods.MAX_SLOTS:]
+            slots = slo.window_slots(spec, now - 2 * window, now, limit=2 * slo.MAX_SLOTS)
             facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
-            if schedule.created_at is not None:  # as ``periods.measure``: before it existed, only periods it ran
-                slots = [s for s in slots if s > schedule.created_at or s in facts]
+            slots = slo.counted_slots(schedule, slots, facts)
             low = freshness.decide_freshness_low(slots, facts, now=now, deadline=slo.deadline_of(spec),
                                                  window=window, target=spec.freshness_target,
-                                                 max_slots=periods.MAX_SLOTS)
+                                                 max_slots=slo.MAX_SLOTS)
             if low is None:
                 continue
             key = outbox.period_dedupe_key(EVENT, schedule.name, low.slot_at)

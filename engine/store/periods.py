@@ -14,8 +14,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from engine.core import calendars, policies, slo
-from engine.core.cron import timetable
+from engine.core import policies, slo
 from engine.core.models import PeriodKind, RunStatus, Schedule
 from engine.store.tables import runs
 
@@ -57,27 +56,13 @@ def period_facts(conn: Connection, schedule: Schedule, slots: Sequence[datetime]
     return facts
 
 
-MAX_SLOTS = 20_000  # a minutely schedule over 30 days is 43,200 slots: the window is cut to its newest ones
-
-
 def measure(conn: Connection, schedule: Schedule, now: datetime, window: timedelta,
             kind: PeriodKind | None = None) -> slo.Slo:
-    """One schedule's success rate and freshness over ``window`` before ``now`` (in the caller's transaction).
+    """One schedule's success rate and freshness over ``window`` before ``now`` (in the caller's transaction):
+    its slots and their judgement are ``slo``'s, the facts are read here.
 
     The one definition: ``schedules list``/``show``, the metrics, the web page and the ops report use it.
     ``kind``: the workflow's period, when known (periods are then judged by business key).
-    Periods before the schedule was created count only when they have a run (a backfill).
     """
-    spec = schedule.spec
-    start = now - window
-    slots = [f.at for f in timetable.fires_between(spec.cron, spec.timezone, start, now, dst_gap=spec.dst_gap,
-                                               dst_fold=spec.dst_fold)]
-    slots = slots[-MAX_SLOTS:]
-    facts = period_facts(conn, schedule, slots, kind)
-    if schedule.created_at is not None:  # periods before the schedule existed count only if something ran them
-        slots = [s for s in slots if s > schedule.created_at or s in facts]
-    # A holiday's or a maintenance window's period was not due: recorded so, or a holiday or pause not ticked yet.
-    own = calendars.windows_of(schedule, ())
-    slots = [s for s in slots if (facts[s].reason not in calendars.EXCUSED if s in facts
-                                  else calendars.excuse(spec, own, s) is None)]
-    return slo.compute_slo(slots, facts, now=now, deadline=slo.deadline_of(spec), window=window)
+    slots = slo.window_slots(schedule.spec, now - window, now)
+    return slo.measure(schedule, slots, period_facts(conn, schedule, slots, kind), now=now, window=window)

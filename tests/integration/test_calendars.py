@@ -16,6 +16,7 @@ from engine.core.models import RunStatus
 from engine.execution import reconciler
 from engine.execution.pool import WorkerPool
 from engine.execution.worker import Worker
+from engine.read import schedule_queries
 from engine.scheduling import definitions, tick
 from engine.store import audit_rows, metric_facts, outbox, run_rows, schedule_rows
 from tests.fakes.gitrepo import make_repo
@@ -70,6 +71,23 @@ def test_holiday_slots_are_recorded_holiday_and_raise_no_alert(store_url: str, t
         assert audit_rows.list_audit(conn, schedule_id=schedule.id, action="slots_overlap_skipped") == []
         metrics = metric_facts.read_snapshot(conn, rt.clock.now())
     assert metrics.slots_not_run[("kr", "holiday")] == 2 and metrics.missed_slots["kr"] == 0
+
+
+def test_a_holiday_does_not_lower_freshness(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    """Every working day on time against a target of 100%: the two days off are not stale periods."""
+    daily = dict(SEOUL_DAILY, freshness_target="100% within 1h")
+    rt = runtime(store_url, schedules=[daily], at=datetime(2026, 10, 6, 0, 30, tzinfo=UTC),
+                 workflows={"four_steps": FOUR_STEPS}, installed=False,
+                 config=config(tmp_path, notify={"stuck_after": "30m", "slo_window": "7d"}), apply=True)
+    lows = 0
+    for day in range(7, 13):
+        rt.clock.set(datetime(2026, 10, day, 0, 1, tzinfo=UTC))
+        tick.tick(rt)
+        WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
+        rt.clock.advance(timedelta(hours=2))
+        lows += reconciler.sweep(rt).freshness_low
+    assert lows == 0 and events(rt) == []
+    assert schedule_queries.schedule_slo(rt, "kr").freshness == 1.0
 
 
 def test_a_commit_on_a_holiday_is_in_the_next_working_days_report_once(store_url: str, tmp_path: Path) -> None:
