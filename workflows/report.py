@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 from zoneinfo import ZoneInfo
 
-from engine.core import errors, policies
-from engine.core.clock import format_instant, parse_instant
+from engine.core import errors, inputs, policies
+from engine.core.clock import format_instant
 from engine.core.models import PeriodKind
 from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, drafting, providers, report_glue, report_settings
@@ -76,10 +76,10 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     start, end = ctx.period_start_at, ctx.period_end_at
     if ctx.pinned.get("since_heads") is not None:
         upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
-        since, covered = parse_instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
+        since, covered = inputs.instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
         excluded = list(ctx.pinned.get("excluded_heads", []))
         held = list(ctx.pinned.get("held_later", []))
-        until = parse_instant(str(ctx.pinned.get("until") or format_instant(end)))
+        until = inputs.instant(str(ctx.pinned.get("until") or format_instant(end)))
         also = list(ctx.pinned.get("also_covers", []))
     else:
         line = f"{ctx.pinned['schedule']}:{ctx.project}"
@@ -145,8 +145,8 @@ def with_week(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[s
                                  exclude=ctx.pinned.get("exclude"))
     layout = report_model.Layout(int(ctx.pinned["layout"]), frozenset(b.casefold() for b in ctx.pinned.get("bots", [])))
     merges = [] if out.covered else week_git.merges(repo, out.heads, lower=lower if landed else None,
-                             start=parse_instant(out.since) if out.since else start,
-                             end=parse_instant(out.until) if out.until else end)
+                             start=inputs.instant(out.since) if out.since else start,
+                             end=inputs.instant(out.until) if out.until else end)
     return out.model_copy(update={"last_week": week_facts.figures(before.key, commits, layout), "merges": merges})
 
 

@@ -106,14 +106,6 @@ def to_utc(instant: datetime) -> datetime:
     return instant.astimezone(UTC)
 
 
-def parse_instant(text: str) -> datetime:
-    """Parse an ISO 8601 instant (``2026-09-29T10:30:00Z`` or with an offset), within ``inputs``' range.
-
-    A value without an offset, a bare date included, is refused: it names no instant.
-    """
-    return inputs.instant(text)
-
-
 def clock_from_spec(spec: str | None) -> Clock:
     """Build the CLI clock: real time, or ``T`` (starts at T now) or ``T@E`` (T at Unix time E).
 
@@ -123,7 +115,7 @@ def clock_from_spec(spec: str | None) -> Clock:
     if not spec:
         return SystemClock()
     instant_text, sep, epoch_text = spec.partition("@")
-    instant = parse_instant(instant_text)
+    instant = inputs.instant(instant_text)
     if sep:
         try:
             anchor = datetime.fromtimestamp(float(epoch_text), UTC)

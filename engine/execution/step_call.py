@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from engine.core import clock, errors, logs
-from engine.core.clock import Clock, parse_instant
+from engine.core import clock, errors, inputs, logs
+from engine.core.clock import Clock
 from engine.execution import fan_out
 from engine.execution.lease import Lease
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
@@ -163,7 +163,7 @@ def step_context(claim: Claim, fixed: dict[str, Any], pinned: dict[str, Any], ou
     period_start = pinned.get("window_start") or run.scheduled_for.isoformat()
     period_end = pinned.get("window_end") or run.scheduled_for.isoformat()
     return StepContext(
-        **fixed, period_start_at=parse_instant(period_start), period_end_at=parse_instant(period_end),
+        **fixed, period_start_at=inputs.instant(period_start), period_end_at=inputs.instant(period_end),
         timezone=str(pinned.get("timezone", "UTC")), pinned=dict(pinned), outputs=dict(outputs),
         inputs=dict(pinned.get("inputs") or {}),
         previous_output=run.steps[position].output if position < len(run.steps) else None)

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from engine.core import calendars, dependencies, errors, policies, retention, revisions
-from engine.core.clock import parse_instant
+from engine.core import calendars, dependencies, errors, inputs, policies, retention, revisions
 from engine.core.cron import timetable
 from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
 from engine.runtime import Runtime
@@ -101,7 +100,7 @@ def _audit_ranges(events: Sequence[AuditEvent]) -> list[AuditRange]:
     for event in events:
         after = event.after or {}
         try:
-            start, end = parse_instant(str(after["from"])), parse_instant(str(after["to"]))
+            start, end = inputs.instant(str(after["from"])), inputs.instant(str(after["to"]))
         except (KeyError, ValueError, errors.ReportflowError):
             continue
         state = TOO_OLD if event.action == "slots_too_old" else DISABLED

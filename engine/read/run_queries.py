@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.core import errors, inputs, limits
-from engine.core.clock import format_instant, parse_instant
+from engine.core.clock import format_instant
 from engine.core.models import AuditEvent, Run, RunStatus
 from engine.read import calendar_view
 from engine.runtime import Runtime
@@ -69,7 +69,7 @@ def decode_cursor(text: str) -> tuple[datetime, int]:
     """``2026-09-29T10:30:00Z_42`` -> (instant, id); InvalidInput for anything else."""
     at, _, run_id = text.partition("_")
     try:
-        return parse_instant(at), inputs.run_id(run_id)
+        return inputs.instant(at), inputs.run_id(run_id)
     except (ValueError, errors.ReportflowError):
         raise errors.InvalidInput(f"'{text[:60]}' is not a page cursor") from None
 

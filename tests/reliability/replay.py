@@ -29,7 +29,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.core.clock import ManualClock, parse_instant
+from engine.core import inputs
+from engine.core.clock import ManualClock
 from engine.core.cron import timetable
 from engine.execution import reconciler
 from engine.execution.worker import Worker
@@ -307,7 +308,7 @@ def _count(rt: Runtime, repos: dict[str, Path], events: Sequence[tuple[Landing, 
     for schedule, project, key, output in _lines(rt):
         line = lines.setdefault((schedule, project), Line())
         line.reports[key] = [c["sha"] for c in [*output["commits"], *output.get("arrived_late", [])]]
-        since, until = parse_instant(output["since"]), parse_instant(output["until"])
+        since, until = inputs.instant(output["since"]), inputs.instant(output["until"])
         line.spans[key] = (since, until)
         if (schedule, project) not in firsts or since < firsts[(schedule, project)][0]:
             firsts[(schedule, project)] = (since, output["since_heads"])
@@ -342,8 +343,8 @@ def _collect_cost(rt: Runtime, repos: dict[str, Path]) -> tuple[float, float]:
             continue
         began = time.perf_counter()
         collect_git.collect_between(repos[project], list(upper), upper, lower, attribution="landed",
-                                    since=parse_instant(output["since"]), window_start=parse_instant(output["window_start"]),
-                                    window_end=parse_instant(output["window_end"]))
+                                    since=inputs.instant(output["since"]), window_start=inputs.instant(output["window_start"]),
+                                    window_end=inputs.instant(output["window_end"]))
         ours += time.perf_counter() - began
         began = time.perf_counter()
         git(repos[project], "log", "--no-merges", "--numstat", *upper.values(),

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from engine.core.clock import ManualClock, parse_instant
+from engine.core import inputs
+from engine.core.clock import ManualClock
 from engine.execution import lease
 from engine.execution.worker import Worker
 from engine.operations import actions
@@ -108,7 +109,7 @@ class Setup:
             if status != "RETRY_PENDING":
                 break
             shown = self.show(run_id)
-            self.rt.clock.set(parse_instant(shown["not_before"]) + timedelta(seconds=1))
+            self.rt.clock.set(inputs.instant(shown["not_before"]) + timedelta(seconds=1))
         return self.show(run_id)
 
     def show(self, run_id: int) -> dict[str, Any]:
@@ -205,9 +206,9 @@ def test_notion_429_asking_for_longer_than_the_budget_becomes_not_before(setup: 
     assert setup.attempt() == "RETRY_PENDING"
     first = setup.show(run_id)
     assert first["error_code"] == "NOTION_RATE_LIMITED" and "429" in first["error_message"]
-    assert parse_instant(first["not_before"]) - NOW >= timedelta(seconds=120)  # the server's wait, not the 1 min backoff
+    assert inputs.instant(first["not_before"]) - NOW >= timedelta(seconds=120)  # the server's wait, not the 1 min backoff
     assert sum(waits.slept) == 0  # nothing slept inside the step
-    setup.rt.clock.set(parse_instant(first["not_before"]) + timedelta(seconds=1))
+    setup.rt.clock.set(inputs.instant(first["not_before"]) + timedelta(seconds=1))
     shown = setup.until_done(run_id)
     assert shown["status"] == "SUCCESS"
     assert steps_of(shown) == {"COLLECT_GIT": ("SUCCESS", 1), "GENERATE_REPORT": ("SUCCESS", 1),
