@@ -18,6 +18,8 @@ from engine.core import redact
 from engine.plugins.contract import ProbeResult, Provider
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
+#: The step that asks the model (the daily's and the team report's): its time is the model server's.
+GENERATE_REPORT = "GENERATE_REPORT"
 #: Error codes that mean the model server failed a run.
 OLLAMA_CODES = frozenset({"MODEL_UNAVAILABLE"})
 #: Error codes that mean Notion failed a run (its refusal of a page's content is not the service's failure).
@@ -34,7 +36,7 @@ def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
     if settings.llm.provider == "ollama":
         host = redact.mask_urls(settings.llm.host.rstrip("/"))
         found.append(Provider(name=f"ollama:{host}", label=f"ollama at {host}", codes=OLLAMA_CODES,
-                              probe=partial(probe_ollama, settings.llm)))
+                              probe=partial(probe_ollama, settings.llm), timed_step=GENERATE_REPORT))
     notion = settings.notion
     if notion.enabled:
         target = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"

@@ -312,7 +312,7 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         sections=report_settings.SECTIONS,
         steps=(
             StepSpec("COLLECT_GIT", collect, timeout_s=600, output_model="steps.collect_git:CollectOutput"),
-            StepSpec("GENERATE_REPORT", generate, timeout_s=1800, output_model="steps.report_model:ReportOutput"),
+            StepSpec(providers.GENERATE_REPORT, generate, timeout_s=1800, output_model="steps.report_model:ReportOutput"),
             StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
                      output_model="steps.save_markdown:SaveOutput"),
             StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,

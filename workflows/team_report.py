@@ -216,7 +216,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         name=name, period=period, payload_version=PAYLOAD_VERSION, sections=SECTIONS,
         steps=(
             StepSpec("FAN_OUT", fan_out, timeout_s=60, inline=True),
-            StepSpec("GENERATE_REPORT", partial(generate, kind), timeout_s=1800,
+            StepSpec(providers.GENERATE_REPORT, partial(generate, kind), timeout_s=1800,
                      output_model="steps.report_model:ReportOutput"),
             StepSpec("SAVE_MARKDOWN", partial(save, kind), timeout_s=120,
                      output_model="steps.save_markdown:SaveOutput"),

@@ -211,6 +211,8 @@ def draft(report: Any, as_json: bool) -> None:
     for warning in (data["risk"], data["policy"]):
         if warning:
             warn(warning)
+    for line in data["model_time"]:
+        say(line)
     if data["exists"]:
         warn(f"a schedule named '{data['draft'].get('name')}' is already in the config file")
     out.print(output.inert(data["toml"]), highlight=False, markup=False)

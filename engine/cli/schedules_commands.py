@@ -5,13 +5,16 @@ No ``from __future__ import annotations``: Typer reads every command's signature
 (see ``cli.app``); engine types are quoted and engine modules imported inside the commands.
 """
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from engine.cli import context, output
 from engine.core import errors
 from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, SchedulePriority
+
+if TYPE_CHECKING:
+    from engine.store.handle import Store
 
 app = typer.Typer(help="Schedule definitions: apply, inspect, preview, edit.", no_args_is_help=True)
 
@@ -218,7 +221,7 @@ def schedules_draft(
     yes: Annotated[bool, typer.Option("--yes", help="Write without asking.")] = False,
     as_json: context.JsonOpt = False,
 ) -> None:
-    """A schedule from a sentence, validated and previewed; never touches the database.
+    """A schedule from a sentence, validated and previewed; never writes the database.
 
     The draft loses no commit: it reports from the previous slot to this one, placing each commit
     in the report after it landed. A sentence that names no timezone is read in the config's.
@@ -228,11 +231,18 @@ def schedules_draft(
     from engine.cli import render
     from engine.operations import drafts
     from engine.plugins import workflow_registry
+    from engine.scheduling import model_time
 
     cli = context.cli_of(ctx)
     config, registry = workflow_registry.load_with_config(cli.config_path, db_override=cli.db_url)
-    report = drafts.draft(config, registry, text, now=cli.clock().now(), project=project,
-                          workflow=workflow, name=name)
+    store = _existing_store(config.store_url)
+    try:
+        asks = model_time.reader(store, registry, config.workflow_settings.get) if store is not None else None
+        report = drafts.draft(config, registry, text, now=cli.clock().now(), project=project,
+                              workflow=workflow, name=name, model_time=asks)
+    finally:
+        if store is not None:
+            store.dispose()
     render.draft(report, as_json)
     if not report.valid:
         raise errors.InvalidInput(f"the draft is not valid: {report.errors[0]}")
@@ -246,3 +256,18 @@ def schedules_draft(
     drafts.append(cli.config_path, report)
     output.say(f"appended schedule {report.draft.get('name')} to {cli.config_path}; "
                "run `reportflow schedules apply` to schedule it")
+
+
+def _existing_store(url: str) -> "Store | None":
+    """The database, to read recorded generation times from, when it is there and current; a draft never
+    creates or upgrades one (None then, and the draft says nothing of model time)."""
+    from engine.store import database
+    from engine.store.handle import Store
+
+    path = database.sqlite_path(url)
+    if path is not None and not path.exists():
+        return None
+    try:
+        return Store.open(url, auto_migrate=False)
+    except (errors.ReportflowError, *database.DATABASE_ERRORS):
+        return None

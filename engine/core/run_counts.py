@@ -68,26 +68,33 @@ def decide(name: str, counts: RunCounts, *, warn_per_day: int, max_per_day: int 
 
 
 def model_time(durations_s: list[float], per_month: int) -> str:
-    """The model time a month of runs asks for: the median recorded generation times the runs, or why not."""
+    """The model time a month of runs asks for: the median recorded generation times the runs, or why not.
+
+    The median, not the mean: one generation that waited out a cold model load would make every month look long.
+    """
     if not durations_s:
-        return "model time: no history yet"
+        return "model time: no generation recorded yet"
     typical = median(durations_s)
     hours = typical * per_month / 3600
-    return f"model time: about {hours:,.1f} h a month ({typical:,.0f} s median x {per_month:,} runs)"
+    return (f"model time: about {hours:,.1f} h a month ({typical:,.0f} s median of the last {len(durations_s)} "
+            f"generations x {per_month:,} runs)")
 
 
 def describe(specs: list[ScheduleSpec], now: datetime, *, warn_per_day: int,
-             max_per_day: int | None) -> tuple[list[str], list[str]]:
-    """For ``apply``: each schedule's counts in the month of ``now`` (one line each), and the policy's warnings."""
+             max_per_day: int | None) -> tuple[dict[str, RunCounts], list[str], list[str]]:
+    """For ``apply``: each schedule's counts in the month of ``now`` (and as one line each), and the policy's
+    warnings."""
+    counted: dict[str, RunCounts] = {}
     lines: list[str] = []
     warnings: list[str] = []
     for spec in specs:
         counts = count_month(spec.cron, spec.timezone, month_of(now, spec.timezone), dst_gap=spec.dst_gap,
                              dst_fold=spec.dst_fold)
+        counted[spec.name] = counts
         lines.append(f"{spec.name}: {counts.describe()}")
         verdict = decide(spec.name, counts, warn_per_day=warn_per_day, max_per_day=max_per_day)
         warnings += [text for text in (verdict.refused, verdict.warning) if text]
-    return lines, warnings
+    return counted, lines, warnings
 
 
 def check_cron(expr: str, tz: str, now: datetime) -> tuple[RunCounts, str | None]:

@@ -56,6 +56,8 @@ class DraftReport:
     #: Runs in the month of the draft (``run_counts``), and the creation policy's warning (None: within it).
     runs_per_month: int | None = None
     policy: str | None = None
+    #: What a month of it asks of a model server, from the generations recorded (none: no model, or no store).
+    model_time: tuple[str, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -70,7 +72,7 @@ class DraftReport:
                 "runs_per_day": None if self.runs_per_day is None else round(self.runs_per_day, 2),
                 "toml": self.toml, "rationale": self.rationale, "drafter": self.drafter,
                 "risk": self.risk, "exists": self.exists, "runs_per_month": self.runs_per_month,
-                "policy": self.policy}
+                "policy": self.policy, "model_time": list(self.model_time)}
 
 
 def drafter(registry: Mapping[str, WorkflowDef], workflow: str | None) -> WorkflowDef:
@@ -138,10 +140,15 @@ def _clean(entry: Mapping[str, Any]) -> dict[str, Any]:
             if v is not None and isinstance(v, (str, bool, int, float))}
 
 
+#: Reads what a month of runs of a schedule asks of its model server (``model_time.estimate`` on the store).
+ModelTime = Callable[[ScheduleSpec, int], list[str]]
+
+
 def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
              entry: Mapping[str, Any], *, now: datetime, rationale: str = "",
-             drafter_name: str = "") -> DraftReport:
-    """Validate ``entry`` as if it were in the config file, and preview it."""
+             drafter_name: str = "", model_time: ModelTime | None = None) -> DraftReport:
+    """Validate ``entry`` as if it were in the config file, and preview it (with ``model_time``, what it asks of a
+    model)."""
     draft = _clean(entry)
     rationale = redact.clip(redact.neutralise(rationale), limits.ECHOED_VALUE)
     too_long = [f"{key}: {redact.echoed(value)}: longer than a schedule's {key} may be"
@@ -168,8 +175,9 @@ def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
                                     dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
     policy = run_counts.decide(spec.name, counts, warn_per_day=candidate.limits.warn_runs_per_day,
                                max_per_day=candidate.limits.max_runs_per_day).warning
+    asks = tuple(model_time(spec, counts.per_month)) if model_time is not None else ()
     return DraftReport(draft, rationale, drafter_name, [], block, fires,
-                       definitions.runs_per_day(spec, now), risk, exists, counts.per_month, policy)
+                       definitions.runs_per_day(spec, now), risk, exists, counts.per_month, policy, asks)
 
 
 def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None:
@@ -182,12 +190,12 @@ def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None
 def draft(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
           now: datetime, project: str | None = None, workflow: str | None = None,
           name: str | None = None, exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
-          deadline_s: float | None = None) -> DraftReport:
+          deadline_s: float | None = None, model_time: ModelTime | None = None) -> DraftReport:
     """Ask the drafter, then ``evaluate`` its entry."""
     answer = ask(config, registry, text, project=project, workflow=workflow, name=name, exclusive=exclusive,
                  deadline_s=deadline_s)
     return evaluate(config, registry, answer.entry, now=now, rationale=answer.rationale,
-                    drafter_name=answer.drafter)
+                    drafter_name=answer.drafter, model_time=model_time)
 
 
 def append(path: Path, report: DraftReport) -> None:

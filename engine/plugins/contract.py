@@ -405,12 +405,15 @@ class Provider:
     - ``codes``: the step error codes that mean this provider failed a run; such a run waits
       for it and is queued again, from the failed step, once a probe says it is healthy.
     - ``probe()``: one short request (seconds, not minutes); it never raises.
+    - ``timed_step``: the step whose time is this provider's work (a model's generation), if one is:
+      ``schedules apply`` and ``schedules draft`` estimate a month of it from the durations recorded.
     """
 
     name: str
     label: str
     codes: frozenset[str]
     probe: Callable[[], ProbeResult]
+    timed_step: str | None = None
 
 
 def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:

@@ -21,7 +21,7 @@ from engine.core.cron import timetable, validate
 from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
 from engine.core.run_end import RunEnd
 from engine.runtime import Runtime
-from engine.scheduling import drift
+from engine.scheduling import drift, model_time
 from engine.store import audit_rows, finish, locks, rows, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
@@ -99,9 +99,13 @@ def apply(rt: Runtime, *, confirmed: bool = False, overwrite: bool = False, dry_
         plan = drift.plan_apply(existing, wanted)
         report = ApplyReport(plan=plan, dry_run=dry_run)
         limits = rt.config.limits
-        report.counts, report.warnings = run_counts.describe(
+        counted, report.counts, report.warnings = run_counts.describe(
             [wanted[name] for name in (*plan.created, *plan.updated)], now,
             warn_per_day=limits.warn_runs_per_day, max_per_day=limits.max_runs_per_day)
+        for name, counts in counted.items():  # what the month asks of a model server, from recorded generations
+            spec, current = wanted[name], existing.get(name)
+            report.counts += model_time.estimate(conn, rt.registry.get(spec.workflow), rt.settings(spec.workflow),
+                                                 spec, counts.per_month, current.id if current else None)
         if dry_run:
             report.created, report.archived, report.unchanged = plan.created, plan.archived, plan.unchanged
             report.updated = list(plan.updated)

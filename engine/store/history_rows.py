@@ -16,9 +16,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from engine.core import period_keys
-from engine.core.models import AuditEvent, PeriodKind, Run
+from engine.core.models import AuditEvent, PeriodKind, Run, StepStatus
 from engine.store import rows
-from engine.store.tables import audit_events, runs, schedules
+from engine.store.tables import audit_events, runs, schedules, steps
 
 
 @dataclass(frozen=True)
@@ -109,3 +109,17 @@ def run_audit(conn: Connection, run_id: int) -> list[AuditEvent]:
     """The audit events of one run, oldest first."""
     query = select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.id)
     return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]
+
+
+def step_durations(conn: Connection, workflow: str, step: str, *, schedule_id: int | None = None,
+                   limit: int = 50) -> list[float]:
+    """Seconds each of the newest ``limit`` successful ``step`` executions of ``workflow`` took, newest first
+    (one schedule's when ``schedule_id`` is given)."""
+    query = (select(steps.c.started_at, steps.c.finished_at)
+             .join(runs, runs.c.id == steps.c.run_id)
+             .where(runs.c.workflow == workflow, steps.c.name == step, steps.c.status == StepStatus.SUCCESS.value,
+                    steps.c.started_at.is_not(None), steps.c.finished_at.is_not(None))
+             .order_by(steps.c.finished_at.desc()).limit(limit))
+    if schedule_id is not None:
+        query = query.where(runs.c.schedule_id == schedule_id)
+    return [max(0.0, (finished - started).total_seconds()) for started, finished in conn.execute(query)]

@@ -24,7 +24,7 @@ from engine.core.models import ACTIVE_STATUSES, CANCELLABLE_STATUSES, RETRYABLE_
 from engine.operations import actions, bulk_actions, drafts
 from engine.read import alert_log, audit_groups, calendar_view, run_queries, schedule_queries, views
 from engine.runtime import Runtime
-from engine.scheduling import definitions
+from engine.scheduling import definitions, model_time
 from engine.store import alert_rows
 from engine.web import auth, charts, params, run_report
 from engine.web.pages import page, state_of
@@ -107,7 +107,8 @@ async def draft_action(request: Request) -> Response:
     elif text:
         def ask() -> drafts.DraftReport:
             return drafts.draft(rt.config, rt.registry, text, now=now, project=project, workflow=workflow,
-                                exclusive=partial(rt.store.exclusive, wait=False), deadline_s=DRAFT_DEADLINE_S)
+                                exclusive=partial(rt.store.exclusive, wait=False), deadline_s=DRAFT_DEADLINE_S,
+                                model_time=model_time.reader(rt.store, rt.registry, rt.settings))
         try:
             draft = _cut(await run_in_threadpool(ask))
         except errors.ReportflowError as exc:

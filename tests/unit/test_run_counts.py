@@ -58,5 +58,6 @@ def test_the_policy_warns_and_refuses_by_the_busiest_day(counts: run_counts.RunC
 
 
 def test_model_time_is_the_median_generation_times_the_runs_or_no_history() -> None:
-    assert run_counts.model_time([], 30) == "model time: no history yet"
-    assert run_counts.model_time([60.0, 120.0, 9000.0], 30) == "model time: about 1.0 h a month (120 s median x 30 runs)"
+    assert run_counts.model_time([], 30) == "model time: no generation recorded yet"
+    assert run_counts.model_time([60.0, 120.0, 9000.0], 30) == (
+        "model time: about 1.0 h a month (120 s median of the last 3 generations x 30 runs)")
