@@ -235,11 +235,14 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
 
 
 def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
-    """The schedule's runs that have not started (what disabling it holds), in claim order."""
+    """The schedule's runs that have not started (what disabling it holds), in claim order: waiting for a worker
+    or for an upstream schedule (a parent WAITING for its children has started)."""
     parents = runs.alias("parents")
     of_schedule = or_(runs.c.schedule_id == schedule_id,  # and its families' children: its work too
                       runs.c.parent_id.in_(select(parents.c.id).where(parents.c.schedule_id == schedule_id)))
-    query = (_run_query().where(of_schedule, runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]))
+    unstarted = or_(runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]),
+                    (runs.c.status == RunStatus.WAITING.value) & runs.c.upstream_until.is_not(None))
+    query = (_run_query().where(of_schedule, unstarted)
              .order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]
 

@@ -110,6 +110,16 @@ def test_an_upstream_that_already_succeeded_releases_the_dependent_at_its_creati
     assert _drain(rt) == ["p2"]
 
 
+def test_disable_cancel_queued_cancels_a_run_waiting_for_its_upstream(store_url: str, tmp_path: Path) -> None:
+    rt = _runtime(store_url, tmp_path)
+    down = _runs(rt)["p2"]
+    assert down.status is RunStatus.WAITING
+    definitions.set_enabled(rt, "down", enabled=False, reason="not this week", cancel_queued=True)
+    assert _runs(rt)["p2"].status is RunStatus.CANCELLED
+    assert _drain(rt) == ["p1"]  # the upstream's success releases nothing
+    assert _runs(rt)["p2"].status is RunStatus.CANCELLED and _released(rt, down.id) == []
+
+
 @pytest.mark.parametrize(("on_upstream", "status"), [("run", RunStatus.QUEUED), ("manual", RunStatus.MANUAL_REQUIRED),
                                                      ("skip", RunStatus.SKIPPED)])
 def test_past_its_window_a_dependent_run_follows_on_upstream_with_one_alert(store_url: str, tmp_path: Path,
