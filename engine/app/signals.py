@@ -8,6 +8,7 @@ its ``finally`` blocks run.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from typing import Any
@@ -20,14 +21,30 @@ class SignalStop(threading.Event):
 
 
 def stop_on_signals() -> SignalStop:
-    """A stop event that SIGINT and SIGTERM set from now on (the process's handlers are replaced)."""
+    """A stop event that SIGINT and SIGTERM set from now on (the process's handlers are replaced).
+
+    The event is set by a thread of its own, woken through the signal wakeup pipe, never by the handler:
+    a Python handler runs in the main thread between two bytecodes, possibly inside ``Event.wait`` while
+    that thread holds the event's lock, and ``stop.set()`` there would wait for that lock forever (a node
+    that never stopped after SIGTERM, once in many thousands of waits).
+    """
     stop = SignalStop()
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)  # the C handler writes the signal's number
+
+    def _watch() -> None:
+        while True:
+            for signum in os.read(wake_read, 64):
+                if signum in (signal.SIGTERM, signal.SIGINT):
+                    if stop.signum is None:
+                        stop.signum = signum
+                    stop.set()
 
     def _handler(signum: int, _frame: Any) -> None:
-        if stop.signum is None:
-            stop.signum = signum
-        stop.set()
+        """Replaces the default action (which would end the process); the watcher does the rest."""
 
+    threading.Thread(target=_watch, name="signals", daemon=True).start()
     signal.signal(signal.SIGTERM, _handler)
     signal.signal(signal.SIGINT, _handler)
     return stop
