@@ -49,7 +49,13 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put the longest files first, in ``LONGEST_FIRST`` order; the rest keep their order."""
+    """Leave out the cases marked ``long`` unless ``--long``; put the longest files first, in ``LONGEST_FIRST``
+    order (the rest keep their order)."""
+    if not config.getoption("--long", default=False):
+        left_out = [item for item in items if item.get_closest_marker("long") is not None]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.get_closest_marker("long") is None]
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 

@@ -1,4 +1,5 @@
-"""The alert and SLO surfaces through the real CLI: notifications list, schedules list/show, metrics."""
+"""The alert and SLO surfaces through the real CLI: notifications list, schedules list/show, metrics (their
+listing on SQLite: what it reads is tested on both databases in tests/integration/test_alerts.py)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ def ok(result) -> str:  # type: ignore[no-untyped-def]
     return str(result.stdout)
 
 
-def test_notifications_list_and_the_success_rate_in_schedules_and_metrics(store_url: str, tmp_path: Path) -> None:
+def test_notifications_list_and_the_success_rate_in_schedules_and_metrics(sqlite_url: str, tmp_path: Path) -> None:
     schedules = [dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
                       misfire="SKIP", overlap="ALLOW", criticality="high", deadline="30m")]
-    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules, sections={
+    config = write_config(tmp_path / "reportflow.toml", db_url=sqlite_url, schedules=schedules, sections={
         "worker": {"max_attempts": 1}, "notify": {"slo_window": "1d"},
         "testflow": {"log": str(tmp_path / "steps.log"), "fail_code": "NOTION_UNAUTHORIZED"},
         "testflow.fail": {"FOUR": 9}})

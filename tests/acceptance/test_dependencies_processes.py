@@ -79,8 +79,11 @@ def test_racing_ticks_and_workers_release_the_dependent_once_after_its_upstreams
     assert min(n for n, line in enumerate(lines) if line.startswith(f"start {down_id} ")) > upstream_done
 
 
-@pytest.mark.parametrize(("on_upstream", "status"), [("run", "SUCCESS"), ("manual", "MANUAL_REQUIRED"),
-                                                     ("skip", "SKIPPED")])
+# "manual" and "skip" differ from "run" only in the pure decision (each tested in-process on both databases,
+# tests/integration/test_dependencies.py): with --long, here too.
+@pytest.mark.parametrize(("on_upstream", "status"), [("run", "SUCCESS"),
+                                                     pytest.param("manual", "MANUAL_REQUIRED", marks=pytest.mark.long),
+                                                     pytest.param("skip", "SKIPPED", marks=pytest.mark.long)])
 def test_an_upstream_past_the_window_makes_the_dependent_follow_on_upstream(store_url: str, tmp_path: Path,
                                                                            on_upstream: str, status: str) -> None:
     cfg = config(tmp_path, store_url, after_window="30m", on_upstream=on_upstream)
