@@ -94,11 +94,20 @@ def peer_pid(port: int) -> int | None:
                 continue
             try:
                 with os.scandir(f"/proc/{entry.name}/fd") as fds:
-                    if any(os.readlink(fd.path) == target for fd in fds):
+                    if any(_link(fd.path) == target for fd in fds):
                         return int(entry.name)
             except OSError:  # a process that ended, or one we may not look into
                 continue
     return None
+
+
+def _link(path: str) -> str | None:
+    """Where a descriptor points, or None when it was closed while the folder was read (a busy process
+    opens and closes descriptors all the time: one closing must not hide the socket of another)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
 
 
 class FakeOllama:
