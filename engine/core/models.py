@@ -404,8 +404,11 @@ class Run:
 
     @property
     def start_delay(self) -> timedelta | None:
-        """How long after its slot the run started (None before it did)."""
-        return None if self.started_at is None else self.started_at - self.scheduled_for
+        """How long after its slot a scheduled run started; None before it did, and for a run an operator asked
+        for (a trigger or a backfill: its slot is the period it reports on, not a time it was due)."""
+        if self.started_at is None or self.trigger is not RunTrigger.SCHEDULED:
+            return None
+        return self.started_at - self.scheduled_for
 
     @property
     def duration(self) -> timedelta | None:

@@ -140,9 +140,9 @@ def schedule_page(request: Request) -> Response:
     grid = calendar_view.month(rt, name, nav.month) if nav.span == "month" else None
     row = grid.row if grid is not None else calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
     started = run_queries.chart_runs(rt, name)
-    # A backfill's start delay is its age (a year-old period starts a year late): it would flatten the chart.
-    delay = [(r.scheduled_for, (r.start_delay.total_seconds() if r.start_delay else 0.0), r.business_key)
-             for r in started if r.trigger is not RunTrigger.BACKFILL]
+    # Only scheduled runs have a start delay (a year-old period backfilled did not start a year late).
+    delay = [(r.scheduled_for, r.start_delay.total_seconds(), r.business_key) for r in started
+             if r.start_delay is not None]
     duration = [(r.scheduled_for, r.duration.total_seconds(), r.business_key) for r in started
                 if r.duration is not None]
     view = views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime, timedelta
 
 from engine.core.cron import words
@@ -91,3 +92,13 @@ def test_a_pruned_period_says_so_and_backfill_leaves_it_alone() -> None:
     assert [(c.key, c.state) for c in cells] == [("2026-09-20", "PRUNED"), ("2026-09-21", "PRUNED"),
                                                   ("2026-09-22", "NO_ROW")]
     assert [c.backfillable for c in cells] == [False, False, True]
+
+
+def test_only_a_scheduled_run_has_a_start_delay() -> None:
+    """A trigger or a backfill of an old day reports on that day; it did not start days late."""
+    started = T0 + timedelta(days=65, minutes=3)
+    scheduled = dataclasses.replace(run("2026-09-28", RunStatus.SUCCESS), started_at=started)
+    assert scheduled.start_delay == timedelta(days=65, minutes=3)
+    for trigger in (RunTrigger.MANUAL, RunTrigger.BACKFILL):
+        assert dataclasses.replace(scheduled, trigger=trigger).start_delay is None
+    assert dataclasses.replace(scheduled, started_at=None).start_delay is None
