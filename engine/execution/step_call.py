@@ -173,7 +173,8 @@ def _engine_facts(rt: Runtime, start: datetime, end: datetime) -> dict[str, Any]
     """``StepContext.engine_facts``: one read transaction, as of the runtime's clock."""
     with rt.store.read() as conn:
         return ops_facts.read(conn, start, end, rt.clock.now(), rt.config.notify.stuck_after,
-                              {name: wf.period for name, wf in rt.registry.items()}, rt.config.maintenance)
+                              {name: wf.period for name, wf in rt.registry.items()}, rt.config.maintenance,
+                              rt.config.limits.caps())
 
 
 def wait_for_slot(store: Store, clock: Clock, name: str, interval: timedelta) -> None:

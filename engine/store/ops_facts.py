@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from engine.core import calendars
+from engine.core import calendars, concurrency_caps
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
 from engine.core.models import UNRUN_STATUSES, PeriodKind, Schedule
@@ -41,11 +41,13 @@ RISK_FACTOR = 10
 
 def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_after: timedelta,
          kinds: Mapping[str, PeriodKind] | None = None,
-         maintenance: Sequence[calendars.MaintenanceWindow] = ()) -> dict[str, Any]:
+         maintenance: Sequence[calendars.MaintenanceWindow] = (),
+         caps: concurrency_caps.Caps = concurrency_caps.Caps()) -> dict[str, Any]:
     """The facts of ``[start, end)`` as of ``now``; a run is stuck after waiting ``stuck_after`` unclaimed.
 
     ``kinds``: the installed workflows' periods (periods are judged by business key, ``periods.period_facts``).
     ``maintenance``: the configured windows (a schedule's pause is read from its row).
+    ``caps``: ``[limits]``, so a run that waits for a full cap says so, as ``run_stuck`` does.
     """
     rows = conn.execute(select(*_COLUMNS).where(runs.c.scheduled_for >= start,
                                                 runs.c.scheduled_for < end)
@@ -67,7 +69,7 @@ def read(conn: Connection, start: datetime, end: datetime, now: datetime, stuck_
     in_period = {r["id"] for r in rows}
     facts["stuck"] = [{"run": s.run_id, "schedule": s.schedule or "(manual)", "status": s.status,
                        "since": format_instant(s.waiting_since), "reason": s.reason}
-                      for s in waiting.find_stuck(conn, now, stuck_after) if s.run_id in in_period]
+                      for s in waiting.find_stuck(conn, now, stuck_after, caps) if s.run_id in in_period]
     live = schedule_rows.list_schedules(conn)
     facts["holidays"] = holidays_in(live, start, end)
     facts["maintenance"] = windows_in(live, maintenance, start, end)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.execution import reconciler
+from engine.execution import reconciler, step_call
 from engine.read import doctor
 from engine.scheduling import definitions, tick
 from engine.store import claims, instances, outbox
@@ -93,3 +93,6 @@ def test_a_run_behind_a_full_concurrency_cap_is_stuck_with_the_cap_as_its_reason
     with rt.store.read() as conn:
         [event] = [e for e in outbox.list_events(conn) if e.event == "run_stuck"]
     assert "waits for max_running = 1 (1 running)" in event.summary
+    # The engine's own report gives the same reason (what a step's ctx.engine_facts reads).
+    facts = step_call._engine_facts(rt, T0, T0 + timedelta(days=1))
+    assert [(s["status"], s["reason"]) for s in facts["stuck"]] == [("QUEUED", "waits for max_running = 1 (1 running)")]
