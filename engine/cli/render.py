@@ -18,13 +18,6 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 # re-exported: the light path, shared with app's loop commands
@@ -251,6 +244,8 @@ def progress(label: str, *, quiet: bool = False) -> Iterator[Callable[[int, int]
     if quiet or not err.is_terminal:
         yield lambda done, total: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # its own 70 ms
+
     bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                    transient=True)
     with bar:
