@@ -287,3 +287,17 @@ def test_the_models_rationale_is_printed_as_data(tmp_path: Path, model: FakeOlla
     assert shown.returncode == 0, shown.stderr
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown.stdout)
     assert "]0;PWNED [bold]loud[/] :ghost: evil second line" in shown.stdout
+
+
+def test_a_model_draft_says_what_its_month_asks_of_the_model_and_never_creates_the_database(
+        tmp_path: Path, model: FakeOllama) -> None:
+    path = config(tmp_path, "ollama", model.url)
+    model.replies([model_answer()])
+    before = json.loads(draft(path, "daily at six in the evening for api", "--json").stdout)
+    assert before["valid"] and before["runs_per_month"] == 31 and before["model_time"] == []
+    assert not (tmp_path / "state.db").exists()  # nothing recorded to estimate from, and nothing created
+    assert run_cli("schedules", "apply", config=path, now=NOW).returncode == 0
+    model.replies([model_answer()])
+    after = draft(path, "daily at six in the evening for api")
+    assert after.returncode == 0, after.stderr
+    assert f"api-daily: ollama at {model.url}: model time: no generation recorded yet" in after.stdout
