@@ -98,6 +98,19 @@ def decide_severity(event: AlertEvent, criticality: Criticality, consecutive: in
     return SeverityDecision(Severity.WARNING, True)
 
 
+def decide_run_severity(event: AlertEvent, *, child: bool, criticality: Criticality,
+                        consecutive: int) -> SeverityDecision | None:
+    """``decide_severity`` for an event about a run; None for a child run, which raises nothing of its own:
+    its failure is part of its parent's alert (the parent ends PARTIAL_SUCCESS naming it), routed by the
+    parent's schedule, so one problem is one alert."""
+    return None if child else decide_severity(event, criticality, consecutive)
+
+
+def counts_periods(event: AlertEvent) -> bool:
+    """Whether ``event``'s severity grows with the unsuccessful periods before it (``consecutive``)."""
+    return event in PERIOD_EVENTS
+
+
 def count_unsuccessful(earlier_statuses: Iterable[str]) -> int:
     """c for a period that did not succeed: 1 plus the unsuccessful periods right before it.
 

@@ -72,20 +72,20 @@ def consecutive_unsuccessful(conn: Connection, schedule_id: int, scheduled_for: 
 
 def record_run_event(conn: Connection, run: Run, event: alerts.AlertEvent, now: datetime, summary: str,
                      details: Mapping[str, Any] | None = None) -> bool:
-    """Record ``event`` about ``run`` (at most once per run), with its schedule's severity.
-
-    A child run raises nothing of its own: its failure is part of its parent's alert (the parent
-    ends PARTIAL_SUCCESS naming it), routed by the parent's schedule: one alert per problem.
-    """
-    if run.parent_id is not None:
-        return False
-    schedule = schedule_rows.get_schedule_by_id(conn, run.schedule_id) if run.schedule_id is not None else None
+    """Record ``event`` about ``run`` (at most once per run), with the severity ``alerts.decide_run_severity``
+    gives it from the facts read here, in the transaction that records it (none for a child run)."""
+    child = run.parent_id is not None
+    schedule = (schedule_rows.get_schedule_by_id(conn, run.schedule_id)
+                if run.schedule_id is not None and not child else None)
     criticality = schedule.spec.criticality if schedule is not None else Criticality.NORMAL
     c = 1
-    if schedule is not None and event in alerts.PERIOD_EVENTS:
+    if schedule is not None and alerts.counts_periods(event):
         c = consecutive_unsuccessful(conn, schedule.id, run.scheduled_for)
+    decision = alerts.decide_run_severity(event, child=child, criticality=criticality, consecutive=c)
+    if decision is None:
+        return False
     return record_event(conn, event=event, dedupe_key=run_dedupe_key(event, run.id), at=now, summary=summary,
-                        decision=alerts.decide_severity(event, criticality, c),
+                        decision=decision,
                         schedule=schedule.name if schedule is not None else None, run_id=run.id,
                         key=run.idempotency_key, business_key=run.business_key,
                         details={"consecutive": c, **(details or {})})

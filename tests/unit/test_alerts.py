@@ -52,6 +52,15 @@ def test_recovered_is_info_and_an_unknown_event_is_refused() -> None:
         alerts.decide_severity("run_exploded", C.NORMAL, 1)
 
 
+def test_a_child_run_raises_nothing_and_only_period_events_grow_with_the_periods_before() -> None:
+    E = alerts.AlertEvent
+    assert alerts.decide_run_severity(E.RUN_FAILED, child=True, criticality=C.CRITICAL, consecutive=5) is None
+    assert alerts.decide_run_severity(E.RUN_FAILED, child=False, criticality=C.CRITICAL, consecutive=2) == (
+        alerts.SeverityDecision(S.CRITICAL, True))
+    assert alerts.counts_periods(E.RUN_FAILED) and alerts.counts_periods(E.UPSTREAM_LATE)
+    assert not alerts.counts_periods(E.STALLED) and not alerts.counts_periods(E.RECOVERED)
+
+
 def test_consecutive_counts_this_period_and_stops_at_a_success() -> None:
     assert alerts.count_unsuccessful([]) == 1
     assert alerts.count_unsuccessful(["FAILED", "MISSED", "SUCCESS", "FAILED"]) == 3
