@@ -267,7 +267,8 @@ def _existing_store(url: str) -> "Store | None":
     path = database.sqlite_path(url)
     if path is not None and not path.exists():
         return None
+    unreadable: tuple[type[Exception], ...] = (errors.ReportflowError, *database.DATABASE_ERRORS)
     try:
         return Store.open(url, auto_migrate=False)
-    except (errors.ReportflowError, *database.DATABASE_ERRORS):
+    except unreadable:
         return None
