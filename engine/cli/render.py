@@ -326,7 +326,9 @@ def runs(items: Sequence[Run], now: datetime, as_json: bool) -> None:
             run.trigger.value.lower(),
             "\n".join([_status(run.status.value) + (" [red](stalled)[/]" if stalled else ""), *notes]),
             f"{run.attempt_count}/{run.max_attempts}",
-            "backfill" if run.trigger is RunTrigger.BACKFILL else _compact_secs(views._seconds(run.start_delay)),
+            # A run asked for starts when asked, not at its slot: its trigger, not a delay.
+            run.trigger.value.lower() if run.trigger is not RunTrigger.SCHEDULED
+            else _compact_secs(views._seconds(run.start_delay)),
             _compact_secs(views._seconds(run.duration)), shown(failure))
     out.print(table)
 

@@ -221,7 +221,7 @@ def test_the_runs_table_shows_backfills_apart_from_late_runs(daily: Site) -> Non
     rows = {int(m.group(1)): m.group(0) for m in re.finditer(r'<tr>\s*<td><a href="/runs/(\d+)">.*?</tr>', page, re.S)}
     delay = r'<td class="num[^"]*"[^>]*>([^<]*)</td>\s*<td class="num">'
     assert re.search(delay, rows[backfilled.run_id]).group(1) == "backfill"  # type: ignore[union-attr]
-    # A run started by hand keeps its delay in time units.
-    assert re.search(delay, rows[daily.ok_id]).group(1) not in ("", "backfill")  # type: ignore[union-attr]
+    # A run started by hand started when asked for too: no delay, its trigger.
+    assert re.search(delay, rows[daily.ok_id]).group(1) == "manual"  # type: ignore[union-attr]
     detail = client(rt).get(f"/runs/{backfilled.run_id}").text
     assert "backfill (started when asked for" in detail
