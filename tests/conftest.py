@@ -36,15 +36,17 @@ def _with_db(url: str, name: str) -> str:
     return url.rsplit("/", 1)[0] + "/" + name
 
 
-# The longest tests, longest first (seconds on two cores, from `--durations`): started first, so that
-# under xdist (`--dist load` hands tests out in this order) none of them is left to run alone at the end.
+# The files with the longest tests, longest first (seconds of their longest test on two cores, from `--durations`):
+# started first, so that under xdist (`--dist load` hands tests out in this order) none of them is left to run
+# alone at the end.
 LONGEST_FIRST = (
-    "tests/reliability/test_crash_loop.py", "tests/reliability/test_lifecycle.py",  # 137 s, 113 s
-    "tests/reliability/test_soak.py", "tests/reliability/test_races.py",  # 80 s, 89 s (two tests each)
-    "tests/reliability/test_secrets.py", "tests/reliability/test_upgrades.py",  # 87 s, 102 s (nine)
-    "tests/reliability/test_postgres_faults.py", "tests/acceptance/test_processes.py",
-    "tests/acceptance/test_children_processes.py", "tests/acceptance/test_notion_rate_shared.py",
-    "tests/reliability/test_replay.py",  # 20 s a database
+    "tests/reliability/test_secrets.py", "tests/reliability/test_soak.py",  # 82 s, 71 s
+    "tests/reliability/test_lifecycle.py", "tests/reliability/test_replay.py",  # 56 s, 51 s
+    "tests/acceptance/test_shutdown.py", "tests/reliability/test_crash_loop.py",  # 49 s, ~45 s
+    "tests/reliability/test_races.py", "tests/reliability/test_postgres_faults.py",  # ~40 s, 37 s
+    "tests/acceptance/test_dependencies_processes.py", "tests/reliability/test_upgrades.py",  # 28 s, 27 s
+    "tests/acceptance/test_processes.py", "tests/acceptance/test_notion_rate_shared.py",  # 22 s, 24 s
+    "tests/acceptance/test_children_processes.py",
 )
 
 

@@ -90,22 +90,22 @@ def _dump(url: str) -> dict[str, list[tuple[object, ...]]]:
         engine.dispose()
 
 
-def test_a_refused_command_writes_nothing(store_url: str, tmp_path: Path) -> None:
-    """A webhook that is not http(s) is refused at load (exit 2) by every writer; the database does not change."""
+def test_a_refused_command_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    """A webhook that is not http(s) is refused at load (exit 2) by every writer; the database does not change
+    (byte for byte: on SQLite, as the refusal comes before any database is opened)."""
     schedules = [dict(name="hourly", workflow="echo", project="p1", cron="0 * * * *", timezone="UTC",
                       misfire="SKIP")]
-    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules,
+    config = write_config(tmp_path / "reportflow.toml", db_url=sqlite_url, schedules=schedules,
                           sections={"notify": {"webhook_env": "RF_HOOK"}})
     good = {"RF_HOOK": "http://127.0.0.1:9/hook"}
     ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=good))
     ok(procs.run(tmp_path, config, "tick", now="2026-09-29T10:05:00Z", env=good))
-    before = _dump(store_url)
-    raw = Path(store_url.removeprefix("sqlite:///")).read_bytes() if store_url.startswith("sqlite") else None
+    before = _dump(sqlite_url)
+    raw = Path(sqlite_url.removeprefix("sqlite:///")).read_bytes()
     for args in (("tick",), ("work", "--until-idle"), ("reconcile",), ("runs", "retry", "1")):
         refused = procs.run(tmp_path, config, *args, now="2026-09-29T12:05:00Z", env={"RF_HOOK": "file:///etc/passwd"})
         assert refused.returncode == 2, refused.stderr
         assert "RF_HOOK must hold an http:// or https:// URL" in refused.stderr
         assert "/etc/passwd" not in refused.stderr + refused.stdout
-    assert _dump(store_url) == before
-    if raw is not None:
-        assert Path(store_url.removeprefix("sqlite:///")).read_bytes() == raw  # byte-identical
+    assert _dump(sqlite_url) == before
+    assert Path(sqlite_url.removeprefix("sqlite:///")).read_bytes() == raw  # byte-identical

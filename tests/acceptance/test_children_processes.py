@@ -101,13 +101,13 @@ def test_racing_ticks_and_two_workers_make_one_family_each_child_run_once(store_
     assert Counter(line[2] for line in log_lines(tmp_path) if line[0] == "work") == Counter("abcd")
 
 
-def test_runs_show_and_list_name_children_and_parent(store_url: str, tmp_path: Path) -> None:
-    config = family_config(tmp_path, store_url, fail=["c"])
+def test_runs_show_and_list_name_children_and_parent(sqlite_url: str, tmp_path: Path) -> None:
+    config = family_config(tmp_path, sqlite_url, fail=["c"])
     clock = procs.Shared(T0)
     ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
     ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(61)))
-    (parent,) = [r for r in rows(store_url) if r["parent_id"] is None]
+    (parent,) = [r for r in rows(sqlite_url) if r["parent_id"] is None]
     shown = procs.run(tmp_path, config, "runs", "show", str(parent["id"]), "--json", now=clock.at(62))
     ok(shown)
     detail = json.loads(shown.stdout)

@@ -85,7 +85,9 @@ def test_eight_tick_processes_create_every_run_exactly_once(store_url: str, tmp_
     assert {count for _, count in per_schedule} == {48}
 
 
-@pytest.mark.parametrize("step", ["ONE", "TWO", "THREE", "FOUR"])
+# A kill mid TWO (after a success) and mid FOUR (the optional last step) by default; ONE and THREE with --long.
+@pytest.mark.parametrize("step", [pytest.param("ONE", marks=pytest.mark.long), "TWO",
+                                  pytest.param("THREE", marks=pytest.mark.long), "FOUR"])
 def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite_url: str, tmp_path: Path,
                                                                           step: str) -> None:
     config = flow_config(tmp_path, sqlite_url, schedules=[four()], block_on=[step])

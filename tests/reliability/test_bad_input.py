@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,7 +241,8 @@ def not_config(path: Path) -> bool:
     return path.name in ("bad.toml", "etc-link")
 
 
-def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...], config: Path) -> None:
+def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...],
+                   config: Path) -> subprocess.CompletedProcess[str]:
     before = tree_digest(install, skip=not_config)
     result = run_cli(*args, config=config, now=NOW)
     shown = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
@@ -254,6 +256,7 @@ def expect_refused(install: Path, args: tuple[str, ...], says: tuple[str, ...], 
     for text in says:
         assert text in result.stderr, f"expected {text!r} in the message\n{shown}"
     assert tree_digest(install, skip=not_config) == before, "the install changed"
+    return result
 
 
 @pytest.mark.parametrize("name", sorted(CONFIG_CASES))
@@ -285,8 +288,7 @@ def test_a_bad_notify_section_refuses_every_writer_and_writes_nothing(install: P
     bad = install / "bad.toml"
     bad.write_text((install / "reportflow.toml").read_text() + "\n" + section)
     for command in (("tick",), ("work", "--until-idle"), ("reconcile",)):
-        expect_refused(install, command, says, bad)
-        result = run_cli(*command, config=bad, now=NOW)
+        result = expect_refused(install, command, says, bad)
         assert "t0psecret" not in result.stderr + result.stdout and "hooks.example" not in result.stderr
 
 

@@ -258,7 +258,7 @@ def test_sigkill_at_random_moments_never_duplicates_nor_reruns_a_success_step(
     # By default the least that reaches every step boundary that matters: FIRST_KILLS lands one kill in
     # GENERATE_REPORT, one in the stored-but-unrecorded page, one with the create's answer dropped and
     # one in a recovering worker; twelve more at seeded moments spread over the other boundaries.
-    iterations = 300 if long_run else 10  # the first four take every kill mode in turn
+    iterations = 300 if long_run else 6  # the first four take every kill mode in turn, two more from the seed
     repo = daily_history(tmp_path, HISTORY_START, iterations + 2)
     stop = threading.Event()
     with ExitStack() as stack:

@@ -69,13 +69,13 @@ def _prune_events(url: str) -> list[dict[str, Any]]:
         engine.dispose()
 
 
-def test_prune_shows_the_count_and_asks_and_only_yes_removes(store_url: str, tmp_path: Path) -> None:
-    config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=[ECHO_DAILY])
+def test_prune_shows_the_count_and_asks_and_only_yes_removes(sqlite_url: str, tmp_path: Path) -> None:
+    config = write_config(tmp_path / "reportflow.toml", db_url=sqlite_url, schedules=[ECHO_DAILY])
     now = (APPLIED + timedelta(days=6, hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     _cli(tmp_path, config, "schedules", "apply", now="2026-02-28T23:00:00Z")
     _cli(tmp_path, config, "tick", now=now)
     _cli(tmp_path, config, "work", "--until-idle", now=now)
-    before = _counts(store_url)
+    before = _counts(sqlite_url)
 
     def prune(answer: str) -> Any:
         return subprocess.run(procs.command(config, now, "prune", "--before", "2026-03-05"), input=answer,
@@ -86,11 +86,11 @@ def test_prune_shows_the_count_and_asks_and_only_yes_removes(store_url: str, tmp
         declined = prune(answer)
         assert declined.returncode == 2, declined.stderr
         assert "remove 4 finished runs" in declined.stderr and "nothing removed" in declined.stderr
-        assert _counts(store_url) == before
+        assert _counts(sqlite_url) == before
     accepted = prune("y\n")
     assert accepted.returncode == 0, accepted.stderr
     assert "removed 4 finished runs" in accepted.stdout
-    assert _counts(store_url)["runs"] == before["runs"] - 4
+    assert _counts(sqlite_url)["runs"] == before["runs"] - 4
 
 
 def test_prune_removes_finished_old_runs_only_and_backfill_does_not_redo_them(store_url: str, tmp_path: Path) -> None:

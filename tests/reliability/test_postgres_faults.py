@@ -176,7 +176,10 @@ def wait(predicate: Any, timeout: float, what: str, interval: float = 0.05) -> N
         time.sleep(interval)
 
 
-@pytest.mark.parametrize("fault", ["terminate", "restart", "catchup"])
+# A restart by default (every connection lost, the server back): terminated backends and a catch-up after the
+# outage with --long.
+@pytest.mark.parametrize("fault", [pytest.param("terminate", marks=pytest.mark.long), "restart",
+                                   pytest.param("catchup", marks=pytest.mark.long)])
 def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path: Path, fault: str, seed: int,
                                             long_run: bool) -> None:
     rng = random.Random(f"{seed}:pg-{fault}")

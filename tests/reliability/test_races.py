@@ -96,7 +96,7 @@ def run_round(tmp: Path, config: Path, now: str, number: int, *, ticks: int, wor
 
 
 def test_racing_ticks_and_workers(store_url: str, tmp_path: Path, long_run: bool, seed: int) -> None:
-    span = 4 * WEEK if long_run else timedelta(days=3)
+    span = 4 * WEEK if long_run else timedelta(days=2)
     log = tmp_path / "steps.log"
     config = write_config(tmp_path / "reportflow.toml", db_url=store_url,
                           sections={"worker": {"lease": "60s", "poll_interval": "0.2s"},
