@@ -57,7 +57,10 @@ def test_three_workers_uploading_at_once_stay_under_three_requests_per_second(st
             assert proc.returncode == 0, log
             outputs.append(out)
         arrivals = [r.at for r in notion.requests]
-        assert len(notion.live_pages()) == len(DAYS)
+        if len(notion.live_pages()) != len(DAYS):  # say which run did not upload, and why
+            shown = procs.run(tmp_path, config, "runs", "list", now=now, env=env)
+            raise AssertionError(f"{len(notion.live_pages())} pages for {len(DAYS)} days\n{shown.stdout}\n"
+                                 + "\n".join(outputs))
     # Every worker uploaded something, so the uploads really ran side by side.
     assert all("SUCCESS" in out for out in outputs), outputs
     assert len(arrivals) >= 5 * len(DAYS)
