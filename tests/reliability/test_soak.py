@@ -218,11 +218,13 @@ def run_soak(url: str, tmp: Path, nodes: int, seed: int, long_run: bool) -> str:
             f"0 after; {time.monotonic() - began:.0f}s; {context}")
 
 
+@pytest.mark.long
 @pytest.mark.postgres
 def test_soak_on_postgresql_three_nodes(pg_url: str, tmp_path: Path, seed: int, long_run: bool) -> None:
     print("\nsoak postgresql: " + run_soak(pg_url, tmp_path, 3, seed, long_run))
 
 
+@pytest.mark.long
 def test_soak_on_sqlite_two_nodes(tmp_path: Path, seed: int, long_run: bool) -> None:
     print("\nsoak sqlite: " + run_soak(f"sqlite:///{tmp_path / 'rf.db'}", tmp_path, 2, seed, long_run))
 
