@@ -50,14 +50,22 @@ LONGEST_FIRST = (
 )
 
 
+# Cases of one database only that wait for --long (the marker cannot single out one database of a fixture):
+# the races run on PostgreSQL by default (SQLite's writers take turns: its races are the processes tests').
+LONG_ONLY = frozenset({
+    "tests/reliability/test_races.py::test_racing_ticks_and_workers[sqlite]",
+    "tests/integration/test_fast_tick.py::test_the_log_format_changes_nothing_printed[postgres]",
+})
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out the cases marked ``long`` unless ``--long``; put the longest files first, in ``LONGEST_FIRST``
     order (the rest keep their order)."""
     if not config.getoption("--long", default=False):
-        left_out = [item for item in items if item.get_closest_marker("long") is not None]
+        left_out = [item for item in items if item.get_closest_marker("long") is not None or item.nodeid in LONG_ONLY]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
-            items[:] = [item for item in items if item.get_closest_marker("long") is None]
+            items[:] = [item for item in items if item.get_closest_marker("long") is None and item.nodeid not in LONG_ONLY]
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 

@@ -180,7 +180,9 @@ def test_paused_worker_cannot_write_after_its_lease_passed(store_url: str, tmp_p
     assert {outputs[s]["pid"] for s in ("TWO", "THREE", "FOUR")} == {int(rescuer_pid)}
 
 
-@pytest.mark.parametrize("shared", [False, True], ids=["200-schedules", "one-schedule"])
+# One schedule by default (both workers finish runs of one schedule at once: the harder case); 200 with --long.
+@pytest.mark.parametrize("shared", [pytest.param(False, marks=pytest.mark.long), True],
+                         ids=["200-schedules", "one-schedule"])
 def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path, shared: bool) -> None:
     # One schedule: both workers finish runs of it at once (this once deadlocked on PostgreSQL).
     if shared:
