@@ -7,7 +7,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from sqlalchemy import create_engine, func, select
 
+from engine.store.tables import steps
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.gitrepo import make_repo
@@ -28,6 +30,17 @@ def busiest_second(arrivals: list[float]) -> int:
     """The most requests that arrived within any half-open window of one second."""
     ordered = sorted(arrivals)
     return max(sum(1 for t in ordered[i:] if t < start + 1.0) for i, start in enumerate(ordered))
+
+
+def uploads(url: str) -> int:
+    """How many runs uploaded their report (an UPLOAD_NOTION step that succeeded)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(select(func.count()).where(steps.c.name == "UPLOAD_NOTION",
+                                                               steps.c.status == "SUCCESS")).scalar_one())
+    finally:
+        engine.dispose()
 
 
 def test_three_workers_uploading_at_once_stay_under_three_requests_per_second(store_url: str,
@@ -57,13 +70,14 @@ def test_three_workers_uploading_at_once_stay_under_three_requests_per_second(st
             assert proc.returncode == 0, log
             outputs.append(out)
         arrivals = [r.at for r in notion.requests]
-        if len(notion.live_pages()) != len(DAYS):  # say which run did not upload, and why
-            shown = procs.run(tmp_path, config, "runs", "list", now=now, env=env)
-            raise AssertionError(f"{len(notion.live_pages())} pages for {len(DAYS)} days\n{shown.stdout}\n"
-                                 + "\n".join(outputs))
+        # One page per report. Workers running the days out of order may leave a day with no commits of its
+        # own (the next day's report, run first, took them: each commit is in exactly one report).
+        uploaded = uploads(store_url)
+        shown = procs.run(tmp_path, config, "runs", "list", now=now, env=env).stdout
+        assert len(notion.live_pages()) == uploaded >= WORKERS, f"{uploaded} uploads\n{shown}"
     # Every worker uploaded something, so the uploads really ran side by side.
     assert all("SUCCESS" in out for out in outputs), outputs
-    assert len(arrivals) >= 5 * len(DAYS)
+    assert len(arrivals) >= 5 * uploaded
     spread = sorted(round(t - min(arrivals), 3) for t in arrivals)
     assert (len(arrivals) - 1) / (max(arrivals) - min(arrivals)) <= LIMIT_PER_S, spread
     assert busiest_second(arrivals) <= LIMIT_PER_S + JITTER_ALLOWANCE, spread
