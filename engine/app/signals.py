@@ -25,8 +25,8 @@ def stop_on_signals() -> SignalStop:
 
     The event is set by a thread of its own, woken through the signal wakeup pipe, never by the handler:
     a Python handler runs in the main thread between two bytecodes, possibly inside ``Event.wait`` while
-    that thread holds the event's lock, and ``stop.set()`` there would wait for that lock forever (a node
-    that never stopped after SIGTERM, once in many thousands of waits).
+    that thread holds the event's lock, and ``stop.set()`` there would wait for that lock forever (the
+    handler was seen running with the lock held under a storm of signals).
     """
     stop = SignalStop()
     wake_read, wake_write = os.pipe()
