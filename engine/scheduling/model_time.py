@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from engine.core import run_counts
+from engine.core import errors, run_counts
 from engine.core.models import ScheduleSpec
 from engine.plugins.contract import WorkflowDef
 from engine.store import history_rows, schedule_rows
@@ -40,7 +40,9 @@ def reader(store: Store, registry: Mapping[str, WorkflowDef],
     """``estimate`` for a schedule that may not be in the store yet (``schedules draft``): one read each."""
     def read(spec: ScheduleSpec, per_month: int) -> list[str]:
         with store.read() as conn:
-            known = {s.name: s.id for s in schedule_rows.list_schedules(conn)}
-            return estimate(conn, registry.get(spec.workflow), settings(spec.workflow), spec, per_month,
-                            known.get(spec.name))
+            try:
+                schedule_id: int | None = schedule_rows.get_schedule(conn, spec.name).id
+            except errors.NotFound:
+                schedule_id = None  # a new schedule: its workflow's generations
+            return estimate(conn, registry.get(spec.workflow), settings(spec.workflow), spec, per_month, schedule_id)
     return read

@@ -234,14 +234,17 @@ def requeue(conn: Connection, run: Run, *, trigger: AttemptTrigger, now: datetim
                      .values(status=StepStatus.PENDING.value))
 
 
+#: A run that waits for its upstream schedules (not a parent waiting for its children): it has not started.
+WAITING_FOR_UPSTREAM = (runs.c.status == RunStatus.WAITING.value) & runs.c.upstream_until.is_not(None)
+
+
 def unstarted_runs(conn: Connection, schedule_id: int) -> list[Run]:
     """The schedule's runs that have not started (what disabling it holds), in claim order: waiting for a worker
     or for an upstream schedule (a parent WAITING for its children has started)."""
     parents = runs.alias("parents")
     of_schedule = or_(runs.c.schedule_id == schedule_id,  # and its families' children: its work too
                       runs.c.parent_id.in_(select(parents.c.id).where(parents.c.schedule_id == schedule_id)))
-    unstarted = or_(runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]),
-                    (runs.c.status == RunStatus.WAITING.value) & runs.c.upstream_until.is_not(None))
+    unstarted = or_(runs.c.status.in_([s.value for s in HOLDABLE_STATUSES]), WAITING_FOR_UPSTREAM)
     query = (_run_query().where(of_schedule, unstarted)
              .order_by(runs.c.priority.desc(), runs.c.scheduled_for, runs.c.id))
     return [rows.run_from_row(r) for r in conn.execute(query).mappings()]

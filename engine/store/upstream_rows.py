@@ -27,8 +27,6 @@ from engine.core.models import SYSTEM_SCHEDULER, OnUpstream, RunStatus, Schedule
 from engine.store import audit_rows, locks, outbox, run_rows
 from engine.store.tables import runs, schedules
 
-_WAITING = (runs.c.status == RunStatus.WAITING.value) & runs.c.upstream_until.is_not(None)
-
 
 @dataclass(frozen=True)
 class Released:
@@ -58,7 +56,7 @@ class _Wait(NamedTuple):
 def _waiting(conn: Connection, run_ids: Collection[int] | None) -> list[_Wait]:
     """The runs waiting for their upstream (all, or those of ``run_ids``), oldest first."""
     query = select(runs.c.id, runs.c.schedule_id, runs.c.scheduled_for, runs.c.upstream,
-                   runs.c.upstream_until).where(_WAITING).order_by(runs.c.id)
+                   runs.c.upstream_until).where(run_rows.WAITING_FOR_UPSTREAM).order_by(runs.c.id)
     if run_ids is not None:
         if not run_ids:
             return []
@@ -107,7 +105,7 @@ def _leave(conn: Connection, run_id: int, status: RunStatus, reason: SlotReason 
     terminal = status is RunStatus.SKIPPED
     # not_before = now: a released run waits in the queue from now on (``run_stuck`` counts from there, not
     # from its creation, which its wait for the upstream made long ago).
-    result = conn.execute(update(runs).where(runs.c.id == run_id, _WAITING).values(
+    result = conn.execute(update(runs).where(runs.c.id == run_id, run_rows.WAITING_FOR_UPSTREAM).values(
         status=status.value, upstream_until=None, reason=None if reason is None else reason.value,
         completed_at=now if terminal else None, not_before=now if status is RunStatus.QUEUED else None))
     return result.rowcount == 1
