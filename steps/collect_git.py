@@ -111,8 +111,8 @@ class CollectOutput(BaseModel):
     The coverage fields are set for runs pinned with an attribution (``collect_between``):
     ``since`` and ``until`` are where this report's coverage starts (the previous report's end) and ends,
     ``since_heads`` the heads it starts from; ``also_covers`` names earlier periods that
-    had no report of their own and are held here; ``covered``: a later report already
-    holds this window's commits; ``arrived_late`` (``authored``): commits authored
+    will have no report of their own and are held here; ``covered``: another report's span
+    already holds this window's commits (``covered_by`` names it); ``arrived_late`` (``authored``): commits authored
     before ``since`` that arrived since the previous report; ``rewritten``: branches
     whose history was rewritten (force-pushed) since the previous report.
     """
@@ -128,6 +128,8 @@ class CollectOutput(BaseModel):
     since_heads: dict[str, str] | None = None
     also_covers: list[str] = []
     covered: bool = False
+    #: The report whose span holds this window when ``covered`` ("": one an older release recorded, unnamed).
+    covered_by: str | None = None
     arrived_late: list[CommitInfo] = []
     rewritten: list[str] = []
     #: SHAs of the window's commits git could not read (left out; the report says so).
@@ -245,15 +247,75 @@ def excluded_heads(repo_path: Path, marks: Sequence[dict[str, str]]) -> list[str
         raise unreadable_error(repo_dir, exc) from exc
 
 
-def fast_forward(repo_path: Path, lower: dict[str, str], upper: dict[str, str]) -> bool:
-    """Whether every branch's ``lower`` head leads to its ``upper`` head (False: a branch rewritten or gone)."""
-    repo_dir = _repo_dir(repo_path)
-    try:
-        present = _present_or_fetched(repo_dir, [*lower.values(), *upper.values()])
-        gone_upper = any(sha not in present for sha in upper.values())
-        return set(lower) <= set(upper) and not gone_upper and not _rewritten(repo_dir, lower, upper, present)
-    except GitFailure as exc:
-        raise unreadable_error(repo_dir, exc) from exc
+class GitHistory:
+    """``coverage.History`` over a repository: the branches now, as they stood at an instant, and whether one
+    set of heads leads to another. It remembers which heads it saw lead to which (read off the first-parent
+    chains it walks), so that a run on time asks git once for its edge and not again whether it is a
+    fast-forward."""
+
+    def __init__(self, repo_path: Path, branches: Sequence[str]) -> None:
+        self.repo_path, self.branches = repo_path, list(branches)
+        self.repo_dir = _repo_dir(repo_path)
+        self._leads: set[tuple[str, str]] = set()  # (older, newer): older is newer or one of its ancestors
+
+    def now(self) -> dict[str, str]:
+        return current_heads(self.repo_path, self.branches)
+
+    def as_of(self, heads: dict[str, str], at: datetime, floor: dict[str, str] | None) -> dict[str, str]:
+        before = math.ceil(at.timestamp()) - 1  # a window's edge belongs to the window after it
+        try:
+            try:
+                dated = {ref: git_range.dated_chain(self.repo_dir, sha, before) for ref, sha in heads.items()}
+            except GitFailure as exc:  # a head another node recorded, not fetched here yet
+                if not exc.missing_object:
+                    raise
+                _present_or_fetched(self.repo_dir, list(heads.values()))
+                dated = {ref: git_range.dated_chain(self.repo_dir, sha, before) for ref, sha in heads.items()}
+            out = {ref: self._kept(heads[ref], found, chain, (floor or {}).get(ref))
+                   for ref, (found, chain) in dated.items()}
+        except GitFailure as exc:
+            raise unreadable_error(self.repo_dir, exc) from exc
+        return {ref: sha for ref, sha in out.items() if sha is not None}
+
+    def _kept(self, head: str, dated: str | None, chain: list[str], floor: str | None) -> str | None:
+        """``dated``, or ``floor`` when ``dated`` is older than it and ``floor`` leads to ``head``."""
+        if dated is not None:
+            self._leads.add((dated, head))
+        if floor is None or floor == dated:
+            return dated
+        if floor in chain:
+            self._leads.add((floor, head))
+            if dated is not None and chain.index(floor) > chain.index(dated):
+                self._leads.add((floor, dated))
+                return dated
+            return floor  # the branch cannot have stood before a head already recorded earlier
+        if dated is not None and self._is_ancestor(floor, dated):
+            return dated
+        return floor if self._is_ancestor(floor, head) else dated  # else: rewritten since, read as it stands
+
+    def _is_ancestor(self, older: str, newer: str) -> bool:
+        if (older, newer) in self._leads:
+            return True
+        if older not in _present_or_fetched(self.repo_dir, [older]):
+            return False
+        if git_range.is_ancestor(self.repo_dir, older, newer):
+            self._leads.add((older, newer))
+            return True
+        return False
+
+    def fast_forward(self, lower: dict[str, str], upper: dict[str, str]) -> bool:
+        if not set(lower) <= set(upper):
+            return False
+        pending = {ref: sha for ref, sha in lower.items() if sha != upper[ref] and (sha, upper[ref]) not in self._leads}
+        if not pending:
+            return True
+        try:
+            present = _present_or_fetched(self.repo_dir, [*pending.values(), *upper.values()])
+            if any(sha not in present for sha in upper.values()):
+                return False
+            return not _rewritten(self.repo_dir, pending, upper, present)
+        except GitFailure as exc:
+            raise unreadable_error(self.repo_dir, exc) from exc
 
 
 def _rewritten(repo_dir: Path, lower: dict[str, str], upper: dict[str, str], present: set[str]) -> list[str]:
@@ -290,7 +352,7 @@ def heads_at(repo_path: Path, heads: dict[str, str], at: datetime) -> dict[str, 
 
 def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str], lower: dict[str, str], *,
                     attribution: Attribution, since: datetime, window_start: datetime, window_end: datetime,
-                    until: datetime | None = None, covered: bool = False, also_covers: Sequence[str] = (),
+                    until: datetime | None = None, covered_by: str | None = None, also_covers: Sequence[str] = (),
                     excluded: Sequence[str] = (), held_later: Sequence[str] = (), authors: Sequence[str] = (),
                     include_merges: bool = False, exclude: Sequence[str] | None = None) -> CollectOutput:
     """The commits of a report whose range runs from the heads ``lower`` to the heads ``upper``.
@@ -301,12 +363,14 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     ``authored``: commits reachable from ``upper`` whose author date is in
     [``since``, ``until``) (``until``: the window's end unless the report reaches a
     later mark), and apart (``arrived_late``) those of the range
-    authored before ``since``. ``covered``: a later report holds the window; none.
+    authored before ``since``. ``covered_by``: another report's span holds the window (its business key; "" when
+    an old mark does not say which): none.
     The author filter applies after attribution. A head missing here is fetched
     once (another node may have recorded it); a lower head still missing, or one
     that no longer leads to the upper head, means the branch was rewritten.
     """
     start, end = _check_window(window_start, window_end)
+    covered = covered_by is not None
     since_utc = since.astimezone(timezone.utc)
     until_utc = end if until is None else until.astimezone(timezone.utc)
     handle = _open_repo(repo_path)
@@ -356,7 +420,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     return CollectOutput.model_validate({
         "heads": upper, "head_sha": upper[first] if first else "", "commits": commits, "window_start": _iso(start),
         "window_end": _iso(end), "attribution": attribution, "since": _iso(since_utc), "until": _iso(until_utc), "since_heads": lower,
-        "also_covers": list(also_covers), "covered": covered, "arrived_late": late, "rewritten": rewritten,
+        "also_covers": list(also_covers), "covered": covered, "covered_by": covered_by, "arrived_late": late, "rewritten": rewritten,
         "unreadable": unreadable})
 
 

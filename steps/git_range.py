@@ -32,7 +32,12 @@ def is_shallow(repo_dir: Path) -> bool:
 
 def dated_head(repo_dir: Path, head: str, at_ts: int) -> str | None:
     """The branch whose head is ``head`` as it stood at Unix time ``at_ts``; None if it had no commit then."""
-    count = 256
+    return dated_chain(repo_dir, head, at_ts)[0]
+
+
+def dated_chain(repo_dir: Path, head: str, at_ts: int) -> tuple[str | None, list[str]]:
+    """``dated_head``, and the part of ``head``'s first-parent chain read to find it, newest first."""
+    count = 64
     while True:
         out = git_log.run(repo_dir, ["log", "--first-parent", "--format=%H %ct", f"-n{count}", head])
         chain = [(sha, int(ct)) for sha, ct in (line.split() for line in out.decode().splitlines())]
@@ -40,7 +45,7 @@ def dated_head(repo_dir: Path, head: str, at_ts: int) -> str | None:
         newer = max((i for i, (_, ct) in enumerate(chain) if ct > at_ts), default=-1)
         older = chain[newer + 1:]
         if exhausted or (len(older) >= _SETTLED and older[-1][1] < at_ts - _DAY_S):
-            return older[0][0] if older else None
+            return (older[0][0] if older else None), [sha for sha, _ in chain]
         count *= 4
 
 

@@ -128,7 +128,7 @@ def coverage_lines(inp: ReportInput) -> list[str]:
     if cover.also_covers:
         out.append(t.also_covers_line(cover.also_covers))
     if cover.covered:
-        out.append(t.covered_line())
+        out.append(t.covered_line(cover.covered_by))
     if cover.rewritten:
         out.append(t.rewritten_line(cover.rewritten))
     return out

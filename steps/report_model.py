@@ -32,6 +32,7 @@ class Coverage(BaseModel):
     until: str
     also_covers: list[str] = []
     covered: bool = False
+    covered_by: str | None = None
     arrived_late: list[CommitInfo] = []
     rewritten: list[str] = []
 

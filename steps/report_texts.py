@@ -120,8 +120,10 @@ class Texts:
     def also_covers_line(self, keys: Sequence[str]) -> str:
         return f"- **Also covers:** {', '.join(keys)} (no report of their own)"
 
-    def covered_line(self) -> str:
-        return "- **Covered by a later report:** that report already holds this window's commits"
+    def covered_line(self, by: str | None) -> str:
+        if by:
+            return f"- **Covered by the report of {by}:** that report already holds this window's commits"
+        return "- **Covered by another report:** that report already holds this window's commits"
 
     def rewritten_line(self, branches: Sequence[str]) -> str:
         return (f"- **History rewritten:** {', '.join(branches)} (force-pushed since the last report; "
@@ -290,8 +292,10 @@ class KoreanTexts(Texts):
     def also_covers_line(self, keys: Sequence[str]) -> str:
         return f"- **함께 다루는 기간:** {', '.join(keys)} (별도 보고 없음)"
 
-    def covered_line(self) -> str:
-        return "- **이후 보고에 포함됨:** 이 기간의 커밋은 이후 보고가 이미 다루었습니다"
+    def covered_line(self, by: str | None) -> str:
+        if by:
+            return f"- **{by} 보고에 포함됨:** 이 기간의 커밋은 그 보고가 이미 다루었습니다"
+        return "- **다른 보고에 포함됨:** 이 기간의 커밋은 다른 보고가 이미 다루었습니다"
 
     def rewritten_line(self, branches: Sequence[str]) -> str:
         return (f"- **이력 재작성:** {', '.join(branches)} (지난 보고 이후 강제 푸시됨; "

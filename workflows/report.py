@@ -12,7 +12,7 @@ imported when a step runs, not when the workflow is registered.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -58,17 +58,14 @@ def collect(ctx: StepContext[ReportSettings]) -> StepResult:
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
-#: Decisions retried when another run of the same line recorded marks in between.
-_MARK_TRIES = 8
-
-
 def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     """COLLECT_GIT of a run pinned with an attribution: its range runs between two marks of its line.
 
     The line is the schedule's timeline for this project (a team report's children share
-    their parent's schedule). The bounds are decided by ``steps.coverage.plan`` from the
-    marks recorded so far and recorded under the line's compare-and-set; a retry reuses
-    the bounds it pinned, so it reports the same commits.
+    their parent's schedule). ``steps.coverage.settle`` decides the range from the marks
+    recorded so far and the fates of the periods before this one, and records it under
+    the line's compare-and-set; a retry reuses the range it pinned, so it reports the same
+    commits.
     """
     from steps import collect_git, coverage
 
@@ -77,47 +74,31 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     if ctx.pinned.get("since_heads") is not None:
         upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
         since, covered = inputs.instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
+        covered_by = str(ctx.pinned.get("covered_by", "")) if covered else None  # "": pinned before it was named
         excluded = list(ctx.pinned.get("excluded_heads", []))
         held = list(ctx.pinned.get("held_later", []))
         until = inputs.instant(str(ctx.pinned.get("until") or format_instant(end)))
         also = list(ctx.pinned.get("also_covers", []))
     else:
-        line = f"{ctx.pinned['schedule']}:{ctx.project}"
-        for _ in range(_MARK_TRIES):
-            book = ctx.marks.read(line)
-            plan = coverage.plan(book.marks, start, end)
-            now_heads: dict[str, str] = {}
-
-            def heads_of(bound: coverage.Bound) -> dict[str, str]:
-                if bound.heads is not None:
-                    return bound.heads
-                if not now_heads:
-                    now_heads.update(collect_git.current_heads(repo, branches))
-                return collect_git.heads_at(repo, now_heads, bound.at)
-
-            lower, upper = heads_of(plan.lower), heads_of(plan.upper)
-            rewritten = bool(plan.to_record) and not collect_git.fast_forward(repo, lower, upper)
-            new = plan.new_marks(lower, upper, version=book.version + 1, rewritten=rewritten)
-            ctx.check_fence()
-            if ctx.marks.record(line, book.version, new):
-                break
-        else:
-            raise errors.step_error("COVERAGE_BUSY", f"the marks of {line} kept changing while this run decided; "
-                                    "it retries")
-        since, until, covered = plan.since, plan.until, plan.covered
-        excluded = collect_git.excluded_heads(repo, plan.earlier) if plan.earlier and not covered else []
-        held = collect_git.held_later(repo, plan.later) if plan.later and not covered else []
-        also = periods_between(ctx, since, start) + periods_between(ctx, end, plan.until)
+        schedule = str(ctx.pinned["schedule"])
+        decision = coverage.settle(
+            ctx.marks, f"{schedule}:{ctx.project}", start, end, history=collect_git.GitHistory(repo, branches),
+            earlier_periods=partial(ctx.earlier_periods, schedule, start), report=ctx.business_key,
+            check_fence=ctx.check_fence)
+        upper, lower, since, until = decision.upper, decision.lower, decision.since, decision.until
+        covered, covered_by, also = decision.covered, decision.covered_by, list(decision.also_covers)
+        excluded = collect_git.excluded_heads(repo, decision.excluded) if decision.excluded and not covered else []
+        held = collect_git.held_later(repo, decision.later) if decision.later and not covered else []
     out = collect_git.collect_between(
         repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
-        window_end=end, until=until, covered=covered, also_covers=also, excluded=excluded, held_later=held,
-        authors=list(ctx.pinned.get("authors", [])),
+        window_end=end, until=until, covered_by=covered_by if covered else None, also_covers=also,
+        excluded=excluded, held_later=held, authors=list(ctx.pinned.get("authors", [])),
         include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
     out = with_week(ctx, repo, out, lower=lower if ctx.pinned["attribution"] == "landed" else None)
     pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
         "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also,
-        **({"held_later": held} if held else {})}
+        **({"covered_by": covered_by} if covered else {}), **({"held_later": held} if held else {})}
     if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
         pins["forge"] = collect_git.forge(repo)
     empty = not out.commits and not out.arrived_late and not out.unreadable
@@ -148,23 +129,6 @@ def with_week(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[s
                              start=inputs.instant(out.since) if out.since else start,
                              end=inputs.instant(out.until) if out.until else end)
     return out.model_copy(update={"last_week": week_facts.figures(before.key, commits, layout), "merges": merges})
-
-
-def periods_between(ctx: StepContext, since: datetime, start: datetime) -> list[str]:
-    """Business keys of the periods that begin in [since, start): held by a report that reaches beyond its window."""
-    kind = PeriodKind.WEEK if ctx.workflow in WEEKLY_WORKFLOWS else PeriodKind.DAY
-    zone = ZoneInfo(ctx.timezone)
-    day, keys = since.astimezone(zone).date(), list[str]()
-    while True:
-        period = policies.period_of_date(kind, day, ctx.timezone)
-        if period.start_at >= start:
-            return keys
-        if period.start_at >= since and period.key not in keys:
-            keys.append(period.key)
-        day = period.end_at.astimezone(zone).date()
-
-
-WEEKLY_WORKFLOWS = frozenset({"weekly_report", "team_weekly_report"})
 
 
 def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = None, unreadable: Sequence[str] = (),
@@ -237,7 +201,7 @@ def coverage_of(collected: CollectOutput | None) -> Coverage | None:
         return None
     return Coverage(attribution=collected.attribution, since=collected.since, until=collected.window_end
                     if collected.until is None else collected.until, also_covers=collected.also_covers,
-                    covered=collected.covered, arrived_late=collected.arrived_late, rewritten=collected.rewritten)
+                    covered=collected.covered, covered_by=collected.covered_by, arrived_late=collected.arrived_late, rewritten=collected.rewritten)
 
 
 def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:

@@ -15,7 +15,18 @@ from zoneinfo import ZoneInfo
 
 from engine.core import period_keys
 from engine.core.cron import timetable
-from engine.core.models import Misfire, Overlap, Period, PeriodKind, ReportOn, Run, RunStatus, Schedule, SlotReason
+from engine.core.models import (
+    Misfire,
+    Overlap,
+    Period,
+    PeriodKind,
+    ReportOn,
+    Run,
+    RunStatus,
+    Schedule,
+    ScheduleSpec,
+    SlotReason,
+)
 
 # --- business periods -------------------------------------------------------
 
@@ -95,6 +106,16 @@ def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn) -> t
             monday += timedelta(days=7)
         return monday, monday + timedelta(days=6)
     return day, day
+
+
+def slot_for_date(spec: ScheduleSpec, kind: PeriodKind, day: date) -> datetime | None:
+    """The first slot of ``spec``'s cron that reports on ``day``'s period; None when the cron has none."""
+    first, last = slot_dates_for_period(kind, day, spec.report_on)
+    key = period_of_date(kind, day, spec.timezone).key if kind is not PeriodKind.SLOT else None
+    fires = [f for f in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
+                                                       dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+             if key is None or business_period(kind, f.at, spec.timezone, spec.report_on).key == key]
+    return fires[0].at if fires else None
 
 
 def base_key(workflow: str, project: str, business_key: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.core import clock, errors, inputs, logs
 from engine.core.clock import Clock
-from engine.execution import fan_out
+from engine.execution import fan_out, period_walk
 from engine.execution.lease import Lease
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
@@ -153,7 +153,7 @@ def run_context(rt: Runtime, claim: Claim, workflow: WorkflowDef, lease: Lease,
         exclusive=rt.store.exclusive, pace=partial(wait_for_slot, rt.store, rt.clock),
         sleep=partial(lease.sleep, stop=stop), engine_facts=partial(_engine_facts, rt),
         output_models=workflow.output_models(), children=partial(fan_out.outcomes, rt, run.id),
-        marks=marks.StoreMarks(rt.store, rt.clock, run.id))
+        marks=marks.StoreMarks(rt.store, rt.clock, run.id), earlier_periods=partial(period_walk.earlier_periods, rt))
 
 
 def step_context(claim: Claim, fixed: dict[str, Any], pinned: dict[str, Any], outputs: dict[str, Any],

@@ -64,15 +64,11 @@ def refuse_disabled(schedule: Schedule, command: str) -> None:
 
 
 def _slot_for_date(schedule: Schedule, kind: PeriodKind, day: date) -> datetime:
-    spec = schedule.spec
-    first, last = policies.slot_dates_for_period(kind, day, spec.report_on)
-    key = policies.period_of_date(kind, day, spec.timezone).key if kind is not PeriodKind.SLOT else None
-    fires = [f for f in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
-                                                  dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
-             if key is None or policies.business_period(kind, f.at, spec.timezone, spec.report_on).key == key]
-    if not fires:
-        raise errors.InvalidInput(f"schedule '{spec.name}' ({spec.cron!r}) has no slot for business date {day}")
-    return fires[0].at
+    slot = policies.slot_for_date(schedule.spec, kind, day)
+    if slot is None:
+        raise errors.InvalidInput(f"schedule '{schedule.spec.name}' ({schedule.spec.cron!r}) has no slot for "
+                                  f"business date {day}")
+    return slot
 
 
 def trigger(rt: Runtime, schedule_name: str, *, day: date | None = None, force_new: bool = False) -> ActionResult:

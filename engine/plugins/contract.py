@@ -36,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
 from engine.core.models import Mark, MarkLine, PeriodKind, RunStatus, StepStatus
+from engine.core.period_fates import PeriodFate
 from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)
@@ -104,6 +105,10 @@ def _no_pace(name: str, interval: timedelta) -> None:
 def _real_sleep(seconds: float) -> None:
     """``ctx.sleep`` of a step called outside a worker (a test, a script): real time."""
     clock.REAL.sleep(seconds)
+def _no_earlier_periods(schedule: str, before: datetime) -> tuple[PeriodFate, ...]:
+    return ()
+
+
 def _no_facts(start: datetime, end: datetime) -> Mapping[str, Any]:
     raise errors.StepError("CONFIG_INVALID", "this engine gives no run facts to steps", retryable=False)
 
@@ -184,6 +189,9 @@ class StepContext(Generic[SettingsT]):
     # [start, end) (``engine.store.ops_facts``), for a workflow that reports on the engine.
     engine_facts: Callable[[datetime, datetime], Mapping[str, Any]] = _no_facts
     # Timelines of marks shared by every run on the store (``MarkBook``): a report's window edges.
+    # ``earlier_periods(schedule, before)``: the schedule's periods ending at ``before`` and earlier, newest first,
+    # up to the first that has or may still get a run of its own (``engine.core.period_fates``).
+    earlier_periods: Callable[[str, datetime], tuple[PeriodFate, ...]] = _no_earlier_periods
     marks: MarkBook = field(default_factory=MemoryMarks)
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)

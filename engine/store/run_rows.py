@@ -10,6 +10,7 @@ and nothing is written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from sqlalchemy import bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from engine.core import errors, policies, transitions
+from engine.core import errors, inputs, policies, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
     BUSY_STATUSES,
@@ -302,3 +303,31 @@ def next_due_at(conn: Connection, *, after: datetime | None = None) -> datetime 
     if after is not None:
         query = query.where(runs.c.not_before > after)
     return conn.execute(query).scalar()
+
+
+def period_states(conn: Connection, schedule_id: int, business_keys: Sequence[str]) -> dict[str, PeriodState]:
+    """Each period's latest revision among the schedule's own runs (not child runs)."""
+    if not business_keys:
+        return {}
+    query = (select(runs.c.business_key, runs.c.status, runs.c.reason, runs.c.attempt_count, runs.c.scheduled_for,
+                    runs.c.pinned)
+             .where(runs.c.schedule_id == schedule_id, runs.c.parent_id.is_(None),
+                    runs.c.business_key.in_(list(business_keys)))
+             .order_by(runs.c.business_key, runs.c.revision, runs.c.id))
+    out: dict[str, PeriodState] = {}
+    for key, status, reason, tried, slot, pinned in conn.execute(query):  # a key's last row: its latest revision
+        window_end = (pinned or {}).get("window_end")
+        out[key] = PeriodState(RunStatus(status), reason, tried > 0, slot,
+                               inputs.instant(window_end) if isinstance(window_end, str) else None)
+    return out
+
+
+@dataclass(frozen=True)
+class PeriodState:
+    """A period's latest run as a report reaching back reads it: status, whether it began, its slot and window end."""
+
+    status: RunStatus
+    reason: str | None
+    began: bool
+    slot: datetime
+    window_end: datetime | None

@@ -145,5 +145,9 @@ def test_a_commit_forced_away_and_back_is_held_once_whatever_runs_afterwards(sto
     held = {key: sorted(c["sha"] for c in out["commits"]) for key, out in reports(rt).items()}
     everyone = [sha for shas in held.values() for sha in shas]
     assert sorted(everyone) == sorted({kept, other, newer})  # each exactly once
-    assert held["2026-11-09"] == sorted([kept, newer]) and held["2026-11-07"] == [other]
-    assert held["2026-11-02"] == []
+    # Sunday's report reached back over the missed days (their slots were never run); their backfills are covered.
+    assert held["2026-11-09"] == sorted([kept, newer]) and held["2026-11-08"] == [other]
+    got = reports(rt)
+    assert got["2026-11-08"]["also_covers"] == [f"2026-11-0{d}" for d in range(2, 8)]
+    for day in ("2026-11-07", "2026-11-02"):
+        assert held[day] == [] and got[day]["covered_by"] == "2026-11-08"
