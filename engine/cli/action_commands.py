@@ -59,8 +59,10 @@ def backfill(ctx: typer.Context, schedule: str,
              dry_run: Annotated[bool, typer.Option("--dry-run", help="List, change nothing.")] = False,
              include_pruned: Annotated[bool, typer.Option("--include-pruned",
                                                           help="Also periods a prune removed.")] = False,
+             include_skipped: Annotated[bool, typer.Option(
+                 "--include-skipped", help="Also run periods skipped for a holiday, maintenance or a pause.")] = False,
              as_json: context.JsonOpt = False) -> None:
-    """Runs for every business period without a row. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
+    """Runs for every business period without a row or whose slot was missed, one report each; holidays and maintenance stay skipped unless --include-skipped. Example: reportflow backfill platform-daily --from 2026-09-01 --to 2026-09-30"""
     from engine.cli import render
     from engine.operations import actions
 
@@ -68,7 +70,7 @@ def backfill(ctx: typer.Context, schedule: str,
     rt = context.cli_of(ctx).runtime(strict=True)
     with render.progress("backfill", quiet=as_json) as advance:
         report = actions.backfill(rt, schedule, first=first, last=last, dry_run=dry_run, progress=advance,
-                                     include_pruned=include_pruned)
+                                     include_pruned=include_pruned, include_skipped=include_skipped)
     render.backfill_report(report, dry_run, as_json)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.core.models import ACTIVE_STATUSES, UNRUN_STATUSES, Run, RunStatus
+from engine.core.models import ACTIVE_STATUSES, UNRUN_STATUSES, Run, RunStatus, SlotReason
 
 
 class Command(StrEnum):
@@ -42,12 +42,21 @@ def latest_revision(existing: Sequence[Run]) -> Run | None:
     return max(existing, key=lambda run: run.revision, default=None)
 
 
-def decide_action(command: Command, status: RunStatus | None, *, force_new: bool = False) -> PeriodAction:
-    """The §12 table: what ``command`` does with a period whose latest revision has ``status``."""
+#: Slots left unrun on purpose (a holiday, a maintenance window or a pause): a backfill leaves them unless asked.
+ON_PURPOSE = frozenset({SlotReason.HOLIDAY.value, SlotReason.MAINTENANCE.value})
+
+
+def decide_action(command: Command, status: RunStatus | None, *, force_new: bool = False, reason: str | None = None,
+                  include_skipped: bool = False) -> PeriodAction:
+    """The period table: what ``command`` does with a period whose latest revision has ``status`` (and ``reason``).
+
+    A backfill leaves a slot skipped on purpose (``ON_PURPOSE``) unless ``include_skipped``."""
     if status is None:
         return PeriodAction.CREATE
     if force_new and command is Command.TRIGGER:
         return PeriodAction.REVISION
+    if command is Command.BACKFILL and status in UNRUN_STATUSES and reason in ON_PURPOSE and not include_skipped:
+        return PeriodAction.LEAVE
     requeues = REQUEUE_ON_TRIGGER if command is Command.TRIGGER else REQUEUE_ON_BACKFILL
     if status in requeues:
         return PeriodAction.REQUEUE
@@ -58,8 +67,10 @@ def decide_action(command: Command, status: RunStatus | None, *, force_new: bool
     return PeriodAction.LEAVE
 
 
-def decide_period(command: Command, existing: Sequence[Run], *, force_new: bool = False) -> PeriodDecision:
+def decide_period(command: Command, existing: Sequence[Run], *, force_new: bool = False,
+                  include_skipped: bool = False) -> PeriodDecision:
     """``decide_action`` on the latest of ``existing`` (every revision of one period)."""
     latest = latest_revision(existing)
-    action = decide_action(command, None if latest is None else latest.status, force_new=force_new)
+    action = decide_action(command, None if latest is None else latest.status, force_new=force_new,
+                           reason=None if latest is None else latest.reason, include_skipped=include_skipped)
     return PeriodDecision(action, latest)

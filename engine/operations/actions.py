@@ -200,14 +200,16 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
 
 
 def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_run: bool = False,
-             progress: Callable[[int, int], None] | None = None, include_pruned: bool = False) -> BackfillReport:
+             progress: Callable[[int, int], None] | None = None, include_pruned: bool = False,
+             include_skipped: bool = False) -> BackfillReport:
     """BACKFILL runs for every business period in [first, last] without a row (SPEC §12 table).
 
     Periods whose slot is still in the future are left out (listed in ``future``), and
     so are periods the cron has no slot for (listed in ``no_slot``).
     Runs once or twice, the outcome is the same: the second pass creates nothing.
     A period without a row inside a range a prune removed is left out (listed in
-    ``pruned``) unless ``include_pruned``: pruning never makes a report twice.
+    ``pruned``) unless ``include_pruned``: pruning never makes a report twice. A slot skipped for a
+    holiday, maintenance or a pause stays skipped (listed in ``left``) unless ``include_skipped``.
     """
     check_span(first, last, "backfill")
     now = rt.clock.now()
@@ -233,7 +235,8 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
                         pruned_ranges, *retention.period_dates(period.key, spec.timezone)):
                     report.pruned.append(period.key)
                     continue
-                decision = revisions.decide_period(revisions.Command.BACKFILL, existing)
+                decision = revisions.decide_period(revisions.Command.BACKFILL, existing,
+                                                   include_skipped=include_skipped)
                 if decision.action is revisions.PeriodAction.CREATE:
                     if not dry_run:
                         _create(conn, rt, schedule, slot, RunTrigger.BACKFILL, now, pins)

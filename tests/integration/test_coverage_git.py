@@ -98,7 +98,10 @@ def test_each_commit_is_in_exactly_one_daily_report(store_url: str, tmp_path: Pa
     assert held["2026-11-04"] == [late]  # pushed after Tuesday's run
     assert set(held["2026-11-07"]) == {thursday, friday, saturday}
     assert got["2026-11-07"]["also_covers"] == ["2026-11-05", "2026-11-06"]
-    assert held["2026-11-05"] == [] and got["2026-11-05"]["covered"]  # the backfill adds nothing
+    assert held["2026-11-05"] == [] and got["2026-11-05"]["covered_by"] == "2026-11-07"  # the backfill adds nothing
+    thursday_text = (tmp_path / "reports" / "app" / "2026-11-05-app-daily-summary.md").read_text()
+    assert "**Covered by the report of 2026-11-07:**" in thursday_text  # the earlier-decided report it is in
+    assert "2026-11-04 19:30 → 2026-11-05 19:30 (UTC)" in thursday_text  # its own window, not a zero-width span
     assert held["2026-11-08"] == [rewritten] and got["2026-11-08"]["rewritten"] == ["main"]
     saturday_file = tmp_path / "reports" / "app" / "2026-11-07-app-daily-summary.md"
     text = saturday_file.read_text()
@@ -118,6 +121,56 @@ def test_a_rerun_reports_the_same_commits(store_url: str, tmp_path: Path) -> Non
     cycle(rt, at(0, 22))
     assert [c["sha"] for c in reports(rt)["2026-11-02"]["commits"]] == [first]
     assert run_rows_list(rt)[0].status is RunStatus.SUCCESS
+
+
+def work(rt: Runtime, when: datetime, day: date | None = None) -> None:
+    """At ``when``, trigger ``day`` (if given) and run what is queued, no tick: only the runs a test asked for."""
+    assert isinstance(rt.clock, ManualClock)
+    rt.clock.set(when)
+    if day is not None:
+        actions.trigger(rt, "app-daily", day=day)
+    while Worker(rt, "w").run_one() is not None:
+        pass
+
+
+def test_days_triggered_out_of_order_each_hold_their_own_commits(store_url: str, tmp_path: Path) -> None:
+    """Trigger the third day, then the first, then the second: each report holds the commits of its day."""
+    repo = make_repo(tmp_path)
+    repo.commit("base", at=at(-3, 9))
+    days = {d: [repo.commit(f"day {d} #{n}", at=at(d, 8 + n)) for n in range(d + 2)] for d in (0, 1, 2)}
+    rt = runtime(store_url, tmp_path, repo)
+    for day in (2, 0, 1):
+        work(rt, at(3, 20), date(2026, 11, 2 + day))
+    got = reports(rt)
+    for day, shas in days.items():  # an interval window: the 19:30 slot of the day ends it
+        key = f"2026-11-0{2 + day}"
+        assert sorted(c["sha"] for c in got[key]["commits"]) == sorted(shas), key
+        assert not got[key]["covered"] and got[key]["also_covers"] == []
+
+
+def test_a_failed_day_keeps_its_commits_for_its_retry(store_url: str, tmp_path: Path) -> None:
+    """A day whose COLLECT_GIT failed is not overtaken by the next day's run: its retry holds its own commits."""
+    repo = make_repo(tmp_path)
+    repo.commit("base", at=at(-3, 9))
+    rt = runtime(store_url, tmp_path, repo)
+    first = repo.commit("monday", at=at(0, 9))
+    work(rt, at(0, 20), date(2026, 11, 2))
+    tuesday = repo.commit("tuesday", at=at(1, 9))
+    head = repo.path / ".git" / "HEAD"
+    head.rename(head.with_name("HEAD.away"))  # the repository is unreadable while Tuesday runs: it fails
+    work(rt, at(1, 20), date(2026, 11, 3))
+    (failed,) = [r for r in run_rows_list(rt) if r.business_key == "2026-11-03"]
+    assert failed.status in (RunStatus.FAILED, RunStatus.RETRY_PENDING), failed.status
+    head.with_name("HEAD.away").rename(head)
+    wednesday = repo.commit("wednesday", at=at(2, 9))
+    work(rt, at(2, 20), date(2026, 11, 4))
+    if failed.status is RunStatus.FAILED:
+        actions.retry(rt, failed.id)
+    work(rt, at(2, 23))
+    got = reports(rt)
+    assert [c["sha"] for c in got["2026-11-02"]["commits"]] == [first]
+    assert [c["sha"] for c in got["2026-11-03"]["commits"]] == [tuesday]
+    assert [c["sha"] for c in got["2026-11-04"]["commits"]] == [wednesday]
 
 
 def run_rows_list(rt: Runtime) -> list[Any]:

@@ -32,3 +32,12 @@ def test_force_new_makes_a_revision_only_for_trigger_and_only_when_a_row_exists(
     assert revisions.decide_action(Command.TRIGGER, RunStatus.SUCCESS, force_new=True) is PeriodAction.REVISION
     assert revisions.decide_action(Command.TRIGGER, None, force_new=True) is PeriodAction.CREATE
     assert revisions.decide_action(Command.BACKFILL, RunStatus.SUCCESS, force_new=True) is PeriodAction.PRESENT
+
+
+@pytest.mark.parametrize("reason", ["holiday", "maintenance"])
+def test_a_backfill_leaves_a_slot_skipped_on_purpose_unless_asked(reason: str) -> None:
+    assert revisions.decide_action(Command.BACKFILL, RunStatus.SKIPPED, reason=reason) is PeriodAction.LEAVE
+    assert revisions.decide_action(Command.BACKFILL, RunStatus.SKIPPED, reason=reason,
+                                   include_skipped=True) is PeriodAction.REQUEUE
+    assert revisions.decide_action(Command.TRIGGER, RunStatus.SKIPPED, reason=reason) is PeriodAction.REQUEUE
+    assert revisions.decide_action(Command.BACKFILL, RunStatus.MISSED, reason="too_old") is PeriodAction.REQUEUE
