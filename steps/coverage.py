@@ -73,13 +73,14 @@ class MarkBook(Protocol):
 @dataclass(frozen=True)
 class Edge:
     """One end of a report's range: its instant and its recorded value (None: to read from the history,
-    between ``before``, the previous recorded value, and ``after``, the next one, at ``after_at``)."""
+    between ``before``, the previous recorded value, at ``before_at``, and ``after``, the next one, at ``after_at``)."""
 
     at: datetime
     heads: Heads | None
     before: Heads | None = None
     after: Heads | None = None
     after_at: datetime | None = None
+    before_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ def _edge(edges: Sequence[Mark], at: datetime) -> Edge:
     before = next((m for m in reversed(edges) if m.at < at), None)
     after = next((m for m in edges if m.at > at), None)
     return Edge(at, None, heads_of(before) if before else None, heads_of(after) if after else None,
-                after.at if after else None)
+                after.at if after else None, before.at if before else None)
 
 
 def _version(mark: Mark) -> int:
@@ -260,15 +261,28 @@ def decide(marks: Sequence[Mark], start: datetime, end: datetime, earlier_period
         nearer = p.lower.after is not None and p.lower.after_at is not None and p.lower.after_at <= end
         lower = history.as_of(p.lower.after if nearer and p.lower.after is not None else upper, p.lower.at,
                               p.lower.before)
-    reads = p.lower.heads is None or p.upper.heads is None
-    rewritten = reads and not history.fast_forward(lower, upper)
-    new: list[Mark] = []
-    if p.lower.heads is None:
-        new.append(Mark(p.lower.at, mark_value(lower, version=version, rewritten_after=rewritten)))
-    if p.upper.heads is None:
-        new.append(Mark(end, mark_value(upper, version=version, rewritten_before=rewritten)))
+    rewritten = not history.fast_forward(lower, upper) if p.lower.heads is None or p.upper.heads is None else False
+    new = _new_edges(p, lower, upper, history, version)
     new += [Mark(at, inside_value(report, p.lower.at, end, p.also_covers)) for at in p.inside]
     return Decision(lower, upper, p.lower.at, end, p.also_covers, None, p.earlier, p.later, tuple(new), rewritten)
+
+
+def _new_edges(p: Plan, lower: Heads, upper: Heads, history: History, version: int) -> list[Mark]:
+    """The edges read from the history, as marks; each flagged when the range beside it, up to a recorded
+    neighbour or the other new edge, is not a fast-forward (a later range then excludes every earlier mark)."""
+    line: list[tuple[datetime, Heads, bool]] = []
+    if p.lower.heads is None and p.lower.before is not None and p.lower.before_at is not None:
+        line.append((p.lower.before_at, p.lower.before, False))
+    line += [(p.lower.at, lower, p.lower.heads is None), (p.upper.at, upper, p.upper.heads is None)]
+    if p.upper.heads is None and p.upper.after is not None and p.upper.after_at is not None:
+        line.append((p.upper.after_at, p.upper.after, False))
+    after = {at: False for at, _, _ in line}
+    before = dict(after)
+    for (lo_at, lo, lo_new), (hi_at, hi, hi_new) in zip(line, line[1:], strict=False):
+        if (lo_new or hi_new) and not history.fast_forward(lo, hi):
+            after[lo_at] = before[hi_at] = True
+    return [Mark(at, mark_value(heads, version=version, rewritten_after=after[at], rewritten_before=before[at]))
+            for at, heads, new in line if new]
 
 
 #: Decisions retried when another run of the same line recorded marks in between.

@@ -52,11 +52,11 @@ _TICKS = re.compile(r"`+")
 # What a renderer may turn into a link by itself: a URL with a scheme, a www. name (GFM's
 # extended autolinks) and an e-mail address. Escaping the character GFM's autolinker keys on
 # (the ":" of "://", the "." of "www.", the "@") keeps the text as written and the link dead.
-_URL = r"(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?<![A-Za-z0-9_.\-])www\.(?=[A-Za-z0-9_\-]))[^\s<>`|\[\]()\"'\\]*"
+_URL = r"(?:[A-Za-z][A-Za-z0-9+.\-]*://|(?<![A-Za-z0-9.\-])www\.(?=[A-Za-z0-9_\-]))[^\s<>`|\[\]()\"'\\]*"
 _EMAIL = r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+"
 # Every place such a link could start, escaped wherever it stands (an address recognised in one
 # place can hide a scheme GFM would see in another: "a@b.https://x").
-_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9_\-])www\.(?=[A-Za-z0-9_\-])")
+_DEFANG = re.compile(r"@|:(?=//)|(?<![A-Za-z0-9\-])www\.(?=[A-Za-z0-9_\-])")
 # Left out of the end of a bare URL, as GFM does ("see https://x.example." ends at the name).
 _TRAILING = ".,:;!?*_~"
 _ENTITY = r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"

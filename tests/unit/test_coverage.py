@@ -243,6 +243,10 @@ def simulate(push_list: list[tuple[int, list[int], list[int], int]], day_plans: 
 @example(push_list=[(10, [0], [0, 0, 0], 0), (34, [0], [0, 0, 0], 0), (58, [0], [0, 0, 0], 0)],
          day_plans=[(4, 5, False), (4, 1, True), (1, 0, False)] + [(2, 0, False)] * (DAYS - 3),
          late_pushes=False, rewrite=False)  # trigger day 2, then day 0, then day 1: each its own
+# Forced away while one run decides with the next: the next reads the edge between them empty, unflagged.
+@example(push_list=[(0, [0], [0, 0, 0], 0), (121, [0], [0, 0, 0], 9), (145, [0], [0, 0, 0], 8)],
+         day_plans=[(0, 0, False)] * 5 + [(0, 0, True)] + [(0, 0, False)] * (DAYS - 6), late_pushes=False,
+         rewrite=True)
 @given(push_list=pushes, day_plans=plans, late_pushes=st.booleans(), rewrite=st.booleans())
 def test_every_commit_is_in_exactly_one_report_the_one_of_its_day(
         push_list: list[tuple[int, list[int], list[int], int]], day_plans: list[tuple[int, int, bool]],
