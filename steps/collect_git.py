@@ -226,11 +226,7 @@ def current_heads(repo_path: Path, branches: list[str]) -> dict[str, str]:
     """Each configured branch's head now; GIT_REPO_SHALLOW for a shallow clone (its history is cut)."""
     handle = _open_repo(repo_path)
     repo_dir = Path(handle.working_tree_dir or handle.git_dir)
-    try:
-        shallow = git_range.is_shallow(repo_dir)
-    except GitFailure as exc:
-        raise unreadable_error(repo_dir, exc) from exc
-    if shallow:
+    if git_range.is_shallow(Path(handle.common_dir)):
         raise errors.step_error("GIT_REPO_SHALLOW", f"{repo_dir} is a shallow clone: its history stops short, so "
                                 "what a report holds cannot be told; run `git fetch --unshallow` there")
     return _resolve_branches(handle, repo_dir, branches)
@@ -247,35 +243,107 @@ def excluded_heads(repo_path: Path, marks: Sequence[dict[str, str]]) -> list[str
         raise unreadable_error(repo_dir, exc) from exc
 
 
+#: A head committed at most this long after the edge it dates is read with its range in one ``git log`` (a run
+#: on time); further (a run days late), the first-parent chain is walked on its own first.
+NEAR = timedelta(days=1)
+
+
 class GitHistory:
     """``coverage.History`` over a repository: the branches now, as they stood at an instant, and whether one
-    set of heads leads to another. It remembers which heads it saw lead to which (read off the first-parent
-    chains it walks), so that a run on time asks git once for its edge and not again whether it is a
-    fast-forward."""
+    set of heads leads to another.
+
+    A run on time dates its end edge from the branch now, kept a descendant of its start edge: one
+    ``git log --numstat NOW --not START`` (merges and parents included) answers that and holds the report's
+    range too, which ``collect_between`` then reads from it; one git process for the whole step. Otherwise
+    the first-parent chain is read in growing slices (``git_range.dated_chain``), and chains already read
+    answer older instants. It remembers which heads it saw lead to which, so that whether a range is a
+    fast-forward is rarely asked of git.
+    """
 
     def __init__(self, repo_path: Path, branches: Sequence[str]) -> None:
         self.repo_path, self.branches = repo_path, list(branches)
-        self.repo_dir = _repo_dir(repo_path)
+        handle = _open_repo(repo_path)
+        self.repo_dir = Path(handle.working_tree_dir or handle.git_dir)
+        self.objects_dir = Path(handle.common_dir) / "objects"
         self._leads: set[tuple[str, str]] = set()  # (older, newer): older is newer or one of its ancestors
+        self._chains: list[tuple[git_range.Chain, bool]] = []  # first-parent chains read, and whether to the root
+        self._now: dict[str, str] = {}
+        self._listings: dict[tuple[str, str], git_range.Listing] = {}
 
     def now(self) -> dict[str, str]:
-        return current_heads(self.repo_path, self.branches)
+        self._now = current_heads(self.repo_path, self.branches)
+        return dict(self._now)
 
     def as_of(self, heads: dict[str, str], at: datetime, floor: dict[str, str] | None) -> dict[str, str]:
         before = math.ceil(at.timestamp()) - 1  # a window's edge belongs to the window after it
         try:
-            try:
-                dated = {ref: git_range.dated_chain(self.repo_dir, sha, before) for ref, sha in heads.items()}
-            except GitFailure as exc:  # a head another node recorded, not fetched here yet
-                if not exc.missing_object:
-                    raise
-                _present_or_fetched(self.repo_dir, list(heads.values()))
-                dated = {ref: git_range.dated_chain(self.repo_dir, sha, before) for ref, sha in heads.items()}
-            out = {ref: self._kept(heads[ref], found, chain, (floor or {}).get(ref))
-                   for ref, (found, chain) in dated.items()}
+            out = {ref: self._one(sha, before, (floor or {}).get(ref), live=self._now.get(ref) == sha)
+                   for ref, sha in heads.items()}
         except GitFailure as exc:
             raise unreadable_error(self.repo_dir, exc) from exc
         return {ref: sha for ref, sha in out.items() if sha is not None}
+
+    def _one(self, head: str, before: int, floor: str | None, *, live: bool) -> str | None:
+        if live and floor == head:
+            return head  # nothing landed since the start edge
+        if live and floor is not None:
+            found = self._from_listing(head, floor, before)
+            if found is not None:
+                return found
+        try:
+            dated, chain = self._dated(head, before)
+        except GitFailure as exc:  # a head another node recorded, not fetched here yet
+            if not exc.missing_object:
+                raise
+            _present_or_fetched(self.repo_dir, [head])
+            dated, chain = self._dated(head, before)
+        return self._kept(head, dated, chain, floor)
+
+    def _from_listing(self, head: str, floor: str, before: int) -> str | None:
+        """The newest commit of ``head``'s first-parent chain above ``floor`` such that it and every one down to
+        ``floor`` were committed by ``before`` (``floor`` when none), from one listing of the range; None when this
+        does not apply (the head far newer, ``floor`` not on the chain or not here)."""
+        times = git_log.committer_times(self.objects_dir, [head])
+        if times is None or times[0] > before + NEAR.total_seconds():
+            return None
+        try:
+            listed = git_range.listing(self.repo_dir, head, floor)
+        except GitFailure as exc:
+            if exc.missing_object:
+                return None
+            raise
+        chain = listed.first_parents()
+        if chain is None:
+            return None
+        self._listings[(head, floor)] = listed
+        kept = floor
+        for sha in reversed(chain):  # oldest first
+            if listed.graph[sha][0] > before:
+                break
+            kept = sha
+        self._leads.update({(floor, kept), (kept, head), (floor, head)})
+        return kept
+
+    def listed(self, upper: dict[str, str], lower: dict[str, str]) -> tuple[git_range.Listing, str] | None:
+        """A listing already read that holds the range ``upper --not lower`` of a single branch, and its tip."""
+        if len(upper) != 1 or set(upper) != set(lower):
+            return None
+        tip, floor = next(iter(upper.values())), next(iter(lower.values()))
+        found = next((one for (_, f), one in self._listings.items() if f == floor and (tip in one.graph or tip == f)),
+                     None)
+        return None if found is None else (found, tip)
+
+    def _dated(self, head: str, before: int) -> tuple[str | None, list[str]]:
+        """``git_range.dated_chain``, answered from a chain already read when it reaches far enough."""
+        for chain, to_root in self._chains:
+            at = next((i for i, (sha, _) in enumerate(chain) if sha == head), None)
+            if at is not None:
+                found = git_range.dated_in(chain[at:], before, exhausted=to_root)
+                if found is not git_range.UNSETTLED:
+                    return found, [sha for sha, _ in chain[at:]]
+        found, read, to_root = git_range.dated_chain(self.repo_dir, head, before)
+        self._chains.append((read, to_root))
+        return found, [sha for sha, _ in read]
 
     def _kept(self, head: str, dated: str | None, chain: list[str], floor: str | None) -> str | None:
         """``dated``, or ``floor`` when ``dated`` is older than it and ``floor`` leads to ``head``."""
@@ -292,6 +360,10 @@ class GitHistory:
         if dated is not None and self._is_ancestor(floor, dated):
             return dated
         return floor if self._is_ancestor(floor, head) else dated  # else: rewritten since, read as it stands
+
+    def known_to_lead(self, older: str, newer: str) -> bool:
+        """Whether this history already saw ``older`` on ``newer``'s chain (no git asked)."""
+        return older == newer or (older, newer) in self._leads
 
     def _is_ancestor(self, older: str, newer: str) -> bool:
         if (older, newer) in self._leads:
@@ -354,7 +426,8 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
                     attribution: Attribution, since: datetime, window_start: datetime, window_end: datetime,
                     until: datetime | None = None, covered_by: str | None = None, also_covers: Sequence[str] = (),
                     excluded: Sequence[str] = (), held_later: Sequence[str] = (), authors: Sequence[str] = (),
-                    include_merges: bool = False, exclude: Sequence[str] | None = None) -> CollectOutput:
+                    include_merges: bool = False, exclude: Sequence[str] | None = None,
+                    history: GitHistory | None = None) -> CollectOutput:
     """The commits of a report whose range runs from the heads ``lower`` to the heads ``upper``.
 
     ``landed``: every commit reachable from ``upper`` and from none of ``lower`` nor ``excluded``
@@ -367,7 +440,8 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     an old mark does not say which): none.
     The author filter applies after attribution. A head missing here is fetched
     once (another node may have recorded it); a lower head still missing, or one
-    that no longer leads to the upper head, means the branch was rewritten.
+    that no longer leads to the upper head, means the branch was rewritten (``history``: the one that
+    decided the range, which may already know).
     """
     start, end = _check_window(window_start, window_end)
     covered = covered_by is not None
@@ -381,10 +455,14 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
     wanted = frozenset(a.strip().casefold() for a in authors if a.strip())
     broken: list[git_log.Unreadable] = []
     unreadable: list[str] = []
+    listed = history.listed(upper, lower) if history is not None and not excluded and not held_later else None
     try:
         try:  # the common case costs one git log; a head missing here is fetched once, then looked for
-            ranged = [] if covered or not upper else _ranged(repo.path, upper, lower, excluded, wanted,
-                                                                   include_merges, present=None, broken=broken)
+            if listed is not None:  # a run on time: its range was read with its end edge
+                ranged = [] if covered else _from_listing(*listed, wanted, include_merges, broken)
+            else:
+                ranged = [] if covered or not upper else _ranged(repo.path, upper, lower, excluded, wanted,
+                                                                       include_merges, present=None, broken=broken)
             present = set([*upper.values(), *lower.values(), *excluded])
         except GitFailure as exc:
             if not exc.missing_object:
@@ -395,7 +473,9 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
         if missing_upper:
             raise errors.step_error("GIT_COMMIT_NOT_FOUND",
                                     f"head(s) {', '.join(missing_upper)} not found in {repo.path} after a fetch")
-        rewritten = _rewritten(repo.path, lower, upper, present)
+        unknown = {ref: sha for ref, sha in lower.items()
+                   if history is None or ref not in upper or not history.known_to_lead(sha, upper[ref])}
+        rewritten = _rewritten(repo.path, unknown, upper, present)
         commits: list[git_log.RawCommit] = []
         late: list[git_log.RawCommit] = []
         if not covered and upper:
@@ -433,6 +513,16 @@ def _ranged(repo_dir: Path, upper: dict[str, str], lower: dict[str, str], exclud
     broken.clear()
     found = git_range.range_log(repo_dir, list(dict.fromkeys(upper.values())), negatives,
                                 include_merges=include_merges, unreadable=broken)
+    return _by_author_time(found, wanted)
+
+
+def _from_listing(listed: git_range.Listing, tip: str, wanted: frozenset[str], include_merges: bool,
+                  broken: list[git_log.Unreadable]) -> list[git_log.RawCommit]:
+    """``_ranged`` read from a listing of a wider range: the commits of it reachable from ``tip``."""
+    held = listed.reachable(tip)
+    broken[:] = [u for u in listed.unreadable if u.sha in held]
+    found = [(listed.authored[sha], listed.commits[sha]) for sha in held if sha in listed.commits
+             and (include_merges or len(listed.graph[sha][1]) <= 1)]
     return _by_author_time(found, wanted)
 
 
@@ -479,7 +569,9 @@ def exclude_matches(path: str, globs: Sequence[str]) -> bool:
 def _mark_excluded(repo_dir: Path, head: str, commits: list[git_log.RawCommit], globs: Sequence[str]) -> None:
     """Set ``excluded`` on the files marked generated/vendored at ``head`` or matched by ``globs``."""
     paths = sorted({f["path"] for c in commits for f in c["files"]})
-    marked = git_log.attribute_set(repo_dir, head, paths, LINGUIST_ATTRIBUTES)
+    handle = _open_repo(repo_dir)
+    marked = git_log.attribute_set(repo_dir, head, paths, LINGUIST_ATTRIBUTES) if paths and git_log.attributes_may_apply(
+        repo_dir, Path(handle.common_dir), head, paths) else set()
     marked.update(p for p in paths if exclude_matches(p, globs))
     for commit in commits:
         for change in commit["files"]:
@@ -609,11 +701,21 @@ def _fetch_missing(repo_dir: Path, pinned: dict[str, str]) -> None:
 
 def forge(repo_path: Path) -> str | None:
     """The https web address of the repository's ``origin`` remote (``untrusted.forge_of``), or None
-    when there is no such remote or it names no forge: where links in the model's text may point."""
+    when there is no such remote or it names no forge: where links in the model's text may point.
+
+    Read from the repository's configuration in-process; a configuration that rewrites URLs
+    (``url.<base>.insteadOf``) is left to ``git remote get-url``, which applies it."""
     try:
-        remote = git_log.run(repo_path, ["remote", "get-url", "origin"], timeout_s=10).decode("utf-8", "replace")
-    except GitFailure:
-        return None
+        reader = _open_repo(repo_path).config_reader()
+        remote = str(reader.get_value('remote "origin"', "url"))
+        rewrites = any(section.startswith("url ") for section in reader.sections())
+    except Exception:  # noqa: BLE001 - no origin, or a configuration GitPython cannot read: ask git
+        rewrites, remote = True, ""
+    if rewrites:
+        try:
+            remote = git_log.run(repo_path, ["remote", "get-url", "origin"], timeout_s=10).decode("utf-8", "replace")
+        except GitFailure:
+            return None
     return untrusted.forge_of(remote)
 
 

@@ -102,6 +102,8 @@ class GitFailure(Exception):
 # Per commit: RS sha US committer-time US author-time US name US email US message US NUL.
 # The message goes last because it may contain anything but NUL.
 FORMAT = "--format=%x1e%H%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
+#: ``FORMAT`` with each commit's parents after its SHA: a listing ``parse_log`` can also return as a graph.
+FORMAT_GRAPH = "--format=%x1e%H %P%x1f%ct%x1f%at%x1f%aN%x1f%aE%x1f%B%x1f"
 _HEADER_TIMES = re.compile(rb"\x1e[0-9a-f]{40,64}\x1f([0-9]+)\x1f")
 # A ``walk`` line of a commit whose author time git could not read: "LF SP sha US committer-time".
 _NO_TIME = re.compile(rb"\n ([0-9a-f]{40,64})\x1f([0-9]*)")
@@ -296,6 +298,27 @@ def details(repo_dir: Path, shas: Sequence[str]) -> list[tuple[int, RawCommit]]:
     return parse_log(out)
 
 
+def attributes_may_apply(repo_dir: Path, git_dir: Path, commit: str, paths: Sequence[str]) -> bool:
+    """Whether any attributes file could apply to ``paths`` at ``commit``: a ``.gitattributes`` in a directory on
+    their way (one ``git ls-tree`` of exactly those names), ``info/attributes``, or a user or system attributes
+    file. Most repositories have none: then ``attribute_set`` (a scratch index and ``check-attr``) is skipped."""
+    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    if (git_dir / "info" / "attributes").exists() or (home / "git" / "attributes").exists() or \
+            Path("/etc/gitattributes").exists() or _configures_attributes(Path.home() / ".gitconfig"):
+        return True
+    folders = sorted({"/".join(parts[:i]) for parts in (p.split("/") for p in paths) for i in range(len(parts))})
+    names = [f"{folder}/.gitattributes" if folder else ".gitattributes" for folder in folders]
+    listed = run(repo_dir, ["--literal-pathspecs", "ls-tree", "-z", "--name-only", commit, "--", *names])
+    return bool(listed.strip(b"\0"))
+
+
+def _configures_attributes(config: Path) -> bool:
+    try:
+        return b"attributesfile" in config.read_bytes().lower()
+    except OSError:
+        return False
+
+
 def attribute_set(repo_dir: Path, commit: str, paths: Sequence[str], attributes: Sequence[str]) -> set[str]:
     """The ``paths`` for which any of ``attributes`` is set (``attr`` or ``attr=true``) at ``commit``."""
     if not paths:
@@ -322,9 +345,10 @@ RawCommit = dict[str, Any]
 RawFile = dict[str, Any]
 
 
-def parse_log(data: bytes, keep: Keep | None = None,
-              unreadable: list[Unreadable] | None = None) -> list[tuple[int, RawCommit]]:
-    """Parse ``git log -z --numstat`` output printed with ``FORMAT``.
+def parse_log(data: bytes, keep: Keep | None = None, unreadable: list[Unreadable] | None = None,
+              graph: dict[str, tuple[int, list[str]]] | None = None) -> list[tuple[int, RawCommit]]:
+    """Parse ``git log -z --numstat`` output printed with ``FORMAT`` (or ``FORMAT_GRAPH``: then every commit's
+    committer time and parents go to ``graph``, unreadable ones included).
 
     ``keep(author_time, name, email)`` drops commits before their files are
     built (the single pass also prints commits just outside the window).
@@ -355,7 +379,10 @@ def parse_log(data: bytes, keep: Keep | None = None,
         if token[0] == "\x1e":
             if token[-1] != "\x1f":
                 raise ValueError(f"unexpected git log header in token {i - 1}")
-            sha, committed, authored, name, email, message = token[1:-1].split("\x1f", 5)
+            head, committed, authored, name, email, message = token[1:-1].split("\x1f", 5)
+            sha, *parents = head.split(" ")
+            if graph is not None:
+                graph[sha] = (int(committed) if _number(committed) else 0, [p for p in parents if p])
             started = True
             files = None
             if not _number(authored):

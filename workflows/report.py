@@ -71,6 +71,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
 
     branches = list(ctx.pinned["branches"])
     start, end = ctx.period_start_at, ctx.period_end_at
+    history: collect_git.GitHistory | None = None
     if ctx.pinned.get("since_heads") is not None:
         upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
         since, covered = inputs.instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
@@ -81,8 +82,9 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
         also = list(ctx.pinned.get("also_covers", []))
     else:
         schedule = str(ctx.pinned["schedule"])
+        history = collect_git.GitHistory(repo, branches)
         decision = coverage.settle(
-            ctx.marks, f"{schedule}:{ctx.project}", start, end, history=collect_git.GitHistory(repo, branches),
+            ctx.marks, f"{schedule}:{ctx.project}", start, end, history=history,
             earlier_periods=partial(ctx.earlier_periods, schedule, start), report=ctx.business_key,
             check_fence=ctx.check_fence)
         upper, lower, since, until = decision.upper, decision.lower, decision.since, decision.until
@@ -93,7 +95,8 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
         repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
         window_end=end, until=until, covered_by=covered_by if covered else None, also_covers=also,
         excluded=excluded, held_later=held, authors=list(ctx.pinned.get("authors", [])),
-        include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"))
+        include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"),
+        history=history)
     out = with_week(ctx, repo, out, lower=lower if ctx.pinned["attribution"] == "landed" else None)
     pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),

@@ -169,3 +169,35 @@ def test_kept_repository_handle_follows_the_path(tmp_path: Path) -> None:
     with pytest.raises(StepError) as unknown:
         collect(again.path, ["main"], day, day + timedelta(days=1))
     assert unknown.value.code == "CONFIG_INVALID"
+
+
+def test_a_shallow_clone_is_refused_without_asking_git(tmp_path: Path) -> None:
+    """A clone whose history stops short cannot tell what a report holds: GIT_REPO_SHALLOW, naming the fix."""
+    import subprocess
+
+    from engine.core import errors
+    from steps import collect_git
+    from tests.fakes.gitrepo import git_env, make_repo
+
+    source = make_repo(tmp_path, "source")
+    for n in range(3):
+        source.commit(f"c{n}", at=datetime(2026, 11, 2, 9 + n, tzinfo=UTC))
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{source.path}", str(shallow)], env=git_env(),
+                   check=True)
+    with pytest.raises(errors.StepError) as caught:
+        collect_git.current_heads(shallow, ["main"])
+    assert caught.value.code == "GIT_REPO_SHALLOW" and "git fetch --unshallow" in caught.value.message
+    assert collect_git.current_heads(source.path, ["main"])  # the full clone is read
+
+
+def test_the_forge_is_read_from_origin_and_follows_url_rewrites(tmp_path: Path) -> None:
+    from steps import collect_git
+
+    repo = make_repo(tmp_path, "forge")
+    assert collect_git.forge(repo.path) is None  # no origin
+    repo.git("remote", "add", "origin", "git@github.com:psf/requests.git")
+    assert collect_git.forge(repo.path) == "https://github.com/psf/requests"
+    repo.git("remote", "set-url", "origin", "gh:psf/httpx")
+    repo.git("config", "url.https://github.com/.insteadOf", "gh:")  # git applies it; so does the forge
+    assert collect_git.forge(repo.path) == "https://github.com/psf/httpx"

@@ -105,3 +105,13 @@ def test_exclude_globs() -> None:
     assert exclude_matches(".venv/lib/x.py", [".venv/"]) and exclude_matches("tools/.venv/x.py", [".venv/"])
     assert not exclude_matches("src/venv.py", [".venv/"])
     assert not exclude_matches("docs/readme.md", [])
+
+
+def test_a_gitattributes_deep_in_the_tree_marks_its_own_files(tmp_path: Path) -> None:
+    """Only the root has no attributes file: the one in services/api/gen is found and applies there alone."""
+    repo = make_repo(tmp_path)
+    repo.commit("Generated client", at=at(9), files={"services/api/gen/.gitattributes": "*.py linguist-generated\n",
+                                                     "services/api/gen/client.py": lines_of(300),
+                                                     "services/web/client.py": lines_of(7)})
+    _, stats = report(repo, exclude=[])
+    assert (stats.files_changed, stats.insertions) == (2, 1 + 7)  # the attributes file and the web client
