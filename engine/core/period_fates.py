@@ -35,15 +35,18 @@ class PeriodFate:
     window_end: datetime | None = None
 
 
-def fate_of(status: RunStatus | None, reason: str | None = None, *, began: bool,
-            has_slot: bool) -> tuple[Fate, str]:
+def fate_of(status: RunStatus | None, reason: str | None = None, *, began: bool, has_slot: bool,
+            too_old: bool = False) -> tuple[Fate, str]:
     """The fate of a period whose latest run has ``status`` (None: no run) and ``began`` (an attempt was made).
 
-    A run left unrun (MISSED, SKIPPED, CANCELLED before any attempt) never reports; one that began
-    may have pinned its range, and a FAILED one waits for its retry, so both keep their period.
+    A run left unrun (MISSED, SKIPPED, CANCELLED before any attempt) never reports, nor a slot the tick
+    found too old to record (``too_old``: no row, an audited range); one that began may have pinned its
+    range, and a FAILED one waits for its retry, so both keep their period.
     """
     if status is None:
-        return (Fate.OPEN, "no run yet") if has_slot else (Fate.NEVER, "no slot")
+        if not has_slot:
+            return Fate.NEVER, "no slot"
+        return (Fate.NEVER, "too_old") if too_old else (Fate.OPEN, "no run yet")
     why = f"{status.value} ({reason})" if reason else status.value
     if status in UNRUN_STATUSES and not began:
         return Fate.NEVER, why

@@ -15,7 +15,7 @@ from engine.core.models import Period, PeriodKind, ScheduleSpec
 from engine.core.period_fates import Fate, PeriodFate
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import run_rows, schedule_rows
+from engine.store import audit_rows, run_rows, schedule_rows
 
 #: Periods read per query, and at most how far back a report reaches (a year of days).
 _CHUNK = 31
@@ -34,6 +34,7 @@ def earlier_periods(rt: Runtime, schedule_name: str, before: datetime) -> tuple[
         if kind is PeriodKind.SLOT:
             return ()
         zone = ZoneInfo(schedule.spec.timezone)
+        too_old = audit_rows.too_old_ranges(conn, schedule.id)
         out: list[PeriodFate] = []
         end = before
         while len(out) < _FURTHEST:
@@ -43,8 +44,10 @@ def earlier_periods(rt: Runtime, schedule_name: str, before: datetime) -> tuple[
                 state = states.get(period.key)
                 slot = state.slot if state is not None else policies.slot_for_date(
                     schedule.spec, kind, period.start_at.astimezone(zone).date())
-                fate, why = period_fates.fate_of(state.status if state else None, state.reason if state else None,
-                                                 began=state.began if state else False, has_slot=slot is not None)
+                fate, why = period_fates.fate_of(
+                    state.status if state else None, state.reason if state else None,
+                    began=state.began if state else False, has_slot=slot is not None,
+                    too_old=slot is not None and any(first <= slot < last for first, last in too_old))
                 window_end = state.window_end if state is not None and state.window_end is not None else (
                     None if slot is None else _window_end(schedule.spec, period, slot))
                 out.append(PeriodFate(period.key, period.start_at, period.end_at, fate, why, window_end))

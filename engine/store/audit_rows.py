@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
+from engine.core import inputs
 from engine.core.models import AuditEvent
 from engine.store.tables import audit_events
 
@@ -39,3 +40,14 @@ def list_audit(conn: Connection, *, schedule_id: int | None = None, run_id: int 
     if action is not None:
         query = query.where(audit_events.c.action == action)
     return [AuditEvent(**dict(r)) for r in conn.execute(query).mappings()]
+
+
+def too_old_ranges(conn: Connection, schedule_id: int) -> list[tuple[datetime, datetime]]:
+    """The [from, to) ranges of slots the tick found too old to record (``slots_too_old``): no row, never run."""
+    query = (select(audit_events.c.after).where(audit_events.c.schedule_id == schedule_id,
+                                                  audit_events.c.action == "slots_too_old"))
+    out = []
+    for (after,) in conn.execute(query):
+        if isinstance(after, dict) and isinstance(after.get("from"), str) and isinstance(after.get("to"), str):
+            out.append((inputs.instant(after["from"]), inputs.instant(after["to"])))
+    return out

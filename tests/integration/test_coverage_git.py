@@ -173,6 +173,23 @@ def test_a_failed_day_keeps_its_commits_for_its_retry(store_url: str, tmp_path: 
     assert [c["sha"] for c in got["2026-11-04"]["commits"]] == [wednesday]
 
 
+def test_days_too_old_to_record_are_held_by_the_first_report_after_them(store_url: str, tmp_path: Path) -> None:
+    """Off for six days with a two-day catch-up window: the slots older than it get no row at all (the tick
+    audits their range); the first report after the outage still holds their commits and names them."""
+    repo = make_repo(tmp_path)
+    repo.commit("base", at=at(-3, 9))
+    rt = runtime(store_url, tmp_path, repo, catchup_window="2d")
+    cycle(rt, at(0, 19, 31))
+    during = [repo.commit(f"day {d}", at=at(d, 12)) for d in range(1, 7)]
+    cycle(rt, at(7, 19, 31))
+    got = reports(rt)
+    assert sorted(c["sha"] for c in got["2026-11-09"]["commits"]) == sorted(during)
+    assert got["2026-11-09"]["also_covers"] == [f"2026-11-0{d}" for d in range(3, 9)]
+    with rt.store.read() as conn:
+        keys = {r.business_key for r in run_rows.list_runs(conn)}
+    assert "2026-11-03" not in keys  # too old to record: no row, yet named
+
+
 def run_rows_list(rt: Runtime) -> list[Any]:
     with rt.store.read() as conn:
         return run_rows.list_runs(conn)
