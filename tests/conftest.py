@@ -46,7 +46,7 @@ LONGEST_FIRST = (
     "tests/reliability/test_races.py", "tests/reliability/test_postgres_faults.py",  # ~40 s, 37 s
     "tests/acceptance/test_dependencies_processes.py", "tests/reliability/test_upgrades.py",  # 28 s, 27 s
     "tests/acceptance/test_processes.py", "tests/acceptance/test_notion_rate_shared.py",  # 22 s, 24 s
-    "tests/acceptance/test_children_processes.py",
+    "tests/acceptance/test_children_processes.py", "tests/reliability/test_placement.py",  # ~20 s, ~35 s
 )
 
 

@@ -3,7 +3,8 @@ then a backfill of the days before them by three worker processes at once.
 
 The history is this repository's own, its dates stretched (``replay.stretched_history``). Five days run on
 time, the branch advancing as it did; then ``backfill`` asks for the twenty days before them, and three
-``reportflow work`` processes share the queue. Four fresh databases of each kind: every time, each day's
+``reportflow work`` processes share the queue. Four fresh databases of each kind (two without ``--long``): every
+time, each day's
 report holds exactly the commits that reached the branch that day, as plain git tells it here (the
 first-parent chain's committer dates, a merge bringing its branch): none in another day, none left out.
 """
@@ -53,7 +54,7 @@ def head_at(repo: Path, head: str, instant: datetime) -> str:
     return best
 
 
-@pytest.mark.parametrize("repetition", range(4))
+@pytest.mark.parametrize("repetition", [0, 1, *(pytest.param(n, marks=pytest.mark.long) for n in (2, 3))])
 def test_a_backfill_after_on_time_days_gives_each_day_its_own_commits(store_url: str, tmp_path: Path,
                                                                        repetition: int) -> None:
     source, _ = replay.stretched_history(tmp_path)
