@@ -11,7 +11,7 @@ imported when a step runs, not when the workflow is registered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -101,7 +101,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
         "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
         "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also,
-        **({"covered_by": covered_by} if covered else {}), **({"held_later": held} if held else {})}
+        "covered_by": covered_by, **({"held_later": held} if held else {})}
     if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
         pins["forge"] = collect_git.forge(repo)
     empty = not out.commits and not out.arrived_late and not out.unreadable
@@ -225,7 +225,7 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         # What the report holds (runs pinned with an attribution; absent before, so their re-runs write the same bytes).
         **({"attribution": ctx.pinned["attribution"], "covers_since": ctx.pinned.get("since"),
             "covers_until": ctx.pinned.get("until"), "since_heads": ctx.pinned.get("since_heads"),
-            "also_covers": ctx.pinned.get("also_covers", []), "covered_by_later_report": ctx.pinned.get("covered")}
+            "also_covers": ctx.pinned.get("also_covers", []), **_covered_front(ctx.pinned)}
            if ctx.pinned.get("since_heads") is not None else {}),
         "provider": report.provider,
         "model": report.model,
@@ -237,6 +237,14 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         # SPEC §15.5; absent when the pinned writer wrote it, so other re-runs write the same bytes.
         **({"fallback": report_glue.fallback_front(report.fallback)} if report.fallback else {}),
     }
+
+
+def _covered_front(pinned: Mapping[str, Any]) -> dict[str, Any]:
+    """Which report holds this window (``covered_by``: its business key, or None); runs pinned before a covered
+    report was named keep their old key, so their re-runs write the same bytes."""
+    if "covered_by" in pinned:
+        return {"covered_by": pinned["covered_by"]}
+    return {"covered_by_later_report": pinned.get("covered")}
 
 
 def replacing(ctx: StepContext, report: ReportOutput) -> tuple[str, str] | None:

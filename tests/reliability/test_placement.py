@@ -1,12 +1,12 @@
 """Every commit in the report of its own day, whatever order the runs execute in: a real history, on-time runs,
 then a backfill of the days before them by three worker processes at once.
 
-The history is this repository's own, its dates stretched (``replay.stretched_history``). Five days run on
+The history is this repository's own, its dates stretched (``replay.stretched_history``). A week runs on
 time, the branch advancing as it did; then ``backfill`` asks for the twenty days before them, and three
-``reportflow work`` processes share the queue. Four fresh databases of each kind (two without ``--long``): every
-time, each day's
-report holds exactly the commits that reached the branch that day, as plain git tells it here (the
-first-parent chain's committer dates, a merge bringing its branch): none in another day, none left out.
+``reportflow work`` processes share the queue. Four fresh databases of each kind (two without ``--long``):
+every time, each day's report holds exactly the commits that reached the branch that day, as plain git tells
+it here (the first-parent chain's committer dates, a merge bringing its branch): none in another day, none
+left out.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.support import make_runtime, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 
-LIVE_DAYS, BACKFILLED_DAYS, WORKERS = 5, 20, 3
+LIVE_DAYS, BACKFILLED_DAYS, WORKERS = 7, 20, 3
 
 
 def oracle(repo: Path) -> dict[date, set[str]]:
