@@ -297,6 +297,7 @@ def forge_of(remote: str) -> str | None:
             return None
         host, path = scp["host"], scp["path"]
     path = path.strip("/").removesuffix(".git").strip("/")
-    if not _HOST.fullmatch(host) or not _FORGE_PATH.fullmatch(path):
+    if not _HOST.fullmatch(host) or not _FORGE_PATH.fullmatch(path) or any(
+            part in (".", "..") for part in path.split("/")):
         return None
     return f"https://{host.lower()}/{path}"

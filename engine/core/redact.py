@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import urllib.parse
 
 from engine.core import limits
 
@@ -104,14 +105,31 @@ def error_text(text: str, *, inert: bool = False) -> str:
     return mask_urls(neutralise(clipped)) if inert else clipped
 
 
-def link_allowed(url: str, forge: str | None) -> bool:
-    """Whether a link to ``url`` in text from outside may stay live: only into ``forge``.
+#: The pages of a project a link from outside may open: a commit, an issue, a pull or merge request (GitHub,
+#: GitLab's ``/-/`` form, Gitea and Forgejo, Bitbucket), with its files or commits tab; nothing else.
+_FORGE_PAGE = re.compile(r"(?:-/)?(?:commits?/[0-9a-f]{1,64}|"
+                         r"(?:issues|pull|pulls|merge_requests|pull-requests)/[1-9][0-9]{0,8})"
+                         r"(?:/(?:files|commits|diffs|changes))?")
+_FRAGMENT = re.compile(r"[A-Za-z0-9_.\-]{0,128}")
 
-    ``forge`` is the project's web URL (``https://host/owner/repo``, no trailing slash) or None
-    (no forge known: no link stays). The URL must be that address itself or a path, query or
-    fragment under it; ``https://host/owner/repo-evil`` is not under ``https://host/owner/repo``.
+
+def link_allowed(url: str, forge: str | None) -> bool:
+    """Whether a link to ``url`` in text from outside may stay live: only to one of the project's own pages.
+
+    ``forge`` is the project's web URL (``https://host/owner/repo``, no trailing slash) or None (no forge known:
+    no link stays). The URL must be https, on the forge's host exactly (no user, no port, no other spelling),
+    with a path that is the forge's followed by a commit, issue or pull request page (``_FORGE_PAGE``), no
+    query, and at most a plain fragment. Anything a browser would rewrite before following it (a backslash, a
+    percent escape, a ``.``/``..`` segment, an empty segment) cannot match, so what is checked is what opens.
     """
-    if not forge or not url.startswith(forge) or not url.isascii() or not url.isprintable():
+    if not forge or not url.isascii() or not url.isprintable() or "\\" in url or "%" in url:
         return False
-    rest = url[len(forge):]
-    return (rest == "" or rest[0] in "/?#") and "\\" not in url and "@" not in url.split("/", 3)[2]
+    try:
+        parts, home = urllib.parse.urlsplit(url), urllib.parse.urlsplit(forge)
+    except ValueError:
+        return False
+    if url[:8].lower() != "https://" or home.scheme != "https" or parts.netloc != home.netloc.lower() \
+            or parts.query or url.count("#") > 1 or not _FRAGMENT.fullmatch(parts.fragment):
+        return False
+    prefix = home.path.rstrip("/") + "/"
+    return parts.path.startswith(prefix) and _FORGE_PAGE.fullmatch(parts.path[len(prefix):]) is not None

@@ -159,6 +159,10 @@ def test_the_models_text_is_made_inert_in_the_file_the_page_and_notion() -> None
     "``[x](https://evil.example/j)`", "`<https://evil.example/k>`", "| `a | [x](https://evil.example/l) | b` |\n| - | - | - |",
     "- item\n  ```\n  code\n[x](https://evil.example/m)", "[[x](https://evil.example/n)](https://git.example.com/team/platform)",
     "[x](https://git.example.com/team/platform-evil/o)", "[x](https://git.example.com/team/platform@evil.example/p)",
+    # Security round 3: paths that only start like the forge's and resolve elsewhere on its host.
+    "[re-authorize](https://git.example.com/team/platform/../../login/oauth/authorize?client_id=x&scope=repo)",
+    "![t](https://git.example.com/team/platform/%2e%2e/%2e%2e/login)", "<https://git.example.com/team/platform/../../x>",
+    "see https://git.example.com/team/platform/..%2F..%2Flogin now",
 ])
 def test_no_way_of_writing_a_link_leaves_it_live(written: str) -> None:
     text = untrusted.narrative(written, 2, FORGE)
