@@ -79,8 +79,9 @@ class CommitInfo(BaseModel):
 
 
 class Unreadable(NamedTuple):
-    """A commit git cannot parse (``git fsck``: ``nulInHeader``, a bad date): its author time is not
-    printed. ``committed_at`` is its committer time when that one could be read, to place it in a window."""
+    """A commit git cannot parse (``git fsck``: ``nulInHeader``, a bad date), or whose author time no calendar
+    date can hold (``timestamp``: before 1970 or after 9999). ``committed_at`` is its committer time when
+    that one could be read, to place it in a window."""
 
     sha: str
     committed_at: int | None
@@ -247,7 +248,7 @@ def walk(repo_dir: Path, heads: Sequence[str], since: datetime, until: datetime 
         idents = rest.decode("utf-8", "replace").split("\x1f")[2:]
         rows.append((int(at), sha.decode(), frozenset(i.strip().casefold() for i in idents)))
     if unreadable is not None:  # no author time printed: a line "SP sha US committer-time"
-        unreadable += [Unreadable(sha.decode(), int(ct) if ct else None) for sha, ct in _NO_TIME.findall(data)]
+        unreadable += [Unreadable(sha.decode(), timestamp(ct)) for sha, ct in _NO_TIME.findall(data)]
     return rows
 
 
@@ -382,14 +383,15 @@ def parse_log(data: bytes, keep: Keep | None = None, unreadable: list[Unreadable
             head, committed, authored, name, email, message = token[1:-1].split("\x1f", 5)
             sha, *parents = head.split(" ")
             if graph is not None:
-                graph[sha] = (int(committed) if _number(committed) else 0, [p for p in parents if p])
+                graph[sha] = (timestamp(committed) or 0, [p for p in parents if p])
             started = True
             files = None
-            if not _number(authored):
+            at_or_none = timestamp(authored)
+            if at_or_none is None:
                 if unreadable is not None:
-                    unreadable.append(Unreadable(sha, int(committed) if _number(committed) else None))
+                    unreadable.append(Unreadable(sha, timestamp(committed)))
                 continue
-            at = int(authored)
+            at = at_or_none
             if keep is None or keep(at, name, email):
                 files = []
                 subject, body = split_message(message)
@@ -417,6 +419,20 @@ def parse_log(data: bytes, keep: Keep | None = None, unreadable: list[Unreadable
 
 def _number(text: str) -> bool:
     return text.isascii() and text.isdigit()
+
+
+#: The last second a date can name (9999-12-31T23:59:59Z): git prints any number it finds in a header.
+LATEST_TS = 253_402_300_799
+
+
+def timestamp(text: str | bytes) -> int | None:
+    """A Unix time git printed, or None when it printed none or one no date can hold (a commit written by a
+    broken tool: ``git fsck`` calls a 20-digit one ``badDateOverflow``; year 10000 passes fsck)."""
+    raw = text.decode("ascii", "replace") if isinstance(text, bytes) else text
+    if not _number(raw) or len(raw) > 12:
+        return None
+    value = int(raw)
+    return value if value <= LATEST_TS else None
 
 
 def split_message(message: str) -> tuple[str, str]:

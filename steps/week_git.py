@@ -60,10 +60,11 @@ def merges(repo: Path, heads: dict[str, str], *, lower: dict[str, str] | None, s
         for row in rows:
             sha, parents, author, committed, subject = row.split("\x1f", 4)
             first, *merged = parents.split()
-            if lower is None and not start.timestamp() <= int(committed) < end.timestamp():
-                continue
+            at = git_log.timestamp(committed)
+            if at is None or (lower is None and not start.timestamp() <= at < end.timestamp()):
+                continue  # a merge whose date no calendar holds is not listed (its commits are, or are named)
             brought = git_log.run(repo, ["rev-list", "--no-merges", *merged, "--not", first, "--"]).decode().split()
-            found.append(Merge(sha=sha, author_name=author, subject=subject, committed_at=git_log.iso_utc(int(committed)),
+            found.append(Merge(sha=sha, author_name=author, subject=subject, committed_at=git_log.iso_utc(at),
                                brought=len(brought), brought_shas=list(reversed(brought))[:BROUGHT_KEPT]))
     except GitFailure as exc:
         raise collect_git.unreadable_error(repo, exc) from exc

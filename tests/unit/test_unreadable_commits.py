@@ -62,3 +62,51 @@ def test_an_unreadable_commit_belongs_to_the_window_it_was_committed_in(tmp_path
     assert before.unreadable == [] and after.unreadable == []
     assert [c.subject for c in before.commits] == ["the day before"]
     assert [c.subject for c in after.commits] == ["the day after"]
+
+
+# Security round 3, item 4: author dates git prints but no calendar holds. Year 10000 passes ``git fsck``; the
+# 20-digit ones are its ``badDateOverflow``. They crashed GENERATE_REPORT (ValueError) and COLLECT_GIT
+# (OverflowError) on every retry.
+EXTREMES = ["253402300800 +0000", "99999999999999999999 +9999", "18446744073709551615 +0000", "9999999999999 +0000"]
+
+
+def dated_commit(repo: GitRepo, author_stamp: str, message: str, at: datetime) -> str:
+    """A commit whose author line carries ``author_stamp`` as written (hash-object --literally), committed ``at``."""
+    committed = f"{int(at.timestamp())} +0000"
+    raw = (f"tree {repo.git('write-tree')}\nparent {repo.head()}\nauthor Mallory <m@example.com> {author_stamp}\n"
+           f"committer Mallory <m@example.com> {committed}\n\n{message}\n").encode()
+    sha = repo.git("hash-object", "-t", "commit", "--literally", "-w", "--stdin", input=raw)
+    repo.git("update-ref", "HEAD", sha)
+    return sha
+
+
+@pytest.mark.parametrize("stamp", EXTREMES)
+def test_an_author_date_no_calendar_holds_is_left_out_and_named(tmp_path: object, bounds: WalkBounds,
+                                                                 stamp: str) -> None:
+    from steps import collect_git
+
+    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+    base = repo.commit("the day before", at=START - timedelta(hours=3))
+    repo.commit("morning", at=START + timedelta(hours=9))
+    odd = dated_commit(repo, stamp, "from the far future", START + timedelta(hours=10))
+    out = collect(repo.path, ["main"], START, END, bounds=bounds)
+    assert [c.subject for c in out.commits] == ["morning"] and out.unreadable == [odd]
+    landed = collect_git.collect_between(repo.path, ["main"], {"main": repo.head()}, {"main": base},
+                                         attribution="landed", since=START, window_start=START, window_end=END)
+    assert [c.subject for c in landed.commits] == ["morning"] and landed.unreadable == [odd]
+
+
+def test_a_report_of_such_a_window_is_written(tmp_path: object) -> None:
+    from steps import generate_report
+
+    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+    repo.commit("the day before", at=START - timedelta(hours=3))
+    repo.commit("morning", at=START + timedelta(hours=9))
+    odd = dated_commit(repo, EXTREMES[0], "from year 10000", START + timedelta(hours=10))
+    out = collect(repo.path, ["main"], START, END)
+    inp = generate_report.ReportInput(
+        workflow="daily_report", project="app", business_key="2026-09-29", window_start=out.window_start,
+        window_end=out.window_end, timezone="UTC", commits=out.commits, prompt_version="v4", on_empty="report",
+        unreadable=out.unreadable)
+    report = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=8192, options={})
+    assert "morning" in report.text and odd[:8] in report.text
