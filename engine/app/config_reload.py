@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.config import defaults
 from engine.core import alerts, errors, logs
 from engine.core.models import Criticality
 from engine.plugins import workflow_registry
@@ -45,12 +46,18 @@ def reload_if_changed(rt: Runtime, seen: ConfigWatch) -> str | None:
     """Load the config again if its bytes changed: ``"reloaded"``, ``"invalid"`` (kept the last good one), or None."""
     try:
         stamp = _stamp(seen.path)
-        if stamp == seen.stamp:
-            return None
-        digest = _digest(seen.path)
     except OSError:
         return None  # being replaced (an editor's rename): the next pass looks again
+    if stamp == seen.stamp:
+        return None
     seen.stamp = stamp
+    try:
+        digest = _digest(seen.path)
+    except errors.ConfigInvalid as exc:  # a device, a FIFO, a file over the cap: refused before it is read
+        if not seen.path.exists():
+            seen.stamp = (0, 0)  # gone between two looks: the next pass looks again
+            return None
+        return _refuse(rt, seen, exc.message)
     if digest == seen.digest:
         return None
     seen.digest = digest
@@ -65,6 +72,15 @@ def reload_if_changed(rt: Runtime, seen: ConfigWatch) -> str | None:
     if config.left_out:
         _raise(rt, digest, "; ".join(config.left_out))
     return "reloaded"
+
+
+def _refuse(rt: Runtime, seen: ConfigWatch, problem: str) -> str:
+    """A file that cannot be a config: ``config_invalid`` once for that problem; the last good config stays."""
+    key = hashlib.sha256(problem.encode()).hexdigest()
+    if key != seen.digest:
+        seen.digest = key
+        _raise(rt, key, f"{seen.path} cannot be read as a config; serve keeps the configuration it had: {problem}")
+    return "invalid"
 
 
 def _raise(rt: Runtime, digest: str, summary: str) -> None:
@@ -82,4 +98,6 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's content hash, read as the first load reads it: a regular file within the size cap, opened
+    without blocking (``ConfigInvalid`` otherwise, before anything is read)."""
+    return hashlib.sha256(defaults.read_config_bytes(path)).hexdigest()

@@ -46,3 +46,39 @@ def test_serve_takes_a_changed_config_and_alerts_on_a_broken_one(tmp_path: Path)
         raised = [e for e in outbox.list_events(conn) if e.event == "config_invalid"]
     assert len(raised) == 2 and any("keeps the configuration it had" in e.summary for e in raised)
     assert any("schedule 'daily' is left out" in e.summary for e in raised)
+
+
+def test_a_config_swapped_for_a_device_a_fifo_or_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """Security round 3, item 3: the reload read the file first (``/dev/zero``: MemoryError and exit; a FIFO: the
+    loop hung past SIGTERM; 1.5 GB: 1.6 GB of memory). Now each is refused as the first load refuses it, the last
+    good configuration stays, and one ``config_invalid`` says why."""
+    import os
+    import resource
+
+    good, db = tmp_path / "good.toml", f"sqlite:///{tmp_path / 'rf.db'}"
+    write(good, db, "ko")
+    link = tmp_path / "reportflow.toml"
+    link.symlink_to(good)
+    rt = runtime(link)
+    seen = config_reload.watch(rt)
+    assert seen is not None
+    fifo, huge = tmp_path / "fifo", tmp_path / "huge.toml"
+    os.mkfifo(fifo)
+    with open(huge, "wb") as f:
+        f.truncate(1536 * 1024 * 1024)  # sparse: 1.5 GB to whoever reads it
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for target in (Path("/dev/zero"), fifo, huge):
+        link.unlink()
+        link.symlink_to(target)
+        assert config_reload.reload_if_changed(rt, seen) == "invalid", target
+        assert rt.settings("daily_report").reports.language == "ko"
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: nothing was read
+    with rt.store.read() as conn:
+        said = [e.summary for e in outbox.list_events(conn) if e.event == "config_invalid"]
+    assert len(said) == 2 and all("keeps the configuration it had" in s for s in said)  # one per problem
+    assert any("not a regular file" in s for s in said) and any("at most" in s for s in said)
+    link.unlink()
+    link.symlink_to(good)
+    write(good, db, "en")
+    assert config_reload.reload_if_changed(rt, seen) == "reloaded"
+    assert rt.settings("daily_report").reports.language == "en"
