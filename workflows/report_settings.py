@@ -32,11 +32,18 @@ def _check_path_text(value: Path) -> Path:
     return value
 
 
+#: A scheme written without ``//`` (``javascript:``, ``data:``): not ``host:port``, whose port is digits.
+_BARE_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(?![0-9]+(?:/|$))")
+
+
 def http_host(value: str) -> str:
     """A provider's address: ``http://`` or ``https://`` (or no scheme, which the clients read as http)."""
     scheme = _SCHEME.match(value)
     if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
         raise ValueError(f"must be an http:// or https:// address, not {scheme.group(1)}://")
+    bare = _BARE_SCHEME.match(value)
+    if scheme is None and bare is not None and "@" not in value:  # javascript:…, data:…: no host:port
+        raise ValueError(f"must be an http:// or https:// address, not {bare.group(1)}:")
     if any(ord(c) < 32 or c.isspace() for c in value):
         raise ValueError("must be an address without spaces or control characters")
     if scheme is None and "@" in value:

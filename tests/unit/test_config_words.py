@@ -43,6 +43,11 @@ CASES: list[tuple[dict[str, Any], str, str]] = [
     ({"store": {"url": "sqlite:///" + "d/" * 150 + "x.db"}}, "store.url", "151 folders deep"),
     ({"workflows": [{"path": "flows/\x00x.py"}]}, "workflows[0].path", "NUL"),
     ({"llm": {"host": "gopher://model:70"}}, "llm.host", "http:// or https://"),
+    # Security round 3, item 11: a scheme written without "//" passed as a host name.
+    ({"llm": {"host": "javascript:alert(document.domain)"}}, "llm.host", "not javascript:"),
+    ({"llm": {"host": "data:text/html,<script>x</script>"}}, "llm.host", "not data:"),
+    ({"llm": {"host": "VBScript:msgbox"}}, "llm.host", "not VBScript:"),
+    ({"llm": {"host": "file:///etc/passwd"}}, "llm.host", "not file://"),
 ]
 
 
