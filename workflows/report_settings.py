@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StrictBool, ValidationError, field_validator, model_validator
 
+from engine.config import defaults
 from engine.config.config_file import KEY_PATTERN, Duration, Strict, check_path, problem_from_validation
 from engine.core import errors
 from steps import report_texts
@@ -24,7 +25,6 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 PROMPTS_DIR = Path(report_texts.__file__).resolve().parent / "prompts"
 PROMPTED = ("daily_report", "weekly_report")
 #: Folders a report never goes to, unless the config itself lives there.
-SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr")
 
 
 def _check_path_text(value: Path) -> Path:
@@ -176,26 +176,9 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
 
 
 def reports_dir(given: Path, base_dir: Path) -> Path:
-    """``[reports] dir`` resolved against the config's folder; ConfigInvalid (``reports.dir``) when it is unsafe.
-
-    Refused: the filesystem root; a relative path that leaves the config's folder
-    (``..``, or a symlink pointing out of it); a path that resolves into a system folder
-    (``/etc``, ``/usr``, ...) other than the one holding the config. Reports are files
-    this process writes, perhaps as root: they must land where the operator meant.
-    """
-    folder = base_dir.resolve()
-    resolved = (folder / given).resolve()
-    where = f"'{given}' resolves to {resolved}"
-    if resolved == Path(resolved.anchor):
-        raise errors.ConfigInvalid(f"{where}, the filesystem root: give a folder of its own", key="reports.dir")
-    inside = resolved.is_relative_to(folder)
-    if not given.is_absolute() and not inside:
-        raise errors.ConfigInvalid(f"{where}, outside the config's folder {folder} (through '..' or a symlink): "
-                                   "give an absolute path to put reports elsewhere", key="reports.dir")
-    if not inside and any(resolved.is_relative_to(system) for system in SYSTEM_DIRS):
-        raise errors.ConfigInvalid(f"{where}, a system folder: choose a folder meant for reports",
-                                   key="reports.dir")
-    return resolved
+    """``[reports] dir`` resolved against the config's folder; ConfigInvalid (``reports.dir``) when it is unsafe
+    (``defaults.output_dir``): reports are files this process writes, perhaps as root."""
+    return defaults.output_dir(given, base_dir, key="reports.dir", meant_for="reports")
 
 
 def check_project(settings: ReportSettings, key: str) -> None:

@@ -2,7 +2,8 @@
 on PostgreSQL, only where the dumps of the system's ``pg_dump`` land and how old the newest may be.
 
 Checked at load, before anything is written: a cron or zone that is not one, ``keep`` under 1, a folder
-that is a file, or a key that the database's kind does not use.
+that is a file or that the reports' folder would not be allowed to be (the root, out of the config's
+folder through ``..`` or a symlink, a system folder), or a key that the database's kind does not use.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class BackupPlan:
 
 def resolve(config: BackupConfig, *, sqlite: bool, base_dir: Path, file: str | None) -> BackupPlan:
     """The plan for this store; ConfigInvalid (keyed ``store.backup.*``) when the table does not fit it."""
-    folder = Path(config.dir) if Path(config.dir).is_absolute() else base_dir / config.dir
+    folder = defaults.output_dir(Path(config.dir), base_dir, key="store.backup.dir", meant_for="backups", file=file)
     if folder.exists() and not folder.is_dir():
         raise errors.ConfigInvalid(f"{folder} is a file, not a folder", file=file, key="store.backup.dir")
     if sqlite and config.cron is None:

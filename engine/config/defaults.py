@@ -62,6 +62,32 @@ def read_config_bytes(path: Path) -> bytes:
         os.close(fd)
 
 
+#: Folders of the operating system: no output of reportflow (reports, backups) is written under them.
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr")
+
+
+def output_dir(given: Path, base_dir: Path, *, key: str, meant_for: str, file: str | None = None) -> Path:
+    """A folder reportflow writes into, resolved against the config's folder; ConfigInvalid (``key``) when unsafe.
+
+    Refused: the filesystem root; a relative path that leaves the config's folder (``..``, or a symlink
+    pointing out of it); a path that resolves into a system folder (``/etc``, ``/usr``, ...) other than the
+    one holding the config. This process may run as root: what it writes must land where the operator meant.
+    """
+    folder = base_dir.resolve()
+    resolved = (folder / given).resolve()
+    where = f"'{given}' resolves to {resolved}"
+    if resolved == Path(resolved.anchor):
+        raise errors.ConfigInvalid(f"{where}, the filesystem root: give a folder of its own", key=key, file=file)
+    inside = resolved.is_relative_to(folder)
+    if not given.is_absolute() and not inside:
+        raise errors.ConfigInvalid(f"{where}, outside the config's folder {folder} (through '..' or a symlink): "
+                                   f"give an absolute path to put {meant_for} elsewhere", key=key, file=file)
+    if not inside and any(resolved.is_relative_to(system) for system in SYSTEM_DIRS):
+        raise errors.ConfigInvalid(f"{where}, a system folder: choose a folder meant for {meant_for}", key=key,
+                                   file=file)
+    return resolved
+
+
 def path_problem(text: str) -> str | None:
     """What makes ``text`` unusable as a path (a NUL, an absurd length or depth), or None.
 

@@ -142,3 +142,16 @@ def test_a_bad_backup_table_is_refused_naming_its_key(sqlite_url: str, tmp_path:
     with pytest.raises(errors.ConfigInvalid) as caught:
         make_runtime(sqlite_url, base_dir=tmp_path, extra={"store": {"backup": backup_table}})
     assert caught.value.key == problem
+
+
+@pytest.mark.parametrize("folder, says", [
+    ("/etc/reportflow-backups", "a system folder"), ("../../../etc", "outside the config's folder"),
+    ("to-etc/backups", "outside the config's folder"), ("/", "the filesystem root"),
+])
+def test_a_backup_folder_gets_the_checks_the_reports_folder_gets(sqlite_url: str, tmp_path: Path, folder: str,
+                                                                  says: str) -> None:
+    """Security round 3, item 7: a database copy was written into /etc."""
+    (tmp_path / "to-etc").symlink_to("/etc")
+    with pytest.raises(errors.ConfigInvalid) as caught:
+        make_runtime(sqlite_url, base_dir=tmp_path, extra={"store": {"backup": {"cron": "0 3 * * *", "dir": folder}}})
+    assert caught.value.key == "store.backup.dir" and says in caught.value.message
