@@ -98,15 +98,22 @@ def read_local_report(location: str, root: Path | None, sha256: str | None) -> L
     try:
         inside = path.resolve(strict=True).is_relative_to(root.resolve())
         before = os.lstat(path)
-        if not inside or not stat.S_ISREG(before.st_mode) or before.st_size > MAX_FILE_BYTES:
+        if not inside or not stat.S_ISREG(before.st_mode):
             return LocalReport(None, "the saved file changed since the run (it is not the regular file the run wrote)")
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
+            digest = hashlib.sha256(data)
+            large = len(data) > MAX_FILE_BYTES
+            while large and (chunk := handle.read(1 << 20)):  # hashed to tell a large report from a changed one
+                digest.update(chunk)
     except OSError:
         return LocalReport(None, "the saved file vanished since the run")
-    if hashlib.sha256(data).hexdigest() != sha256:
+    if digest.hexdigest() != sha256:
         return LocalReport(None, "the saved file changed since the run (its sha256 differs)")
+    if large:
+        return LocalReport(None, f"the saved file is as the run wrote it, but {before.st_size:,} bytes: the page shows "
+                                 f"reports up to {MAX_FILE_BYTES:,} bytes; open {path} instead")
     try:
         return LocalReport(data.decode("utf-8"))
     except UnicodeDecodeError:

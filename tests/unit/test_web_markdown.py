@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from engine.web.markdown import to_html
 
 
@@ -33,3 +35,21 @@ def test_a_saved_report_links_nowhere_but_into_the_runs_forge() -> None:
     assert "![t](https://evil.example/track.png)" in html and "&lt;https://evil.example/auto&gt;" in html
     assert f"[near]({forge}-evil/x)" in html
     assert "<a " not in str(to_html(source))  # no forge known: no link at all
+
+
+def test_a_report_over_the_pages_limit_is_named_large_not_changed(tmp_path: Path) -> None:
+    """Security round 3, item 10: a 3 MB report the run wrote was shown as "changed since the run"."""
+    import hashlib
+    import socket
+
+    from engine.web import markdown as web_markdown
+
+    report = tmp_path / "app" / "2026-09-29-app-daily-summary.md"
+    report.parent.mkdir()
+    body = ("- a commit line of a very busy day\n" * 90_000).encode()
+    report.write_bytes(body)
+    location = f"{socket.gethostname()}:{report}"
+    large = web_markdown.read_local_report(location, tmp_path, hashlib.sha256(body).hexdigest())
+    assert large.text is None and "as the run wrote it" in (large.problem or "") and "changed" not in (large.problem or "")
+    changed = web_markdown.read_local_report(location, tmp_path, hashlib.sha256(b"other").hexdigest())
+    assert changed.text is None and "sha256 differs" in (changed.problem or "")
