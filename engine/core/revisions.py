@@ -54,7 +54,8 @@ def decide_action(command: Command, status: RunStatus | None, *, force_new: bool
     if status is None:
         return PeriodAction.CREATE
     if force_new and command is Command.TRIGGER:
-        return PeriodAction.REVISION
+        # One pending revision per period: asking again while the last one has not run yet adds nothing.
+        return PeriodAction.PRESENT if status in ACTIVE_STATUSES else PeriodAction.REVISION
     if command is Command.BACKFILL and status in UNRUN_STATUSES and reason in ON_PURPOSE and not include_skipped:
         return PeriodAction.LEAVE
     requeues = REQUEUE_ON_TRIGGER if command is Command.TRIGGER else REQUEUE_ON_BACKFILL

@@ -78,7 +78,7 @@ async def schedule_run_now(request: Request) -> Response:
     name = str(request.path_params["name"])
     force_new = request.url.path.endswith("/regenerate")
     return await routes.act(request, lambda rt, form: actions.trigger(rt, name, force_new=force_new),
-                            f"/schedules/{name}")
+                            f"/schedules/{name}", limiter=(state_of(request).trigger_limiter, "runs asked for"))
 
 
 async def run_run_now(request: Request) -> Response:
@@ -92,7 +92,8 @@ async def run_run_now(request: Request) -> Response:
     def act(rt: Runtime, form: Any) -> Any:
         result = actions.trigger_period(rt, run_id, force_new=force_new)
         return {"message": result.message, "status": result.status, "run_id": result.run_id}
-    return await routes.act(request, act, f"/runs/{run_id}")
+    return await routes.act(request, act, f"/runs/{run_id}", limiter=(state_of(request).trigger_limiter,
+                                                                      "runs asked for"))
 
 
 ROUTES = [

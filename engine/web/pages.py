@@ -32,6 +32,8 @@ class WebState:
     limiter: sessions.LoginLimiter = field(default_factory=sessions.LoginLimiter)
     draft_limiter: sessions.EventLimiter = field(default_factory=lambda: sessions.EventLimiter(
         sessions.DRAFTS_PER_WINDOW, sessions.DRAFT_WINDOW, max_keys=sessions.MAX_SESSIONS))
+    trigger_limiter: sessions.EventLimiter = field(default_factory=lambda: sessions.EventLimiter(
+        sessions.TRIGGERS_PER_WINDOW, sessions.DRAFT_WINDOW, max_keys=sessions.MAX_SESSIONS))
 
     def session(self, request: Request) -> sessions.Session | None:
         """The logged-in session of ``request``, or None."""

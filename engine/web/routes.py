@@ -26,7 +26,7 @@ from engine.read import alert_log, audit_groups, calendar_view, run_queries, sch
 from engine.runtime import Runtime
 from engine.scheduling import definitions, model_time
 from engine.store import alert_rows
-from engine.web import auth, charts, params, run_report
+from engine.web import auth, charts, params, run_report, sessions
 from engine.web.pages import page, state_of
 
 LEGEND = (
@@ -89,15 +89,9 @@ async def draft_action(request: Request) -> Response:
     rt, form = await _authorised_form(request)
     web = state_of(request)
     now = rt.clock.now()
-    session_key = str(request.session.get("sid"))
-    wait = web.draft_limiter.blocked_for(session_key, now)
-    if wait is not None:
-        seconds = max(1, math.ceil(wait.total_seconds()))
-        answer = page(request, "error.html", status_code=429, title="429 too many drafts",
-                      message=f"too many drafts from this session; try again in {seconds} s")
-        answer.headers["Retry-After"] = str(seconds)
-        return answer
-    web.draft_limiter.record(session_key, now)
+    refused = too_many(request, web.draft_limiter, "drafts")
+    if refused is not None:
+        return refused
     text = (_field(form, "draft") or "").strip()
     project = (_field(form, "project") or "").strip()[:64] or None
     workflow = (_field(form, "workflow") or "").strip()[:64] or None
@@ -334,10 +328,29 @@ async def _authorised_form(request: Request) -> tuple[Runtime, Any]:
     return dataclasses.replace(web.rt, actor=auth.actor(session)), form
 
 
-async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: str) -> Response:
+async def _act(request: Request, action: Callable[[Runtime, Any], Any], back: str,
+               limiter: tuple[sessions.EventLimiter, str] | None = None) -> Response:
+    """Run ``action`` for a logged-in, CSRF-checked request; ``limiter``: at most its count per session (429)."""
     rt, form = await _authorised_form(request)
+    if limiter is not None and (refused := too_many(request, *limiter)) is not None:
+        return refused
     result = await run_in_threadpool(action, rt, form)
     return page(request, "result.html", title="done", result=result, back=back)
+
+
+def too_many(request: Request, limiter: sessions.EventLimiter, what: str) -> Response | None:
+    """A 429 page when this session used up ``limiter`` (``Retry-After`` set); else the event is counted."""
+    now = state_of(request).rt.clock.now()
+    session_key = str(request.session.get("sid"))
+    wait = limiter.blocked_for(session_key, now)
+    if wait is not None:
+        seconds = max(1, math.ceil(wait.total_seconds()))
+        answer = page(request, "error.html", status_code=429, title=f"429 too many {what}",
+                      message=f"too many {what} from this session; try again in {seconds} s")
+        answer.headers["Retry-After"] = str(seconds)
+        return answer
+    limiter.record(session_key, now)
+    return None
 
 
 # Shared with ``bulk_routes`` (the bulk actions, run now and regenerate), which add routes of their own.

@@ -27,6 +27,8 @@ GLOBAL_MAX_FAILURES = 20
 #: Schedule drafts per logged-in session (each may ask the model): at most this many per window.
 DRAFTS_PER_WINDOW = 5
 DRAFT_WINDOW = timedelta(minutes=1)
+#: "Run now" and "regenerate" per session per minute: each may queue a run (a revision replaces a report).
+TRIGGERS_PER_WINDOW = 10
 MAX_SESSIONS = 1000
 MAX_ADDRESSES = 10_000
 

@@ -116,3 +116,22 @@ def test_run_now_and_regenerate_on_the_schedule_and_on_a_run(store_url: str, tmp
     definitions.set_enabled(site.rt, NAME, enabled=False, reason="migration")
     assert c.post("/schedules/platform-report/run-now", data={"csrf_token": csrf}).status_code == 409
     site.rt.store.dispose()
+
+
+def test_regenerate_keeps_one_pending_revision_and_limits_a_session(store_url: str, tmp_path: Path) -> None:
+    """Security round 3, item 9: 555 POSTs in 10 s queued 555 revisions of one period."""
+    from engine.web import sessions
+
+    site = build_site(store_url, tmp_path)
+    c, csrf = logged_in(site.rt)
+    answers = [c.post(f"/runs/{site.ok_id}/regenerate", data={"csrf_token": csrf})
+               for _ in range(sessions.TRIGGERS_PER_WINDOW + 5)]
+    assert [a.status_code for a in answers] == [200] * sessions.TRIGGERS_PER_WINDOW + [429] * 5
+    assert int(answers[-1].headers["Retry-After"]) >= 1 and "too many runs asked for" in answers[-1].text
+    assert "one pending revision per period" in answers[1].text
+    with site.rt.store.read() as conn:
+        revisions = [r.revision for r in run_rows.list_runs(conn, limit=None) if r.business_key == "2026-09-28"]
+    assert sorted(revisions) == [1, 2]  # the first asked for a revision; the others found it pending
+    site.rt.clock.advance(timedelta(minutes=1, seconds=1))  # type: ignore[attr-defined]
+    assert c.post(f"/runs/{site.ok_id}/regenerate", data={"csrf_token": csrf}).status_code == 200
+    site.rt.store.dispose()
