@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from engine.core import errors, retention
+from engine.core import errors, inputs, retention
 from engine.core.models import AWAITING_OPERATOR_STATUSES, RETRYABLE_STATUSES, Run, RunStatus
 
 # What ``runs retry`` accepts (SPEC §12), in the order forms list them, and what ``runs retry --schedule``
@@ -116,3 +116,34 @@ def choose(candidates: Sequence[Run], *, statuses: Sequence[RunStatus], timezone
 def target_of(run: Run) -> Target:
     """The run as a bulk plan lists it."""
     return Target(run.id, run.idempotency_key, run.business_key, run.status.value, run.error_code)
+
+
+#: At most this many runs in one selection a page submits (a bulk plan lists fewer).
+MAX_SELECTED = 100_000
+
+
+def encode_selection(run_ids: Iterable[int]) -> str:
+    """Run ids as one compact form value, consecutive ids as ranges: ``"12-400,402"`` (a form field per run
+    hit the form parser's limit of 1,000 fields)."""
+    ordered = sorted(set(run_ids))
+    spans: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        spans.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(spans)
+
+
+def decode_selection(text: str) -> set[int]:
+    """``encode_selection``'s value back; ``InvalidInput`` for anything else or more than ``MAX_SELECTED``."""
+    out: set[int] = set()
+    for span in text.split(",") if text else []:
+        first, _, last = span.partition("-")
+        low, high = inputs.run_id(first), inputs.run_id(last) if last else inputs.run_id(first)
+        if high < low or len(out) + (high - low + 1) > MAX_SELECTED:
+            raise errors.InvalidInput(f"'{span[:40]}' is not a selection of at most {MAX_SELECTED:,} runs")
+        out.update(range(low, high + 1))
+    return out

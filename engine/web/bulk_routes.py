@@ -51,7 +51,7 @@ def bulk_preview(request: Request) -> Response:
     action = _action(request)
     plan = _plan(rt, name, action, request.query_params)
     return page(request, "bulk.html", title=f"{action} {name}", name=name, plan=plan, verb=ACTIONS[action],
-                query=request.url.query)
+                query=request.url.query, selection=bulk.encode_selection(t.run_id for t in plan.targets))
 
 
 async def bulk_action(request: Request) -> Response:
@@ -60,7 +60,9 @@ async def bulk_action(request: Request) -> Response:
     action = _action(request)
 
     def act(rt: Runtime, form: Any) -> Any:
-        listed = {inputs.run_id(value) for value in form.getlist("run") if isinstance(value, str)}
+        selection = form.get("runs")
+        listed = bulk.decode_selection(selection) if isinstance(selection, str) else set()
+        listed |= {inputs.run_id(value) for value in form.getlist("run") if isinstance(value, str)}
         if not listed:
             raise errors.InvalidInput("no run was listed: open the preview again")
         plan = _plan(rt, name, action, form)

@@ -32,7 +32,11 @@ def audited(site: Site, action: str) -> list[tuple[int | None, str]]:
 
 
 def listed_ids(html: str) -> list[int]:
-    return [int(v) for v in re.findall(r'<input type="hidden" name="run" value="(\d+)">', html)]
+    """The runs a confirmation form submits (one field holding the selection, ``bulk.encode_selection``)."""
+    from engine.core import bulk
+
+    found = re.findall(r'<input type="hidden" name="runs" value="([0-9,-]*)">', html)
+    return sorted(bulk.decode_selection(found[0])) if found else []
 
 
 def test_bulk_retry_from_the_schedule_page_acts_on_the_runs_shown(store_url: str, tmp_path: Path) -> None:
@@ -44,7 +48,7 @@ def test_bulk_retry_from_the_schedule_page_acts_on_the_runs_shown(store_url: str
     preview = anonymous.get("/schedules/platform-report/retry?status=CANCELLED,FAILED")
     assert preview.status_code == 200 and "Dry run" in preview.text and "Read-only page" in preview.text
     assert "reportflow runs retry --schedule platform-report --status CANCELLED,FAILED" in preview.text
-    assert f'href="/runs/{made[25]}"' in preview.text and 'name="run"' not in preview.text
+    assert f'href="/runs/{made[25]}"' in preview.text and 'name="runs"' not in preview.text
     assert anonymous.post("/schedules/platform-report/retry", data={"run": str(made[25])}).status_code == 403
 
     c, csrf = logged_in(site.rt)
@@ -52,9 +56,9 @@ def test_bulk_retry_from_the_schedule_page_acts_on_the_runs_shown(store_url: str
     assert 'id="operator-actions"' in page and "1 failed or partial now" in page
     ranged = c.get("/schedules/platform-report/retry?status=FAILED&status=CANCELLED&from=2026-09-26&to=2026-09-29")
     assert ranged.status_code == 200
-    assert listed_ids(ranged.text) == [made[26], site.failed_id]
+    assert listed_ids(ranged.text) == sorted([made[26], site.failed_id])
     form = {"status": ["FAILED", "CANCELLED"], "from": "2026-09-26", "to": "2026-09-29",
-            "run": [str(made[26]), str(site.failed_id)]}
+            "runs": ",".join(str(i) for i in sorted([made[26], site.failed_id]))}
     assert c.post("/schedules/platform-report/retry", data=form).status_code == 403  # no CSRF token
     assert status_of(site.rt, made[26]) is RunStatus.CANCELLED
     done = c.post("/schedules/platform-report/retry", data={**form, "csrf_token": csrf})
@@ -82,7 +86,7 @@ def test_approve_every_waiting_slot_from_the_page(store_url: str, tmp_path: Path
     waiting = listed_ids(preview.text)
     assert len(waiting) == 3 and "MANUAL_REQUIRED runs of platform-report" in preview.text
     done = c.post("/schedules/platform-report/approve",
-                  data={"csrf_token": csrf, "run": [str(i) for i in waiting]})
+                  data={"csrf_token": csrf, "runs": ",".join(str(i) for i in waiting)})
     assert done.status_code == 200 and "approved 3 run(s)" in done.text
     assert [status_of(site.rt, i) for i in waiting] == [RunStatus.QUEUED] * 3
     assert audited(site, "run_approved") == [(i, "ui:alice") for i in waiting]

@@ -65,3 +65,16 @@ def test_statuses_are_parsed_from_commas_and_repeats_and_refused_outside_the_all
 def test_a_plan_says_what_it_selects() -> None:
     plan = bulk.BulkPlan("retry", "web-daily", ("FAILED", "PARTIAL_SUCCESS"), date(2026, 9, 1), None, ())
     assert plan.describe() == "FAILED, PARTIAL_SUCCESS runs of web-daily from 2026-09-01"
+
+
+def test_a_selection_is_one_compact_form_value() -> None:
+    """Security round 3, item 6: a form field per run failed above 1,000 fields while the preview offered 3,000."""
+    from engine.core import errors
+
+    ids = [*range(5, 3005), 4000, 4002, 4003]
+    text = bulk.encode_selection(ids)
+    assert text == "5-3004,4000,4002-4003" and bulk.decode_selection(text) == set(ids)
+    assert bulk.decode_selection("") == set()
+    for bad in ("7-3", "1-999999999", "x", "1,,2", "-5", "0-3"):
+        with pytest.raises(errors.InvalidInput):
+            bulk.decode_selection(bad)
