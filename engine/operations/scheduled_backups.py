@@ -83,8 +83,9 @@ def take_due(rt: Runtime, *, copy: Copier = backup.take_copy) -> BackupOutcome |
             backup_rows.record_failed(conn, due.slot_at, finished, "; ".join(problems))
         logs.event(log, logging.ERROR, "backup_failed", slot=format_instant(due.slot_at), problem=problems[0])
         return BackupOutcome(due.slot_at, due.next_at, path, tuple(problems))
+    size, digest = backup.digest(path)
     with rt.store.write() as conn:
-        backup_rows.record_verified(conn, due.slot_at, finished, f"verified {path.name}")
+        backup_rows.record_verified(conn, due.slot_at, finished, f"verified {path.name}", size=size, sha256=digest)
         kept = backup_rows.list_verified(conn)
     removed = _remove_old(rt, kept, plan.keep)
     logs.event(log, logging.INFO, "backup_verified", slot=format_instant(due.slot_at), path=str(path),

@@ -15,7 +15,7 @@ from engine.core import backups
 from engine.core.clock import format_instant
 from engine.plugins.contract import Finding
 from engine.runtime import Runtime
-from engine.store import backup_rows
+from engine.store import backup, backup_rows
 
 CHECK = "backups"
 
@@ -37,10 +37,28 @@ def check_backups(rt: Runtime) -> list[Finding]:
         return [Finding(CHECK, f"no verified backup in {plan.dir} yet: serve or cycle takes one at each "
                                f"'{plan.cron}' slot ({plan.timezone}); is one of them running?", problem=True)]
     said = f"newest verified backup {newest.path} is {_age(verdict.age)} old"
+    changed = _changed(newest)
+    if changed is not None:
+        return [Finding(CHECK, f"{said}, but {changed} since it was verified: it is not the copy that was checked; "
+                               "keep the file aside and let the next slot take a new one (`reportflow cycle`)",
+                        problem=True)]
     if verdict.problem:
         return [Finding(CHECK, f"{said}, more than {config_file.data_text(limit)}: see the backup_failed alerts "
                                "(`reportflow notifications list`) and the serve or cycle logs", problem=True)]
     return [Finding(CHECK, f"{said} (verified at {format_instant(newest.finished_at or now)})")]
+
+
+def _changed(row: backup_rows.BackupRow) -> str | None:
+    """What became of a verified copy since (missing, another size, another sha256), or None when it is the same."""
+    try:
+        if row.size is None or row.sha256 is None:  # verified before they were recorded: only its presence
+            return None if row.path.is_file() else "it is gone"
+        size = row.path.stat().st_size
+        if size != row.size:
+            return f"it is {size:,} bytes, not {row.size:,}"
+        return None if backup.digest(row.path)[1] == row.sha256 else "its sha256 differs"
+    except OSError:
+        return "it is gone"
 
 
 def _dump_finding(plan: backup_config.BackupPlan, now: datetime) -> Finding:

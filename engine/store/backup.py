@@ -10,6 +10,7 @@ any exception or signal the process sees removes it, and the partials a ``kill -
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -104,6 +105,16 @@ def row_counts(conn: Any) -> dict[str, int]:
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
     return {name: int(conn.execute(f'SELECT count(*) FROM "{name.replace(chr(34), chr(34) * 2)}"').fetchone()[0])
             for name in names}
+
+
+def digest(path: Path) -> tuple[int, str]:
+    """A file's size and sha256, read in blocks (a database copy may be large)."""
+    hasher, size = hashlib.sha256(), 0
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            hasher.update(block)
+            size += len(block)
+    return size, hasher.hexdigest()
 
 
 def inspect(path: Path) -> tuple[list[str], dict[str, int]]:

@@ -31,6 +31,8 @@ class BackupRow:
     path: Path
     finished_at: datetime | None
     detail: str | None
+    size: int | None = None  # as verified (None: verified before sizes were recorded)
+    sha256: str | None = None
 
 
 def last_claimed(conn: Connection) -> datetime | None:
@@ -48,9 +50,11 @@ def claim(conn: Connection, *, slot_at: datetime, path: Path, cron: str, next_sl
     return bool(conn.execute(stmt.on_conflict_do_nothing(index_elements=["slot_at"])).rowcount)
 
 
-def record_verified(conn: Connection, slot_at: datetime, now: datetime, detail: str) -> None:
-    """The slot's copy passed every check."""
+def record_verified(conn: Connection, slot_at: datetime, now: datetime, detail: str, *, size: int,
+                    sha256: str) -> None:
+    """The slot's copy passed every check; its size and sha256 are kept, to tell later that it is still it."""
     _finish(conn, slot_at, BackupStatus.VERIFIED, now, detail)
+    conn.execute(update(backups_taken).where(backups_taken.c.slot_at == slot_at).values(size=size, sha256=sha256))
 
 
 def record_failed(conn: Connection, slot_at: datetime, now: datetime, problem: str) -> None:
@@ -73,7 +77,8 @@ def list_verified(conn: Connection) -> list[BackupRow]:
     rows = conn.execute(select(backups_taken).where(backups_taken.c.status == BackupStatus.VERIFIED.value)
                         .order_by(backups_taken.c.slot_at.desc())).mappings()
     return [BackupRow(slot_at=r["slot_at"], status=BackupStatus(r["status"]), path=Path(r["path"]),
-                      finished_at=r["finished_at"], detail=r["detail"]) for r in rows]
+                      finished_at=r["finished_at"], detail=r["detail"], size=r["size"], sha256=r["sha256"])
+            for r in rows]
 
 
 def mark_removed(conn: Connection, slots: list[datetime]) -> None:

@@ -321,6 +321,8 @@ backups_taken = Table(
     Column("claimed_by", String(255), nullable=False),
     Column("finished_at", UTCDateTime),
     Column("detail", Text),
+    Column("size", BigInteger),  # a verified copy's size and sha256 when it was verified (migration 0015)
+    Column("sha256", String(64)),
     CheckConstraint(sql_in("status", [s.value for s in BackupStatus]), name="status"),
 )
 

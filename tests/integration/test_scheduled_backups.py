@@ -123,6 +123,30 @@ def test_cycle_takes_the_due_backup_and_doctor_shows_its_age(sqlite_url: str, tm
     assert finding.problem and "is 49h old, more than 2d" in finding.message, finding.message
 
 
+@pytest.mark.parametrize("what", ["corrupted", "replaced", "deleted"])
+def test_doctor_checks_the_file_it_names_is_still_the_verified_copy(sqlite_url: str, tmp_path: Path,
+                                                                     what: str) -> None:
+    """Security round 3, item 8: doctor said "ok" after the newest backup was corrupted, replaced or deleted."""
+    rt = _runtime(sqlite_url, tmp_path)
+    definitions.apply(rt)
+    cycle.cycle(rt, stop=threading.Event())
+    rt.clock.set(T0 + timedelta(minutes=20))
+    [finding] = backup_status.check_backups(rt)
+    assert not finding.problem, finding.message
+    [copy] = (tmp_path / "backups").glob("*.db")
+    if what == "corrupted":  # the same size, one byte changed
+        data = bytearray(copy.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        copy.write_bytes(bytes(data))
+    elif what == "replaced":
+        copy.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    else:
+        copy.unlink()
+    [finding] = backup_status.check_backups(rt)
+    says = {"corrupted": "its sha256 differs", "replaced": "bytes, not", "deleted": "it is gone"}[what]
+    assert finding.problem and says in finding.message and "not the copy that was checked" in finding.message
+
+
 def test_doctor_says_when_there_is_no_verified_backup(sqlite_url: str, tmp_path: Path) -> None:
     rt = _runtime(sqlite_url, tmp_path)
     [finding] = backup_status.check_backups(rt)
