@@ -88,8 +88,8 @@ class AlertTransports:
         from engine.core import http_deadline
 
         try:
-            with http_deadline.client(self.webhook_deadline_s, timeout_s=self.timeout_s,
-                                      follow_redirects=False) as client:
+            with http_deadline.client(self.webhook_deadline_s, timeout_s=self.timeout_s, follow_redirects=False,
+                                      max_bytes=http_deadline.WEBHOOK_MAX_BYTES) as client:
                 # httpx sends a URL's user:password@ as Basic authentication (urllib dropped it).
                 status = client.post(url, content=json.dumps(body, default=str).encode(),
                                      headers={"Content-Type": "application/json",

@@ -46,7 +46,8 @@ def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion
                                "logger": logging.getLogger(f"{__name__}.client")}
     if base_url:
         options["base_url"] = base_url.rstrip("/")
-    return notion_client.Client(client=http_deadline.client(timeout_s), **options)
+    return notion_client.Client(client=http_deadline.client(timeout_s, max_bytes=http_deadline.NOTION_MAX_BYTES),
+                                **options)
 
 
 def retry_after(headers: httpx.Headers | None) -> float | None:
@@ -65,12 +66,15 @@ def classify(exc: Exception, what: str, secret: str | None = None) -> errors.Ste
     429 ``NOTION_RATE_LIMITED``; 5xx, 404, 409, timeouts and dropped connections
     ``NOTION_UNAVAILABLE`` (a 404 here is a page or block that vanished under a caller that
     expected it: look again); 401/403 ``NOTION_UNAUTHORIZED``; an id Notion cannot read
-    ``CONFIG_INVALID``; any other answer ``NOTION_INVALID_REQUEST`` with its detail, ``secret``
-    masked.
+    ``CONFIG_INVALID``; an answer over its cap ``RESPONSE_TOO_LARGE``; any other answer
+    ``NOTION_INVALID_REQUEST`` with its detail, ``secret`` masked.
     """
     if isinstance(exc, RequestTimeoutError | httpx.TimeoutException):
         return errors.step_error("NOTION_UNAVAILABLE", f"Notion did not answer in time while {what}: check the "
                                  "network or notion.base_url")
+    if isinstance(exc, http_deadline.ResponseTooLarge):
+        return errors.step_error("RESPONSE_TOO_LARGE", f"Notion's answer while {what}: {exc}; check "
+                                 "notion.base_url")
     if isinstance(exc, httpx.TransportError):
         return errors.step_error("NOTION_UNAVAILABLE", f"cannot reach Notion while {what} ({type(exc).__name__}): "
                                  "check the network or notion.base_url")
@@ -114,7 +118,8 @@ def call(what: str, fn: Callable[..., Any], *, secret: str | None = None,
         if exc.status == 404 and not_found is not None:
             raise not_found() from exc
         raise classify(exc, what, secret) from exc
-    except (RequestTimeoutError, httpx.TransportError, InvalidPathParameterError) as exc:
+    except (RequestTimeoutError, httpx.TransportError, InvalidPathParameterError,
+            http_deadline.ResponseTooLarge) as exc:
         raise classify(exc, what, secret) from exc
 
 

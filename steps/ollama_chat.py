@@ -7,7 +7,7 @@ Contract:
 - A ``Server`` sends ``POST /api/chat`` (non-streaming, through the official client) and
   ``GET /api/tags`` (the model and its digest); each HTTP call ends within its timeout overall,
   not only per read (``engine.core.http_deadline``), and ``max_answer_bytes`` caps what is read of
-  an answer (``AnswerTooLarge``, raised unread and never retried).
+  an answer (``RESPONSE_TOO_LARGE``, the rest unread, never retried).
 - One retry policy (``RetryPolicy``, through the engine's in-step retry ``engine.plugins.retrying``):
   connection refused, dropped connections and 5xx/408/429 answers are retried with exponential
   backoff and jitter, up to ``max_attempts`` per call, within one waiting budget that the caller
@@ -23,7 +23,7 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -60,10 +60,6 @@ class RetryPolicy:
     def within(cls, budget_s: float) -> RetryPolicy:
         """The policy of a waiting budget (``[llm] retry_budget``): a small budget waits less each time."""
         return cls(budget_s=budget_s, initial_s=min(1.0, budget_s / 8), max_wait_s=min(10.0, budget_s / 2))
-
-
-class AnswerTooLarge(Exception):
-    """The server's answer passed the ``Server``'s ``max_answer_bytes``: the rest is left unread."""
 
 
 class _ModelMissing(Exception):
@@ -103,7 +99,7 @@ class Server:
     timeout_s: float = 300.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     exclusive: Exclusive | None = None
-    max_answer_bytes: int | None = None
+    max_answer_bytes: int = http_deadline.OLLAMA_MAX_BYTES
 
     @property
     def address(self) -> str:
@@ -120,7 +116,8 @@ class Server:
         """The model's answer to ``messages`` (its text; with ``format``, JSON of that schema).
 
         ``what`` names the request in errors ("generation", "schedule draft"). Raises
-        ``StepError`` (the module's mapping), ``AnswerTooLarge``, or what ``exclusive`` raises.
+        ``StepError`` (the module's mapping: ``RESPONSE_TOO_LARGE`` for an answer over the cap), or what
+        ``exclusive`` raises.
         """
         with self._client(self.timeout_s) as client:
 
@@ -151,9 +148,7 @@ class Server:
 
     def _client(self, timeout_s: float) -> ollama.Client:
         # Clients live for one call, so no connection outlives the step.
-        transport: httpx.BaseTransport = http_deadline.DeadlineTransport(timeout_s)
-        if self.max_answer_bytes is not None:
-            transport = BoundedTransport(transport, self.max_answer_bytes)
+        transport = http_deadline.DeadlineTransport(timeout_s, max_bytes=self.max_answer_bytes)
         return ollama.Client(host=self.address, timeout=timeout_s, transport=transport)
 
     def _call(self, what: str, fn: Callable[[], T], budget: retrying.RetryBudget) -> T:
@@ -195,6 +190,9 @@ class Server:
             return errors.step_error(
                 "MODEL_UNAVAILABLE", f"{where} failed the {what} for model '{self.model}': "
                 f"HTTP {exc.status_code} {exc.error} ({tries})")
+        if isinstance(exc, http_deadline.ResponseTooLarge):
+            return errors.step_error("RESPONSE_TOO_LARGE", f"{where} answered the {what} for model '{self.model}' "
+                                     f"with too much: {exc}")
         if isinstance(exc, httpx.TimeoutException):
             return errors.step_error(
                 "MODEL_UNAVAILABLE", f"{where} did not answer the {what} for model "
@@ -222,42 +220,3 @@ def check(host: str, model: str, timeout_s: float) -> ProbeResult:
     return ProbeResult(True, f"ollama at {server.address} serves {model}")
 
 
-class _Capped(httpx.SyncByteStream):
-    """A response body that stops with ``AnswerTooLarge`` once more than ``limit`` bytes came."""
-
-    def __init__(self, inner: httpx.SyncByteStream, limit: int) -> None:
-        self._inner = inner
-        self._limit = limit
-
-    def __iter__(self) -> Iterator[bytes]:
-        read = 0
-        for chunk in self._inner:
-            read += len(chunk)
-            if read > self._limit:
-                raise AnswerTooLarge(read)
-            yield chunk
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class BoundedTransport(httpx.BaseTransport):
-    """A transport (httpx's own unless ``inner`` is given), with every answer's body capped (``_Capped``)."""
-
-    def __init__(self, inner: httpx.BaseTransport | None, limit: int) -> None:
-        self._inner = inner if inner is not None else httpx.HTTPTransport()
-        self._limit = limit
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request``; the answer's body is read through the cap."""
-        response = self._inner.handle_request(request)
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._limit:
-            response.close()
-            raise AnswerTooLarge(int(declared))
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        return httpx.Response(response.status_code, headers=response.headers,
-                              stream=_Capped(response.stream, self._limit), extensions=response.extensions)
-
-    def close(self) -> None:
-        self._inner.close()

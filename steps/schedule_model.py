@@ -74,7 +74,9 @@ def ask(host: str, model: str, text: str, *, workflows: Mapping[str, str], proje
     try:
         content = server.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
                               what="schedule draft", format=schema(), options=options)
-    except ollama_chat.AnswerTooLarge as exc:
+    except errors.StepError as exc:
+        if exc.code != "RESPONSE_TOO_LARGE":
+            raise
         raise errors.InvalidInput(f"the model's answer is larger than {MAX_ANSWER_BYTES // 1024} KB and was not "
                                   "read (a schedule draft is a few lines); try again or use another model") from exc
     try:

@@ -37,6 +37,9 @@ CODES: tuple[ErrorCode, ...] = (
     ErrorCode("NOTION_NOT_FOUND", "no",
               "`notion.database_id` / `data_source_id` is wrong or the database was deleted; once it can be "
               "read, the run is queued again by itself"),
+    ErrorCode("RESPONSE_TOO_LARGE", "no",
+              "a server (Ollama, Notion) answered more than reportflow reads of it (16 MiB), so the rest was left "
+              "unread: check what answers at `[llm] host` or `notion.base_url`, then `runs retry`"),
     ErrorCode("GIT_REPO_NOT_FOUND", "no",
               "`projects[].repo` path or branch does not exist on this node"),
     ErrorCode("GIT_COMMIT_NOT_FOUND", "yes",

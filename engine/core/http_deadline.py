@@ -1,4 +1,4 @@
-"""Outbound HTTP with an overall deadline: the webhook, Ollama, Notion and the health probes.
+"""Outbound HTTP with an overall deadline and a size cap: the webhook, Ollama, Notion and the health probes.
 
 A per-read timeout never trips on a server that sends one byte every few seconds, so a
 request bounded only by it can last for ever (a cron ``cycle`` stuck behind a webhook, a
@@ -9,6 +9,11 @@ request ends with httpx's own ``TimeoutException`` once the deadline has passed.
 built on httpcore's public interfaces (a ``ConnectionPool`` with a ``network_backend``),
 and clients take it as ``transport=`` (``httpx.Client``, ``ollama.Client``; notion-client
 takes the ``httpx.Client``).
+
+Every answer's body is also capped (``max_bytes``, one per kind of peer: ``WEBHOOK_MAX_BYTES``,
+``NOTION_MAX_BYTES``, ``OLLAMA_MAX_BYTES``): a declared ``Content-Length`` over it is refused unread,
+and a body is read chunk by chunk until it passes the cap, then dropped with ``ResponseTooLarge``.
+A server answering gigabytes costs a bounded read, never the process's memory.
 
 Not covered: requests that httpx routes through a proxy named by ``HTTP(S)_PROXY``
 (httpx mounts its own transport for those).
@@ -26,6 +31,22 @@ import httpcore
 import httpx
 
 from engine.core import clock
+
+#: What an answer of each kind of peer may hold. The webhook's answer is not read (64 KiB); a Notion page or
+#: query answer is a few hundred KiB at most; an Ollama chat answer is the report (a num_predict of tokens).
+WEBHOOK_MAX_BYTES = 64 * 1024
+NOTION_MAX_BYTES = 16 * 1024 * 1024
+OLLAMA_MAX_BYTES = 16 * 1024 * 1024
+
+
+class ResponseTooLarge(httpx.DecodingError):
+    """An answer passed its cap (``max_bytes``): the rest is left unread. Never retried: a server that answers
+    too much does so again."""
+
+    def __init__(self, limit: int, seen: int) -> None:
+        super().__init__(f"the answer passed {limit:,} bytes ({seen:,} seen); the rest was left unread")
+        self.limit, self.seen = limit, seen
+
 
 # When the request being sent must be done (``clock.REAL.monotonic()``), or None outside one.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("http_deadline", default=None)
@@ -107,14 +128,16 @@ class _Backend(httpcore.NetworkBackend):
 
 
 class _Body(httpx.SyncByteStream):
-    """A response body read under its request's deadline, chunk by chunk."""
+    """A response body read under its request's deadline, chunk by chunk, up to ``limit`` bytes."""
 
-    def __init__(self, stream: Any, at: float) -> None:
+    def __init__(self, stream: Any, at: float, limit: int) -> None:
         self._stream = stream
         self._at = at
+        self._limit = limit
 
     def __iter__(self) -> Iterator[bytes]:
         chunks = iter(self._stream)
+        read = 0
         while True:
             token = _DEADLINE.set(self._at)
             try:
@@ -124,6 +147,10 @@ class _Body(httpx.SyncByteStream):
                 return
             finally:
                 _DEADLINE.reset(token)
+            read += len(chunk)
+            if read > self._limit:
+                self.close()
+                raise ResponseTooLarge(self._limit, read)
             yield chunk
 
     def close(self) -> None:
@@ -133,10 +160,12 @@ class _Body(httpx.SyncByteStream):
 
 
 class DeadlineTransport(httpx.BaseTransport):
-    """An httpx transport whose every request (connect, headers and body) ends within ``deadline_s``."""
+    """An httpx transport whose every request (connect, headers and body) ends within ``deadline_s``, and whose
+    every answer holds at most ``max_bytes`` (``ResponseTooLarge``)."""
 
-    def __init__(self, deadline_s: float, *, verify: bool = True) -> None:
+    def __init__(self, deadline_s: float, *, max_bytes: int, verify: bool = True) -> None:
         self.deadline_s = deadline_s
+        self.max_bytes = max_bytes
         self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(verify=verify),
                                              network_backend=_Backend())
 
@@ -154,15 +183,20 @@ class DeadlineTransport(httpx.BaseTransport):
                 answer = self._pool.handle_request(core)
         finally:
             _DEADLINE.reset(token)
-        return httpx.Response(status_code=answer.status, headers=answer.headers, stream=_Body(answer.stream, at),
-                              extensions=answer.extensions)
+        declared = httpx.Headers(answer.headers).get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > self.max_bytes:
+            answer.close()
+            raise ResponseTooLarge(self.max_bytes, int(declared))
+        return httpx.Response(status_code=answer.status, headers=answer.headers,
+                              stream=_Body(answer.stream, at, self.max_bytes), extensions=answer.extensions)
 
     def close(self) -> None:
         """Close the pooled connections."""
         self._pool.close()
 
 
-def client(deadline_s: float, *, timeout_s: float | None = None, **options: Any) -> httpx.Client:
-    """An ``httpx.Client`` whose every request ends within ``deadline_s`` (per read: ``timeout_s``, or the deadline)."""
-    return httpx.Client(transport=DeadlineTransport(deadline_s),
+def client(deadline_s: float, *, max_bytes: int, timeout_s: float | None = None, **options: Any) -> httpx.Client:
+    """An ``httpx.Client`` whose every request ends within ``deadline_s`` (per read: ``timeout_s``, or the deadline)
+    and whose answers hold at most ``max_bytes``."""
+    return httpx.Client(transport=DeadlineTransport(deadline_s, max_bytes=max_bytes),
                         timeout=timeout_s if timeout_s is not None else deadline_s, **options)

@@ -4,7 +4,9 @@
 for ever (``HTTP/1.1 200 OK\\r\\nX-Slow: ...``): a per-read timeout longer than
 ``every_s`` never trips. ``serve("garbage")`` answers a status line that is no HTTP;
 ``serve("headers")`` a 200 with 150 headers; ``serve("silent")`` reads the request and
-sends nothing. Each records the requests it read (``requests``) and sets ``arrived``.
+sends nothing; ``serve("flood")`` answers a 200 whose body never ends, as fast as the socket takes it (JSON
+that never closes, no length), and ``serve("declared")`` one that declares 2 GB in ``Content-Length``. Each
+records the requests it read (``requests``) and sets ``arrived``, and ``sent`` counts the body bytes it sent.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class BadServer:
     requests: list[bytes] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
     stopped: threading.Event = field(default_factory=threading.Event)
+    sent: int = 0
 
     def _read_request(self, conn: socket.socket) -> bytes:
         data = b""
@@ -56,6 +59,14 @@ class BadServer:
                 elif self.mode == "headers":
                     headers = b"".join(b"X-H%d: v\r\n" % i for i in range(150))
                     conn.sendall(b"HTTP/1.1 200 OK\r\n" + headers + b"Content-Length: 2\r\n\r\n{}")
+                elif self.mode in ("flood", "declared"):
+                    length = b"Content-Length: 2147483648\r\n" if self.mode == "declared" else b""
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + length +
+                                 b"Connection: close\r\n\r\n{\"models\": [" )
+                    block = b'{"name": "x", "pad": "' + b"z" * 65_000 + b'"}, '
+                    while not self.stopped.is_set():
+                        conn.sendall(block)
+                        self.sent += len(block)
                 elif self.mode == "drip":
                     answer = b"HTTP/1.1 200 OK\r\nX-Slow: " + b"z" * 100_000
                     for byte in answer:

@@ -198,7 +198,7 @@ def test_the_ollama_client_ends_at_the_deadline(drip: bad_http.BadServer) -> Non
     def ask() -> str:
         try:
             with ollama.Client(host=drip.url.removesuffix("/hook"), timeout=5.0,
-                               transport=http_deadline.DeadlineTransport(2.0)) as client:
+                               transport=http_deadline.DeadlineTransport(2.0, max_bytes=1 << 20)) as client:
                 client.list()
         except httpx.TimeoutException as exc:
             return type(exc).__name__
@@ -244,6 +244,43 @@ def test_a_server_that_answers_in_time_is_read_whole(tmp_path: Path) -> None:
     from engine.core import http_deadline
 
     with webhook.serve() as hook:
-        with http_deadline.client(5.0) as client:
+        with http_deadline.client(5.0, max_bytes=1 << 20) as client:
             answer = client.post(hook.url, content=json.dumps({"id": "x"}).encode())
     assert answer.status_code == 200 and answer.json() == {} and hook.received[0].body == {"id": "x"}
+
+
+# Security round 3, item 2: a 2 GB answer took `work` to 4.3 GB of memory (webhook), MemoryError and a traceback
+# (Ollama, Notion). Every answer is now read up to its kind's cap, then dropped with one clear error.
+@pytest.mark.parametrize("mode", ["flood", "declared"])
+def test_an_endless_answer_is_read_up_to_its_cap_everywhere(mode: str, sqlite_url: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             quick: Callable[[Any], None]) -> None:
+    import resource
+
+    from engine.core import errors, http_deadline
+    from steps import notion_api, ollama_chat
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with bad_http.serve(mode) as flood:
+        host = flood.url.removesuffix("/hook")
+        monkeypatch.setenv("RF_HOOK", flood.url)
+        rt = failed_run(sqlite_url, tmp_path, {"webhook_env": "RF_HOOK"})
+        quick(rt)
+        report, took = finishes_within(60, lambda: outbox_sender.deliver_pending(rt))
+        assert report.delivered == [] and len(report.failed) == 1 and took < 10, took
+        assert "ResponseTooLarge" in (pending(rt)[0].last_error or "")
+
+        server = ollama_chat.Server(host, "llama3.1:8b", timeout_s=20.0,
+                                    retry=ollama_chat.RetryPolicy(budget_s=0.0, max_attempts=3))
+        with pytest.raises(errors.StepError) as model:
+            server.digest()
+        assert model.value.code == "RESPONSE_TOO_LARGE" and not model.value.retryable
+        assert "16,777,216 bytes" in model.value.message
+
+        client = notion_api.make_client("secret_x", host, timeout_s=20.0)
+        with pytest.raises(errors.StepError) as notion:
+            notion_api.call("searching", client.search, query="x")
+        assert notion.value.code == "RESPONSE_TOO_LARGE" and "secret_x" not in notion.value.message
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 200, grown_mib  # three answers of up to 16 MiB each were read, not gigabytes
+    assert http_deadline.OLLAMA_MAX_BYTES == http_deadline.NOTION_MAX_BYTES == 16 * 1024 * 1024

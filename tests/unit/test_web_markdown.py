@@ -42,14 +42,14 @@ def test_a_report_over_the_pages_limit_is_named_large_not_changed(tmp_path: Path
     import hashlib
     import socket
 
-    from engine.web import markdown as web_markdown
+    from engine.web import markdown
 
     report = tmp_path / "app" / "2026-09-29-app-daily-summary.md"
     report.parent.mkdir()
     body = ("- a commit line of a very busy day\n" * 90_000).encode()
     report.write_bytes(body)
     location = f"{socket.gethostname()}:{report}"
-    large = web_markdown.read_local_report(location, tmp_path, hashlib.sha256(body).hexdigest())
+    large = markdown.read_local_report(location, tmp_path, hashlib.sha256(body).hexdigest())
     assert large.text is None and "as the run wrote it" in (large.problem or "") and "changed" not in (large.problem or "")
-    changed = web_markdown.read_local_report(location, tmp_path, hashlib.sha256(b"other").hexdigest())
+    changed = markdown.read_local_report(location, tmp_path, hashlib.sha256(b"other").hexdigest())
     assert changed.text is None and "sha256 differs" in (changed.problem or "")
