@@ -25,6 +25,14 @@ their own version, byte for byte as they did):
   span of its own: inert, shown as written, with no backslash in the file. Only ``|`` (a table
   would split at it) and a backtick without its pair are backslash-escaped. A ``#N`` reference
   becomes a link to the project's forge when one is known (``steps.forge_links``).
+- rules 4 (security round 3): inert under Python-Markdown (as MkDocs sets it up) and GitHub's
+  cmark-gfm too, not only CommonMark. ``<`` and the ``&`` of a character reference are written as
+  entities (``&lt;``, ``&amp;``: Python-Markdown reads ``\<`` and ``\&`` as a backslash and live
+  HTML), an ``&`` that may begin a reference without its ``;`` too; an e-mail address, or a URL
+  holding an ``@``, is a code span (GitHub links an address whatever is escaped in it); ``www.``
+  before a space is defanged; a fenced code block gets a plain info string and is closed if left
+  open (Python-Markdown reads such a fence as prose). ``tests/unit/test_renderers.py`` renders with
+  all three.
 
 Why here, at rendering, and not at COLLECT_GIT's output: escaping depends on where the
 text lands (running text, a code span, the model's prompt), and the stored output stays
@@ -45,6 +53,24 @@ from steps.forge_links import REFERENCE, ForgeLinks
 LINK_RULES = 2
 #: The rules that escape only what a renderer would act on (issue 34).
 PLAIN_RULES = 3
+#: The rules that are inert under Python-Markdown and GitHub's renderer too (security round 3): a ``<`` or a
+#: character reference's ``&`` is written as an entity (``&lt;``, ``&amp;``: Python-Markdown does not read
+#: ``\<`` or ``\&`` as escapes), and an e-mail address in the model's text is a code span (GitHub links one
+#: whatever is escaped in it).
+ENTITY_RULES = 4
+
+
+def _escaped(char: str, rules: int) -> str:
+    """One Markdown-active character shown as written: an entity for ``<`` and ``&`` from rules 4, else a
+    backslash escape."""
+    if rules >= ENTITY_RULES and char in "<&":
+        return "&lt;" if char == "<" else "&amp;"
+    return "\\" + char
+
+
+def _escape_specials(text: str, rules: int) -> str:
+    """Every character of ``_SPECIAL_2`` in ``text`` escaped (``_escaped``)."""
+    return _SPECIAL_2.sub(lambda match: _escaped(match.group(1), rules), text)
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>!|~()])")
 _SPECIAL_2 = re.compile(r"([\\`*_\[\]<>!|~()&])")
@@ -76,6 +102,8 @@ _PROSE = re.compile(
     f"|(?P<entity>{_ENTITY})"
     r"|(?P<punct>[\[\]<])"
     f"|(?P<defang>{_DEFANG.pattern})"
+    r"|(?P<amp>&(?=[#A-Za-z]))"  # a reference without its ";": HTML decodes some of those too
+    r"|(?P<www>(?<![A-Za-z0-9\-])www\.)"  # GitHub links "www." before a space as well
 )
 _HREF = re.compile(r"""\b(?:href|src)\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
 _SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>\S+)$")
@@ -100,7 +128,7 @@ def text(value: str, rules: int, links: ForgeLinks | None = None) -> str:
         return _SPECIAL.sub(r"\\\1", line)
     if rules < PLAIN_RULES:
         return _defanged(_SPECIAL_2.sub(r"\\\1", line))
-    return _as_written(line, links or ForgeLinks(None))
+    return _as_written(line, links or ForgeLinks(None), rules)
 
 
 # A word a renderer would act on (rules 3): an emphasis or strikethrough run at a word's edge, a
@@ -110,33 +138,38 @@ def text(value: str, rules: int, links: ForgeLinks | None = None) -> str:
 _ACTIVE_WORD = re.compile(
     r"(?:^|(?<=\W))[_*~]|[_*~](?:$|(?=\W))|(?<=\w)[*~](?=\w)|\][(\[:]|<[A-Za-z/!?]|\\(?:[!-/:-@\[-`{-~]|$)|^#+$"
     f"|{_ENTITY}|{_DEFANG.pattern}")
+# Rules 4: what a renderer may still act on in a word that rules 3 left as it is: "www." before a space (GitHub
+# links it) and an "&" that may begin a reference without its ";" (HTML decodes some of those).
+_LOOSE = re.compile(r"(?<![A-Za-z0-9\-])www\.|&[#A-Za-z]")
+_BARE_WWW = re.compile(r"(?<![A-Za-z0-9\-\\])www\.")
 # A code span as CommonMark reads it on one line: a backtick run and the next run of the same length.
 _SPAN = re.compile(r"(?<!`)(?P<ticks>`+)(?!`)(?P<body>.*?)(?<!`)(?P=ticks)(?!`)")
 
 
-def _as_written(line: str, links: ForgeLinks) -> str:
+def _as_written(line: str, links: ForgeLinks, rules: int) -> str:
     """Rules 3: ``line`` with its balanced code spans kept, every active word a code span of its own,
     ``|`` and unpaired backticks escaped, and ``#N`` references linked."""
     out: list[str] = []
     at = 0
     spans = [span for span in _SPAN.finditer(line) if "|" not in span.group()]  # a table would split one
     for span in spans:
-        out.append(_prose_words(line[at:span.start()], links, left=at > 0, right=True))
+        out.append(_prose_words(line[at:span.start()], links, left=at > 0, right=True, rules=rules, line=line))
         out.append(span.group())
         at = span.end()
-    out.append(_prose_words(line[at:], links, left=at > 0, right=False))
+    out.append(_prose_words(line[at:], links, left=at > 0, right=False, rules=rules, line=line))
     return "".join(out)
 
 
-def _prose_words(prose: str, links: ForgeLinks, *, left: bool, right: bool) -> str:
+def _prose_words(prose: str, links: ForgeLinks, *, left: bool, right: bool, rules: int, line: str = "") -> str:
     """The words of ``prose``; ``left``/``right``: a kept code span touches its first/last character,
     so a word there cannot become a code span of its own (two backtick runs would merge)."""
     words = prose.split(" ")
     for i, word in enumerate(words):
-        touching = (i == 0 and left) or (i == len(words) - 1 and right)
-        if _ACTIVE_WORD.search(word) or "`" in word or "|" in word:
+        on_left, on_right = i == 0 and left, i == len(words) - 1 and right
+        touching = on_left or on_right
+        if _ACTIVE_WORD.search(word) or "`" in word or "|" in word or (rules >= ENTITY_RULES and _LOOSE.search(word)):
             if touching or "`" in word or "|" in word:
-                words[i] = _inert_word(word)
+                words[i] = _inert_word(word, rules, line, spans=(on_left, on_right))
             else:
                 words[i] = f"`{word}`"
         else:
@@ -144,9 +177,32 @@ def _prose_words(prose: str, links: ForgeLinks, *, left: bool, right: bool) -> s
     return " ".join(words)
 
 
-def _inert_word(word: str) -> str:
-    """A word that cannot be a code span of its own, escaped as rules 2 escape."""
-    return _defanged(_SPECIAL_2.sub(r"\\\1", word))
+def _inert_word(word: str, rules: int, line: str = "", spans: tuple[bool, bool] = (False, False)) -> str:
+    """A word that cannot be a code span of its own, escaped as rules 2 escape (``_escaped``); from rules 4 a
+    ``www.`` wherever it stands too, and an ``@`` a code span of its own (GitHub links an address whatever
+    is escaped in it); ``line`` is the word's line, whose backtick runs that span must not pair with, and
+    ``spans`` whether a kept code span touches the word's start and end."""
+    if rules < ENTITY_RULES:
+        return _defanged(_escape_specials(word, rules))
+    pieces = word.split("@")
+    inert = [_BARE_WWW.sub("www\\.", _DEFANG.sub(lambda key: "\\" + key.group() if key.group() != "www." else
+                                                   "www\\.", _escape_specials(piece, rules))) for piece in pieces]
+    out = inert[0]
+    for index, piece in enumerate(inert[1:], start=1):
+        joined = ("`" if spans[0] else "") + out + "@" + piece + ("`" if spans[1] and index == len(inert) - 1 else "")
+        at = len(out) + (1 if spans[0] else 0)
+        out = out + _code_piece("@", joined, at, at + 1, line) + piece
+    return out
+
+
+def _code_piece(text: str, context: str, start: int, end: int, line: str = "") -> str:
+    """``text`` as a code span inside ``context`` (where it replaces ``[start, end)``; ``line`` around it): its
+    fence longer than any backtick run there, so no stray backtick pairs with it, and kept apart by a space
+    from a backtick or a backslash beside it (which would join or escape its fence)."""
+    fence = "`" * (max((len(run) for run in _TICKS.findall(context + line)), default=0) + 1)
+    before = " " if context[start - 1:start] in ("`", "\\") and start > 0 else ""
+    beyond = " " if context[end:end + 1] == "`" else ""
+    return f"{before}{fence} {text} {fence}{beyond}"
 
 
 def _reference(ref: re.Match[str], links: ForgeLinks) -> str:
@@ -187,7 +243,34 @@ def narrative(markdown: str, rules: int, forge: str | None = None) -> str:
     """
     if rules < LINK_RULES:
         return markdown
-    return _by_blocks(redact.neutralise(markdown, keep_newlines=True), lambda prose: _prose(prose, forge))
+    clean = redact.neutralise(markdown, keep_newlines=True)
+    if rules >= ENTITY_RULES:
+        clean = _settled_fences(clean)
+    return _by_blocks(clean, lambda prose: _prose(prose, forge, rules=rules))
+
+
+_INFO = re.compile(r"[^\w#.+-]")
+
+
+def _settled_fences(markdown: str) -> str:
+    """Fenced code blocks every renderer reads alike (rules 4): an info string of word characters only (Python-
+    Markdown's fenced code takes no other, and reads the fence as prose), and a fence left open closed at the
+    end (CommonMark runs it to the end; Python-Markdown would read it as prose)."""
+    from markdown_it import MarkdownIt
+
+    lines = markdown.split("\n")
+    closing: list[str] = []
+    for token in MarkdownIt("commonmark").parse(markdown):
+        if token.type != "fence" or not token.map:
+            continue
+        start, end = token.map
+        opening = lines[start]
+        indent = opening[:len(opening) - len(opening.lstrip())]
+        lines[start] = f"{indent}{token.markup}{_INFO.sub('', token.info)}"
+        last = lines[end - 1].strip() if end - 1 > start else ""
+        if not (last.startswith(token.markup[0] * len(token.markup)) and set(last) <= {token.markup[0]}):
+            closing.append(f"{indent}{token.markup}")
+    return "\n".join(lines + closing[-1:])
 
 
 def foreign_links(markdown: str, forge: str | None = None) -> list[str]:
@@ -224,8 +307,8 @@ def _by_blocks(markdown: str, transform: Callable[[str], str]) -> str:
     return "\n".join(out)
 
 
-def _prose(prose: str, forge: str | None, found: list[str] | None = None) -> str:
-    """One stretch of prose made inert (see ``narrative``); foreign targets appended to ``found``."""
+def _prose(prose: str, forge: str | None, found: list[str] | None = None, *, rules: int = LINK_RULES) -> str:
+    """One stretch of prose made inert under ``rules`` (see ``narrative``); foreign targets appended to ``found``."""
     def note(target: str) -> None:
         if found is not None and not redact.link_allowed(target, forge):
             found.append(target)
@@ -233,45 +316,58 @@ def _prose(prose: str, forge: str | None, found: list[str] | None = None) -> str
     def inert(match: re.Match[str]) -> str:
         kind = match.lastgroup
         whole = match.group()
+        if kind == "escape" and whole[1] in "<&":
+            return _escaped(whole[1], rules)  # Python-Markdown reads neither as an escape
         if kind in ("escape", "span", "tickrun"):
             return whole
         if kind == "link":
             note(match["target"])
-            label = _prose(match["label"], forge, found)
+            label = _prose(match["label"], forge, found, rules=rules)
             if redact.link_allowed(match["target"], forge):
                 return f"{match['bang']}[{label}]({match['target']})"
-            return f"{match['bang']}\\[{label}\\]({_prose(match['target'], forge)})"
+            return f"{match['bang']}\\[{label}\\]({_prose(match['target'], forge, rules=rules)})"
         if kind == "autolink":
             note(match["auto"])
             if redact.link_allowed(match["auto"], forge):
                 return whole
-            return "\\<" + _prose(match["auto"], forge) + ">"
+            return _escaped("<", rules) + _prose(match["auto"], forge, rules=rules) + ">"
         if kind == "html":
             if match["tag"].lower() in ("a", "img"):
                 for target in _HREF.findall(whole):
                     note(target)
-            return "\\<" + _prose(whole[1:], forge)
+            return _escaped("<", rules) + _prose(whole[1:], forge, rules=rules)
         if kind in ("url", "email"):
             core = whole.rstrip(_TRAILING)
             note(core)
             # Kept live only where GFM's link would end with it too: it runs on to a space, a "<" or
             # an escape (which the next pass may have written for that "<").
             after = match.string[match.end():match.end() + 2]
-            ends = after[:1] in ("", "<") or after[:1].isspace() or _ESCAPE.match(after) is not None
+            ends = after[:1] in ("", "<" if rules < ENTITY_RULES else "") or after[:1].isspace() or (
+                _ESCAPE.match(after) is not None and after[1:2] not in ("<" if rules >= ENTITY_RULES else "",))
             if kind == "url" and ends and redact.link_allowed(core, forge):
-                return _ENTITIES.sub(_entity, core + _SPECIAL_2.sub(r"\\\1", whole[len(core):]))
-            return _defanged(_SPECIAL_2.sub(r"\\\1", whole))
+                return _ENTITIES.sub(lambda ref: _entity(ref, rules),
+                                     core + _escape_specials(whole[len(core):], rules))
+            if rules >= ENTITY_RULES and "`" not in whole and (kind == "email" or "@" in whole):
+                # GitHub links an address whatever is escaped in it; not one in a code span.
+                return _code_piece(whole, match.string, match.start(), match.end())
+            return _defanged(_escape_specials(whole, rules))
         if kind == "entity":
-            return _entity(match)
-        return "www\\." if whole == "www." else "\\" + whole  # [ ] < @, the ":" of "://"
+            return _entity(match, rules)
+        if kind in ("amp", "www"):
+            return whole if rules < ENTITY_RULES else "&amp;" if kind == "amp" else "www\\."
+        if whole == "www.":
+            return "www\\."
+        return _escaped(whole, rules) if whole == "<" else "\\" + whole  # [ ] @, the ":" of "://"
 
     return _PROSE.sub(inert, prose)
 
 
-def _entity(match: re.Match[str]) -> str:
+def _entity(match: re.Match[str], rules: int) -> str:
     """A character reference, escaped (shown as written) when it would decode to a removed character."""
     decoded = html.unescape(match.group())
-    return "\\" + match.group() if redact.neutralise(decoded) != decoded else match.group()
+    if redact.neutralise(decoded) == decoded:
+        return match.group()
+    return _escaped("&", rules) + match.group()[1:]
 
 
 def forge_of(remote: str) -> str | None:

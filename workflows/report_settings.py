@@ -187,8 +187,9 @@ def check_project(settings: ReportSettings, key: str) -> None:
 
 #: The rules of ``steps.untrusted`` a new run is pinned to (the step module stays unimported here):
 #: 2 makes the model's text, server error text and audit actors inert too (issue 36); 3 escapes
-#: only what a renderer would act on, and links ``#N`` to the forge (issue 34).
-TEXT_RULES = 3
+#: only what a renderer would act on, and links ``#N`` to the forge (issue 34); 4 is inert under
+#: Python-Markdown and GitHub's renderer too (entities for ``<`` and ``&``, addresses as code).
+TEXT_RULES = 4
 #: How a new run's statistics and built-in report are laid out (``ReportInput.layout``): 2 puts
 #: areas below source roots, bots apart, and links commits to the forge; 3 gives a weekly its week
 #: and a team report its sections per repository and person (issue 34).

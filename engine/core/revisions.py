@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.core.models import ACTIVE_STATUSES, UNRUN_STATUSES, Run, RunStatus, SlotReason
+from engine.core.models import ACTIVE_STATUSES, HOLDABLE_STATUSES, UNRUN_STATUSES, Run, RunStatus, SlotReason
 
 
 class Command(StrEnum):
@@ -47,15 +47,18 @@ ON_PURPOSE = frozenset({SlotReason.HOLIDAY.value, SlotReason.MAINTENANCE.value})
 
 
 def decide_action(command: Command, status: RunStatus | None, *, force_new: bool = False, reason: str | None = None,
-                  include_skipped: bool = False) -> PeriodAction:
-    """The period table: what ``command`` does with a period whose latest revision has ``status`` (and ``reason``).
+                  include_skipped: bool = False, revision: int = 1) -> PeriodAction:
+    """The period table: what ``command`` does with a period whose latest revision (number ``revision``) has
+    ``status`` (and ``reason``).
 
-    A backfill leaves a slot skipped on purpose (``ON_PURPOSE``) unless ``include_skipped``."""
+    A backfill leaves a slot skipped on purpose (``ON_PURPOSE``) unless ``include_skipped``. ``--force-new``
+    makes one pending revision per period: asked again while the last revision it made has not started, it
+    adds nothing."""
     if status is None:
         return PeriodAction.CREATE
     if force_new and command is Command.TRIGGER:
-        # One pending revision per period: asking again while the last one has not run yet adds nothing.
-        return PeriodAction.PRESENT if status in ACTIVE_STATUSES else PeriodAction.REVISION
+        pending = revision > 1 and status in HOLDABLE_STATUSES
+        return PeriodAction.PRESENT if pending else PeriodAction.REVISION
     if command is Command.BACKFILL and status in UNRUN_STATUSES and reason in ON_PURPOSE and not include_skipped:
         return PeriodAction.LEAVE
     requeues = REQUEUE_ON_TRIGGER if command is Command.TRIGGER else REQUEUE_ON_BACKFILL
@@ -73,5 +76,6 @@ def decide_period(command: Command, existing: Sequence[Run], *, force_new: bool 
     """``decide_action`` on the latest of ``existing`` (every revision of one period)."""
     latest = latest_revision(existing)
     action = decide_action(command, None if latest is None else latest.status, force_new=force_new,
-                           reason=None if latest is None else latest.reason, include_skipped=include_skipped)
+                           reason=None if latest is None else latest.reason, include_skipped=include_skipped,
+                           revision=1 if latest is None else latest.revision)
     return PeriodDecision(action, latest)

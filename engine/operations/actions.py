@@ -120,7 +120,7 @@ def _trigger_slot(conn: Connection, rt: Runtime, schedule: Schedule, slot: datet
     if decision.action is revisions.PeriodAction.APPROVE:
         return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "approved")
     hint = (" (use --force-new for a new revision)" if run.status is RunStatus.SUCCESS else
-            f" (revision {run.revision} has not run yet: one pending revision per period)" if force_new else "")
+            f" (revision {run.revision} has not started yet: one pending revision per period)" if force_new else "")
     return ActionResult("unchanged", run.id, run.status.value, run.business_key,
                         f"run {run.id} for {run.business_key} is already {run.status.value}{hint}")
 

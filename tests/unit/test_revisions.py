@@ -41,3 +41,13 @@ def test_a_backfill_leaves_a_slot_skipped_on_purpose_unless_asked(reason: str) -
                                    include_skipped=True) is PeriodAction.REQUEUE
     assert revisions.decide_action(Command.TRIGGER, RunStatus.SKIPPED, reason=reason) is PeriodAction.REQUEUE
     assert revisions.decide_action(Command.BACKFILL, RunStatus.MISSED, reason="too_old") is PeriodAction.REQUEUE
+
+
+def test_one_pending_revision_per_period() -> None:
+    """Security round 3, item 9: a revision asked for while the last revision made has not started adds nothing."""
+    assert revisions.decide_action(Command.TRIGGER, RunStatus.QUEUED, force_new=True, revision=2) is PeriodAction.PRESENT
+    assert revisions.decide_action(Command.TRIGGER, RunStatus.RUNNING, force_new=True,
+                                   revision=2) is PeriodAction.REVISION
+    assert revisions.decide_action(Command.TRIGGER, RunStatus.QUEUED, force_new=True, revision=1) is PeriodAction.REVISION
+    assert revisions.decide_action(Command.TRIGGER, RunStatus.SUCCESS, force_new=True,
+                                   revision=3) is PeriodAction.REVISION
