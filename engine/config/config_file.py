@@ -457,19 +457,17 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 def _check_timing(spec: ScheduleSpec, period: Any) -> None:
-    """Cron validation costs ~3 ms; schedules share a few timings, so each distinct one is checked once."""
-    _check_timing_cached(spec.cron, spec.timezone, spec.dst_gap, spec.dst_fold, spec.allow_frequent,
-                         spec.jitter, spec.grace, period)
+    """Cron validation costs ~3 ms; schedules share a few timings, so each distinct one is checked once. The
+    cache is keyed by the whole definition but its name and project, so no field the check reads (``report_on``
+    was once left out of the key, and its refusal never fired) can be missed."""
+    _check_timing_cached(dataclasses.replace(spec, name="", project=""), period)
 
 
 @lru_cache(maxsize=4096)
-def _check_timing_cached(cron_expr: str, timezone: str, dst_gap: DstGap, dst_fold: DstFold, allow_frequent: bool,
-                         jitter: timedelta, grace: timedelta, period: Any) -> None:
+def _check_timing_cached(spec: ScheduleSpec, period: Any) -> None:
     from engine.core.cron import validate
 
-    timing = ScheduleSpec(name="", workflow="", project="", cron=cron_expr, timezone=timezone, dst_gap=dst_gap,
-                          dst_fold=dst_fold, allow_frequent=allow_frequent, jitter=jitter, grace=grace)
-    validate.check_schedule(timing, period)
+    validate.check_schedule(spec, period)
 
 
 def _policy(spec: ScheduleSpec, warn: int, maximum: int | None) -> Any:

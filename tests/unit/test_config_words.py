@@ -70,3 +70,15 @@ def test_the_path_rule_refuses_only_what_the_system_cannot_take() -> None:
     assert "folders deep" in (defaults.path_problem("a/" * 101) or "")
     assert "characters long" in (defaults.path_problem("a" * 4097) or "")
     assert "255 bytes" in (defaults.path_problem("x" * 256) or "")
+
+
+def test_a_current_window_at_the_periods_start_is_refused_from_the_file_after_a_valid_twin(tmp_path: Path) -> None:
+    """Issue 43, item 2: the validation cache left ``report_on`` out of its key, so a schedule checked once with
+    "previous" let the same cron with "current" at 00:00 through (apply, validate, doctor exited 0)."""
+    entry = {"name": "d", "workflow": "daily_report", "project": "p", "cron": "0 0 * * *", "timezone": "UTC"}
+    raw: dict[str, Any] = {"projects": [{"key": "p", "repo": str(tmp_path)}], "schedules": [entry]}
+    config_file.build_config(raw, path=tmp_path / "reportflow.toml", registry=load_registry())  # cached as valid
+    raw["schedules"] = [{**entry, "report_on": "current"}]
+    with pytest.raises(errors.ConfigInvalid) as refused:
+        config_file.build_config(raw, path=tmp_path / "reportflow.toml", registry=load_registry())
+    assert "reports an empty window" in refused.value.message and "report_on" in (refused.value.key or "")
