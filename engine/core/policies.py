@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from engine.core import period_keys
 from engine.core.cron import timetable
 from engine.core.models import (
+    AttemptTrigger,
     Misfire,
     Overlap,
     Period,
@@ -23,6 +24,7 @@ from engine.core.models import (
     ReportOn,
     Run,
     RunStatus,
+    RunTrigger,
     Schedule,
     ScheduleSpec,
     SlotReason,
@@ -345,6 +347,15 @@ def is_stalled(status: RunStatus, claimed_at: datetime | None, lease_until: date
 def run_is_stalled(run: Run, now: datetime) -> bool:
     """``is_stalled`` for a loaded run (runs list, its JSON, doctor)."""
     return is_stalled(run.status, run.claimed_at, run.lease_until, timedelta(seconds=run.max_runtime_s), now)
+
+
+def past_start_by(run: Run, start_by: timedelta | None, now: datetime) -> bool:
+    """Whether a scheduled run that never started is past its schedule's ``start_by`` (it is MISSED, not run: a
+    report due at 09:00 is not made at 15:00 unless an operator asks). Only the schedule's own first try counts:
+    a trigger, a backfill or a retry is an explicit request."""
+    first_try = run.next_attempt_trigger in (None, AttemptTrigger.SCHEDULED)  # not queued again by a person
+    return (start_by is not None and run.trigger is RunTrigger.SCHEDULED and first_try and run.started_at is None
+            and run.attempt_count == 0 and run.scheduled_for + start_by < now)
 
 
 def is_silent(next_run_at: datetime | None, grace: timedelta, now: datetime) -> bool:

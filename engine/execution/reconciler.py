@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import alerts, calendars, errors, logs, policies, reports, stuck
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus, SlotReason
+from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus
 from engine.execution import freshness_alerts, late_alerts
 from engine.runtime import Runtime
 from engine.store import (
@@ -26,6 +26,7 @@ from engine.store import (
     recovery,
     run_rows,
     schedule_rows,
+    start_by,
     upstream_rows,
     waiting,
 )
@@ -87,21 +88,9 @@ def _miss_unstarted(rt: Runtime, now: datetime) -> list[int]:
     for schedule in timed:
         assert schedule.spec.start_by is not None
         with rt.store.write() as conn:
-            late = run_rows.unstarted_past(conn, schedule.id, now - schedule.spec.start_by)
-            for run in late:
-                run_rows.set_status(conn, run.id, RunStatus.MISSED, reason=SlotReason.START_BY.value, completed_at=now)
-                audit_rows.record_audit(conn, at=now, actor=SYSTEM_RECONCILER, action="run_missed", run_id=run.id,
-                                        schedule_id=schedule.id, reason="start_by",
-                                        before={"status": run.status.value}, after={"status": "MISSED"})
-                outbox.record_schedule_event(
-                    conn, schedule, alerts.AlertEvent.SLOTS_NOT_RUN,
-                    outbox.period_dedupe_key(alerts.AlertEvent.SLOTS_NOT_RUN, schedule.name, run.scheduled_for), now,
-                    f"{schedule.name} {run.business_key}: not started by {format_instant(run.scheduled_for + schedule.spec.start_by)} "
-                    "(start_by): MISSED; `reportflow runs retry` runs it", business_key=run.business_key,
-                    details={"run": run.id, "reason": "start_by"})
+            for run in run_rows.unstarted_past(conn, schedule.id, now - schedule.spec.start_by):
+                start_by.miss(conn, schedule, run, now, actor=SYSTEM_RECONCILER)
                 missed.append(run.id)
-            if late:
-                promotion.promote_pending(conn, schedule.id, now)
     for run_id in missed:
         logs.event(log, logging.WARNING, "run_missed", run=run_id, reason="start_by")
     return missed

@@ -25,18 +25,22 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from engine.core import errors, logs, policies
-from engine.core.models import AttemptOutcome, AttemptTrigger, NewRun, RunStatus, StepStatus
+from engine.core.models import AttemptOutcome, AttemptTrigger, NewRun, RunStatus, Schedule, StepStatus
 from engine.core.run_end import RunEnd, RunOutcome
 from engine.execution import fan_out, healer, step_call
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.execution.lease import Heartbeat, Lease
 from engine.plugins.contract import StepResult, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims, finish, instances
+from engine.store import claims, finish, instances, schedule_rows
 from engine.store.claims import Claim
 
 log = logging.getLogger(__name__)
+#: How long a worker keeps the schedules whose start_by it applies at claim before reading them again.
+TIMED_REFRESH = timedelta(seconds=30)
 
 
 def default_worker_id() -> str:
@@ -66,6 +70,8 @@ class Worker:
         self._heartbeat = Heartbeat(rt.clock, self.lease)  # renews the lease of the run being executed
         self._claimed: int | None = None  # the run claimed, from its claim's commit to its release
         self._degraded = False  # a step of the current attempt succeeded around an outside failure
+        self._timed: dict[int, Schedule] = {}  # the schedules with a start_by, by id (``_timed_schedules``)
+        self._timed_at: datetime | None = None
 
     def _served_projects(self) -> list[str] | None:
         """Projects whose repositories this node can open (SPEC §13); None means no restriction."""
@@ -93,10 +99,19 @@ class Worker:
             claim = claims.acquire_run(
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
-                backfill_limit=self.rt.config.worker.backfill_concurrency, caps=self.rt.config.limits.caps())
+                backfill_limit=self.rt.config.worker.backfill_concurrency, caps=self.rt.config.limits.caps(),
+                timed=self._timed_schedules(conn, now))
         if claim is not None:
             self._claimed = claim.run.id
         return claim
+
+    def _timed_schedules(self, conn: Connection, now: datetime) -> dict[int, Schedule]:
+        """The schedules with a ``start_by``, read again at most every ``TIMED_REFRESH``: a claim applies it
+        (a run past it is MISSED, not run), in every loop, not only the reconciler's."""
+        if self._timed_at is None or not timedelta(0) <= now - self._timed_at < TIMED_REFRESH:
+            self._timed = {s.id: s for s in schedule_rows.list_schedules(conn) if s.spec.start_by is not None}
+            self._timed_at = now
+        return self._timed
 
     def execute(self, claim: Claim) -> RunOutcome:
         """Execute a run this worker has just claimed, through its checkpoints, and release it."""

@@ -40,3 +40,25 @@ def test_a_run_not_started_by_its_start_by_is_missed_and_alerted_once(store_url:
     assert len(events) == 1 and "start_by" in events[0].summary and "run_missed" in audit
     actions.retry(rt, run.id)  # an operator who still wants it
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+
+
+def test_a_worker_applies_start_by_at_claim_without_the_reconciler(store_url: str, tmp_path: Path) -> None:
+    """Issue 43, item 1: with ``tick`` then ``work`` (no reconciler pass), a run ran 6 days late; under ``serve`` one
+    ran 3.5 h past a 2 h ``start_by``. A claim now records it MISSED, alerted once, and takes the next run."""
+    spec = dict(name="morning", workflow="four_steps", project="p1", cron="0 9 * * *", timezone="UTC",
+                start_by="2h")
+    rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
+                      extra={"testflow": {"log": str(tmp_path / "log")}})
+    definitions.apply(rt)
+    rt.clock.set(T0 + timedelta(hours=1, seconds=30))  # 09:00:30: the tick queues the 09:00 run
+    tick.tick(rt)
+    rt.clock.set(T0 + timedelta(hours=4, minutes=30))  # 12:30: 3.5 h after its slot, a worker comes by
+    assert Worker(rt, "w").run_one() is None  # not run: MISSED at the claim
+    with rt.store.read() as conn:
+        (run,) = run_rows.list_runs(conn)
+        events = [e for e in outbox.list_events(conn) if e.event == "slots_not_run"]
+    assert (run.status, run.reason, run.started_at) == (RunStatus.MISSED, "start_by", None)
+    assert len(events) == 1 and reconciler.sweep(rt).missed == []  # nothing left for the reconciler, no 2nd alert
+    rt.clock.set(T0 + timedelta(days=1, hours=1, seconds=30))  # the next day's slot, on time: it runs
+    tick.tick(rt)
+    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
