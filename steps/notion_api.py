@@ -38,12 +38,20 @@ def rate_limit_name(token: str) -> str:
     return "notion:" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
-def make_client(token: str, base_url: str = "", timeout_s: float = 30) -> notion_client.Client:
+#: The logger a probe's client logs to: silenced, since the probe reports its result itself (a Notion that is
+#: down every 5 minutes made 288 identical warnings a day from the client, besides the probe's own record).
+_PROBE_LOG = logging.getLogger(f"{__name__}.probe")
+_PROBE_LOG.propagate = False
+
+
+def make_client(token: str, base_url: str = "", timeout_s: float = 30, *, quiet: bool = False) -> notion_client.Client:
     """A Notion client: its own retries are off (callers retry within their budget), logs go to this
-    module's logger, and ``base_url`` may point at a proxy or a test server. Each request ends within
-    ``timeout_s`` overall, not only per read (``engine.core.http_deadline``)."""
+    module's logger (``quiet``: nowhere, for a probe), and ``base_url`` may point at a proxy or a test
+    server. Each request ends within ``timeout_s`` overall, not only per read (``engine.core.http_deadline``)."""
     options: dict[str, Any] = {"auth": token, "timeout_ms": max(1, int(timeout_s * 1000)), "retry": False,
-                               "logger": logging.getLogger(f"{__name__}.client")}
+                               "logger": _PROBE_LOG if quiet else logging.getLogger(f"{__name__}.client"),
+                               # the client sets its logger's level from this (the default is WARNING)
+                               **({"log_level": logging.CRITICAL + 1} if quiet else {})}
     if base_url:
         options["base_url"] = base_url.rstrip("/")
     return notion_client.Client(client=http_deadline.client(timeout_s, max_bytes=http_deadline.NOTION_MAX_BYTES),

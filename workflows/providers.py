@@ -61,7 +61,8 @@ def probe_notion(notion: NotionSettings) -> ProbeResult:
     token = os.environ.get(notion.token_env, "")
     if not token:
         return ProbeResult(False, f"the environment variable {notion.token_env} (notion.token_env) is not set")
-    client = notion_api.make_client(token, notion.base_url, min(PROBE_TIMEOUT_S, notion.timeout.total_seconds()))
+    client = notion_api.make_client(token, notion.base_url, min(PROBE_TIMEOUT_S, notion.timeout.total_seconds()),
+                                    quiet=True)
     try:
         return notion_api.probe(client, token, notion.database_id, notion.data_source_id)
     finally:

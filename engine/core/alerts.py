@@ -47,6 +47,8 @@ class AlertEvent(StrEnum):
     RECOVERED = "recovered"
     BACKUP_FAILED = "backup_failed"
     UPSTREAM_LATE = "upstream_late"  # a dependent run's upstream was not SUCCESS within its after_window
+    PROVIDER_DOWN = "provider_down"  # a report went out by a fallback: the provider it needs does not answer
+    PROVIDER_UP = "provider_up"  # that provider answers again (closes its provider_down)
 
 
 # Events about a period that did not succeed: their severity grows with the run of failed periods.
@@ -73,15 +75,17 @@ def decide_severity(event: AlertEvent, criticality: Criticality, consecutive: in
     """The severity of ``event`` for a schedule of ``criticality`` after ``consecutive`` unsuccessful periods.
 
     ``consecutive`` counts this period (at least 1). The §15.1 table; ``recovered`` is
-    always ``info``, ``prune_held`` always ``warning``, ``backup_failed`` always ``critical`` (the
-    database is what every schedule stands on).
+    always ``info`` (and ``provider_up``), ``prune_held`` and ``provider_down`` always ``warning``,
+    ``backup_failed`` always ``critical`` (the database is what every schedule stands on).
     """
     if event not in AlertEvent.__members__.values():
         raise ValueError(f"unknown event {event!r}")
     event = AlertEvent(event)
     c = max(1, consecutive)
-    if event is AlertEvent.RECOVERED:
+    if event in (AlertEvent.RECOVERED, AlertEvent.PROVIDER_UP):
         return SeverityDecision(Severity.INFO, True)
+    if event is AlertEvent.PROVIDER_DOWN:  # the reports still go out (by the fallback): worth a look, not a page
+        return SeverityDecision(Severity.WARNING, True)
     if event is AlertEvent.PRUNE_HELD:
         return SeverityDecision(Severity.WARNING, True)
     if event is AlertEvent.BACKUP_FAILED:

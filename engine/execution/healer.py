@@ -31,7 +31,7 @@ from engine.core.models import SYSTEM_RECONCILER, AttemptTrigger, ProviderWait, 
 from engine.core.reports import HealReport
 from engine.plugins.contract import ProbeResult, Provider
 from engine.runtime import Runtime
-from engine.store import audit_rows, database, health_rows, run_rows, schedule_rows
+from engine.store import audit_rows, database, health_rows, outbox, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 DAY = timedelta(days=1)
@@ -68,6 +68,10 @@ def record_wait(rt: Runtime, conn: Connection, run: Run, status: RunStatus, erro
         provider = workflow.provider_for(settings, found[1]) if found else None
         if found is not None and provider is not None:
             wait = health_rows.WaitFor(provider.name, provider.label, found[1], found[0], degraded=True)
+            # The report went out by the fallback: said once while the provider stays down (a week of
+            # fallback reports must not pass silently); closed by ``provider_up`` from a probe.
+            outbox.record_provider(conn, provider.name, provider.label, up=False, now=now, run=run,
+                                   detail=f"{found[1]} at {found[0]} of run {run.id}")
     health_rows.sync_wait(conn, run.id, wait, now)
 
 
@@ -110,6 +114,9 @@ def probe(rt: Runtime, names: Iterable[str] | None = None) -> list[tuple[str, bo
                                               every=rt.config.notify.health_every)
             if before is None or before.healthy != result.healthy:
                 changed.append((provider, result))
+                if result.healthy:
+                    outbox.record_provider(conn, provider.name, provider.label, up=True, now=checked_at,
+                                           detail=result.detail)
                 audit_rows.record_audit(
                     conn, at=checked_at, actor=SYSTEM_RECONCILER,
                     action="provider_up" if result.healthy else "provider_down",

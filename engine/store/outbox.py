@@ -125,6 +125,26 @@ def record_recovered(conn: Connection, run: Run, now: datetime) -> bool:
         business_key=run.business_key, details={"run_id": run.id, "key": run.idempotency_key})
 
 
+def record_provider(conn: Connection, provider: str, label: str, *, up: bool, now: datetime, detail: str,
+                    run: Run | None = None) -> bool:
+    """``provider_down`` once while ``provider`` stays down (a report went out by a fallback), and
+    ``provider_up`` once it answers again, only after a ``provider_down``; whether one was recorded."""
+    latest = conn.execute(select(events.c.event).where(
+        events.c.key == f"provider:{provider}",
+        events.c.event.in_([alerts.AlertEvent.PROVIDER_DOWN.value, alerts.AlertEvent.PROVIDER_UP.value]))
+        .order_by(events.c.id.desc()).limit(1)).scalar()
+    down = latest == alerts.AlertEvent.PROVIDER_DOWN.value
+    if up != down:  # nothing open to close, or already open
+        return False
+    event = alerts.AlertEvent.PROVIDER_UP if up else alerts.AlertEvent.PROVIDER_DOWN
+    summary = (f"{label} answers again: the reports written by the fallback meanwhile are written again by it"
+               if up else f"{label} does not answer: reports go out by the fallback writer until it does ({detail})")
+    return record_event(conn, event=event, dedupe_key=f"{event.value}/{provider}/{format_instant(now)}", at=now,
+                        summary=summary, decision=alerts.decide_severity(event, Criticality.NORMAL, 1),
+                        key=f"provider:{provider}", run_id=run.id if run is not None else None,
+                        details={"provider": label, **({"run": run.id} if run is not None else {})})
+
+
 def recorded(conn: Connection, dedupe_keys: list[str]) -> set[str]:
     """Which of ``dedupe_keys`` are recorded already."""
     if not dedupe_keys:

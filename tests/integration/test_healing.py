@@ -183,6 +183,10 @@ def test_ollama_down_for_an_hour_with_fallback_reports_on_time_then_the_model_wr
 
     cycles(rt, SLOT + timedelta(minutes=55), timedelta(minutes=5))  # still down: probed, nothing re-queued
     assert auto_requeues(rt) == []
+    # Issue 43, item 3: the reports went out by the fallback, so the outage is said once (not per run), as a warning.
+    [down_alert] = provider_alerts(rt, "provider_down")
+    assert down_alert.severity.value == "warning" and ollama.url in down_alert.summary
+    assert "fallback" in down_alert.summary and provider_alerts(rt, "provider_up") == []
     down = periods(rt)["daily_report:platform:2026-09-29"].waits_for
     assert down is not None and down.healthy is False and down.checked_at is not None
 
@@ -216,6 +220,13 @@ def test_ollama_down_for_an_hour_with_fallback_reports_on_time_then_the_model_wr
     assert all(e.after and e.after["regenerate"] is True and e.after["from_step"] in ("GENERATE_REPORT", "WRITE_OPS")
                for e in requeued)
     assert_one_file_and_one_page_per_period(rt, tmp_path, notion)
+    [up_alert] = provider_alerts(rt, "provider_up")  # closed once the probe found it answering
+    assert up_alert.severity.value == "info" and len(provider_alerts(rt, "provider_down")) == 1
+
+
+def provider_alerts(rt: Any, event: str) -> list[Any]:
+    with rt.store.read() as conn:
+        return [e for e in outbox.list_events(conn) if e.event == event]
 
 
 def test_ollama_down_for_an_hour_without_fallback_the_failed_run_is_queued_again_when_it_answers(

@@ -91,3 +91,19 @@ def test_a_missing_database_is_named_by_all_three(fake: FakeNotion) -> None:
     assert (caught.value.code, caught.value.message) == ("NOTION_NOT_FOUND", wanted)
     assert [f.message for f in diagnose.check_notion(configured, []) if f.problem] == [wanted]
     assert providers.probe_notion(configured).detail == wanted
+
+
+def test_a_probe_of_a_notion_that_refuses_logs_nothing_of_the_clients_own(fake: FakeNotion,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 43, item 3: the client's own warning came with every probe of a Notion that is down (288 a day);
+    the probe's result is recorded by the healer, once per change."""
+    import logging
+
+    fake.token = "a-rotated-token"
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(3):
+            assert not providers.probe_notion(settings(fake)).healthy
+    assert [r for r in caplog.records if r.name.startswith("steps.notion_api")] == []
+    with caplog.at_level(logging.DEBUG):
+        upload_error(fake, "a-token-refused")  # an upload's client still logs
+    assert any(r.name == "steps.notion_api.client" for r in caplog.records)

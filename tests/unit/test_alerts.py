@@ -123,7 +123,8 @@ def test_every_event_the_engine_records_is_a_member_of_alert_event() -> None:
 @pytest.mark.parametrize("event", list(alerts.AlertEvent))
 def test_every_alert_event_has_its_row_in_the_severity_table(event: alerts.AlertEvent) -> None:
     groups = [alerts.PERIOD_EVENTS, alerts.HEALTH_EVENTS, alerts.SLO_EVENTS,
-              {alerts.AlertEvent.RECOVERED}, {alerts.AlertEvent.PRUNE_HELD}, {alerts.AlertEvent.BACKUP_FAILED}]
+              {alerts.AlertEvent.RECOVERED, alerts.AlertEvent.PROVIDER_UP},
+              {alerts.AlertEvent.PRUNE_HELD, alerts.AlertEvent.PROVIDER_DOWN}, {alerts.AlertEvent.BACKUP_FAILED}]
     assert sum(event in group for group in groups) == 1  # exactly one rule decides its severity
     for criticality in C:
         assert alerts.decide_severity(event, criticality, 1).severity in S
