@@ -97,3 +97,13 @@ def test_no_module_of_the_code_is_imported_under_another_name() -> None:
                     if alias.asname and alias.asname != alias.name and module_path.exists():
                         aliased.append(f"{path.relative_to(ROOT)}: {node.module}.{alias.name} as {alias.asname}")
     assert aliased == []
+
+
+def test_the_readme_names_the_prompt_version_new_runs_get() -> None:
+    """Issue 43, item 9: the README named prompt v3 while new runs were pinned to v4."""
+    from workflows.report_settings import LlmSettings
+
+    default = LlmSettings().prompt_version
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert f'`prompt_version = "{default}"`' in readme and f"daily_report.{default}.md" in readme
+    assert f"`{default}` is the default for new runs" in readme
