@@ -24,5 +24,6 @@ def notifications_list(ctx: typer.Context,
     from engine.cli import render
     from engine.read import alert_log
 
-    items = alert_log.list_notifications(context.cli_of(ctx).runtime(), pending_only=pending, schedule=schedule, limit=limit)
-    render.notifications(items, as_json)
+    rt = context.cli_of(ctx).runtime()
+    items = alert_log.list_notifications(rt, pending_only=pending, schedule=schedule, limit=limit)
+    render.notifications(items, as_json, targets=rt.transports.has_targets)

@@ -442,24 +442,29 @@ def workflow(item: WorkflowDef, as_json: bool) -> None:
     out.print(table)
 
 
-def notifications(items: Sequence[Any], as_json: bool) -> None:
-    """Recorded alerts (``notifications list``): when, what, how loud, and whether they were delivered."""
+def notifications(items: Sequence[Any], as_json: bool, *, targets: bool = True) -> None:
+    """Recorded alerts (``notifications list``) in a table that fits 100 columns: when, what, how loud, and
+    whether they were delivered; ``targets``: whether a webhook or Apprise target is configured (without one,
+    alerts are only recorded, and the list says so rather than leave them pending)."""
     from engine.read import alert_log
 
     data = [alert_log.notification_view(a) for a in items]
     if as_json:
         _json(data)
         return
+    if not targets:
+        say("no webhook or Apprise target is configured (webhook_env, apprise_env of the notify section): alerts "
+            "are recorded here and on the page, and sent nowhere")
     if not data:
         out.print("no notifications recorded")
         return
-    table = Table(title="notifications")
-    for column in ("at", "event", "severity", "schedule", "summary", "delivery"):
-        table.add_column(column)
+    table = _compact("notifications")
+    for column in ("at", "event", "sev", "schedule", "summary", "delivery"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("at", "event", "sev", "schedule"))
     for item in data:
-        delivery = item["status"].lower()
-        if item["status"] == "PENDING" and item["attempts"]:
+        delivery = item["status"].lower() if targets or item["status"] != "PENDING" else "not sent (no target)"
+        if targets and item["status"] == "PENDING" and item["attempts"]:
             delivery = f"pending: {item['attempts']} tries, next {item['next_try_at']} ({item['last_error']})"
-        table.add_row(item["at"], shown(item["event"]), shown(item["severity"]), shown(item.get("schedule") or ""),
-                      shown(item["summary"]), shown(delivery))
+        table.add_row(_local(item["at"]), shown(item["event"]), shown(item["severity"]),
+                      shown(item.get("schedule") or ""), shown(item["summary"]), shown(delivery))
     out.print(table)

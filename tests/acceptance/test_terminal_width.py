@@ -64,3 +64,30 @@ def test_the_lists_fit_100_columns_and_say_backfill_and_no_commits(tmp_path: Pat
     joined = "\n".join(history)
     assert re.search(r"run_backfill ×6\d", joined) and "update" in joined and "30 19 * * * -> 0 20 * * *" in joined
     assert len([line for line in history if "run_backfill" in line]) == 1
+
+
+def test_notifications_fit_100_columns_and_say_when_no_target_is_configured(tmp_path: Path) -> None:
+    """Issue 43, item 6: ``notifications list`` was 149 columns wide, ignored COLUMNS, and left alerts "pending"
+    for ever when no target was configured, without a word."""
+    from engine.core import alerts
+    from engine.store import outbox
+    from tests.support import make_runtime
+
+    config = setup(tmp_path)
+    assert run_cli("schedules", "apply", config=config, now=NOW).returncode == 0
+    rt = make_runtime(f"sqlite:///{tmp_path / 'rf.db'}")
+    with rt.store.write() as conn:
+        for n in range(3):
+            outbox.record_event(conn, event=alerts.AlertEvent.RUN_FAILED, dedupe_key=f"k{n}",
+                                at=datetime(2026, 12, 2, 19, 30 + n, tzinfo=timezone.utc),
+                                summary="platform-services-daily-report 2026-12-01: COLLECT_GIT failed with "
+                                        "GIT_REPO_NOT_FOUND: no git repository at /srv/repositories/platform",
+                                decision=alerts.decide_severity(alerts.AlertEvent.RUN_FAILED,
+                                                                alerts.Criticality.NORMAL, 1),
+                                schedule="platform-services-daily-report")
+    rt.store.dispose()
+    shown = lines_of("notifications", "list", config=config)
+    assert max(map(len, shown)) <= 100, max(map(len, shown))
+    text = "\n".join(shown)
+    assert "no webhook or Apprise target is configured" in text and "not sent" in text
+    assert "platform-services-daily-report" in text and "run_failed" in text
