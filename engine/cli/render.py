@@ -55,6 +55,8 @@ def apply_report(report: Any) -> None:
             for name, changes in groups.items():
                 for change in changes:
                     say(f"    {name} {change.describe()}")
+        for name, (before, after) in report.fires.items():
+            say(f"  {name} next fire times: {', '.join(before)} → {', '.join(after)}")
         return
     if plan is not None:
         for name, changes in plan.drifted.items():
@@ -172,19 +174,21 @@ def _change(e: AuditEvent) -> str:
     return json.dumps(e.after) if e.after else ""
 
 
-def fires(timezone: str, items: Sequence[Any], as_json: bool) -> None:
-    """Print upcoming fire times in UTC and local time (``schedules preview``), or JSON."""
-    data = [{"utc": format_instant(f.at), "local": f.local.isoformat(), "moved": f.moved, "note": f.note}
-            for f in items]
+def fires(timezone: str, items: Sequence[Any], as_json: bool, skipped: Sequence[str | None] = ()) -> None:
+    """Print upcoming fire times in UTC and local time (``schedules preview``), or JSON; ``skipped``: for each,
+    why it will not run (a holiday, a maintenance window or a pause), when known."""
+    reasons = list(skipped) + [None] * (len(items) - len(skipped))
+    data = [{"utc": format_instant(f.at), "local": f.local.isoformat(), "moved": f.moved, "note": f.note,
+             "skipped": reason} for f, reason in zip(items, reasons, strict=True)]
     if as_json:
         _json(data)
         return
     table = Table(title=f"next fire times ({timezone})")
-    for column in ("local", "UTC", "DST"):
+    for column in ("local", "UTC", "DST", "runs?"):
         table.add_column(column)
     for item in data:
         table.add_row(item["local"], item["utc"] or "", f"[yellow]{shown(item['note'] or 'moved')}[/]"
-                      if item["moved"] else "")
+                      if item["moved"] else "", f"[yellow]skipped: {item['skipped']}[/]" if item["skipped"] else "yes")
     out.print(table)
 
 
@@ -200,7 +204,7 @@ def draft(report: Any, as_json: bool) -> None:
             out.print(f"[red]invalid:[/] {shown(problem)}")
     else:
         out.print(f"[green]valid[/]: {data['runs_per_day']} runs/day, {data['runs_per_month']:,} runs this month")
-        fires(str(data["draft"].get("timezone", "UTC")), report.preview, False)
+        fires(str(data["draft"].get("timezone", "UTC")), report.preview, False, report.skipped_each())
     for warning in (data["risk"], data["policy"]):
         if warning:
             warn(warning)

@@ -65,7 +65,8 @@ def schedules_history(ctx: typer.Context, name: str, as_json: context.JsonOpt = 
 def schedules_preview(ctx: typer.Context, name: str,
                       n: Annotated[int, typer.Option("-n", min=1, max=1000, help="How many fire times.")] = 5,
                       as_json: context.JsonOpt = False) -> None:
-    """Next fire times from now, local and UTC; DST-moved ones are marked.
+    """Next fire times from now, local and UTC; DST-moved ones are marked, and those a holiday, a maintenance
+    window or a pause will skip.
 
     Example: reportflow schedules preview platform-daily -n 10
     """
@@ -73,8 +74,8 @@ def schedules_preview(ctx: typer.Context, name: str,
     from engine.read import schedule_queries
 
     rt = context.cli_of(ctx).runtime()
-    spec, fires = schedule_queries.preview(rt, name, n)
-    render.fires(spec.timezone, fires, as_json)
+    spec, fires, skipped = schedule_queries.preview(rt, name, n)
+    render.fires(spec.timezone, fires, as_json, skipped)
 
 
 @app.command("validate")
@@ -186,6 +187,8 @@ def schedules_set(
         "--priority", help="Whose runs workers claim first; runs not started yet follow.")] = None,
     reason: Annotated[Optional[str], typer.Option(help="Why (audited).")] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm a high-risk change.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the next fire times before and after; write "
+                                                             "nothing.")] = False,
 ) -> None:
     """Audited edit with an optimistic lock; a stale --expect-version exits 3.
 
@@ -204,7 +207,17 @@ def schedules_set(
             raise errors.InvalidInput(f"--grace: {exc}") from None
     if not changes:
         raise errors.InvalidInput("nothing to change: pass --cron, --timezone, --misfire, --overlap, ...")
-    schedule, warning = definitions.set_schedule(context.cli_of(ctx).runtime(strict=True), name, expect_version=expect_version,
+    rt = context.cli_of(ctx).runtime(strict=True)
+    if dry_run:
+        before, after, risk = definitions.plan_set(rt, name, expect_version=expect_version, changes=changes,
+                                                   confirmed=True)
+        if risk:
+            output.warn(risk)
+        output.say(f"dry run, nothing written: {name} next fire times "
+                   f"{', '.join(definitions.next_fires(before, rt.clock.now()))} → "
+                   f"{', '.join(definitions.next_fires(after, rt.clock.now()))}")
+        return
+    schedule, warning = definitions.set_schedule(rt, name, expect_version=expect_version,
                                                changes=changes, confirmed=yes, reason=reason)
     if warning:
         output.warn(warning)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import config_file
-from engine.core import errors, limits, redact, run_counts
+from engine.core import calendars, errors, limits, redact, run_counts
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
 from engine.core.models import ScheduleSpec
@@ -58,6 +58,12 @@ class DraftReport:
     policy: str | None = None
     #: What a month of it asks of a model server, from the generations recorded (none: no model, or no store).
     model_time: tuple[str, ...] = ()
+    #: For each fire of ``preview``, why it will not run (``holiday``, ``maintenance``), or None.
+    skipped: tuple[str | None, ...] = ()
+
+    def skipped_each(self) -> list[str | None]:
+        """``skipped``, one per fire of the preview."""
+        return [*self.skipped, *[None] * (len(self.preview) - len(self.skipped))][:len(self.preview)]
 
     @property
     def valid(self) -> bool:
@@ -67,8 +73,8 @@ class DraftReport:
     def as_json(self) -> dict[str, Any]:
         """SPEC §16.2's ``--json`` shape."""
         return {"draft": self.draft, "valid": self.valid, "errors": self.errors,
-                "preview": [{"local": f.local.isoformat(), "utc": format_instant(f.at),
-                             "dst_moved": f.moved} for f in self.preview],
+                "preview": [{"local": f.local.isoformat(), "utc": format_instant(f.at), "dst_moved": f.moved,
+                             "skipped": reason} for f, reason in zip(self.preview, self.skipped_each(), strict=True)],
                 "runs_per_day": None if self.runs_per_day is None else round(self.runs_per_day, 2),
                 "toml": self.toml, "rationale": self.rationale, "drafter": self.drafter,
                 "risk": self.risk, "exists": self.exists, "runs_per_month": self.runs_per_month,
@@ -176,8 +182,10 @@ def evaluate(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef],
     policy = run_counts.decide(spec.name, counts, warn_per_day=candidate.limits.warn_runs_per_day,
                                max_per_day=candidate.limits.max_runs_per_day).warning
     asks = tuple(model_time(spec, counts.per_month)) if model_time is not None else ()
+    windows = [w for w in candidate.maintenance if not w.schedules or spec.name in w.schedules]
+    skipped = tuple(None if (why := calendars.excuse(spec, windows, fire.at)) is None else why.value for fire in fires)
     return DraftReport(draft, rationale, drafter_name, [], block, fires,
-                       definitions.runs_per_day(spec, now), risk, exists, counts.per_month, policy, asks)
+                       definitions.runs_per_day(spec, now), risk, exists, counts.per_month, policy, asks, skipped)
 
 
 def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None:

@@ -47,12 +47,17 @@ def schedule_overview(rt: Runtime, name: str) -> ScheduleOverview:
     return ScheduleOverview(schedule, last.get(schedule.id), measured, _ahead(rt, schedule))
 
 
-def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[timetable.Fire]]:
-    """The next ``count`` fires from the current clock (DST-moved ones marked)."""
+def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[timetable.Fire], list[str | None]]:
+    """The next ``count`` fires from the current clock (DST-moved ones marked), and for each why it will not run
+    (``holiday``, ``maintenance``, which a pause is too), as the tick will decide: None for a slot that runs."""
     with rt.store.read() as conn:
-        spec = schedule_rows.get_schedule(conn, name).spec
-    return spec, timetable.preview(spec.cron, spec.timezone, rt.clock.now(), count,
-                              dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+        schedule = schedule_rows.get_schedule(conn, name)
+    spec = schedule.spec
+    fires = timetable.preview(spec.cron, spec.timezone, rt.clock.now(), count, dst_gap=spec.dst_gap,
+                              dst_fold=spec.dst_fold)
+    windows = calendars.windows_of(schedule, rt.config.maintenance)
+    excused = [calendars.excuse(spec, windows, fire.at) for fire in fires]
+    return spec, fires, [None if reason is None else reason.value for reason in excused]
 
 
 def schedule_slo(rt: Runtime, schedule_name: str) -> slo.Slo:

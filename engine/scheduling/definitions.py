@@ -39,6 +39,18 @@ class ApplyReport:
     counts: list[str] = field(default_factory=list)
     plan: drift.ApplyPlan | None = None  # the decision, field diffs and drift included
     dry_run: bool = False
+    #: A dry run: the next fire times (local) of each updated schedule whose timing changes, before and after.
+    fires: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+
+
+#: How many fire times a dry run shows before and after an edit.
+FIRES_SHOWN = 3
+
+
+def next_fires(spec: ScheduleSpec, now: datetime) -> list[str]:
+    """The next ``FIRES_SHOWN`` fire times of ``spec`` from ``now``, in its zone, as ``Mon 2026-10-05 19:30 KST``."""
+    fires = timetable.preview(spec.cron, spec.timezone, now, FIRES_SHOWN, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
+    return [f"{f.local:%a %Y-%m-%d %H:%M %Z}" for f in fires]
 
 
 def runs_per_day(spec: ScheduleSpec, now: datetime) -> float:
@@ -113,6 +125,9 @@ def apply(rt: Runtime, *, confirmed: bool = False, overwrite: bool = False, dry_
                 warning = check_risk(existing[name].spec, wanted[name], now, True)
                 if warning:
                     report.warnings.append(warning)
+                before, after = next_fires(existing[name].spec, now), next_fires(wanted[name], now)
+                if before != after:
+                    report.fires[name] = (before, after)
             return report
         if plan.drifted and not overwrite:
             raise errors.Conflict("drift: schedules edited in the database since the last apply; nothing applied. "
@@ -176,14 +191,7 @@ def set_schedule(rt: Runtime, name: str, *, expect_version: int, changes: dict[s
     """Edit a schedule if it is still at ``expect_version`` (else StaleVersion, exit 3)."""
     now = rt.clock.now()
     with rt.store.write() as conn:
-        current = schedule_rows.get_schedule(conn, name)
-        if current.version != expect_version:
-            raise errors.StaleVersion(f"schedule '{name}' is at version {current.version}, not {expect_version}; "
-                                      "reload (`reportflow schedules show`) and retry")
-        spec = replace(current.spec, **changes)
-        workflow = rt.workflow(spec.workflow)
-        validate.check_schedule(spec, workflow.period, now=now)
-        warning = check_risk(current.spec, spec, now, confirmed)
+        current, spec, warning = _planned_edit(conn, rt, name, expect_version, changes, now, confirmed)
         state: dict[str, Any] = {}
         if current.enabled and _timing_changed(current.spec, spec):
             state["next_run_at"] = first_slot_after(spec, now)
@@ -191,6 +199,27 @@ def set_schedule(rt: Runtime, name: str, *, expect_version: int, changes: dict[s
         _audit(conn, rt.actor, "set", updated, now, before=_state_of(current), after=_state_of(updated),
                reason=reason)
     return updated, warning
+
+
+def plan_set(rt: Runtime, name: str, *, expect_version: int, changes: dict[str, Any],
+             confirmed: bool = False) -> tuple[ScheduleSpec, ScheduleSpec, str | None]:
+    """``set_schedule`` without writing (``schedules set --dry-run``): the definition before and after, and the
+    risk warning; the same refusals (a stale version, an invalid result)."""
+    with rt.store.read() as conn:
+        current, spec, warning = _planned_edit(conn, rt, name, expect_version, changes, rt.clock.now(), confirmed)
+    return current.spec, spec, warning
+
+
+def _planned_edit(conn: Connection, rt: Runtime, name: str, expect_version: int, changes: dict[str, Any],
+                  now: datetime, confirmed: bool) -> tuple[Schedule, ScheduleSpec, str | None]:
+    """The schedule, its definition with ``changes``, validated, and the risk warning (raises as ``set`` does)."""
+    current = schedule_rows.get_schedule(conn, name)
+    if current.version != expect_version:
+        raise errors.StaleVersion(f"schedule '{name}' is at version {current.version}, not {expect_version}; "
+                                  "reload (`reportflow schedules show`) and retry")
+    spec = replace(current.spec, **changes)
+    validate.check_schedule(spec, rt.workflow(spec.workflow).period, now=now)
+    return current, spec, check_risk(current.spec, spec, now, confirmed)
 
 
 def set_enabled(rt: Runtime, name: str, *, enabled: bool, reason: str | None,

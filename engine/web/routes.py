@@ -129,7 +129,7 @@ def schedule_page(request: Request) -> Response:
     rt = state_of(request).rt
     name = str(request.path_params["name"])
     overview = schedule_queries.schedule_overview(rt, name)
-    spec, fires = schedule_queries.preview(rt, name, 8)
+    spec, fires, skipped = schedule_queries.preview(rt, name, 8)
     nav = params.calendar_range(request.query_params, rt.clock.now().astimezone(ZoneInfo(spec.timezone)).date())
     grid = calendar_view.month(rt, name, nav.month) if nav.span == "month" else None
     row = grid.row if grid is not None else calendar_view.calendar(rt, name, weeks=nav.weeks, until=nav.until)
@@ -141,7 +141,7 @@ def schedule_page(request: Request) -> Response:
                 if r.duration is not None]
     view = views.schedule_view(overview.schedule, overview.last_run, overview.slo, overview.maintenance)
     return page(request, "schedule.html", title=name, view=view,
-                words=words.describe(spec.cron), fires=fires, rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
+                words=words.describe(spec.cron), fires=list(zip(fires, skipped, strict=True)), rows=[row], grid=grid, zone=ZoneInfo(spec.timezone), legend_items=LEGEND,
                 cell_class=CELL_CLASS,
                 delay_chart=charts.series_svg(delay, "start delay"),
                 duration_chart=charts.series_svg(duration, "duration"), nav=nav,

@@ -80,3 +80,43 @@ def test_a_maintenance_window_without_a_timezone_or_for_an_unknown_schedule_is_r
         refused = run_cli("schedules", "apply", config=config, now=NOW)
         assert refused.returncode == 2 and key in refused.stderr, (window, refused.stderr)
         assert not (tmp_path / ".reportflow" / "reportflow.db").exists()
+
+
+def test_preview_and_show_say_what_decides_a_run(tmp_path: Path) -> None:
+    """Issue 43, item 5: the preview listed holiday, maintenance and paused slots as normal fire times, and
+    ``schedules show`` left out ``after``, ``start_by``, ``on_upstream`` and ``auto_recover``."""
+    other = dict(name="up", workflow="echo", project="q", cron="0 8 * * *", timezone="Asia/Seoul")
+    config = write_config(tmp_path / "reportflow.toml",
+                          schedules=[other, {**DAILY, "after": ["up"], "start_by": "2h", "on_upstream": "skip",
+                                             "auto_recover": 2}])
+    assert run_cli("schedules", "apply", config=config, now=NOW).returncode == 0
+    assert run_cli("schedules", "pause", "cd", "--until", "2026-10-03T00:00:00+09:00", "--reason", "repo move",
+                   config=config, now=NOW).returncode == 0
+    fires = json.loads(run_cli("schedules", "preview", "cd", "-n", "8", "--json", config=config, now=NOW).stdout)
+    by_day = {f["local"][:10]: f["skipped"] for f in fires}
+    assert by_day["2026-10-02"] == "maintenance"  # the pause
+    assert by_day["2026-10-03"] == "holiday" and by_day["2026-10-07"] == "holiday"  # KR's, and one of its own
+    assert by_day["2026-10-06"] is None  # an ordinary day runs
+    table = run_cli("schedules", "preview", "cd", "-n", "8", config=config, now=NOW, env={"COLUMNS": "120"}).stdout
+    assert "skipped: holiday" in table and "skipped: maintenance" in table
+    shown = json.loads(run_cli("schedules", "show", "cd", "--json", config=config, now=NOW).stdout)
+    assert (shown["after"], shown["start_by"], shown["on_upstream"], shown["auto_recover"]) == (
+        ["up"], "2h", "skip", 2)
+
+
+def test_an_edit_shows_its_next_fire_times_before_it_is_applied(tmp_path: Path) -> None:
+    """Issue 43, item 5: ``schedules set --dry-run`` and ``apply --dry-run`` show the next fire times before and
+    after, and write nothing."""
+    config = write_config(tmp_path / "reportflow.toml", schedules=[DAILY])
+    assert run_cli("schedules", "apply", config=config, now=NOW).returncode == 0
+    dry = run_cli("schedules", "set", "cd", "--cron", "30 18 * * *", "--expect-version", "1", "--dry-run",
+                  config=config, now=NOW)
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run, nothing written" in dry.stdout and "09:00 KST" in dry.stdout and "18:30 KST" in dry.stdout
+    shown = json.loads(run_cli("schedules", "show", "cd", "--json", config=config, now=NOW).stdout)
+    assert (shown["cron"], shown["version"]) == ("0 9 * * *", 1)
+    write_config(tmp_path / "reportflow.toml", schedules=[{**DAILY, "cron": "0 7 * * 1-5"}])
+    plan = run_cli("schedules", "apply", "--dry-run", config=config, now=NOW)
+    assert plan.returncode == 0 and "cd next fire times" in plan.stdout and "07:00 KST" in plan.stdout
+    assert json.loads(run_cli("schedules", "show", "cd", "--json", config=config, now=NOW).stdout)["cron"] == \
+        "0 9 * * *"
