@@ -93,11 +93,12 @@ def record_run_event(conn: Connection, run: Run, event: alerts.AlertEvent, now: 
 
 def record_schedule_event(conn: Connection, schedule: Schedule, event: alerts.AlertEvent, dedupe_key: str,
                           now: datetime, summary: str, *, consecutive: int = 1, business_key: str | None = None,
-                          details: Mapping[str, Any] | None = None) -> bool:
-    """Record ``event`` about a schedule or one of its periods (no run), with the schedule's severity."""
+                          details: Mapping[str, Any] | None = None, run_id: int | None = None) -> bool:
+    """Record ``event`` about a schedule or one of its periods (``run_id``: the run it names, if one), with the
+    schedule's severity."""
     return record_event(conn, event=event, dedupe_key=dedupe_key, at=now, summary=summary,
                         decision=alerts.decide_severity(event, schedule.spec.criticality, consecutive),
-                        schedule=schedule.name, business_key=business_key, details=details)
+                        schedule=schedule.name, business_key=business_key, details=details, run_id=run_id)
 
 
 # Asked at every SUCCESS, so it is prepared once and run below SQLAlchemy's per-call pipeline
@@ -122,7 +123,7 @@ def record_recovered(conn: Connection, run: Run, now: datetime) -> bool:
         conn, schedule, alerts.AlertEvent.RECOVERED,
         period_dedupe_key(alerts.AlertEvent.RECOVERED, schedule.name, run.scheduled_for), now,
         f"{schedule.name} {run.business_key} succeeded after {raised[0]} (run {run.id})",
-        business_key=run.business_key, details={"run_id": run.id, "key": run.idempotency_key})
+        business_key=run.business_key, details={"run_id": run.id, "key": run.idempotency_key}, run_id=run.id)
 
 
 def record_provider(conn: Connection, provider: str, label: str, *, up: bool, now: datetime, detail: str,

@@ -63,6 +63,8 @@ def test_partial_success_raises_run_partial_and_a_later_success_recovered(store_
     assert [r.body["event"] for r in hook.received] == ["run_partial", "recovered"]
     recovered = hook.received[1].body
     assert recovered["severity"] == "info" and recovered["business_key"] == partial.business_key
+    # Issue 43, item 6: the recovered alert names its run, as the page's /alerts links it.
+    assert [e.run_id for e in _events(rt) if e.event == "recovered"] == [outcome.run_id]
 
 
 def test_a_webhook_down_then_back_receives_everything_once_per_id(store_url: str, tmp_path: Path,
