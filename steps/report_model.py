@@ -226,11 +226,23 @@ class Layout:
         return area_of(path)
 
     def is_bot(self, commit: CommitInfo) -> bool:
-        """A ``…[bot]`` account (GitHub's apps) or one of the project's ``bots`` (layout 2)."""
+        """A ``…[bot]`` account (GitHub's apps) or one of the project's ``bots`` (layout 2); from layout 4 a
+        well-known automation account too (``AUTOMATION``: ``github-actions`` commits under no ``[bot]``)."""
         if self.version < 2:
             return False
         name, email = commit.author_name.casefold(), commit.author_email.casefold()
+        if self.version >= AUTOMATION_LAYOUT and (name in AUTOMATION or email in AUTOMATION):
+            return True
         return name.endswith("[bot]") or "[bot]@" in email or name in self.bots or email in self.bots
+
+
+#: The layout from which well-known automation accounts are bots without being named in ``bots``.
+AUTOMATION_LAYOUT = 4
+#: Automation accounts that commit under a plain name or address (casefolded): CI, dependency and release bots.
+AUTOMATION = frozenset({
+    "github-actions", "github action", "github actions", "action@github.com", "dependabot", "renovate",
+    "renovate-bot", "bot@renovateapp.com", "pre-commit-ci", "pre-commit.ci", "mergify", "semantic-release-bot",
+    "greenkeeper", "snyk-bot", "imgbot", "allcontributors", "weblate", "gitlab-bot", "gitlab ci"})
 
 
 def area_of(path: str) -> str:

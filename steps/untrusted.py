@@ -171,10 +171,25 @@ def _prose_words(prose: str, links: ForgeLinks, *, left: bool, right: bool, rule
             if touching or "`" in word or "|" in word:
                 words[i] = _inert_word(word, rules, line, spans=(on_left, on_right))
             else:
-                words[i] = f"`{word}`"
+                words[i] = _word_span(word, rules)
         else:
             words[i] = REFERENCE.sub(lambda ref: _reference(ref, links), word)
     return " ".join(words)
+
+
+_SPAN_EDGES = re.compile(r"^(?P<lead>\(?)(?P<core>.*?)(?P<trail>[.,;:!?)]*)$")
+
+
+def _word_span(word: str, rules: int) -> str:
+    """An active word as a code span of its own; from rules 4 without the punctuation around it (``_Budget);``
+    reads as code ``_Budget`` then ``);``) when what is left is still what needed the span."""
+    if rules >= ENTITY_RULES:
+        parts = _SPAN_EDGES.match(word)
+        if parts is not None and (parts["lead"] or parts["trail"]) and parts["core"]:
+            core = parts["core"]
+            if _ACTIVE_WORD.search(core) or _LOOSE.search(core):
+                return f"{parts['lead']}`{core}`{parts['trail']}"
+    return f"`{word}`"
 
 
 def _inert_word(word: str, rules: int, line: str = "", spans: tuple[bool, bool] = (False, False)) -> str:

@@ -192,8 +192,9 @@ def check_project(settings: ReportSettings, key: str) -> None:
 TEXT_RULES = 4
 #: How a new run's statistics and built-in report are laid out (``ReportInput.layout``): 2 puts
 #: areas below source roots, bots apart, and links commits to the forge; 3 gives a weekly its week
-#: and a team report its sections per repository and person (issue 34).
-LAYOUT = 3
+#: and a team report its sections per repository and person (issue 34); 4 counts well-known automation
+#: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry.
+LAYOUT = 4
 
 
 def llm_pins(settings: ReportSettings) -> dict[str, Any]:

@@ -143,3 +143,13 @@ def test_the_samples_are_what_the_script_writes_from_the_pinned_commit() -> None
         assert f"docs/samples/{stem}.en.md" in readme
     assert "## This week" in (root / "docs/samples/weekly.en.md").read_text(encoding="utf-8")
     assert "## 사람별" in (root / "docs/samples/team.ko.md").read_text(encoding="utf-8")
+
+
+def test_a_known_automation_account_is_a_bot_without_being_named() -> None:
+    """Issue 43, item 7: ``github-actions`` (no ``[bot]``) was "the most active author"."""
+    actions = ("github-actions", "41898282+github-actions[bot]@users.noreply.github.com".replace("[bot]", ""))
+    commits = [commit(1, author=ALICE), *(commit(n, author=actions) for n in range(2, 6))]
+    summary = section(write(commits), "Summary")
+    assert "most active author was Alice Kim" in summary and "Bots made 4 commits (github-actions)" in summary
+    assert "github-actions" in section(write(commits, layout=3), "Summary")  # runs pinned before keep layout 3
+    assert "Bots made" not in section(write(commits, layout=3), "Summary")

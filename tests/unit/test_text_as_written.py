@@ -70,10 +70,11 @@ ALPHABET = st.sampled_from(list("ab_*~`[]()<>!#&;:/@.|\\-+= ") + ["https://", "w
 
 
 @settings(max_examples=400, deadline=None)
-@example("a_www.a")  # GFM links a www. name after "_" as after a space
-@given(st.lists(ALPHABET, max_size=30).map("".join))
-def test_any_subject_renders_as_written_and_inert(subject: str) -> None:
-    written = untrusted.text(subject, 3, FORGE)
+@example("a_www.a", 3)  # GFM links a www. name after "_" as after a space
+@example("Fix _Budget); (__init__) *.lock.", 4)  # rules 4 leave the punctuation out of the code span
+@given(st.lists(ALPHABET, max_size=30).map("".join), st.sampled_from([3, 4]))
+def test_any_subject_renders_as_written_and_inert(subject: str, rules: int) -> None:
+    written = untrusted.text(subject, rules, FORGE)
     expected = squeezed(" ".join(redact.neutralise(subject).split()))
     for document in (f"- `abc12345` {written} (Alice, 09:00)\n",
                      f"| Author | Commits |\n| --- | --- |\n| {written} | 1 |\n"):
