@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from engine.core import clock, errors
 from engine.core.models import ArtifactRecord
 from engine.core.pacing import LocalLimits
-from engine.plugins.contract import Finding
+from engine.plugins.contract import Finding, node_name
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
 TIMEOUT_S = 5.0
@@ -82,9 +82,14 @@ def check_ollama(llm: LlmSettings) -> list[Finding]:
     """The Ollama server answers ``list`` within ``TIMEOUT_S`` and has the configured model
     (``steps.ollama_chat.check``)."""
     from steps import ollama_chat
+    from workflows import providers
 
     probe = ollama_chat.check(llm.host, llm.model, TIMEOUT_S)
-    return [Finding("ollama", probe.detail, problem=not probe.healthy)]
+    node = node_name()
+    pool = (f"generation pool {providers.pool_name(llm.host, node)}: {llm.slots} slot(s) "
+            + (f"on this node ({node}; a local address: each node has its own)" if providers.is_local(llm.host)
+               else "shared by every node"))
+    return [Finding("ollama", probe.detail, problem=not probe.healthy), Finding("ollama", pool)]
 
 
 # --- Notion --------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
     llm = report_glue.settings_of(ctx, ReportSettings).llm
     server = ollama_chat.Server(llm.host, model, sleep=ctx.sleep, timeout_s=llm.timeout.total_seconds(),
                                 retry=ollama_chat.RetryPolicy.within(llm.retry_budget.total_seconds()),
-                                exclusive=ctx.exclusive)
+                                exclusive=providers.generation_slot(ctx, llm))
     return server.chat(messages, what="ops summary", format=ops_narrative.ModelSummary.model_json_schema(),
                        options=dict(ctx.pinned.get("llm_options", {})))
 

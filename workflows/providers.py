@@ -11,11 +11,15 @@ sent until a probe runs.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import urllib.parse
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from functools import partial
 
 from engine.core import redact
-from engine.plugins.contract import ProbeResult, Provider
+from engine.plugins.contract import ProbeResult, Provider, StepContext
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
 #: The step that asks the model (the daily's and the team report's): its time is the model server's.
@@ -26,6 +30,33 @@ OLLAMA_CODES = frozenset({"MODEL_UNAVAILABLE"})
 NOTION_CODES = frozenset({"NOTION_UNAUTHORIZED", "NOTION_UNAVAILABLE", "NOTION_RATE_LIMITED", "NOTION_NOT_FOUND"})
 #: A probe's longest wait for an answer (the doctor's).
 PROBE_TIMEOUT_S = 5.0
+
+
+def generation_slot(ctx: StepContext, llm: LlmSettings) -> Callable[[str], AbstractContextManager[object]]:
+    """What a generation holds on its model host (``ollama_chat.Server``'s ``exclusive``): one of the host's
+    ``[llm] slots``, in its pool (``pool_name``)."""
+    name = pool_name(llm.host, ctx.node)
+    return lambda _: ctx.slots(name, llm.slots)
+
+
+def pool_name(host: str, node: str) -> str:
+    """The pool of generation slots of the model host at ``host``: shared by every node for a host they all
+    reach (``ollama:ADDRESS``, the lock's name of old), one per node for a local address (``ollama:ADDRESS@NODE``:
+    each node's own model server, which another node's generations must not queue behind)."""
+    address = redact.mask_urls(host.rstrip("/"))
+    return f"ollama:{address}@{node}" if is_local(host) else f"ollama:{address}"
+
+
+def is_local(host: str) -> bool:
+    """Whether ``host`` (``http://127.0.0.1:11434``, ``localhost:11434``) names this machine: a loopback address."""
+    parts = urllib.parse.urlsplit(host if "://" in host else f"http://{host}")
+    name = (parts.hostname or "").lower()
+    if name in ("localhost", "ip6-localhost") or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:

@@ -172,7 +172,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
     model = str(ctx.pinned["model"])
     writer = generate_report.OllamaWriter(
         host=settings.llm.host, model=model, timeout_s=settings.llm.timeout.total_seconds(),
-        options=options, exclusive=ctx.exclusive, sleep=ctx.sleep,
+        options=options, exclusive=providers.generation_slot(ctx, settings.llm), sleep=ctx.sleep,
         retry=ollama_chat.RetryPolicy.within(settings.llm.retry_budget.total_seconds()))
     replaces = _replaces_fallback(ctx)
     try:

@@ -90,6 +90,9 @@ class LlmSettings(Strict):
     # writer's report on time, marked fallback, and writes it again in place once the model answers
     # (SPEC §15.5; what `init` writes); "none" (what a config that names nothing keeps) fails the step.
     fallback: Literal["builtin", "none"] = "none"
+    # Generations the model host runs at once, across every worker sharing the database; a host at a local
+    # address (127.0.0.1, localhost) is each node's own, so each node has its own slots (SPEC §13).
+    slots: int = Field(default=1, ge=1, le=64)
 
     @field_validator("prompt_version")
     @classmethod

@@ -150,7 +150,7 @@ def run_context(rt: Runtime, claim: Claim, workflow: WorkflowDef, lease: Lease,
         run_id=run.id, workflow=run.workflow, project=run.project, idempotency_key=run.idempotency_key,
         business_key=run.business_key, revision=run.revision, scheduled_for=run.scheduled_for,
         attempt=claim.attempt, settings=rt.settings(workflow.name), check_fence=lease.check,
-        exclusive=rt.store.exclusive, pace=partial(wait_for_slot, rt.store, rt.clock),
+        exclusive=rt.store.exclusive, slots=rt.store.slot, pace=partial(wait_for_slot, rt.store, rt.clock),
         sleep=partial(lease.sleep, stop=stop), engine_facts=partial(_engine_facts, rt),
         output_models=workflow.output_models(), children=partial(fan_out.outcomes, rt, run.id),
         marks=marks.StoreMarks(rt.store, rt.clock, run.id), earlier_periods=partial(period_walk.earlier_periods, rt))

@@ -22,6 +22,8 @@ definitions from decorated functions.
 from __future__ import annotations
 
 import importlib
+import os
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -96,6 +98,16 @@ def _no_children() -> tuple[ChildOutcome, ...]:
 @contextmanager
 def _no_mutex(name: str) -> Iterator[None]:
     yield
+
+
+@contextmanager
+def _no_slots(name: str, count: int) -> Iterator[int]:
+    yield 0
+
+
+def node_name() -> str:
+    """This node's name: ``REPORTFLOW_NODE`` when set (several nodes on one machine, in tests), else the host's."""
+    return os.environ.get("REPORTFLOW_NODE") or socket.gethostname()
 
 
 def _no_pace(name: str, interval: timedelta) -> None:
@@ -178,6 +190,11 @@ class StepContext(Generic[SettingsT]):
     previous_output: Mapping[str, Any] | None = None
     # A mutex shared by every worker on the store (e.g. one generation per Ollama host).
     exclusive: Callable[[str], AbstractContextManager[None]] = _no_mutex
+    # ``slots(name, count)``: one of ``count`` slots of a pool shared by every worker on the store (a model host
+    # that runs ``count`` generations at once); ``count`` 1 is ``exclusive(name)``.
+    slots: Callable[[str, int], AbstractContextManager[object]] = _no_slots
+    # This node's name (``REPORTFLOW_NODE``, else the host name): what keys a resource each node has its own of.
+    node: str = field(default_factory=node_name)
     # ``pace(name, interval)`` waits for a slot of a rate limit shared by every worker on the
     # store: slots of one name are at least ``interval`` apart (e.g. Notion's 3 requests/s).
     pace: Callable[[str, timedelta], None] = _no_pace

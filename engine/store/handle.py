@@ -7,6 +7,8 @@ them. Rows never leave this package: callers get ``engine.core.models`` objects.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,6 +87,34 @@ class Store:
                 yield
         finally:
             mutex.release()
+
+    @contextmanager
+    def slot(self, name: str, count: int) -> Iterator[int]:
+        """One of ``count`` slots of the pool ``name`` across every process sharing this store (e.g. the
+        generations a model host runs at once); yields its number. ``count`` 1 is ``exclusive(name)`` itself.
+
+        Every slot is tried without waiting, from a random one on (so callers spread over the slots); when
+        all are held, this waits for that first one.
+        """
+        if count <= 1:
+            with self.exclusive(name):
+                yield 0
+            return
+        first = random.randrange(count)
+        order = [(first + i) % count for i in range(count)]
+        with contextlib.ExitStack() as held:
+            taken = None
+            for number in order:
+                try:
+                    held.enter_context(self.exclusive(f"{name}#{number}", wait=False))
+                except errors.Conflict:
+                    continue
+                taken = number
+                break
+            if taken is None:
+                held.enter_context(self.exclusive(f"{name}#{first}"))
+                taken = first
+            yield taken
 
     def reserve_rate_slot(self, name: str, interval: timedelta, now: datetime) -> datetime:
         """Reserve the next slot of the shared rate limit ``name`` in its own short
