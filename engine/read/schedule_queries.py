@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.core import calendars, slo
+from engine.core import calendars, healing, slo
 from engine.core.cron import timetable
 from engine.core.models import Run, Schedule, ScheduleSpec
 from engine.runtime import Runtime
-from engine.store import periods, schedule_rows
+from engine.store import health_rows, periods, schedule_rows
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,12 @@ def preview(rt: Runtime, name: str, count: int) -> tuple[ScheduleSpec, list[time
     windows = calendars.windows_of(schedule, rt.config.maintenance)
     excused = [calendars.excuse(spec, windows, fire.at) for fire in fires]
     return spec, fires, [None if reason is None else reason.value for reason in excused]
+
+
+def provider_health(rt: Runtime) -> list[healing.ProviderHealth]:
+    """The latest probe of every provider the schedules depend on (a model server, Notion), by label."""
+    with rt.store.read() as conn:
+        return sorted(health_rows.get_health(conn).values(), key=lambda h: h.label)
 
 
 def schedule_slo(rt: Runtime, schedule_name: str) -> slo.Slo:

@@ -70,6 +70,7 @@ def schedules_page(request: Request) -> Response:
     """``/schedules``: every schedule and its last run, and the draft form (``POST /schedules/draft``)."""
     rt = state_of(request).rt
     return page(request, "schedules.html", title="Schedules", items=_schedule_items(rt), draft=None,
+                health=schedule_queries.provider_health(rt),
                 draft_text="", draft_error=None, draft_project="", draft_workflow="")
 
 
@@ -108,6 +109,7 @@ async def draft_action(request: Request) -> Response:
         except errors.ReportflowError as exc:
             draft_error = _clipped(exc.message)
     return page(request, "schedules.html", title="Schedules", items=_schedule_items(rt), draft=draft,
+                health=schedule_queries.provider_health(rt),
                 draft_text=text[:DRAFT_TEXT_MAX], draft_error=draft_error, draft_project=project or "",
                 draft_workflow=workflow or "")
 

@@ -324,6 +324,14 @@ def test_serves_healer_loop_probes_every_provider_in_use_before_anything_fails(
     assert sorted((h.label, h.healthy) for h in health.values()) == [
         (f"notion at {notion.url} (database {notion.database_id})", True), (f"ollama at {ollama.url}", True)]
     assert all(TOKEN not in h.detail for h in health.values())
+    # Issue 43, item 3: the schedules page shows each provider's health.
+    from starlette.testclient import TestClient
+
+    from engine.web.app import create_app
+
+    page = TestClient(create_app(rt, token=None), base_url="http://127.0.0.1").get("/schedules").text
+    section = page.split('id="providers"')[1].split("<h2")[0]
+    assert f"ollama at {ollama.url}" in section and "answers" in section and TOKEN not in page
 
 
 @pytest.mark.slow  # eight hours of cycles on the manual clock: in the full suite, not in --fast
