@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from engine.config import config_file
@@ -48,7 +49,10 @@ fallback = "builtin"          # model down: the built-in report on time, written
 enabled = false
 token_env = "NOTION_TOKEN"    # the NAME of the variable holding the token
 database_id = ""
+"""
 
+#: One repository's project and its daily and weekly schedules (``init --repo`` may be given several times).
+PROJECT_TEMPLATE = """
 [[projects]]
 key = "{key}"
 repo = "{repo}"
@@ -91,21 +95,27 @@ def project_key(repo: Path) -> str:
     return name[:MAX_KEY].rstrip("-_") or "project"
 
 
-def write_starter(path: Path, *, repo: Path, timezone: str, force: bool) -> Path:
-    """Write the starter config; refuses to overwrite unless ``force``."""
+def write_starter(path: Path, *, repos: Sequence[Path], timezone: str, force: bool) -> Path:
+    """Write the starter config, a project and its two schedules per repository; refuses to overwrite unless
+    ``force``."""
     expression.zone(timezone)
-    if not repo.exists():
-        raise errors.InvalidInput(f"--repo {repo}: no such folder")
+    for repo in repos:
+        if not repo.exists():
+            raise errors.InvalidInput(f"--repo {repo}: no such folder")
     if path.exists() and not force:
         raise errors.InvalidInput(f"{path} already exists (use --force to overwrite)")
     base = path.resolve().parent
-    repo_abs = repo.resolve()
-    try:
-        repo_text = str(repo_abs.relative_to(base)) or "."
-    except ValueError:
-        repo_text = str(repo_abs)
-    text = TEMPLATE.format(key=project_key(repo_abs), repo=repo_text.replace("\\", "\\\\").replace('"', '\\"'),
-                           timezone=timezone)
+    text, keys = TEMPLATE, set[str]()
+    for repo in dict.fromkeys(r.resolve() for r in repos):
+        try:
+            repo_text = str(repo.relative_to(base)) or "."
+        except ValueError:
+            repo_text = str(repo)
+        key = project_key(repo)
+        key = next(f"{key}-{n}" for n in range(2, len(keys) + 3) if f"{key}-{n}" not in keys) if key in keys else key
+        keys.add(key)
+        text += PROJECT_TEMPLATE.format(key=key, repo=repo_text.replace("\\", "\\\\").replace('"', '\\"'),
+                                        timezone=timezone)
     # Validate what we are about to write: init never leaves behind a config it would refuse.
     config_file.build_config(tomllib.loads(text), path=path, registry=load_registry())
     path.parent.mkdir(parents=True, exist_ok=True)

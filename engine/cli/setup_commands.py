@@ -6,7 +6,7 @@ No ``from __future__ import annotations``: Typer reads every command's signature
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -14,20 +14,24 @@ from engine.cli import context, output
 
 
 def init_command(ctx: typer.Context,
-         repo: Annotated[Path, typer.Option(help="Git repository to report on.")] = Path("."),
+         repo: Annotated[Optional[list[Path]], typer.Option(
+             help="Git repository to report on; give it once per repository.")] = None,
          timezone: Annotated[str, typer.Option(help="IANA timezone of the schedules.")] = "UTC",
          force: Annotated[bool, typer.Option(help="Overwrite an existing config.")] = False) -> None:
     """Write a starter reportflow.toml and create the database.
 
-    Example: reportflow init --repo ~/src/platform --timezone Asia/Seoul
+    Example: reportflow init --repo ~/src/platform --repo ~/src/web --timezone Asia/Seoul
     """
     from engine.app import init
     from engine.store import database
 
     cli = context.cli_of(ctx)
-    path = init.write_starter(cli.config_path, repo=repo, timezone=timezone, force=force)
+    path = init.write_starter(cli.config_path, repos=repo or [Path(".")], timezone=timezone, force=force)
     runtime = cli.runtime()
-    output.say(f"wrote {path}; database ready at {database.safe_url(runtime.config.store_url)}")
+    output.say(f"wrote {path} ({len(runtime.config.schedules)} schedules); database ready at "
+               f"{database.safe_url(runtime.config.store_url)}")
+    output.say("next: `reportflow schedules apply`, then keep `reportflow serve` running, or add "
+               "`* * * * * reportflow cycle` to the system's crontab")
 
 
 def metrics_command(ctx: typer.Context) -> None:

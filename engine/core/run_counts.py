@@ -29,8 +29,13 @@ class RunCounts:
     per_day: int  # the busiest local day of the month
 
     def describe(self) -> str:
-        """One line: the busiest day's runs and the month's."""
-        return f"{self.per_day:,} runs/day, {self.per_month:,} runs in {self.month:%B %Y}"
+        """One line: the busiest day's runs and the month's; a schedule that runs on fewer days than a month has
+        says how often it runs (``1 run a week``), not "1 runs/day"."""
+        month = f"{self.per_month:,} run{'' if self.per_month == 1 else 's'} in {self.month:%B %Y}"
+        if self.per_day == 1 and self.per_month <= 6:  # once on a few days of the month: weekly or rarer
+            often = "1 run a week" if self.per_month >= 4 else "at most 1 run a day, on a few days"
+            return f"{often}, {month}"
+        return f"{self.per_day:,} run{'' if self.per_day == 1 else 's'} a day at most, {month}"
 
 
 def month_of(instant: datetime, tz: str) -> date:

@@ -67,6 +67,22 @@ def test_init_writes_a_config_that_runs(tmp_path: Path) -> None:
     assert run["status"] == "SUCCESS" and run["trigger"] == "MANUAL"
 
 
+def test_init_takes_several_repositories_and_says_what_to_run_next(tmp_path: Path) -> None:
+    """Issue 43, item 8: ``init`` took one ``--repo``; a second project meant editing the file by hand."""
+    from tests.fakes.gitrepo import make_repo
+
+    api, web = make_repo(tmp_path, "api"), make_repo(tmp_path / "other", "api")  # two folders named alike
+    config = tmp_path / "reportflow.toml"
+    made = run_cli("init", "--repo", str(api.path), "--repo", str(web.path), "--timezone", "Asia/Seoul",
+                   config=config)
+    assert made.returncode == 0, made.stderr
+    assert "(4 schedules)" in made.stdout and "next: `reportflow schedules apply`" in made.stdout
+    assert "reportflow serve" in made.stdout and "reportflow cycle" in made.stdout
+    applied = run_cli("schedules", "apply", config=config)
+    assert applied.returncode == 0 and "created: api-daily, api-weekly, api-2-daily, api-2-weekly" in applied.stdout
+    assert "api-weekly: 1 run a week, 4 runs in" in applied.stdout  # not "1 runs/day"
+
+
 def test_init_and_cycle_report_every_commit_of_the_next_day(tmp_path: Path) -> None:
     """A fresh clone, ``init``, and ``cycle`` at two slots: the second report holds what landed in between."""
     repo = tmp_path / "service"

@@ -25,7 +25,7 @@ def test_a_new_minutely_schedule_is_created_with_its_counts_and_a_warning(store_
                       extra={"testflow": {"log": str(tmp_path / "log")}})
     report = definitions.apply(rt)
     assert report.created == ["minutely"]
-    assert report.counts == ["minutely: 1,440 runs/day, 43,200 runs in September 2026"]
+    assert report.counts == ["minutely: 1,440 runs a day at most, 43,200 runs in September 2026"]
     assert report.warnings == ["schedule 'minutely' makes 1,440 runs/day (43,200 a month), above "
                                "[limits] warn_runs_per_day = 48"]
 

@@ -39,7 +39,7 @@ def test_apply_and_draft_estimate_a_month_of_model_time_from_the_generations_rec
     rt = runtime(store_url, schedules=[DAILY], at=T0, workflows={"four_steps": TIMED}, installed=False,
                  config={"testflow": flow})
     first = definitions.apply(rt)
-    assert first.counts == ["daily: 1 runs/day, 31 runs in October 2026",
+    assert first.counts == ["daily: 1 run a day at most, 31 runs in October 2026",
                             "daily: model at local: model time: no generation recorded yet"]
     generate_for_three_days(rt)
 
@@ -47,7 +47,7 @@ def test_apply_and_draft_estimate_a_month_of_model_time_from_the_generations_rec
     changed = runtime(store_url, schedules=[hourly], at=rt.clock.now(), workflows={"four_steps": TIMED},
                       installed=False, config={"testflow": flow})
     report = definitions.apply(changed, confirmed=True)
-    assert report.counts == ["daily: 24 runs/day, 744 runs in October 2026",
+    assert report.counts == ["daily: 24 runs a day at most, 744 runs in October 2026",
                              "daily: model at local: model time: about 8.3 h a month "
                              "(40 s median of the last 3 generations x 744 runs)"]
 
@@ -63,7 +63,7 @@ def test_a_workflow_that_asks_no_model_gets_no_estimate(store_url: str, tmp_path
                                                         runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[DAILY], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
                  config={"testflow": {"log": str(tmp_path / "log")}})
-    assert definitions.apply(rt).counts == ["daily: 1 runs/day, 31 runs in October 2026"]
+    assert definitions.apply(rt).counts == ["daily: 1 run a day at most, 31 runs in October 2026"]
 
 
 def test_the_report_workflow_times_generate_report_on_ollama_and_nothing_on_the_built_in_writer(
