@@ -9,6 +9,7 @@ now: its ``next_run_at`` is the first slot strictly after the current clock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -51,6 +52,18 @@ def next_fires(spec: ScheduleSpec, now: datetime) -> list[str]:
     """The next ``FIRES_SHOWN`` fire times of ``spec`` from ``now``, in its zone, as ``Mon 2026-10-05 19:30 KST``."""
     fires = timetable.preview(spec.cron, spec.timezone, now, FIRES_SHOWN, dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
     return [f"{f.local:%a %Y-%m-%d %H:%M %Z}" for f in fires]
+
+
+def unserved(rt: Runtime, specs: Sequence[ScheduleSpec]) -> list[str]:
+    """A warning per schedule whose project this node cannot serve (its repository is not here): applied all
+    the same, since another node may have it (SPEC §13), but a single-node setup has a typo to fix."""
+    found = []
+    for spec in specs:
+        workflow = rt.registry.get(spec.workflow)
+        if workflow is not None and not workflow.can_serve(rt.settings(workflow.name), spec.project):
+            found.append(f"schedule '{spec.name}': project '{spec.project}' cannot be served on this node (its "
+                         "repository is not here); only a node that has it runs these reports (`reportflow doctor`)")
+    return found
 
 
 def runs_per_day(spec: ScheduleSpec, now: datetime) -> float:
@@ -114,6 +127,7 @@ def apply(rt: Runtime, *, confirmed: bool = False, overwrite: bool = False, dry_
         counted, report.counts, report.warnings = run_counts.describe(
             [wanted[name] for name in (*plan.created, *plan.updated)], now,
             warn_per_day=limits.warn_runs_per_day, max_per_day=limits.max_runs_per_day)
+        report.warnings += unserved(rt, [wanted[name] for name in (*plan.created, *plan.updated)])
         for name, counts in counted.items():  # what the month asks of a model server, from recorded generations
             spec, current = wanted[name], existing.get(name)
             report.counts += model_time.estimate(conn, rt.registry.get(spec.workflow), rt.settings(spec.workflow),

@@ -134,3 +134,17 @@ def test_init_and_cycle_report_every_commit_of_the_next_day(tmp_path: Path) -> N
 
 def iso(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_apply_warns_when_a_projects_repository_is_not_on_this_node(tmp_path: Path) -> None:
+    """Issue 43, item 8: a typo in ``projects[].repo`` was applied without a word (the runs then wait for a node
+    that has it); another node may have it, so a warning, not a refusal."""
+    from tests.support import write_config
+
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}",
+                          projects=[dict(key="p", repo=str(tmp_path / "no-such-clone"), branches=["main"])],
+                          schedules=[dict(name="p-daily", workflow="daily_report", project="p", cron="30 19 * * *",
+                                          timezone="UTC")])
+    applied = run_cli("schedules", "apply", config=config)
+    assert applied.returncode == 0 and "created: p-daily" in applied.stdout
+    assert "project 'p' cannot be served on this node" in applied.stderr + applied.stdout
