@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from sqlalchemy import Select, and_, bindparam, func, insert, select, text, update
 from sqlalchemy.engine import Connection
 
-from engine.core import errors
+from engine.core import errors, redact
 from engine.core.models import SCHEDULE_RANK, Run, Schedule, ScheduleSpec
 from engine.store import fastsql, rows, run_rows
 from engine.store.due import LIVE_SCHEDULE
@@ -20,7 +21,10 @@ def get_schedule(conn: Connection, name: str) -> Schedule:
     """The schedule named ``name``; raises NotFound."""
     row = conn.execute(select(schedules).where(schedules.c.name == name)).mappings().first()
     if row is None:
-        raise errors.NotFound(f"no schedule named '{name}' (see `reportflow schedules list`)")
+        names = list(conn.execute(select(schedules.c.name).where(schedules.c.archived.is_(False))).scalars())
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise errors.NotFound(f"no schedule named '{redact.neutralise(name)[:100]}' ({hint}see `reportflow schedules list`)")
     return rows.schedule_from_row(row)
 
 

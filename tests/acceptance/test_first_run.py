@@ -148,3 +148,17 @@ def test_apply_warns_when_a_projects_repository_is_not_on_this_node(tmp_path: Pa
     applied = run_cli("schedules", "apply", config=config)
     assert applied.returncode == 0 and "created: p-daily" in applied.stdout
     assert "project 'p' cannot be served on this node" in applied.stderr + applied.stdout
+
+
+def test_a_misspelled_schedule_name_gets_a_suggestion(tmp_path: Path) -> None:
+    """Issue 43, item 8: "did you mean" for schedule names, at 3 a.m."""
+    from tests.support import write_config
+
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}",
+                          schedules=[dict(name="platform-daily", workflow="echo", project="p", cron="30 19 * * *",
+                                          timezone="UTC")])
+    assert run_cli("schedules", "apply", config=config).returncode == 0
+    wrong = run_cli("trigger", "platfrom-daily", config=config)
+    assert wrong.returncode != 0 and "did you mean 'platform-daily'?" in wrong.stderr
+    far = run_cli("trigger", "weekly-ops", config=config)
+    assert far.returncode == wrong.returncode and "did you mean" not in far.stderr
