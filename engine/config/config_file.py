@@ -429,10 +429,15 @@ def _in_own_words(error: Mapping[str, Any]) -> str:
 
 def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequence[int | str] = ()) -> errors.ConfigInvalid:
     """The first pydantic error as a ConfigInvalid naming the key path and the bad value, in the product's words."""
-    first = exc.errors()[0]
+    found = exc.errors()
+    # A misspelled key shows as the key it should have been "required" and itself "unknown": name the typo.
+    first = next((e for e in found if e["type"] == "extra_forbidden"), found[0]) \
+        if any(e["type"] == "missing" for e in found) else found[0]
     message = _in_own_words(first)
     if first["type"] == "extra_forbidden":
-        message = "unknown key"
+        missing = [str(e["loc"][-1]) for e in found if e["type"] == "missing" and e["loc"][:-1] == first["loc"][:-1]]
+        close = difflib.get_close_matches(str(first["loc"][-1]), missing, n=1, cutoff=0.7)
+        message = f"unknown key (did you mean '{close[0]}'?)" if close else "unknown key"
     elif first["loc"] and str(first["loc"][-1]).endswith("_env"):
         message = "must be the NAME of an environment variable, not its value"  # the value may be a secret URL
     elif "input" in first and not isinstance(first["input"], dict | list):

@@ -48,6 +48,9 @@ CASES: list[tuple[dict[str, Any], str, str]] = [
     ({"llm": {"host": "data:text/html,<script>x</script>"}}, "llm.host", "not data:"),
     ({"llm": {"host": "VBScript:msgbox"}}, "llm.host", "not VBScript:"),
     ({"llm": {"host": "file:///etc/passwd"}}, "llm.host", "not file://"),
+    # Issue 43, item 8: a misspelled key is named, with the key it should be, not "timezone: is required".
+    ({"projects": PROJECTS, "schedules": [{k if k != "timezone" else "timezoen": v for k, v in TEAM.items()}]},
+     "schedules[0].timezoen", "unknown key (did you mean 'timezone'?)"),
 ]
 
 

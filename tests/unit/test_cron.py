@@ -286,11 +286,17 @@ def test_check_expression_messages(expr: str, message: str) -> None:
     assert message in caught.value.message
 
 
-@pytest.mark.parametrize("name", ["Mars/Base", "", "localtime", " Asia/Seoul", "../etc/passwd", "America"])
-def test_unknown_zones(name: str) -> None:
+@pytest.mark.parametrize(("name", "hint"), [
+    ("Mars/Base", "use an IANA name such as Asia/Seoul"), ("", "use an IANA name such as Asia/Seoul"),
+    ("localtime", "use an IANA name such as Asia/Seoul"), ("../etc/passwd", "use an IANA name such as Asia/Seoul"),
+    ("America", "use an IANA name such as Asia/Seoul"),
+    (" Asia/Seoul", "did you mean Asia/Seoul?"), ("Asia/Seul", "did you mean Asia/Seoul?"),  # issue 43, item 8
+    ("Europe/Londn", "did you mean Europe/London?"),
+])
+def test_unknown_zones(name: str, hint: str) -> None:
     with pytest.raises(errors.InvalidInput) as caught:
         expression.zone(name)
-    assert caught.value.message == f"unknown timezone '{name}' (use an IANA name such as Asia/Seoul)"
+    assert caught.value.message == f"unknown timezone '{name}' ({hint})"
     with pytest.raises(errors.InvalidInput, match="unknown timezone"):
         validate.check("0 * * * *", name, now=NOW)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from itertools import groupby, takewhile
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
@@ -49,7 +49,12 @@ def zone(name: str) -> ZoneInfo:
             raise ValueError(name)
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise errors.InvalidInput(f"unknown timezone '{name}' (use an IANA name such as Asia/Seoul)") from exc
+        import difflib  # only on this error path: the CLI's fast start imports this module
+
+        zones = sorted(available_timezones() - {"localtime", "Factory"})
+        close = difflib.get_close_matches(name.strip(), zones, n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]}?" if close else "use an IANA name such as Asia/Seoul"
+        raise errors.InvalidInput(f"unknown timezone '{name}' ({hint})") from exc
 
 
 def check_expression(expr: str) -> None:
