@@ -187,7 +187,8 @@ def _word_span(word: str, rules: int) -> str:
         parts = _SPAN_EDGES.match(word)
         if parts is not None and (parts["lead"] or parts["trail"]) and parts["core"]:
             core = parts["core"]
-            if _ACTIVE_WORD.search(core) or _LOOSE.search(core):
+            balanced = core.count("(") == core.count(")") and core.count("[") == core.count("]")
+            if balanced and (_ACTIVE_WORD.search(core) or _LOOSE.search(core)):
                 return f"{parts['lead']}`{core}`{parts['trail']}"
     return f"`{word}`"
 

@@ -70,7 +70,7 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, 
                   "notion": {"enabled": False}},
         projects=[{"key": "demo", "repo": str(repo.path), "branches": ["main"]}],
         schedules=[{"name": "demo-daily", "workflow": "daily_report", "project": "demo", "cron": "0 0 * * *",
-                    "timezone": "UTC", "report_on": "current"}])
+                    "timezone": "UTC", "report_on": "previous"}])
     blocker = tmp_path / "reports" / "demo" / f"{yesterday}-demo-daily-summary.md"
     blocker.mkdir(parents=True)
     for args in (("schedules", "apply"),
