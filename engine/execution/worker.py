@@ -28,14 +28,23 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs, policies
-from engine.core.models import AttemptOutcome, AttemptTrigger, NewRun, RunStatus, Schedule, StepStatus
+from engine.core.models import (
+    SYSTEM_RECONCILER,
+    AttemptOutcome,
+    AttemptTrigger,
+    NewRun,
+    Run,
+    RunStatus,
+    Schedule,
+    StepStatus,
+)
 from engine.core.run_end import RunEnd, RunOutcome
 from engine.execution import fan_out, healer, step_call
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.execution.lease import Heartbeat, Lease
 from engine.plugins.contract import StepResult, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import claims, finish, instances, schedule_rows
+from engine.store import claims, finish, instances, schedule_rows, start_by
 from engine.store.claims import Claim
 
 log = logging.getLogger(__name__)
@@ -100,10 +109,15 @@ class Worker:
                 conn, worker_id=self.worker_id, now=now, lease_until=now + self.lease,
                 steps_by_workflow=self.steps_by_workflow, projects=self.projects,
                 backfill_limit=self.rt.config.worker.backfill_concurrency, caps=self.rt.config.limits.caps(),
-                timed=self._timed_schedules(conn, now))
+                skip=self._past_start_by(self._timed_schedules(conn, now), now))
         if claim is not None:
             self._claimed = claim.run.id
         return claim
+
+    @staticmethod
+    def _past_start_by(timed: dict[int, Schedule], now: datetime) -> Callable[[Connection, Run], bool]:
+        """The claim's ``skip``: a scheduled run past its ``start_by`` is recorded MISSED, not claimed."""
+        return lambda conn, run: start_by.miss_if_late(conn, timed, run, now, actor=SYSTEM_RECONCILER)
 
     def _timed_schedules(self, conn: Connection, now: datetime) -> dict[int, Schedule]:
         """The schedules with a ``start_by``, read again at most every ``TIMED_REFRESH``: a claim applies it

@@ -10,7 +10,7 @@ caller's transaction rolls back and nothing is written.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -33,21 +33,19 @@ from sqlalchemy import (
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from engine.core import concurrency_caps, errors, policies, transitions
+from engine.core import concurrency_caps, errors, transitions
 from engine.core.models import (
     ACTIVE_STATUSES,
     PRIORITY,
-    SYSTEM_RECONCILER,
     AttemptOutcome,
     AttemptTrigger,
     Run,
     RunStatus,
-    Schedule,
     StepRecord,
     StepStatus,
 )
 from engine.plugins.contract import ArtifactRef
-from engine.store import locks, rows, start_by, tables
+from engine.store import locks, rows, tables
 from engine.store.fastsql import execute as fast
 from engine.store.fastsql import execute_many as fast_many
 from engine.store.run_rows import dialect_insert, family_schedule_disabled
@@ -183,7 +181,7 @@ class Claim:
 def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until: datetime,
                 steps_by_workflow: Mapping[str, Sequence[str]], projects: Sequence[str] | None,
                 backfill_limit: int, caps: concurrency_caps.Caps = concurrency_caps.Caps(),
-                timed: Mapping[int, Schedule] | None = None) -> Claim | None:
+                skip: Callable[[Connection, Run], bool] | None = None) -> Claim | None:
     """Claim the highest-priority, oldest claimable run, or return None.
 
     Claimable: QUEUED, or RETRY_PENDING, with ``not_before`` passed; of a
@@ -192,9 +190,9 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
     ``backfill_limit`` are RUNNING; fewer RUNNING than ``caps`` allow, in all and
     of its workflow. The limits are exact because claims are
     serialised: ``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL.
-    The claim also starts the first step that is not done (one commit). A scheduled run past its
-    schedule's ``start_by`` (``timed``: the schedules that have one, by id) is recorded MISSED instead,
-    in the same transaction, and the next candidate is taken.
+    The claim also starts the first step that is not done (one commit). ``skip(conn, run)`` sees each
+    candidate first: when it ended the run itself (a scheduled run past its ``start_by``, recorded MISSED
+    in this transaction: ``start_by.miss_if_late``), the next candidate is taken.
     """
     locks.serialise_with_claims(conn)
     if not steps_by_workflow or (projects is not None and not projects):
@@ -206,10 +204,8 @@ def acquire_run(conn: Connection, *, worker_id: str, now: datetime, lease_until:
         if row is None:
             return None
         run = rows.run_from_row(row)
-        schedule = (timed or {}).get(run.schedule_id) if run.schedule_id is not None else None
-        if schedule is None or not policies.past_start_by(run, schedule.spec.start_by, now):
+        if skip is None or not skip(conn, run):
             break
-        start_by.miss(conn, schedule, run, now, actor=SYSTEM_RECONCILER)
     fence, attempt = run.fence + 1, run.attempt_count + 1
     trigger = run.next_attempt_trigger or AttemptTrigger(run.trigger.value.lower())
     fast(conn, _CLAIM, {"b_id": run.id, "b_owner": worker_id, "b_lease": lease_until, "b_fence": fence,

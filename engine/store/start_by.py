@@ -1,27 +1,31 @@
 """A scheduled run not started by its schedule's ``start_by`` becomes MISSED, with its audit and its alert.
 
-Written by whichever comes first: a worker about to claim the run (``claims.acquire_run``), or the
-reconciler's pass for runs no worker looks at (still PENDING behind an overlap). One transaction each,
-so the status, the audit row and the ``slots_not_run`` alert commit together.
+Written by whichever comes first: a worker about to claim the run (``claims.acquire_run``'s ``skip``), or
+the reconciler's pass for runs no worker looks at (still PENDING behind an overlap). One transaction each,
+so the end (``finish.finish_run``, the one end of a run), the audit row and the ``slots_not_run`` alert
+commit together.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from sqlalchemy.engine import Connection
 
-from engine.core import alerts
+from engine.core import alerts, policies
 from engine.core.clock import format_instant
-from engine.core.models import Run, RunStatus, Schedule, SlotReason
-from engine.store import audit_rows, outbox, promotion, run_rows
+from engine.core.models import AttemptOutcome, Run, RunStatus, Schedule, SlotReason
+from engine.core.run_end import RunEnd
+from engine.store import audit_rows, finish, outbox
 
 
 def miss(conn: Connection, schedule: Schedule, run: Run, now: datetime, *, actor: str) -> None:
     """Record ``run`` MISSED for ``start_by`` (its schedule's), audited as ``actor``, with its alert; the
-    schedule's next PENDING run is promoted."""
+    schedule's next PENDING run is promoted (``finish_run``'s after-effects)."""
     assert schedule.spec.start_by is not None
-    run_rows.set_status(conn, run.id, RunStatus.MISSED, reason=SlotReason.START_BY.value, completed_at=now)
+    finish.finish_run(conn, run, RunEnd(RunStatus.MISSED, AttemptOutcome.CANCELLED, reason=SlotReason.START_BY.value,
+                                        note="not started by its start_by"), now, holder=None)
     audit_rows.record_audit(conn, at=now, actor=actor, action="run_missed", run_id=run.id, schedule_id=schedule.id,
                             reason="start_by", before={"status": run.status.value}, after={"status": "MISSED"})
     outbox.record_schedule_event(
@@ -30,4 +34,13 @@ def miss(conn: Connection, schedule: Schedule, run: Run, now: datetime, *, actor
         f"{schedule.name} {run.business_key}: not started by {format_instant(run.scheduled_for + schedule.spec.start_by)}"
         " (start_by): MISSED; `reportflow runs retry` runs it", business_key=run.business_key,
         details={"run": run.id, "reason": "start_by"})
-    promotion.promote_pending(conn, schedule.id, now)
+
+
+def miss_if_late(conn: Connection, timed: Mapping[int, Schedule], run: Run, now: datetime, *, actor: str) -> bool:
+    """``miss`` ``run`` when it is past its schedule's ``start_by`` (``timed``: the schedules that have one, by
+    id); whether it did (the claim then takes the next candidate)."""
+    schedule = timed.get(run.schedule_id) if run.schedule_id is not None else None
+    if schedule is None or not policies.past_start_by(run, schedule.spec.start_by, now):
+        return False
+    miss(conn, schedule, run, now, actor=actor)
+    return True
