@@ -246,14 +246,10 @@ def decide(marks: Sequence[Mark], start: datetime, end: datetime, earlier_period
     p = plan(marks, start, end, earlier_periods)
     if p.covered_by is not None:
         return Decision({}, {}, start, end, (), p.covered_by, (), (), ())
-    now: Heads | None = None
     if p.upper.heads is not None:
         upper = p.upper.heads
-    else:
-        base = p.upper.after
-        if base is None:
-            now = history.now()
-            base = now
+    else:  # dated from the next later mark when there is one (an ancestor of it), else from the branch now
+        base = p.upper.after if p.upper.after is not None else history.now()
         upper = history.as_of(base, end, p.upper.before)
     if p.lower.heads is not None:
         lower = p.lower.heads
