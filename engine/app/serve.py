@@ -22,12 +22,13 @@ from wsgiref.simple_server import WSGIServer
 
 from engine.app import config_reload
 from engine.core import logs
+from engine.core.clock import format_instant
 from engine.execution import healer, loop, reconciler
 from engine.execution.pool import WorkerPool
 from engine.operations import outbox_sender, prune, scheduled_backups
 from engine.runtime import Runtime
 from engine.scheduling import heartbeat, tick
-from engine.store import database, run_rows
+from engine.store import database, run_rows, schedule_rows
 
 log = logging.getLogger(__name__)
 BEAT_EVERY_S = 10.0  # the scheduler's heartbeat (engine.scheduling.heartbeat), at most this often
@@ -41,6 +42,17 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
     if not upcoming:
         return cap.total_seconds()
     return max(0.0, min(min(upcoming) - now, cap).total_seconds())
+
+
+def _serving(rt: Runtime) -> dict[str, object]:
+    """What ``serve`` says at start: how many schedules it ticks, and which slot is due next (an operator reading
+    the log at 3 a.m. sees at once whether it serves anything)."""
+    with rt.store.read() as conn:
+        live = [s for s in schedule_rows.list_schedules(conn) if s.enabled and s.next_run_at is not None]
+    if not live:
+        return {"schedules": 0, "next": "none (run `reportflow schedules apply`)"}
+    first = min(live, key=lambda s: s.next_run_at or datetime.max)
+    return {"schedules": len(live), "next": f"{format_instant(first.next_run_at)} ({first.name})"}
 
 
 def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
@@ -62,7 +74,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
     # Backups beside the loop too: a copy of a large database delays neither a tick nor a claim.
     backing_up = threading.Thread(target=scheduled_backups.backup_until, args=(rt, stop), name="backups", daemon=True)
     backing_up.start()
-    logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id)
+    logs.event(log, logging.INFO, "serve_started", worker=worker.worker_id, **_serving(rt))
     poll = rt.config.worker.poll_interval
     retention_timer = prune.RetentionTimer(rt.config.retain, rt.config.retain_max)
     backoff = loop.Backoff(rt.clock, poll, "serve_loop_failed")

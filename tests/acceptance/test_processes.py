@@ -274,6 +274,9 @@ def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqli
         procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                        what="serve to enter TWO")
         sigterm_at_gate(server, tmp_path, "serve.log")
+        # Issue 43, item 8: serve says at start what it serves and when the next slot is due.
+        started = next(line for line in (tmp_path / "serve.log").read_text().splitlines() if "serve_started" in line)
+        assert "schedules=1" in started and "next=" in started and "(four)" in started, started
     finally:
         if server.poll() is None:
             server.kill()
