@@ -24,6 +24,8 @@ def runs_list(ctx: typer.Context,
               schedule: Annotated[Optional[str], typer.Option("--schedule")] = None,
               limit: Annotated[int, typer.Option("--limit", min=0, help="0 for all.")] = limits.RUNS_LIST,
               parent: Annotated[Optional[str], typer.Option("--parent", help="Only this run's child runs.")] = None,
+              sort: Annotated[str, typer.Option("--sort", help="slot: newest period first; created: newest made "
+                                                               "first (a fresh backfill on top).")] = "slot",
               as_json: context.JsonOpt = False) -> None:
     """Run history, newest first. Example: reportflow runs list --status FAILED --json"""
     from engine.cli import render
@@ -33,10 +35,12 @@ def runs_list(ctx: typer.Context,
     for value in statuses:
         if value not in RunStatus.__members__:
             raise errors.InvalidInput(f"unknown status '{value}' (one of {', '.join(RunStatus.__members__)})")
+    if sort not in ("slot", "created"):
+        raise errors.InvalidInput(f"--sort {sort!r}: one of slot, created")
     rt = context.cli_of(ctx).runtime()
     parent_id = context.parse_run_id(parent) if parent is not None else None
-    render.runs(run_queries.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit, parent=parent_id),
-                rt.clock.now(), as_json)
+    render.runs(run_queries.list_runs(rt, statuses=statuses, schedule=schedule, limit=limit, parent=parent_id,
+                                      by_created=sort == "created"), rt.clock.now(), as_json)
 
 
 @app.command("show")

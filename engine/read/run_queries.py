@@ -18,14 +18,15 @@ from engine.store.history_rows import RunFilter
 
 
 def list_runs(rt: Runtime, *, statuses: Sequence[str] = (), schedule: str | None = None,
-              limit: int | None = limits.RUNS_LIST, parent: int | None = None) -> list[Run]:
-    """``runs list``: newest first, filtered by status, schedule, or parent run (its children)."""
+              limit: int | None = limits.RUNS_LIST, parent: int | None = None, by_created: bool = False) -> list[Run]:
+    """``runs list``: newest slot first (``by_created``: newest made first), filtered by status, schedule, or
+    parent run (its children)."""
     with rt.store.read() as conn:
         schedule_id = schedule_rows.get_schedule(conn, schedule).id if schedule else None
         if parent is not None:
             run_rows.get_run(conn, parent, detail=False)  # NotFound for a run that does not exist
         summaries = run_rows.list_runs(conn, statuses=statuses, schedule_id=schedule_id, limit=limit or None,
-                                       parent_id=parent)
+                                       parent_id=parent, by_created=by_created)
         # Steps are needed for the "failed step" column; fetch detail only for the failed ones.
         found = [run_rows.get_run(conn, r.id) if r.error_code else r for r in summaries]
         return with_quiet(conn, with_waits(conn, found))

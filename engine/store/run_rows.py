@@ -196,9 +196,11 @@ def existing_keys(conn: Connection, base_keys: Sequence[str]) -> set[str]:
 
 
 def list_runs(conn: Connection, *, statuses: Iterable[str] = (), schedule_id: int | None = None,
-              limit: int | None = 200, parent_id: int | None = None) -> list[Run]:
-    """Runs newest slot first; ``parent_id``: only that run's children (SPEC §17)."""
-    query = _run_query().order_by(runs.c.scheduled_for.desc(), runs.c.id.desc())
+              limit: int | None = 200, parent_id: int | None = None, by_created: bool = False) -> list[Run]:
+    """Runs newest slot first (``by_created``: newest made first: a backfill of last year shows above yesterday's
+    run); ``parent_id``: only that run's children (SPEC §17)."""
+    query = _run_query().order_by(runs.c.id.desc()) if by_created else \
+        _run_query().order_by(runs.c.scheduled_for.desc(), runs.c.id.desc())
     if parent_id is not None:
         query = query.where(runs.c.parent_id == parent_id)
     status_list = list(statuses)

@@ -162,3 +162,22 @@ def test_a_misspelled_schedule_name_gets_a_suggestion(tmp_path: Path) -> None:
     assert wrong.returncode != 0 and "did you mean 'platform-daily'?" in wrong.stderr
     far = run_cli("trigger", "weekly-ops", config=config)
     assert far.returncode == wrong.returncode and "did you mean" not in far.stderr
+
+
+def test_runs_list_sorts_by_creation_too(tmp_path: Path) -> None:
+    """Issue 43, item 8: after a backfill of last month the new runs were buried under yesterday's."""
+    from tests.support import write_config
+
+    config = write_config(tmp_path / "reportflow.toml", db_url=f"sqlite:///{tmp_path / 'rf.db'}",
+                          schedules=[dict(name="e", workflow="echo", project="p", cron="0 3 * * *", timezone="UTC")])
+    now = "2026-10-10T12:00:00Z"
+    assert run_cli("schedules", "apply", config=config, now=now).returncode == 0
+    assert run_cli("trigger", "e", "--date", "2026-10-09", config=config, now=now).returncode == 0
+    assert run_cli("backfill", "e", "--from", "2026-09-01", "--to", "2026-09-03", config=config, now=now).returncode == 0
+    by_slot = [r["business_key"] for r in json.loads(run_cli("runs", "list", "--json", config=config, now=now).stdout)]
+    by_made = [r["business_key"] for r in json.loads(
+        run_cli("runs", "list", "--sort", "created", "--json", config=config, now=now).stdout)]
+    days = [key[:10] for key in by_slot], [key[:10] for key in by_made]  # echo's periods are its slots
+    assert days[0] == ["2026-10-09", "2026-09-03", "2026-09-02", "2026-09-01"]
+    assert days[1] == ["2026-09-03", "2026-09-02", "2026-09-01", "2026-10-09"]
+    assert run_cli("runs", "list", "--sort", "age", config=config, now=now).returncode == 2
