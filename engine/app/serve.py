@@ -44,7 +44,7 @@ def decide_sleep(now: datetime, wakes: list[datetime | None], poll: timedelta) -
     return max(0.0, min(min(upcoming) - now, cap).total_seconds())
 
 
-def _serving(rt: Runtime) -> dict[str, object]:
+def _serving(rt: Runtime) -> dict[str, Any]:
     """What ``serve`` says at start: how many schedules it ticks, and which slot is due next (an operator reading
     the log at 3 a.m. sees at once whether it serves anything)."""
     with rt.store.read() as conn:

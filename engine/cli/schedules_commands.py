@@ -194,7 +194,7 @@ def schedules_set(
 
     Example: reportflow schedules set platform-daily --cron "0 20 * * *" --expect-version 3
     """
-    from engine.config import config_file
+    from engine.config import durations
     from engine.scheduling import definitions
 
     changes: dict[str, Any] = {k: v for k, v in dict(cron=cron_expr, timezone=timezone, misfire=misfire,
@@ -202,7 +202,7 @@ def schedules_set(
                                                      dst_fold=dst_fold, priority=priority).items() if v is not None}
     if grace is not None:
         try:
-            changes["grace"] = config_file.parse_duration(grace)
+            changes["grace"] = durations.parse(grace)
         except ValueError as exc:
             raise errors.InvalidInput(f"--grace: {exc}") from None
     if not changes:

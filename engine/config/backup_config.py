@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from engine.config import defaults
+from engine.config import defaults, durations
 from engine.core import errors
 
 #: PostgreSQL: a daily dump plus two hours of slack, unless ``max_age`` says otherwise.
@@ -23,9 +23,7 @@ DEFAULT_PG_MAX_AGE = timedelta(hours=26)
 
 
 def _duration(value: Any) -> timedelta | None:
-    from engine.config import config_file
-
-    return None if value in ("", None) else config_file.parse_duration(value)
+    return None if value in ("", None) else durations.parse(value)
 
 
 class BackupConfig(BaseModel):

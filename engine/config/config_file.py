@@ -36,7 +36,7 @@ from pydantic import (
     model_validator,
 )
 
-from engine.config import backup_config, calendar_config, defaults
+from engine.config import backup_config, calendar_config, defaults, durations
 from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
 from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
 from engine.config.defaults import resolve_store_url as resolve_store_url
@@ -56,47 +56,11 @@ from engine.core.models import (
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
-_DURATION = re.compile(r"^\s*([0-9]{1,15}(?:\.[0-9]{1,9})?)\s*(ms|s|m|h|d|w)\s*$")
-MAX_DURATION = timedelta(days=36_525)  # 100 years: any longer one is a typo, and overflows dates
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(value: Any) -> timedelta:
-    """``"30m"``, ``"7d"``, ``"60s"``, ``"1.5h"`` (or a number of seconds) to a timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a duration")
-    seconds: float | None = None
-    if isinstance(value, int | float):
-        if not value >= 0:  # NaN too
-            raise ValueError(f"{value!r}: a duration cannot be negative")
-        seconds = float(min(value, MAX_DURATION.total_seconds() + 1))
-    elif isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds is not None:
-        if seconds > MAX_DURATION.total_seconds():
-            raise ValueError(f"{value!r} is longer than 100 years")
-        return timedelta(seconds=seconds)
-    raise ValueError(f"{value!r} is not a duration (use e.g. '30s', '10m', '1h', '7d')")
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
-OptionalDuration = Annotated[timedelta | None, BeforeValidator(lambda v: None if v in ("", None) else parse_duration(v))]
+Duration = Annotated[timedelta, BeforeValidator(durations.parse)]
+OptionalDuration = Annotated[timedelta | None, BeforeValidator(lambda v: None if v in ("", None) else durations.parse(v))]
 
 
 _FRESHNESS = re.compile(r"^\s*([0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(%?)\s*(?:within\s+(.+?))?\s*$")
-
-
-def data_text(duration: timedelta) -> str:
-    """A duration as a config would write it (``30m``, ``1h``, ``90s``)."""
-    seconds = int(duration.total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{duration.total_seconds():g}s"
 
 
 def parse_freshness_target(value: Any) -> tuple[float, timedelta | None]:
@@ -111,7 +75,7 @@ def parse_freshness_target(value: Any) -> tuple[float, timedelta | None]:
             raise ValueError(f"{value!r} is not a freshness target (e.g. 0.95, \"95%\" or \"95% within 30m\")")
         share = float(match.group(1)) / (100 if match.group(2) else 1)
         if match.group(3):
-            within = parse_duration(match.group(3))
+            within = durations.parse(match.group(3))
     else:
         share = float(value)
     if not 0 < share <= 1:
@@ -124,7 +88,7 @@ class Strict(BaseModel):
 
 
 def _optional_duration(value: Any) -> timedelta | None:
-    return None if value in ("", None) else parse_duration(value)
+    return None if value in ("", None) else durations.parse(value)
 
 
 def check_path(value: str) -> str:
@@ -300,8 +264,8 @@ class ScheduleConfig(Strict):
         share, within = parse_freshness_target(data["freshness_target"])
         data = {**data, "freshness_target": share}
         if within is not None:
-            if data.get("deadline") not in (None, "") and parse_duration(data["deadline"]) != within:
-                raise ValueError(f"freshness_target says within {data_text(within)} but deadline is "
+            if data.get("deadline") not in (None, "") and durations.parse(data["deadline"]) != within:
+                raise ValueError(f"freshness_target says within {durations.text(within)} but deadline is "
                                  f"{data['deadline']}: give one of them")
             data["deadline"] = within
         return data

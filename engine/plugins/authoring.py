@@ -56,7 +56,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from engine.config import config_file
+from engine.config import config_file, durations
 from engine.core import errors
 from engine.core.errors import StepError
 from engine.core.models import PeriodKind, StepStatus
@@ -108,7 +108,7 @@ class _Declared:
 
 def _seconds(value: str | float | int, what: str) -> float:
     try:
-        return config_file.parse_duration(value).total_seconds()
+        return durations.parse(value).total_seconds()
     except ValueError as exc:
         raise errors.InvalidInput(f"{what}: {exc}") from None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from engine.config import backup_config, config_file
+from engine.config import backup_config, durations
 from engine.core import backups
 from engine.core.clock import format_instant
 from engine.plugins.contract import Finding
@@ -43,7 +43,7 @@ def check_backups(rt: Runtime) -> list[Finding]:
                                "keep the file aside and let the next slot take a new one (`reportflow cycle`)",
                         problem=True)]
     if verdict.problem:
-        return [Finding(CHECK, f"{said}, more than {config_file.data_text(limit)}: see the backup_failed alerts "
+        return [Finding(CHECK, f"{said}, more than {durations.text(limit)}: see the backup_failed alerts "
                                "(`reportflow notifications list`) and the serve or cycle logs", problem=True)]
     return [Finding(CHECK, f"{said} (verified at {format_instant(newest.finished_at or now)})")]
 
@@ -72,11 +72,11 @@ def _dump_finding(plan: backup_config.BackupPlan, now: datetime) -> Finding:
         return Finding(CHECK, f"no dump in {plan.dir}: schedule pg_dump into it (README, \"Backups\")", problem=True)
     said = f"newest dump {newest} is {_age(verdict.age)} old"
     if verdict.problem:
-        return Finding(CHECK, f"{said}, more than max_age {config_file.data_text(limit)}: is the pg_dump cron line "
+        return Finding(CHECK, f"{said}, more than max_age {durations.text(limit)}: is the pg_dump cron line "
                               "still running?", problem=True)
     return Finding(CHECK, said)
 
 
 def _age(span: timedelta) -> str:
     """A whole number of minutes (seconds under one), as a config writes durations."""
-    return config_file.data_text(span - span % timedelta(minutes=1) if span >= timedelta(minutes=1) else span)
+    return durations.text(span - span % timedelta(minutes=1) if span >= timedelta(minutes=1) else span)

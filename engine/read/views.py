@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from engine.config import config_file
+from engine.config import durations
 from engine.core import calendars, dependencies, error_codes, healing, policies
 from engine.core.clock import format_instant
 from engine.core.models import Run, Schedule, StepStatus
@@ -162,9 +162,9 @@ def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = N
             "deadline_s": None if spec.deadline is None else int(spec.deadline.total_seconds()),
             "freshness_target": spec.freshness_target,
             # What else decides whether and when a run happens (dependencies, start_by, recovery).
-            "after": list(spec.after), "after_window": config_file.data_text(spec.after_window),
+            "after": list(spec.after), "after_window": durations.text(spec.after_window),
             "on_upstream": spec.on_upstream.value,
-            "start_by": None if spec.start_by is None else config_file.data_text(spec.start_by),
+            "start_by": None if spec.start_by is None else durations.text(spec.start_by),
             "auto_recover": spec.auto_recover, "auto_recover_daily": spec.auto_recover_daily, **{
         "id": schedule.id,
         "name": spec.name,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.config import config_file
+from engine.config import durations
 from engine.core import clock, errors, inputs
 
 NEAR_DATES = st.from_regex(r"\A[0-9١²]{1,5}-[0-9]{1,2}-[0-9]{1,2}\Z") | st.dates().map(lambda d: d.isoformat())
@@ -66,7 +66,7 @@ def test_the_edges_of_the_calendar_are_refused(text: str) -> None:
        | st.integers(min_value=-10**30, max_value=10**400) | st.floats(allow_nan=True))
 def test_a_duration_is_usable_or_a_value_error_the_cli_turns_into_invalid_input(value: object) -> None:
     try:
-        span = config_file.parse_duration(value)
+        span = durations.parse(value)
     except ValueError:
         return
     assert datetime(9000, 12, 31, tzinfo=UTC) + span > datetime(1900, 1, 1, tzinfo=UTC) - span

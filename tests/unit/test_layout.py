@@ -105,3 +105,12 @@ def test_no_import_circle_inside_execution() -> None:
     graph = _module_imports("execution")
     assert {"loop", "pool", "worker", "lease", "step_call"} <= set(graph)
     assert _cycle(graph) == []
+
+
+def test_no_import_circle_inside_any_package() -> None:
+    """Issue 44, item 3: ``config.backup_config`` and ``config.config_file`` imported each other (the first lazily);
+    every package of the engine is checked now, not only ``execution``."""
+    packages = sorted(p.name for p in ENGINE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert {"config", "core", "execution", "store", "web"} <= set(packages)
+    circles = {package: _cycle(_module_imports(package)) for package in packages}
+    assert {package: circle for package, circle in circles.items() if circle} == {}
