@@ -21,6 +21,7 @@ from engine.runtime import Runtime
 from engine.store import (
     audit_rows,
     families,
+    finish,
     outbox,
     promotion,
     recovery,
@@ -165,7 +166,8 @@ def _dependents(rt: Runtime, report: SweepReport, now: datetime) -> None:
     succeeded are released (a safety net: the upstream's success does it). SPEC §18."""
     with rt.store.write() as conn:
         specs = {s.id: s.spec for s in schedule_rows.list_schedules(conn, include_archived=True)}
-        ended = upstream_rows.expire(conn, now, specs, SYSTEM_RECONCILER)
+        ended = upstream_rows.expire(conn, now, specs, SYSTEM_RECONCILER,
+                                     lambda c, run, end: finish.finish_run(c, run, end, now, holder=None))
         ended += upstream_rows.release_ready(conn, now, actor=SYSTEM_RECONCILER)
     freed = {e.schedule_id for e in ended if e.status is not RunStatus.QUEUED}
     if freed:  # after the commit above, so the dependency lock is never taken before a schedule's

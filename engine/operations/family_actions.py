@@ -15,8 +15,9 @@ from sqlalchemy.engine import Connection
 
 from engine.core import logs
 from engine.core.models import CANCELLABLE_STATUSES, PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
+from engine.core.run_end import RunEnd
 from engine.runtime import Runtime
-from engine.store import attempt_rows, audit_rows, families, run_rows
+from engine.store import attempt_rows, audit_rows, families, finish, run_rows
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +31,12 @@ def cancel_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -
     for child in families.children_of(conn, parent.id):
         if child.status is RunStatus.RUNNING:
             run_rows.request_cancel(conn, child.id)
-        elif child.status in CANCELLABLE_STATUSES:
-            run_rows.set_status(conn, child.id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
-            attempt_rows.close_pending_attempt(conn, child.id, AttemptOutcome.CANCELLED, now,
-                                           f"its parent run {parent.id} was cancelled")
-        elif child.status is RunStatus.WAITING:  # a grandchild family: cancelled the same way
-            touched += cancel_children(conn, rt, child, now)
-            run_rows.set_status(conn, child.id, RunStatus.CANCELLED, completed_at=now, reason="cancelled")
+        elif child.status in CANCELLABLE_STATUSES or child.status is RunStatus.WAITING:
+            if child.status is RunStatus.WAITING:  # a grandchild family: cancelled the same way, first
+                touched += cancel_children(conn, rt, child, now)
+            # The one end of a run (its attempt closed, its parent told); the parent is cancelled next.
+            finish.finish_run(conn, child, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason="cancelled",
+                                                  note=f"its parent run {parent.id} was cancelled"), now, holder=None)
         else:
             continue
         touched.append(child.id)

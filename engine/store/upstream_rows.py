@@ -13,7 +13,7 @@ follows ``on_upstream`` past the window and releases anything a crash left behin
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -23,7 +23,17 @@ from sqlalchemy.engine import Connection
 
 from engine.core import alerts, dependencies, transitions
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_SCHEDULER, OnUpstream, RunStatus, ScheduleSpec, SlotReason
+from engine.core.models import (
+    SYSTEM_SCHEDULER,
+    TERMINAL_STATUSES,
+    AttemptOutcome,
+    OnUpstream,
+    Run,
+    RunStatus,
+    ScheduleSpec,
+    SlotReason,
+)
+from engine.core.run_end import RunEnd
 from engine.store import audit_rows, locks, outbox, run_rows
 from engine.store.tables import runs, schedules
 
@@ -101,22 +111,33 @@ def release_ready(conn: Connection, now: datetime, *, run_ids: Collection[int] |
 
 
 def _leave(conn: Connection, run_id: int, status: RunStatus, reason: SlotReason | None, now: datetime) -> bool:
+    """A run waiting for its upstream goes on (QUEUED) or waits for a person (MANUAL_REQUIRED): not an end."""
     transitions.transition(RunStatus.WAITING, status)
-    terminal = status is RunStatus.SKIPPED
+    assert status not in TERMINAL_STATUSES, status  # an end goes through ``finish_run`` (``expire``'s ``end``)
     # not_before = now: a released run waits in the queue from now on (``run_stuck`` counts from there, not
     # from its creation, which its wait for the upstream made long ago).
     result = conn.execute(update(runs).where(runs.c.id == run_id, run_rows.WAITING_FOR_UPSTREAM).values(
         status=status.value, upstream_until=None, reason=None if reason is None else reason.value,
-        completed_at=now if terminal else None, not_before=now if status is RunStatus.QUEUED else None))
+        not_before=now if status is RunStatus.QUEUED else None))
     return result.rowcount == 1
 
 
-def expire(conn: Connection, now: datetime, specs: dict[int, ScheduleSpec],
-           actor: str) -> list[Released]:
+def _stop_waiting(conn: Connection, run_id: int) -> bool:
+    """The run no longer waits for its upstream (it is about to end); False when it was not waiting for one."""
+    result = conn.execute(update(runs).where(runs.c.id == run_id, run_rows.WAITING_FOR_UPSTREAM)
+                          .values(upstream_until=None))
+    return result.rowcount == 1
+
+
+#: How a run that will not run ends (``finish.finish_run``, the one end of a run, which sits above this module).
+End = Callable[[Connection, Run, RunEnd], object]
+
+
+def expire(conn: Connection, now: datetime, specs: dict[int, ScheduleSpec], actor: str, end: End) -> list[Released]:
     """Dependent runs whose window passed follow their schedule's ``on_upstream``, each with an
     ``upstream_late`` alert in this transaction (``specs``: by schedule id; a run of a schedule not in
-    it, removed since, is released). The caller promotes the schedules' next runs: a run that left
-    MANUAL_REQUIRED or SKIPPED no longer holds its schedule's slot."""
+    it, removed since, is released). One skipped ends through ``end``. The caller promotes the schedules'
+    next runs: a run that left MANUAL_REQUIRED or SKIPPED no longer holds its schedule's slot."""
     lock_dependencies(conn)
     ended = []
     for run_id, schedule_id, scheduled_for, upstream, until in _waiting(conn, None):
@@ -128,7 +149,13 @@ def expire(conn: Connection, now: datetime, specs: dict[int, ScheduleSpec],
             ended += release_ready(conn, now, run_ids=[run_id], actor=actor)
             continue
         choice = dependencies.decide_past_window(spec.on_upstream if spec else OnUpstream.RUN)
-        if not _leave(conn, run_id, choice.status, choice.reason, now):
+        if choice.status is RunStatus.SKIPPED:
+            if not _stop_waiting(conn, run_id):
+                continue
+            end(conn, run_rows.get_run(conn, run_id, detail=False),
+                RunEnd(RunStatus.SKIPPED, AttemptOutcome.CANCELLED, reason=None if choice.reason is None else
+                       choice.reason.value, note="its upstream was not SUCCESS within after_window"))
+        elif not _leave(conn, run_id, choice.status, choice.reason, now):
             continue
         waited = max(0, int((now - scheduled_for).total_seconds()))
         ended.append(Released(run_id, schedule_id, choice.status, waited, upstream))
