@@ -11,7 +11,7 @@ imported when a step runs, not when the workflow is registered.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from zoneinfo import ZoneInfo
 
 from engine.core import errors, inputs, policies
-from engine.core.clock import format_instant
 from engine.core.models import PeriodKind
 from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, drafting, providers, report_glue, report_settings
+from workflows.range_pins import RangePins
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
@@ -72,14 +72,9 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     branches = list(ctx.pinned["branches"])
     start, end = ctx.period_start_at, ctx.period_end_at
     history: collect_git.GitHistory | None = None
-    if ctx.pinned.get("since_heads") is not None:
-        upper, lower = dict(ctx.pinned["heads"]), dict(ctx.pinned["since_heads"])
-        since, covered = inputs.instant(str(ctx.pinned["since"])), bool(ctx.pinned.get("covered"))
-        covered_by = str(ctx.pinned.get("covered_by", "")) if covered else None  # "": pinned before it was named
-        excluded = list(ctx.pinned.get("excluded_heads", []))
-        held = list(ctx.pinned.get("held_later", []))
-        until = inputs.instant(str(ctx.pinned.get("until") or format_instant(end)))
-        also = list(ctx.pinned.get("also_covers", []))
+    pinned = RangePins.read(ctx.pinned)
+    if pinned is not None:
+        taken = pinned
     else:
         schedule = str(ctx.pinned["schedule"])
         history = collect_git.GitHistory(repo, branches)
@@ -87,21 +82,20 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
             ctx.marks, f"{schedule}:{ctx.project}", start, end, history=history,
             earlier_periods=partial(ctx.earlier_periods, schedule, start), report=ctx.business_key,
             check_fence=ctx.check_fence)
-        upper, lower, since, until = decision.upper, decision.lower, decision.since, decision.until
-        covered, covered_by, also = decision.covered, decision.covered_by, list(decision.also_covers)
-        excluded = collect_git.excluded_heads(repo, decision.excluded) if decision.excluded and not covered else []
-        held = collect_git.held_later(repo, decision.later) if decision.later and not covered else []
+        taken = RangePins(
+            upper=decision.upper, lower=decision.lower, since=decision.since, until=decision.until,
+            covered_by=decision.covered_by, also_covers=list(decision.also_covers),
+            excluded=collect_git.excluded_heads(repo, decision.excluded) if decision.excluded and not
+            decision.covered else [],
+            held_later=collect_git.held_later(repo, decision.later) if decision.later and not decision.covered else [])
     out = collect_git.collect_between(
-        repo, branches, upper, lower, attribution=ctx.pinned["attribution"], since=since, window_start=start,
-        window_end=end, until=until, covered_by=covered_by if covered else None, also_covers=also,
-        excluded=excluded, held_later=held, authors=list(ctx.pinned.get("authors", [])),
-        include_merges=bool(ctx.pinned.get("include_merges", False)), exclude=ctx.pinned.get("exclude"),
-        history=history)
-    out = with_week(ctx, repo, out, lower=lower if ctx.pinned["attribution"] == "landed" else None)
-    pins: dict[str, Any] = {} if ctx.pinned.get("since_heads") is not None else {
-        "heads": out.heads, "head_sha": out.head_sha, "since_heads": lower, "since": format_instant(since),
-        "until": format_instant(until), "covered": covered, "excluded_heads": excluded, "also_covers": also,
-        "covered_by": covered_by, **({"held_later": held} if held else {})}
+        repo, branches, taken.upper, taken.lower, attribution=ctx.pinned["attribution"], since=taken.since,
+        window_start=start, window_end=end, until=taken.until or end, covered_by=taken.covered_by,
+        also_covers=taken.also_covers, excluded=taken.excluded, held_later=taken.held_later,
+        authors=list(ctx.pinned.get("authors", [])), include_merges=bool(ctx.pinned.get("include_merges", False)),
+        exclude=ctx.pinned.get("exclude"), history=history)
+    out = with_week(ctx, repo, out, lower=taken.lower if ctx.pinned["attribution"] == "landed" else None)
+    pins: dict[str, Any] = {} if pinned is not None else taken.pins(out.head_sha)
     if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
         pins["forge"] = collect_git.forge(repo)
     empty = not out.commits and not out.arrived_late and not out.unreadable
@@ -223,10 +217,8 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "window_end_local": ctx.pinned.get("window_end_local"),
         "heads": ctx.pinned.get("heads", {}),
         # What the report holds (runs pinned with an attribution; absent before, so their re-runs write the same bytes).
-        **({"attribution": ctx.pinned["attribution"], "covers_since": ctx.pinned.get("since"),
-            "covers_until": ctx.pinned.get("until"), "since_heads": ctx.pinned.get("since_heads"),
-            "also_covers": ctx.pinned.get("also_covers", []), **_covered_front(ctx.pinned)}
-           if ctx.pinned.get("since_heads") is not None else {}),
+        **({"attribution": ctx.pinned["attribution"], **range_pins.front(ctx.pinned)}
+           if (range_pins := RangePins.read(ctx.pinned)) is not None else {}),
         "provider": report.provider,
         "model": report.model,
         "model_digest": report.model_digest,
@@ -237,14 +229,6 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         # SPEC §15.5; absent when the pinned writer wrote it, so other re-runs write the same bytes.
         **({"fallback": report_glue.fallback_front(report.fallback)} if report.fallback else {}),
     }
-
-
-def _covered_front(pinned: Mapping[str, Any]) -> dict[str, Any]:
-    """Which report holds this window (``covered_by``: its business key, or None); runs pinned before a covered
-    report was named keep their old key, so their re-runs write the same bytes."""
-    if "covered_by" in pinned:
-        return {"covered_by": pinned["covered_by"]}
-    return {"covered_by_later_report": pinned.get("covered")}
 
 
 def replacing(ctx: StepContext, report: ReportOutput) -> tuple[str, str] | None:

@@ -346,3 +346,21 @@ def test_a_retry_finds_both_edges_recorded() -> None:
     marks = [Mark(T0, coverage.mark_value({"main": "a"})), Mark(T0 + DAY, coverage.mark_value({"main": "b"}))]
     plan = coverage.plan(marks, T0, T0 + DAY)
     assert plan.lower.heads == {"main": "a"} and plan.upper.heads == {"main": "b"}
+
+
+def test_a_range_pinned_by_every_release_reads_back_the_same() -> None:
+    """The range's pins have one reader and writer (``workflows.range_pins``): what a run pins is what a retry reads,
+    and runs pinned before ``covered_by`` and ``until`` existed read as they did."""
+    from workflows.range_pins import RangePins
+
+    fresh = RangePins(upper={"main": "b" * 40}, lower={"main": "a" * 40}, since=T0, until=T0 + DAY,
+                      covered_by=None, excluded=["c" * 40], also_covers=["2026-11-01"])
+    assert RangePins.read(fresh.pins("b" * 40)) == fresh
+    covered = fresh.model_copy(update={"covered_by": "2026-11-03"})
+    assert RangePins.read(covered.pins("b" * 40)) == covered
+    old = {"heads": {"main": "b" * 40}, "since_heads": {"main": "a" * 40}, "since": "2026-11-02T00:00:00Z",
+           "covered": True, "excluded_heads": [], "also_covers": []}  # before until and covered_by
+    read = RangePins.read(old)
+    assert read is not None and read.covered_by == "" and read.until is None
+    assert read.front(old)["covered_by_later_report"] is True and "covered_by" not in read.front(old)
+    assert RangePins.read({"heads": {"main": "b" * 40}}) is None  # no range pinned yet
