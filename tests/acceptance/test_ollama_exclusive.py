@@ -17,29 +17,34 @@ pytestmark = pytest.mark.slow
 SEOUL = ZoneInfo("Asia/Seoul")
 
 
-def test_two_workers_share_one_ollama_host_one_generation_at_a_time(store_url: str, tmp_path: Path) -> None:
+def four_days_queued(tmp_path: Path, store_url: str, llm: dict[str, object]) -> tuple[Path, str]:
+    """A repository with work on four days, a daily schedule on ``llm``, and a run of each day queued; the config
+    and the shared ``--now`` of every process."""
     repo = make_repo(tmp_path)
     for day in (25, 26, 27, 28):
         repo.commit(f"work on the {day}th", at=datetime(2026, 9, day, 12, 0, tzinfo=SEOUL))
+    config = write_config(
+        tmp_path / "reportflow.toml", db_url=store_url,
+        sections={"llm": llm, "reports": {"dir": str(tmp_path / "out")}, "worker": {"poll_interval": "0.1s"}},
+        projects=[dict(key="platform", repo=str(repo.path), branches=["main"])],
+        schedules=[dict(name="daily", workflow="daily_report", project="platform", cron="0 3 * * *",
+                        timezone="Asia/Seoul")])
+    now = procs.Shared(datetime(2026, 9, 30, tzinfo=UTC)).at(0)  # one timeline for every process
+    assert procs.run(tmp_path, config, "schedules", "apply", now=now).returncode == 0
+    for day in (25, 26, 27, 28):
+        result = procs.run(tmp_path, config, "trigger", "daily", "--date", f"2026-09-{day}", now=now)
+        assert result.returncode == 0, result.stderr
+    return config, now
+
+
+def test_two_workers_share_one_ollama_host_one_generation_at_a_time(store_url: str, tmp_path: Path) -> None:
     fake = FakeOllama().start()
     # The first generation is held until the other worker has looked the model up (its next call is the
     # generation), then takes a second more: without the lock that second worker's request would overlap.
     fake.hold_first_generation = True
     fake.generation_delay_s = 1.0
     try:
-        config = write_config(
-            tmp_path / "reportflow.toml", db_url=store_url,
-            sections={"llm": {"provider": "ollama", "host": fake.url}, "reports": {"dir": str(tmp_path / "out")},
-                      "worker": {"poll_interval": "0.1s"}},
-            projects=[dict(key="platform", repo=str(repo.path), branches=["main"])],
-            schedules=[dict(name="daily", workflow="daily_report", project="platform", cron="0 3 * * *",
-                            timezone="Asia/Seoul")])
-        clock = procs.Shared(datetime(2026, 9, 30, tzinfo=UTC))  # one timeline for every process
-        now = clock.at(0)
-        assert procs.run(tmp_path, config, "schedules", "apply", now=now).returncode == 0
-        for day in (25, 26, 27, 28):
-            result = procs.run(tmp_path, config, "trigger", "daily", "--date", f"2026-09-{day}", now=now)
-            assert result.returncode == 0, result.stderr
+        config, now = four_days_queued(tmp_path, store_url, {"provider": "ollama", "host": fake.url})
         workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=now) for _ in range(2)]
         for proc in workers:
             _, err = procs.finish(proc, timeout=300)
@@ -65,9 +70,6 @@ def test_a_local_model_host_is_each_nodes_own_pool_of_slots(store_url: str, tmp_
     the URL across every node), so a second node never sped the model step. A local address is now a pool per
     node, of ``[llm] slots`` generations: two nodes generate at once; one node, one at a time unless it has two
     slots."""
-    repo = make_repo(tmp_path)
-    for day in (25, 26, 27, 28):
-        repo.commit(f"work on the {day}th", at=datetime(2026, 9, day, 12, 0, tzinfo=SEOUL))
     fake = FakeOllama().start()
     # The first generation is held until the other worker has looked the model up (its next call is its
     # generation), then takes 1.5 s more: the two overlap whenever the pools let them.
@@ -75,17 +77,7 @@ def test_a_local_model_host_is_each_nodes_own_pool_of_slots(store_url: str, tmp_
     fake.generation_delay_s = 1.5
     try:
         assert fake.url.startswith("http://127.0.0.1:")  # one local address for every "node" of this test
-        config = write_config(
-            tmp_path / "reportflow.toml", db_url=store_url,
-            sections={"llm": {"provider": "ollama", "host": fake.url, "slots": slots},
-                      "reports": {"dir": str(tmp_path / "out")}, "worker": {"poll_interval": "0.1s"}},
-            projects=[dict(key="platform", repo=str(repo.path), branches=["main"])],
-            schedules=[dict(name="daily", workflow="daily_report", project="platform", cron="0 3 * * *",
-                            timezone="Asia/Seoul")])
-        now = procs.Shared(datetime(2026, 9, 30, tzinfo=UTC)).at(0)
-        assert procs.run(tmp_path, config, "schedules", "apply", now=now).returncode == 0
-        for day in (25, 26, 27, 28):
-            assert procs.run(tmp_path, config, "trigger", "daily", "--date", f"2026-09-{day}", now=now).returncode == 0
+        config, now = four_days_queued(tmp_path, store_url, {"provider": "ollama", "host": fake.url, "slots": slots})
         workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=now, env={"REPORTFLOW_NODE": node})
                    for node in nodes]
         for proc in workers:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
@@ -18,14 +19,20 @@ from tests.support import make_runtime
 T0 = datetime(2026, 9, 29, 8, 0, tzinfo=UTC)
 
 
-def test_a_run_not_started_by_its_start_by_is_missed_and_alerted_once(store_url: str, tmp_path: Path) -> None:
+def queued_at_nine(store_url: str, tmp_path: Path) -> Any:
+    """A daily 09:00 schedule with ``start_by = "2h"``, its 09:00 run queued by the tick at 09:00:30."""
     spec = dict(name="morning", workflow="four_steps", project="p1", cron="0 9 * * *", timezone="UTC",
                 start_by="2h")
     rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
                       extra={"testflow": {"log": str(tmp_path / "log")}})
     definitions.apply(rt)
-    rt.clock.set(T0 + timedelta(hours=1, seconds=30))  # 09:00:30: the tick queues the 09:00 run
+    rt.clock.set(T0 + timedelta(hours=1, seconds=30))
     tick.tick(rt)
+    return rt
+
+
+def test_a_run_not_started_by_its_start_by_is_missed_and_alerted_once(store_url: str, tmp_path: Path) -> None:
+    rt = queued_at_nine(store_url, tmp_path)
     rt.clock.set(T0 + timedelta(hours=2, minutes=59))  # 10:59: within start_by, the sweep leaves it queued
     assert reconciler.sweep(rt).missed == []
     rt.clock.set(T0 + timedelta(hours=3, minutes=1))  # 11:01: nobody started it in two hours
@@ -45,13 +52,7 @@ def test_a_run_not_started_by_its_start_by_is_missed_and_alerted_once(store_url:
 def test_a_worker_applies_start_by_at_claim_without_the_reconciler(store_url: str, tmp_path: Path) -> None:
     """Issue 43, item 1: with ``tick`` then ``work`` (no reconciler pass), a run ran 6 days late; under ``serve`` one
     ran 3.5 h past a 2 h ``start_by``. A claim now records it MISSED, alerted once, and takes the next run."""
-    spec = dict(name="morning", workflow="four_steps", project="p1", cron="0 9 * * *", timezone="UTC",
-                start_by="2h")
-    rt = make_runtime(store_url, schedules=[spec], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
-                      extra={"testflow": {"log": str(tmp_path / "log")}})
-    definitions.apply(rt)
-    rt.clock.set(T0 + timedelta(hours=1, seconds=30))  # 09:00:30: the tick queues the 09:00 run
-    tick.tick(rt)
+    rt = queued_at_nine(store_url, tmp_path)
     rt.clock.set(T0 + timedelta(hours=4, minutes=30))  # 12:30: 3.5 h after its slot, a worker comes by
     assert Worker(rt, "w").run_one() is None  # not run: MISSED at the claim
     with rt.store.read() as conn:
