@@ -122,7 +122,6 @@ class Decision:
     excluded: tuple[Heads, ...]
     later: tuple[Held, ...]
     new: tuple[Mark, ...]
-    rewritten: bool = False
 
     @property
     def covered(self) -> bool:
@@ -257,10 +256,9 @@ def decide(marks: Sequence[Mark], start: datetime, end: datetime, earlier_period
         nearer = p.lower.after is not None and p.lower.after_at is not None and p.lower.after_at <= end
         lower = history.as_of(p.lower.after if nearer and p.lower.after is not None else upper, p.lower.at,
                               p.lower.before)
-    rewritten = not history.fast_forward(lower, upper) if p.lower.heads is None or p.upper.heads is None else False
     new = _new_edges(p, lower, upper, history, version)
     new += [Mark(at, inside_value(report, p.lower.at, end, p.also_covers)) for at in p.inside]
-    return Decision(lower, upper, p.lower.at, end, p.also_covers, None, p.earlier, p.later, tuple(new), rewritten)
+    return Decision(lower, upper, p.lower.at, end, p.also_covers, None, p.earlier, p.later, tuple(new))
 
 
 def _new_edges(p: Plan, lower: Heads, upper: Heads, history: History, version: int) -> list[Mark]:
