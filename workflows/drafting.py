@@ -7,7 +7,8 @@ itself; which reader runs follows ``[llm] provider``, read live from the setting
 from __future__ import annotations
 
 from engine.core import clock, errors
-from engine.plugins.contract import DraftAnswer, DraftRequest
+from engine.plugins.contract import DraftAnswer, DraftRequest, node_name
+from workflows import providers
 from workflows.report_settings import ReportSettings
 
 
@@ -28,16 +29,17 @@ def draft(settings: ReportSettings, request: DraftRequest) -> DraftAnswer:
         # The page's drafter answers within its deadline: it waits for no retry; the CLI's retries as a report does.
         retry = (ollama_chat.RetryPolicy(budget_s=0.0, max_attempts=1) if request.deadline_s is not None
                  else ollama_chat.RetryPolicy.within(settings.llm.retry_budget.total_seconds()))
+        # A slot of the pool GENERATE_REPORT's generations hold on this model host.
+        slot = None if request.slots is None else providers.host_slot(request.slots, settings.llm, node_name())
         try:
-            # The lock GENERATE_REPORT holds for each generation: one at a time per model host.
             answer = schedule_model.ask(
                 settings.llm.host, settings.llm.model, request.text,
                 workflows={name: period.value for name, period in request.workflows.items()},
                 projects=projects, hints=hints, timeout_s=timeout_s, retry=retry, sleep=clock.REAL.sleep,
-                exclusive=request.exclusive, options={"temperature": 0, "seed": settings.llm.seed})
+                exclusive=slot, options={"temperature": 0, "seed": settings.llm.seed})
         except errors.Conflict as exc:
-            raise errors.Conflict(f"ollama at {host} is busy with another generation (one at a time per "
-                                  "host); try again shortly") from exc
+            raise errors.Conflict(f"ollama at {host} is busy: every generation slot of the host is taken "
+                                  f"([llm] slots = {settings.llm.slots}); try again shortly") from exc
         entry = {k: v for k, v in answer.model_dump(exclude={"rationale"}).items() if v is not None}
         # What the model left out is the lossless default; the operator's flags win over what it read.
         entry = {**schedule_grammar.LOSSLESS, **entry, **hints}

@@ -35,8 +35,15 @@ PROBE_TIMEOUT_S = 5.0
 def generation_slot(ctx: StepContext, llm: LlmSettings) -> Callable[[str], AbstractContextManager[object]]:
     """What a generation holds on its model host (``ollama_chat.Server``'s ``exclusive``): one of the host's
     ``[llm] slots``, in its pool (``pool_name``)."""
-    name = pool_name(llm.host, ctx.node)
-    return lambda _: ctx.slots(name, llm.slots)
+    return host_slot(ctx.slots, llm, ctx.node)
+
+
+def host_slot(slots: Callable[[str, int], AbstractContextManager[object]], llm: LlmSettings,
+              node: str) -> Callable[[str], AbstractContextManager[object]]:
+    """One of the ``[llm] slots`` of the model host's pool, taken through ``slots`` (``Store.slot``): the one
+    pool a report's generation and the page's schedule draft share."""
+    name = pool_name(llm.host, node)
+    return lambda _: slots(name, llm.slots)
 
 
 def pool_name(host: str, node: str) -> str:

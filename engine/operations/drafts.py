@@ -103,12 +103,12 @@ def config_timezone(config: config_file.AppConfig) -> str | None:
 
 def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
         project: str | None = None, workflow: str | None = None, name: str | None = None,
-        exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
+        slots: Callable[[str, int], AbstractContextManager[object]] | None = None,
         deadline_s: float | None = None) -> DraftAnswer:
     """The drafter's answer for ``text`` (InvalidInput when it cannot read it); ``name`` names the entry.
 
-    ``exclusive`` and ``deadline_s`` reach the drafter (``DraftRequest``): the page passes
-    the store's generation lock (without waiting) and its deadline.
+    ``slots`` and ``deadline_s`` reach the drafter (``DraftRequest``): the page passes
+    the store's slots (without waiting) and its deadline.
     """
     if not text.strip():
         raise errors.InvalidInput("the sentence to draft from is empty")
@@ -116,7 +116,7 @@ def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text
     assert owner.draft_schedule is not None
     request = DraftRequest(text=text, project=project, workflow=workflow,
                            workflows={name: wf.period for name, wf in registry.items()}, name=name,
-                           timezone=config_timezone(config), exclusive=exclusive, deadline_s=deadline_s)
+                           timezone=config_timezone(config), slots=slots, deadline_s=deadline_s)
     answer = owner.draft_schedule(config.workflow_settings.get(owner.name), request)
     if name:  # the operator's name wins over the drafter's
         answer = DraftAnswer({**answer.entry, "name": name}, answer.rationale, answer.drafter)
@@ -197,10 +197,10 @@ def _spec_named(config: config_file.AppConfig, name: str) -> ScheduleSpec | None
 
 def draft(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text: str, *,
           now: datetime, project: str | None = None, workflow: str | None = None,
-          name: str | None = None, exclusive: Callable[[str], AbstractContextManager[object]] | None = None,
+          name: str | None = None, slots: Callable[[str, int], AbstractContextManager[object]] | None = None,
           deadline_s: float | None = None, model_time: ModelTime | None = None) -> DraftReport:
     """Ask the drafter, then ``evaluate`` its entry."""
-    answer = ask(config, registry, text, project=project, workflow=workflow, name=name, exclusive=exclusive,
+    answer = ask(config, registry, text, project=project, workflow=workflow, name=name, slots=slots,
                  deadline_s=deadline_s)
     return evaluate(config, registry, answer.entry, now=now, rationale=answer.rationale,
                     drafter_name=answer.drafter, model_time=model_time)

@@ -486,9 +486,9 @@ class DraftRequest:
     name: str | None = None
     #: The timezone a sentence that names none is read in: the config's schedules', when they agree.
     timezone: str | None = None
-    #: The store's mutex (``Store.exclusive``): a drafter that asks a model takes the model host's
-    #: generation lock with it, as GENERATE_REPORT does (None: no lock).
-    exclusive: Callable[[str], AbstractContextManager[object]] | None = None
+    #: The store's pools of slots (``Store.slot``: name, count): a drafter that asks a model holds one of the
+    #: model host's generation slots, the pool GENERATE_REPORT's generations hold (None: no slot).
+    slots: Callable[[str, int], AbstractContextManager[object]] | None = None
     #: The most a drafter may wait for its model, in seconds, overall (None: the model's own timeout).
     deadline_s: float | None = None
 

@@ -89,15 +89,15 @@ class Store:
             mutex.release()
 
     @contextmanager
-    def slot(self, name: str, count: int) -> Iterator[int]:
+    def slot(self, name: str, count: int, *, wait: bool = True) -> Iterator[int]:
         """One of ``count`` slots of the pool ``name`` across every process sharing this store (e.g. the
         generations a model host runs at once); yields its number. ``count`` 1 is ``exclusive(name)`` itself.
 
         Every slot is tried without waiting, from a random one on (so callers spread over the slots); when
-        all are held, this waits for that first one.
+        all are held, this waits for that first one, or raises ``Conflict`` at once with ``wait=False``.
         """
         if count <= 1:
-            with self.exclusive(name):
+            with self.exclusive(name, wait=wait):
                 yield 0
             return
         first = random.randrange(count)
@@ -112,6 +112,8 @@ class Store:
                 taken = number
                 break
             if taken is None:
+                if not wait:
+                    raise errors.Conflict(f"all {count} slots of '{name}' are held")
                 held.enter_context(self.exclusive(f"{name}#{first}"))
                 taken = first
             yield taken

@@ -102,7 +102,7 @@ async def draft_action(request: Request) -> Response:
     elif text:
         def ask() -> drafts.DraftReport:
             return drafts.draft(rt.config, rt.registry, text, now=now, project=project, workflow=workflow,
-                                exclusive=partial(rt.store.exclusive, wait=False), deadline_s=DRAFT_DEADLINE_S,
+                                slots=partial(rt.store.slot, wait=False), deadline_s=DRAFT_DEADLINE_S,
                                 model_time=model_time.reader(rt.store, rt.registry, rt.settings))
         try:
             draft = _cut(await run_in_threadpool(ask))

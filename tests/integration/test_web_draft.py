@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 
 from engine.core.clock import ManualClock
+from engine.plugins.contract import node_name
 from engine.runtime import Runtime
 from engine.web import routes
 from engine.web.app import create_app
 from tests.fakes.fake_ollama import FakeOllama
 from tests.integration.test_web import NOW, TOKEN, csrf_of
 from tests.support import make_runtime
+from workflows import providers
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -85,11 +87,30 @@ def test_a_draft_waits_for_no_generation_it_says_the_host_is_busy(sqlite_url: st
                                                                   model: FakeOllama) -> None:
     rt = site(sqlite_url, tmp_path, "ollama", model.url)
     c, csrf = logged_in(rt)
-    with rt.store.exclusive(f"ollama:{model.url}"):  # a report is being generated on that host
+    # The pool a report's generation holds on that (local) host, as GENERATE_REPORT names it.
+    with rt.store.slot(providers.pool_name(model.url, node_name()), 1):
         busy = c.post("/schedules/draft", data={"draft": SENTENCE, "csrf_token": csrf})
     assert busy.status_code == 200 and 'data-draft="error"' in busy.text
-    assert "busy with another generation" in busy.text
+    assert "every generation slot of the host is taken" in busy.text
     assert model.requests_to("/api/chat") == []
+
+
+def test_a_draft_takes_a_free_slot_of_the_host_and_is_refused_when_all_are_held(
+        sqlite_url: str, tmp_path: Path, model: FakeOllama) -> None:
+    rt = make_runtime(sqlite_url, clock=ManualClock(NOW), extra={
+        "projects": [{"key": "web", "repo": str(tmp_path)}], "reports": {"dir": str(tmp_path / "reports")},
+        "llm": {"provider": "ollama", "host": model.url, "timeout": "60s", "slots": 2}})
+    c, csrf = logged_in(rt)
+    pool = providers.pool_name(model.url, node_name())
+    model.replies([json.dumps({"name": "web-evening", "workflow": "daily_report", "project": "web",
+                               "cron": "30 18 * * 1-5", "timezone": "America/New_York", "rationale": "weekdays"})])
+    with rt.store.slot(pool, 2):  # one report generating: the other slot is free
+        done = c.post("/schedules/draft", data={"draft": SENTENCE, "csrf_token": csrf})
+    assert 'data-draft="valid"' in done.text, done.text
+    with rt.store.slot(pool, 2), rt.store.slot(pool, 2):  # two reports generating: none free
+        busy = c.post("/schedules/draft", data={"draft": SENTENCE, "csrf_token": csrf})
+    assert 'data-draft="error"' in busy.text and "[llm] slots = 2" in busy.text
+    assert len(model.requests_to("/api/chat")) == 1
 
 
 def test_a_slow_model_ends_the_draft_at_its_deadline(sqlite_url: str, tmp_path: Path, model: FakeOllama,
