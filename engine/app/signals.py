@@ -8,10 +8,15 @@ its ``finally`` blocks run.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
 from typing import Any
+
+from engine.core import logs
+
+log = logging.getLogger(__name__)
 
 
 class SignalStop(threading.Event):
@@ -40,6 +45,9 @@ def stop_on_signals() -> SignalStop:
                     if stop.signum is None:
                         stop.signum = signum
                     stop.set()
+                    # What the operator sees at once: the process is stopping, not hung, and why it still runs.
+                    logs.event(log, logging.INFO, "stop_requested", signal=signal.Signals(signum).name,
+                               then="the run in flight is handed back at its next step boundary")
 
     def _handler(signum: int, _frame: Any) -> None:
         """Replaces the default action (which would end the process); the watcher does the rest."""

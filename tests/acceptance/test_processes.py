@@ -51,6 +51,9 @@ def sigterm_at_gate(proc: subprocess.Popen[str], tmp: Path, log_name: str) -> No
     """SIGTERM a process whose step waits at the gate, open the gate: it must finish the step and exit 143
     (128 + SIGTERM, as a shell reports it: an interrupted pass, not a finished one)."""
     proc.send_signal(signal.SIGTERM)
+    # The gate opens once the process has taken the signal in (a signal is asynchronous: opened at once, the
+    # step could end and the next begin before the process reads it), and it says so.
+    procs.wait_for(lambda: "stop_requested" in (tmp / log_name).read_text(), what="the process to take SIGTERM in")
     (tmp / "gate").touch()
     proc.wait(timeout=60)
     assert proc.returncode == 143, (tmp / log_name).read_text()
