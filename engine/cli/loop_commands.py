@@ -55,7 +55,7 @@ def work_command(ctx: typer.Context,
                  worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None,
                  concurrency: Annotated[Optional[int], typer.Option(
                      "--concurrency", min=1, max=10,
-                     help="Runs in flight in this process. Default: [worker] concurrency.")] = None) -> None:
+                     help="Runs in flight in this process. Default: \\[worker] concurrency.")] = None) -> None:
     """Claim and execute runs. Example: reportflow work --until-idle --concurrency 4"""
     from engine.app import signals, work
     from engine.read import idle
@@ -72,7 +72,7 @@ def work_command(ctx: typer.Context,
 def cycle_command(ctx: typer.Context, as_json: context.JsonOpt = False,
           worker_id: Annotated[Optional[str], typer.Option("--worker-id", help="Default: host:pid.")] = None,
           concurrency: Annotated[Optional[int], typer.Option(
-              "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: [worker] concurrency.")]
+              "--concurrency", min=1, max=10, help="Runs in flight in this process. Default: \\[worker] concurrency.")]
           = None) -> None:
     """One pass of tick, reconcile, heal (re-queue runs whose service answers again) and work until idle, for
     cron. Example: * * * * * reportflow cycle"""
@@ -123,7 +123,7 @@ def serve_command(ctx: typer.Context,
     """Scheduler, worker, reconciler and healer loops in one process; SIGTERM hands the run back and exits 143
     (within 60 s).
 
-    The healer probes Ollama and Notion every [notify] health_every and re-queues the runs they failed.
+    The healer probes Ollama and Notion every \\[notify] health_every and re-queues the runs they failed.
 
     Example: reportflow serve --metrics-port 9464 --ui-port 8321
     """
