@@ -90,7 +90,7 @@ def schedules(overviews: Sequence[Any], as_json: bool) -> None:
         table.add_row(
             name, f"{shown(item['cron'])}\n{shown(item['timezone'])}", _local(item["next_run_local"]),
             f"{shown(last['business_key'])}\n{_status(last['status'])}" if last else "-",
-            f"{_ratio(item.get('success_rate'), item.get('periods_due'))}\n{_ratio(item.get('freshness'), None)}",
+            f"{_ratio(item.get('success_rate'), item.get('periods_due'))}\n{_freshness(item)}",
         )
     out.print(table)
 
@@ -127,6 +127,13 @@ def _ratio(value: float | None, due: int | None) -> str:
     if value is None:
         return "-"
     return f"{value:.0%}" + (f" of {due}" if due is not None else "")
+
+
+def _freshness(item: dict[str, Any]) -> str:
+    """The freshness; ``n/a`` when every period due is from before the schedule existed (backfilled history)."""
+    if item.get("freshness") is None and item.get("periods_due"):
+        return "n/a"
+    return _ratio(item.get("freshness"), None)
 
 
 def schedule_detail(overview: Any, as_json: bool) -> None:

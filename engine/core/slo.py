@@ -4,7 +4,9 @@ A period is *due* once its deadline has passed (``slot + deadline <= now``): bef
 that, a run still under way is not a failure yet. Success rate: due periods whose
 latest revision is SUCCESS ÷ periods due. Freshness: due periods whose latest
 revision reached SUCCESS within the deadline of the slot ÷ periods due (a backfill
-that filled a period later makes it successful, not fresh).
+that filled a period later makes it successful, not fresh). A period before the
+schedule existed could never be on time: a backfill of it counts for the success
+rate, never for freshness (history backfilled alone has no freshness, not 13%).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Slo:
     succeeded: int
     fresh: int
     window: timedelta
+    fresh_due: int = 0  # the periods due that freshness counts: those since the schedule existed
 
 
 def deadline_of(spec: ScheduleSpec) -> timedelta:
@@ -66,29 +69,38 @@ def counted_slots(schedule: Schedule, slots: Sequence[datetime], facts: Mapping[
                                  else calendars.excuse(schedule.spec, own, s) is None)]
 
 
+def since_created(schedule: Schedule, slots: Sequence[datetime]) -> list[datetime]:
+    """The ``slots`` that could have been on time: those after the schedule was created."""
+    return [s for s in slots if schedule.created_at is None or s > schedule.created_at]
+
+
 def measure(schedule: Schedule, slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *,
             now: datetime, window: timedelta) -> Slo:
     """One schedule's success rate and freshness over ``window`` before ``now``, from its ``window_slots`` and
     their ``facts`` (the latest revision of each period that has a run)."""
     return compute_slo(counted_slots(schedule, slots, facts), facts, now=now, deadline=deadline_of(schedule.spec),
-                       window=window)
+                       window=window, created_at=schedule.created_at)
 
 
 def compute_slo(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *, now: datetime,
-                deadline: timedelta, window: timedelta) -> Slo:
-    """Success rate and freshness over ``slots`` (the schedule's slots in the window) at ``now``."""
+                deadline: timedelta, window: timedelta, created_at: datetime | None = None) -> Slo:
+    """Success rate and freshness over ``slots`` (the schedule's slots in the window) at ``now``; freshness over
+    those after ``created_at`` only (None when there are none)."""
     due = [slot for slot in slots if slot + deadline <= now]
-    succeeded = fresh = 0
+    succeeded = fresh = fresh_due = 0
     for slot in due:
+        timely = created_at is None or slot > created_at
+        fresh_due += timely
         fact = facts.get(slot)
         if fact is None or fact.status is not RunStatus.SUCCESS:
             continue
         succeeded += 1
-        if fact.completed_at is not None and fact.completed_at <= slot + deadline:
+        if timely and fact.completed_at is not None and fact.completed_at <= slot + deadline:
             fresh += 1
     if not due:
         return Slo(None, None, 0, 0, 0, window)
-    return Slo(succeeded / len(due), fresh / len(due), len(due), succeeded, fresh, window)
+    return Slo(succeeded / len(due), fresh / fresh_due if fresh_due else None, len(due), succeeded, fresh, window,
+               fresh_due)
 
 
 def late_slots(slots: Sequence[datetime], facts: Mapping[datetime, PeriodFact], *, now: datetime,

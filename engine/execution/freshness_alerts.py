@@ -32,7 +32,7 @@ def find_low(rt: Runtime, now: datetime) -> list[tuple[Schedule, freshness.Fresh
             # Two windows: the judgements of the last one each look back a window of their own.
             slots = slo.window_slots(spec, now - 2 * window, now, limit=2 * slo.MAX_SLOTS)
             facts = periods.period_facts(conn, schedule, slots, rt.period_kind(spec.workflow))
-            slots = slo.counted_slots(schedule, slots, facts)
+            slots = slo.since_created(schedule, slo.counted_slots(schedule, slots, facts))
             low = freshness.decide_freshness_low(slots, facts, now=now, deadline=slo.deadline_of(spec),
                                                  window=window, target=spec.freshness_target,
                                                  max_slots=slo.MAX_SLOTS)

@@ -61,12 +61,12 @@ def read_snapshot(conn: Connection, now: datetime, *, slo_window: timedelta = DE
     ``period_kind`` (``Runtime.period_kind``): each workflow's period, so periods are judged by business key.
     """
     snapshot = metric_facts.read_snapshot(conn, now)
-    measured: dict[str, tuple[float, float]] = {}
+    measured: dict[str, tuple[float, float | None]] = {}
     targets: dict[str, float] = {}
     for schedule in schedule_rows.list_schedules(conn):
         kind = period_kind(schedule.spec.workflow) if period_kind is not None else None
         slo = periods.measure(conn, schedule, now, slo_window, kind)
-        if slo.success_rate is not None and slo.freshness is not None:
+        if slo.success_rate is not None:  # freshness None: only periods from before the schedule existed
             measured[schedule.name] = (slo.success_rate, slo.freshness)
         if schedule.spec.freshness_target is not None:
             targets[schedule.name] = schedule.spec.freshness_target
@@ -148,7 +148,7 @@ def families(snap: metric_facts.Snapshot, now: datetime | None = None) -> Iterat
                         {name: rate for name, (rate, _) in snap.slo.items()})
     yield _per_schedule(GaugeMetricFamily, "reportflow_schedule_freshness_ratio",
                         "Periods due in [notify] slo_window that reached SUCCESS within their deadline, over periods due.",
-                        {name: fresh for name, (_, fresh) in snap.slo.items()})
+                        {name: fresh for name, (_, fresh) in snap.slo.items() if fresh is not None})
     yield _per_schedule(GaugeMetricFamily, "reportflow_schedule_freshness_target",
                         "The schedule's freshness_target: below it, a freshness_low alert.", snap.freshness_target)
     attempts_family = CounterMetricFamily("reportflow_attempts_total",

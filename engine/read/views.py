@@ -139,7 +139,7 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
 def slo_view(measured: Any) -> dict[str, Any]:
     """Success rate and freshness (SPEC §15.2) as ``schedules show --json`` gives them."""
     return {"success_rate": measured.success_rate, "freshness": measured.freshness,
-            "periods_due": measured.periods_due, "window": f"{measured.window.total_seconds() / 86400:g}d"}
+            "periods_due": measured.periods_due, "fresh_due": measured.fresh_due, "window": f"{measured.window.total_seconds() / 86400:g}d"}
 
 
 def window_view(window: calendars.MaintenanceWindow) -> dict[str, Any]:

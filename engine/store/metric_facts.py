@@ -94,7 +94,7 @@ class Snapshot:
     undelivered: dict[tuple[str, str], int] = field(default_factory=dict)
     scheduler_beat_at: datetime | None = None
     # Filled by the read side (they need cron or other stores): SPEC §15.2 and §15.8.
-    slo: dict[str, tuple[float, float]] = field(default_factory=dict)
+    slo: dict[str, tuple[float, float | None]] = field(default_factory=dict)
     freshness_target: dict[str, float] = field(default_factory=dict)
     stuck: dict[str, int] = field(default_factory=dict)
 

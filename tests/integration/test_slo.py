@@ -86,3 +86,34 @@ def test_a_cron_moved_after_todays_run_succeeded_is_neither_late_nor_a_failure(s
         assert [e.event for e in outbox.list_events(conn) if e.event == "run_late"] == []
     got = schedule_queries.schedule_slo(rt, "daily")
     assert (got.periods_due, got.succeeded, got.success_rate) == (1, 1, 1.0)
+
+
+def test_backfilled_history_counts_for_success_not_freshness(store_url: str, tmp_path: Path,
+                                                              runtime: RuntimeFactory) -> None:
+    """Periods from before the schedule existed could never be on time: backfilled, they count for the success
+    rate, and freshness is not applicable (it said 0%, and raised freshness_low) until a period of its own."""
+    import dataclasses
+    from datetime import date
+
+    from engine.execution import freshness_alerts
+    from engine.operations import actions
+
+    daily = dataclasses.replace(FOUR_STEPS, name="daily_steps", period=PeriodKind.DAY)
+    spec = dict(name="daily", workflow="daily_steps", project="p1", cron="30 19 * * *", timezone="UTC",
+                report_on="current", deadline="30m", freshness_target="95%")
+    rt = runtime(store_url, schedules=[spec], at=datetime(2026, 9, 29, 12, 0, tzinfo=UTC),
+                 workflows={"daily_steps": daily}, installed=False,
+                 config={**config(tmp_path), "notify": {"slo_window": "30d"}}, apply=True)
+    assert len(actions.backfill(rt, "daily", first=date(2026, 9, 20), last=date(2026, 9, 28)).created) == 9
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
+    got = schedule_queries.schedule_slo(rt, "daily")
+    assert (got.periods_due, got.succeeded, got.success_rate) == (9, 9, 1.0)
+    assert (got.freshness, got.fresh_due) == (None, 0)
+    assert freshness_alerts.mark_low(rt, rt.clock.now()) == 0
+    rt.clock.set(datetime(2026, 9, 29, 19, 30, 30, tzinfo=UTC))
+    tick.tick(rt)
+    WorkerPool(rt, "w", concurrency=1).work(until_idle=True)
+    rt.clock.set(datetime(2026, 9, 29, 20, 30, tzinfo=UTC))
+    got = schedule_queries.schedule_slo(rt, "daily")
+    assert (got.periods_due, got.succeeded, got.fresh, got.fresh_due, got.freshness) == (10, 10, 1, 1, 1.0)
+    assert freshness_alerts.mark_low(rt, rt.clock.now()) == 0
