@@ -27,7 +27,7 @@ DAY, WEEK_DAY = "2026-12-02", "2026-12-02"
 SAMPLES = (
     ("daily", "reportflow-daily", DAY, f"reportflow/{DAY}-reportflow-daily-summary.md"),
     ("weekly", "reportflow-weekly", WEEK_DAY, "reportflow/2026-W49-reportflow-weekly-summary.md"),
-    ("team", "core-daily", DAY, f"_team/{DAY}-core-daily-daily-summary.md"),
+    ("team", "core-daily", DAY, f"_team/{DAY}-core-daily-summary.md"),
 )
 
 CONFIG = """\

@@ -88,13 +88,19 @@ def report_path(reports_dir: Path, project: str, business_key: str, kind: str, r
 TEAM_FOLDER = "_team"
 
 
-def team_report_path(reports_dir: Path, schedule: str, business_key: str, kind: str, revision: int) -> Path:
+def team_report_path(reports_dir: Path, schedule: str, business_key: str, kind: str, revision: int, *,
+                     period_once: bool = False) -> Path:
     """A team report's path: ``{reports_dir}/_team/{business_key}-{schedule}-{kind}-summary.md`` (SPEC §17).
 
-    ``schedule`` obeys the project-name rule; the same checks as ``report_path`` apply.
+    ``schedule`` obeys the project-name rule; the same checks as ``report_path`` apply. ``period_once``
+    (runs pinned with layout 5 on): a schedule named for its period (``core-daily``) is not followed by
+    the period again (``2026-09-29-core-daily-summary.md``, not ``…-core-daily-daily-summary.md``).
     """
     path = report_path(reports_dir, schedule, business_key, kind, revision)
-    return path.parent.parent / TEAM_FOLDER / path.name
+    name = path.name
+    if period_once and (schedule == kind or schedule.endswith(f"-{kind}")):
+        name = name.replace(f"-{schedule}-{kind}-summary", f"-{schedule}-summary", 1)
+    return path.parent.parent / TEAM_FOLDER / name
 
 
 def _check_inside(root: Path, path: Path) -> None:
@@ -233,6 +239,7 @@ def save(
     check_fence: Callable[[], None] = lambda: None,
     hostname: str | None = None,
     team: bool = False,
+    period_once: bool = False,
     replacing: tuple[str, str] | None = None,
 ) -> SaveOutput:
     """Write ``document`` (UTF-8) to the report path for (project, key, kind, revision).
@@ -257,7 +264,8 @@ def save(
     if on_existing not in ("version", "overwrite", "skip"):
         raise _refuse(f"unknown on_existing {on_existing!r}: expected version, overwrite or skip")
     # ``team``: ``project`` is the team schedule's name, the file goes under ``_team/``.
-    path = (team_report_path if team else report_path)(reports_dir, project, business_key, kind, revision)
+    path = (team_report_path(reports_dir, project, business_key, kind, revision, period_once=period_once) if team
+            else report_path(reports_dir, project, business_key, kind, revision))
     data = document.encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
     host = hostname if hostname is not None else socket.gethostname()

@@ -34,7 +34,7 @@ def reports_root(settings: ReportSettings | None) -> Path | None:
 
 
 def save_file(ctx: StepContext[Any], folder: Path, name: str, kind: str, front: dict[str, Any], text: str, *,
-              replacing: tuple[str, str] | None, team: bool = False) -> StepResult:
+              replacing: tuple[str, str] | None, team: bool = False, period_once: bool = False) -> StepResult:
     """SAVE_MARKDOWN: ``text`` under ``front`` as the report file of ``name`` in ``folder`` (one artifact,
     unless an identical file was already there)."""
     from steps import save_markdown
@@ -43,7 +43,7 @@ def save_file(ctx: StepContext[Any], folder: Path, name: str, kind: str, front: 
     document = save_markdown.render_document(front, text)
     out = save_markdown.save(folder, name, ctx.business_key, kind, ctx.revision, document,
                              on_existing=settings.reports.on_existing, check_fence=ctx.check_fence, team=team,
-                             replacing=replacing)
+                             period_once=period_once, replacing=replacing)
     artifacts = () if out.action == "skipped" else (ArtifactRef("markdown", out.location, out.sha256),)
     return StepResult(output=out, artifacts=artifacts)
 

@@ -196,8 +196,9 @@ TEXT_RULES = 4
 #: How a new run's statistics and built-in report are laid out (``ReportInput.layout``): 2 puts
 #: areas below source roots, bots apart, and links commits to the forge; 3 gives a weekly its week
 #: and a team report its sections per repository and person (issue 34); 4 counts well-known automation
-#: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry.
-LAYOUT = 4
+#: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry; 5 names a team file's
+#: period once (``team_report.TEAM_NAME_LAYOUT``).
+LAYOUT = 5
 
 
 def llm_pins(settings: ReportSettings) -> dict[str, Any]:

@@ -11,7 +11,8 @@ naming the team; or the schedule names a ``[[teams]]`` entry that does. Steps:
    (the builtin writer or Ollama), then a section per project; a project whose
    child did not succeed is named with its error. The run then ends
    ``PARTIAL_SUCCESS`` (the engine's rule for a fan-in that goes on).
-3. ``SAVE_MARKDOWN``: ``reports/_team/{business_key}-{schedule}-{daily|weekly}-summary.md``.
+3. ``SAVE_MARKDOWN``: ``reports/_team/{business_key}-{schedule}-{daily|weekly}-summary.md`` (the period
+   once: a schedule named ``core-daily`` writes ``{business_key}-core-daily-summary.md``).
 4. ``UPLOAD_NOTION``: one page (optional, as for a project report).
 """
 
@@ -62,6 +63,8 @@ class Settings(ReportSettings):
         return [p.key for p in self.projects] if team.projects == "*" else list(team.projects)
 
 
+#: From this layout a team file names its period once (``core-daily``: ``…-core-daily-summary.md``).
+TEAM_NAME_LAYOUT = 5
 #: A team schedule's name names its report file (``steps.save_markdown.team_report_path``): the project-name rule.
 TEAM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 
@@ -192,7 +195,8 @@ def save(kind: str, ctx: StepContext[Settings]) -> StepResult:
     written = ctx.output(ReportOutput)
     return report_glue.save_file(ctx, report_glue.settings_of(ctx, Settings).reports.dir, str(ctx.pinned["schedule"]),
                                  kind, report.front_matter(ctx, written), written.text,
-                                 replacing=report.replacing(ctx, written), team=True)
+                                 replacing=report.replacing(ctx, written), team=True,
+                                 period_once=int(ctx.pinned.get("layout", 1)) >= TEAM_NAME_LAYOUT)
 
 
 def child_collect(ctx: StepContext) -> StepResult:

@@ -69,7 +69,7 @@ def test_a_team_report_has_a_summary_and_a_section_per_project(store_url: str, t
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, result.run_id)
     assert run.status is RunStatus.SUCCESS and run.pinned["projects"] == ["api", "web", "docs"]
-    text = (tmp_path / "reports" / "_team" / "2026-09-29-core-daily-daily-summary.md").read_text()
+    text = (tmp_path / "reports" / "_team" / "2026-09-29-core-daily-summary.md").read_text()
     summary, projects = text.split("\n## Projects\n")
     assert projects.index("### api") < projects.index("### web") < projects.index("### docs")
     assert "4" in summary  # the overall statistics count every project's commits
@@ -90,7 +90,7 @@ def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store
         children = {c.project: c for c in run_rows.list_runs(conn, parent_id=run.id)}
     assert run.status is RunStatus.PARTIAL_SUCCESS and "core-daily" not in (run.error_message or "")
     assert children["web"].status is RunStatus.FAILED and children["web"].error_code == "GIT_REPO_NOT_FOUND"
-    path = tmp_path / "reports" / "_team" / "2026-09-29-core-daily-daily-summary.md"
+    path = tmp_path / "reports" / "_team" / "2026-09-29-core-daily-summary.md"
     text = path.read_text()
     assert "Not collected: web (GIT_REPO_NOT_FOUND)" in text
     assert "### web\n\n**Not collected** (FAILED, GIT_REPO_NOT_FOUND)" in text
@@ -153,7 +153,7 @@ def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: s
     with rt2.store.read() as conn:
         run = run_rows.get_run(conn, result.run_id)
     assert run.status is RunStatus.SUCCESS and run.pinned["projects"] == ["api", "docs"]
-    text = (tmp_path / "reports" / "_team" / "2026-09-29-alice-daily-daily-summary.md").read_text()
+    text = (tmp_path / "reports" / "_team" / "2026-09-29-alice-daily-summary.md").read_text()
     assert "add the orders endpoint" in text and "bob's change" not in text and "### web" not in text
 
 
@@ -162,7 +162,7 @@ def test_a_korean_team_report_holds_no_english_fixed_word(store_url: str, tmp_pa
     shutil.move(tmp_path / "web", tmp_path / "web-away")  # one project is not collected
     actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
     drain(Worker(rt, "w"))
-    text = (tmp_path / "reports" / "_team" / "2026-09-29-core-daily-daily-summary.md").read_text()
+    text = (tmp_path / "reports" / "_team" / "2026-09-29-core-daily-summary.md").read_text()
     body = text.split("\n---\n", 1)[1]  # the front matter's keys are data, not words of the report
     assert "## 프로젝트" in body and "수집되지 않음: web (GIT_REPO_NOT_FOUND)" in body
     assert "커밋 2개, 작성자:" in body

@@ -67,7 +67,7 @@ def team_text(url: str, tmp_path: Path, *, language: str = "en", authors: list[s
     worker = Worker(rt, "w")
     while worker.run_one() is not None:
         pass
-    text = (tmp_path / "reports" / "_team" / f"{KEY}-core-daily-daily-summary.md").read_text()
+    text = (tmp_path / "reports" / "_team" / f"{KEY}-core-daily-summary.md").read_text()
     return text.split("\n---\n", 1)[1]
 
 

@@ -236,3 +236,17 @@ def test_a_report_follows_the_umask_as_the_database_does(tmp_path: Path, umask: 
         os.umask(previous)
     assert oct(Path(first.path).stat().st_mode & 0o777) == oct(mode)
     assert leftovers(tmp_path) == []
+
+
+def test_a_team_file_names_its_period_once_from_layout_5(tmp_path: Path) -> None:
+    def name(schedule: str, kind: str, period_once: bool) -> str:
+        return save_markdown.team_report_path(tmp_path, schedule, "2026-W40", kind, 1, period_once=period_once).name
+
+    assert name("core-weekly", "weekly", True) == "2026-W40-core-weekly-summary.md"
+    assert name("weekly", "weekly", True) == "2026-W40-weekly-summary.md"
+    assert name("core", "weekly", True) == "2026-W40-core-weekly-summary.md"
+    assert name("core-daily", "weekly", True) == "2026-W40-core-daily-weekly-summary.md"  # another period: kept
+    # A run pinned before layout 5 keeps the name it was written under: its retry finds its own file.
+    assert name("core-weekly", "weekly", False) == "2026-W40-core-weekly-weekly-summary.md"
+    assert save_markdown.team_report_path(tmp_path, "core-weekly", "2026-W40", "weekly", 2,
+                                          period_once=True).name == "2026-W40-core-weekly-summary.r2.md"
