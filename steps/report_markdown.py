@@ -171,7 +171,7 @@ def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0,
 
 def areas_table(stats: ReportStats, t: Texts, rules: int, layout: int) -> list[str]:
     """The rows of the areas table, its header first."""
-    return [t.areas_header, "| --- | ---: | ---: | ---: | ---: |",
+    return [t.areas_touching_header if layout >= MAINLY_LAYOUT else t.areas_header, "| --- | ---: | ---: | ---: | ---: |",
             *(f"| {area_title(a.area, t, rules) if layout >= 2 else untrusted.text(a.area, rules)} | "
               f"{a.commits} | {a.files} | +{a.insertions} | −{a.deletions} |" for a in stats.areas)]
 
@@ -220,6 +220,10 @@ def by_area(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> dict[st
     return groups
 
 
+#: From this layout the summary's per-area counts and the areas table say which measure they are.
+MAINLY_LAYOUT = 5
+
+
 def work_areas(inp: ReportInput) -> list[tuple[str, int]]:
     """Where people's commits went (layout 2): each commit of a person once, under its main area,
     most commits first (ties: more lines, then name); bots' commits and file-less ones left out."""
@@ -265,7 +269,8 @@ class BuiltinWriter:
         if inp.layout >= 2:
             busiest = work_areas(inp)
             if busiest:
-                parts.append(t.summary_areas([(area_title(name, t, rules), n) for name, n in busiest[:2]]))
+                parts.append(t.summary_areas([(area_title(name, t, rules), n) for name, n in busiest[:2]],
+                                             mainly=inp.layout >= MAINLY_LAYOUT))
         elif stats.areas:
             parts.append(t.summary_areas([(untrusted.code(a.area, rules), a.commits) for a in stats.areas[:2]]))
         tie = inp.layout >= 2 and len(stats.authors) > 1 and stats.authors[0].commits == stats.authors[1].commits

@@ -35,6 +35,9 @@ class Texts:
     totals_header = "| Commits | Authors | Files changed | Insertions | Deletions |"
     authors_header = "| Author | Commits | Insertions | Deletions |"
     areas_header = "| Area | Commits | Files | Insertions | Deletions |"
+    #: Layout 5: the table counts every commit that touched an area, the summary each person's commit once,
+    #: under its main area; each says which, so 18 in the table and 8 in the summary do not look like a mistake.
+    areas_touching_header = "| Area | Commits touching it | Files | Insertions | Deletions |"
     files_header = "| File | Commits | Insertions | Deletions |"
     prompt_word = "prompt"
     no_model = "no model (no activity)"
@@ -88,8 +91,14 @@ class Texts:
         return (f"{self.count(commits, 'commit')} by {self.count(authors, 'author')} "
                 f"changed {self.count(files, 'file')} (+{ins} / −{dels} lines) in {project} {when}.")
 
-    def summary_areas(self, areas: Sequence[tuple[str, int]]) -> str:
-        """``areas``: (area already formatted, commits) of the busiest areas."""
+    def summary_areas(self, areas: Sequence[tuple[str, int]], *, mainly: bool = False) -> str:
+        """``areas``: (area already formatted, commits) of the busiest areas; ``mainly`` (layout 5): each
+        commit counted once, under its main area, and the sentence says so."""
+        if mainly:
+            names = " and ".join(area for area, _ in areas)
+            counts = " and ".join(str(n) for _, n in areas)
+            return (f"Most of the work was in {names} ({counts} "
+                    f"commit{'' if [n for _, n in areas] == [1] else 's'} mainly there).")
         where = " and ".join(f"{area} ({self.count(n, 'commit')})" for area, n in areas)
         return f"Most of the work was in {where}."
 
@@ -215,6 +224,7 @@ class KoreanTexts(Texts):
     totals_header = "| 커밋 | 작성자 | 변경 파일 | 추가 | 삭제 |"
     authors_header = "| 작성자 | 커밋 | 추가 | 삭제 |"
     areas_header = "| 영역 | 커밋 | 파일 | 추가 | 삭제 |"
+    areas_touching_header = "| 영역 | 이 영역을 바꾼 커밋 | 파일 | 추가 | 삭제 |"
     files_header = "| 파일 | 커밋 | 추가 | 삭제 |"
     prompt_word = "프롬프트"
     no_model = "모델 없음 (활동 없음)"
@@ -265,7 +275,11 @@ class KoreanTexts(Texts):
                 f"{self.count(commits, 'commit')}로 {self.count(files, 'file')}를 변경했습니다"
                 f"(+{ins} / −{dels}줄).")
 
-    def summary_areas(self, areas: Sequence[tuple[str, int]]) -> str:
+    def summary_areas(self, areas: Sequence[tuple[str, int]], *, mainly: bool = False) -> str:
+        if mainly:
+            names = ", ".join(area for area, _ in areas)
+            counts = ", ".join(f"{n}개" for _, n in areas)
+            return f"작업은 주로 {names}에서 이루어졌습니다(주로 그 영역을 바꾼 커밋 {counts})."
         where = ", ".join(f"{area}({self.count(n, 'commit')})" for area, n in areas)
         return f"작업은 주로 {where}에서 이루어졌습니다."
 

@@ -197,7 +197,8 @@ TEXT_RULES = 4
 #: areas below source roots, bots apart, and links commits to the forge; 3 gives a weekly its week
 #: and a team report its sections per repository and person (issue 34); 4 counts well-known automation
 #: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry; 5 names a team file's
-#: period once (``team_report.TEAM_NAME_LAYOUT``).
+#: period once (``team_report.TEAM_NAME_LAYOUT``) and says which count the summary and the areas table
+#: give (``report_markdown.MAINLY_LAYOUT``).
 LAYOUT = 5
 
 

@@ -25,11 +25,12 @@ def lines_of(n: int, tag: str = "x") -> str:
     return "".join(f"{tag}{i}\n" for i in range(n))
 
 
-def report(repo: GitRepo, exclude: list[str] | None = None, **collect_args: Any) -> tuple[str, ReportStats]:
+def report(repo: GitRepo, exclude: list[str] | None = None, layout: int = 1,
+           **collect_args: Any) -> tuple[str, ReportStats]:
     out = collect(repo.path, ["main"], DAY, DAY + timedelta(days=1), exclude=exclude, **collect_args)
     inp = ReportInput(workflow="daily_report", project="platform", business_key="2026-09-29",
                       window_start=out.window_start, window_end=out.window_end, timezone="Asia/Seoul",
-                      commits=out.commits, prompt_version="v2")
+                      commits=out.commits, prompt_version="v2", layout=layout)
     result = generate(inp, BuiltinWriter(), num_ctx=8192, options={})
     return result.text, ReportStats.model_validate(result.stats)
 
@@ -50,6 +51,23 @@ def test_each_commit_is_listed_once_under_the_area_with_most_changed_lines(tmp_p
     assert tied[:8] in areas.split("### docs\n")[1].split("###")[0]  # a tie goes to the first name
     assert "### steps" not in areas  # no commit's main area: no empty heading
     assert {a.area: a.commits for a in stats.areas} == {"engine": 1, "steps": 2, "docs": 2}
+
+
+def test_the_summary_and_the_areas_table_say_which_count_they_give(tmp_path: Path) -> None:
+    """The summary counts each commit once, under its main area; the table every commit touching an area.
+    Both numbers are right, and each says which (before layout 5: "engine (2 commits)" beside a table's 3)."""
+    repo = make_repo(tmp_path)
+    repo.commit("Engine and its test", at=at(9), files={"engine/a.py": lines_of(10), "tests/t.py": lines_of(2)})
+    repo.commit("Engine again", at=at(10), files={"engine/b.py": lines_of(5), "tests/u.py": lines_of(1)})
+    repo.commit("A test alone", at=at(11), files={"tests/v.py": lines_of(4)})
+    text, stats = report(repo, exclude=[], layout=5)
+    assert {a.area: a.commits for a in stats.areas} == {"engine": 2, "tests": 3}
+    assert "Most of the work was in engine and tests (2 and 1 commits mainly there)." in text
+    assert "| Area | Commits touching it | Files | Insertions | Deletions |" in text
+    assert "| tests | 3 |" in text and "| engine | 2 |" in text
+    before, _ = report(repo, exclude=[], layout=4)  # a run pinned before keeps its words
+    assert "Most of the work was in engine (2 commits) and tests (1 commit)." in before
+    assert "| Area | Commits | Files |" in before
 
 
 def test_generated_vendored_and_excluded_paths_count_nowhere(tmp_path: Path) -> None:
