@@ -37,7 +37,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engine.core import errors, redact
-from steps import grounding, untrusted, week_facts
+from steps import grounding, merged, untrusted, week_facts
 from steps.git_log import CommitInfo
 from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (
@@ -393,7 +393,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
-                     week_facts.section(inp), arrived_late_section(inp),
+                     week_facts.section(inp), merged.daily_section(inp), arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules, inp.layout)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

@@ -158,6 +158,7 @@ class Texts:
     # A weekly's week (layout 3, ``steps.week_facts``).
     this_week = "This week"
     merged_this_week = "Merged this week"
+    merged_heading = "Merged"
     no_merges = "No merges."
     commits_word = "Commits"
     authors_word = "Authors"
@@ -331,6 +332,7 @@ class KoreanTexts(Texts):
 
     this_week = "이번 주"
     merged_this_week = "이번 주 병합"
+    merged_heading = "병합"
     no_merges = "병합이 없습니다."
     commits_word = "커밋"
     authors_word = "작성자"

@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from steps import untrusted
+from steps import merged
 from steps.git_log import CommitInfo
-from steps.report_markdown import area_title, commit_ref, is_weekly, people_areas, zone
+from steps.report_markdown import area_title, is_weekly, people_areas, zone
 from steps.report_model import LastWeek, Layout, ReportInput, summarize
 from steps.report_texts import Texts, texts
 
 #: The week's layout: a weekly pinned with an earlier layout has no week section.
 WEEK_LAYOUT = 3
-#: Merges listed, oldest first, before "… and N more merges".
-MERGES_LISTED = 15
 #: Areas compared with last week (the busiest of either week).
 AREAS_COMPARED = 6
 
@@ -61,16 +59,7 @@ def section(inp: ReportInput) -> str:
         out += ["", *_against(inp, inp.last_week, t)]
     if inp.merges is None:
         return "\n".join(out) + "\n"
-    out += ["", f"### {t.merged_this_week}", ""]
-    if not inp.merges:
-        out.append(t.no_merges)
-    for merge in inp.merges[:MERGES_LISTED]:
-        brought = [commit_ref(sha, inp) for sha in merge.brought_shas[:5]]
-        out.append(f"- {commit_ref(merge.sha, inp)} {untrusted.text(merge.subject, inp.text_rules)} "
-                   f"({untrusted.text(merge.author_name, inp.text_rules)}): "
-                   f"{t.brought(merge.brought, brought)}")
-    if len(inp.merges) > MERGES_LISTED:
-        out.append(f"- {t.more_merges(len(inp.merges) - MERGES_LISTED)}")
+    out += ["", f"### {t.merged_this_week}", "", *merged.listing(inp, t)]
     return "\n".join(out) + "\n"
 
 

@@ -51,7 +51,7 @@ def collect(ctx: StepContext[ReportSettings]) -> StepResult:
     if not pinned_heads and int(ctx.pinned.get("text_rules", 0)) >= 2:
         # Where links in the model's text may point: the project's own forge, as origin names it now.
         pins["forge"] = collect_git.forge(project.repo)
-    out = with_week(ctx, project.repo, out, lower=None)
+    out = with_git_facts(ctx, project.repo, out, lower=None)
     # A window whose only commits git could not read is not empty: its report says what was left out.
     empty = not out.commits and not out.unreadable
     skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
@@ -94,7 +94,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
         also_covers=taken.also_covers, excluded=taken.excluded, held_later=taken.held_later,
         authors=list(ctx.pinned.get("authors", [])), include_merges=bool(ctx.pinned.get("include_merges", False)),
         exclude=ctx.pinned.get("exclude"), history=history)
-    out = with_week(ctx, repo, out, lower=taken.lower if ctx.pinned["attribution"] == "landed" else None)
+    out = with_git_facts(ctx, repo, out, lower=taken.lower if ctx.pinned["attribution"] == "landed" else None)
     pins: dict[str, Any] = {} if pinned is not None else taken.pins(out.head_sha)
     if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
         pins["forge"] = collect_git.forge(repo)
@@ -103,28 +103,31 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
-def with_week(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[str, str] | None) -> CollectOutput:
-    """A weekly's collect with last week's figures and the merges of its coverage (layout 3; others unchanged).
+def with_git_facts(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[str, str] | None) -> CollectOutput:
+    """A weekly's collect with last week's figures and the merges of its coverage (layout 3), a daily's with its
+    merges (layout 5: ``steps.merged``); others unchanged.
 
     Last week is read from git at the pinned heads, not from the previous weekly's stored output: that
     output may not exist (the first weekly, a quiet week skipped, a pruned run) or may have been collected
     under other pins, and git at pinned heads gives a retry the same figures.
     """
-    from steps import report_model, week_facts, week_git
+    from steps import merged, report_model, week_facts, week_git
 
-    if ctx.workflow != "weekly_report" or int(ctx.pinned.get("layout", 1)) < week_facts.WEEK_LAYOUT or not out.heads:
+    if not merged.gathered_for(ctx.workflow, int(ctx.pinned.get("layout", 1))) or not out.heads:
         return out
     landed = out.attribution == "landed"
     start, end = ctx.period_start_at, ctx.period_end_at
+    merges = [] if out.covered else week_git.merges(repo, out.heads, lower=lower if landed else None,
+                             start=inputs.instant(out.since) if out.since else start,
+                             end=inputs.instant(out.until) if out.until else end)
+    if ctx.workflow != "weekly_report":
+        return out.model_copy(update={"merges": merges})
     before = policies.period_of_date(PeriodKind.WEEK, (start.astimezone(ZoneInfo(ctx.timezone)).date()
                                                        - timedelta(days=1)), ctx.timezone)
     commits = week_git.last_week(repo, list(ctx.pinned["branches"]), out.heads, landed=landed, start=before.start_at,
                                  end=before.end_at, authors=list(ctx.pinned.get("authors", [])),
                                  exclude=ctx.pinned.get("exclude"))
     layout = report_model.Layout(int(ctx.pinned["layout"]), frozenset(b.casefold() for b in ctx.pinned.get("bots", [])))
-    merges = [] if out.covered else week_git.merges(repo, out.heads, lower=lower if landed else None,
-                             start=inputs.instant(out.since) if out.since else start,
-                             end=inputs.instant(out.until) if out.until else end)
     return out.model_copy(update={"last_week": week_facts.figures(before.key, commits, layout), "merges": merges})
 
 
