@@ -78,4 +78,8 @@ if latest is not None:
     print(f"  .venv/bin/reportflow --config {config} runs show {latest['id']}")
 print(f"  .venv/bin/reportflow --config {config} schedules preview reportflow-daily")
 print(f"  .venv/bin/reportflow --config {config} doctor")
+print("Now on your repository:")
+print("  .venv/bin/reportflow init --repo PATH --timezone ZONE   # writes reportflow.toml (one --repo per repository)")
+print("  .venv/bin/reportflow schedules apply                    # its schedules into the database")
+print("  .venv/bin/reportflow serve                              # keep it running (or put `reportflow cycle` in cron)")
 EOF
