@@ -118,8 +118,13 @@ def ask(config: config_file.AppConfig, registry: Mapping[str, WorkflowDef], text
                            workflows={name: wf.period for name, wf in registry.items()}, name=name,
                            timezone=config_timezone(config), slots=slots, deadline_s=deadline_s)
     answer = owner.draft_schedule(config.workflow_settings.get(owner.name), request)
-    if name:  # the operator's name wins over the drafter's
-        answer = DraftAnswer({**answer.entry, "name": name}, answer.rationale, answer.drafter)
+    if name:  # the operator's name wins over the drafter's (and may name a schedule to replace)
+        return DraftAnswer({**answer.entry, "name": name}, answer.rationale, answer.drafter)
+    taken = {spec.name for spec in config.schedules}
+    drafted = str(answer.entry.get("name") or "")
+    if drafted in taken:  # a drafted name never replaces a schedule by chance: the first free -N
+        free = next(f"{drafted}-{n}" for n in range(2, len(taken) + 3) if f"{drafted}-{n}" not in taken)
+        answer = DraftAnswer({**answer.entry, "name": free}, answer.rationale, answer.drafter)
     return answer
 
 

@@ -105,9 +105,12 @@ def test_write_appends_once_then_the_name_exists(tmp_path: Path) -> None:
     assert added == {"name": "api-weekly", "workflow": "weekly_report", "project": "api",
                      "cron": "0 9 * * 1", "timezone": "Asia/Seoul", "report_on": "interval",
                      "attribution": "landed"}
-    again = draft(path, "매주 월요일 오전 9시 api 주간 보고", "--write", "--yes")
-    assert again.returncode == 3 and "already in" in again.stderr
+    named = draft(path, "매주 월요일 오전 9시 api 주간 보고", "--name", "api-weekly", "--write", "--yes")
+    assert named.returncode == 3 and "already in" in named.stderr  # a name given is the operator's: never renamed
     assert path.read_bytes() == after and not (tmp_path / "state.db").exists()
+    again = draft(path, "매주 월요일 오전 9시 api 주간 보고", "--write", "--yes")  # named api-weekly-2: the same report
+    assert again.returncode == 2 and "'api-weekly' already runs weekly_report for project 'api'" in again.stderr
+    assert path.read_bytes() == after
 
 
 def test_name_and_the_configs_timezone_and_a_model_answer_with_a_window(tmp_path: Path, model: FakeOllama) -> None:
@@ -181,13 +184,16 @@ def test_a_model_draft_with_a_tenfold_rise_shows_the_risk(tmp_path: Path, model:
     rise = model_answer(name="echo-tick", workflow="echo", project="web", cron="0 * * * *",
                         timezone="UTC", rationale="hourly")
     model.replies([rise, rise])
-    shown = draft(path, "echo every hour", "--json")
+    drafted = json.loads(draft(path, "echo every hour", "--json").stdout)
+    assert drafted["draft"]["name"] == "echo-tick-2" and not drafted["exists"]  # the model's name was taken
+    model.replies([rise, rise])
+    shown = draft(path, "echo every hour", "--name", "echo-tick", "--json")  # named: it replaces echo-tick
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
     assert data["valid"] and data["exists"] and data["runs_per_day"] == 24
     assert data["risk"] == ("high risk: schedule 'echo-tick' goes from 1.0 to 24.0 runs/day "
                             "('0 * * * *'); confirm with --yes")
-    refused = draft(path, "echo every hour", "--write", "--yes")
+    refused = draft(path, "echo every hour", "--name", "echo-tick", "--write", "--yes")
     assert refused.returncode == 3 and "high risk" in refused.stderr
     assert path.read_bytes() == before
 
