@@ -141,39 +141,62 @@ def _open_store(url: str, findings: list[Finding]) -> Store | None:
 SCHEDULER_SILENT_AFTER = timedelta(minutes=15)
 
 
+#: A worker seen within this is listed by name; those seen before are counted in one line (a `work` from cron
+#: each minute leaves a row per process).
+WORKER_RECENT = timedelta(hours=1)
+#: Recent workers listed by name, most recent first.
+WORKERS_LISTED = 10
+
+
 def check_scheduler(rt: Runtime) -> list[Finding]:
-    """What ticks this database, from the heartbeats: every scheduler and worker seen, or "never ticked".
+    """What ticks this database, from the heartbeats: the schedulers and workers seen lately, or "never ticked".
 
     Says only what the beats show: a scheduler is "ticking" when one beat within
-    ``SCHEDULER_SILENT_AFTER``; with enabled schedules and no beat at all, nothing ever ticked.
+    ``SCHEDULER_SILENT_AFTER``; with enabled schedules and no beat at all, nothing ever ticked. When one
+    ticks, a scheduler silent since (a host retired, serve moved) is an older process, not a problem.
     """
     now = rt.clock.now()
     with rt.store.read() as conn:
-        seen = instances.list_instances(conn)
+        seen = instances.list_instances(conn)  # most recent first
         enabled = any(s.enabled for s in schedule_rows.list_schedules(conn))
+
+    def last(node: Mapping[str, object]) -> datetime:
+        at = node["last_seen_at"]
+        assert isinstance(at, datetime)
+        return at
+
     schedulers = [i for i in seen if i["role"] in instances.SCHEDULER_ROLES]
     workers = [i for i in seen if i["role"] not in instances.SCHEDULER_ROLES]
     found = []
-    if not schedulers:
-        if enabled:
-            found.append(Finding("scheduler", "never ticked: no `serve`, `cycle` or `tick` has run against this "
-                                              "database, so no schedule makes runs; start `reportflow serve`, or "
-                                              "add `* * * * * reportflow cycle` to the system's cron", problem=True))
-    for node in schedulers:
-        last = node["last_seen_at"]
-        assert isinstance(last, datetime)
-        ago = _ago(now - last)
-        where = f"{node['role']} on {node['host']} (pid {node['pid']})"
-        if now - last > SCHEDULER_SILENT_AFTER:
-            found.append(Finding("scheduler", f"{where} last ticked {format_instant(last)}, {ago} ago: is it still "
-                                              "running (or the cron line in place)?", problem=enabled))
-        else:
-            found.append(Finding("scheduler", f"{where} ticked {ago} ago"))
-    for node in workers[:10]:
-        last = node["last_seen_at"]
-        assert isinstance(last, datetime)
-        found.append(Finding("workers", f"worker {node['id']} last seen {_ago(now - last)} ago"))
+    if not schedulers and enabled:
+        found.append(Finding("scheduler", "never ticked: no `serve`, `cycle` or `tick` has run against this "
+                                          "database, so no schedule makes runs; start `reportflow serve`, or "
+                                          "add `* * * * * reportflow cycle` to the system's cron", problem=True))
+    ticking = [node for node in schedulers if now - last(node) <= SCHEDULER_SILENT_AFTER]
+    for node in ticking:
+        found.append(Finding("scheduler", f"{node['role']} on {node['host']} (pid {node['pid']}) ticked "
+                                          f"{_ago(now - last(node))} ago"))
+    if schedulers and not ticking:  # the latest stands for them all
+        node = schedulers[0]
+        found.append(Finding("scheduler", f"{node['role']} on {node['host']} (pid {node['pid']}) last ticked "
+                                          f"{format_instant(last(node))}, {_ago(now - last(node))} ago: is it "
+                                          "still running (or the cron line in place)?", problem=enabled))
+    older = schedulers[1:] if not ticking else schedulers[len(ticking):]
+    if older:
+        found.append(Finding("scheduler", _others(len(older), "older scheduler", now - last(older[0]))))
+    recent = [node for node in workers if now - last(node) <= WORKER_RECENT][:WORKERS_LISTED]
+    for node in recent:
+        found.append(Finding("workers", f"worker {node['id']} last seen {_ago(now - last(node))} ago"))
+    if len(workers) > len(recent):
+        rest = workers[len(recent):]
+        kind = "more worker" if now - last(rest[0]) <= WORKER_RECENT else "older worker"
+        found.append(Finding("workers", _others(len(rest), kind, now - last(rest[0]))))
     return found
+
+
+def _others(count: int, kind: str, newest: timedelta) -> str:
+    """``37 older worker processes, the newest seen 3 h ago``."""
+    return f"{count} {kind} process{'' if count == 1 else 'es'}, the newest seen {_ago(newest)} ago"
 
 
 def _ago(span: timedelta) -> str:
