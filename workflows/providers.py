@@ -48,10 +48,11 @@ def host_slot(slots: Callable[[str, int], AbstractContextManager[object]], llm: 
 
 def pool_name(host: str, node: str) -> str:
     """The pool of generation slots of the model host at ``host``: shared by every node for a host they all
-    reach (``ollama:ADDRESS``, the lock's name of old), one per node for a local address (``ollama:ADDRESS@NODE``:
+    reach (``ollama:ADDRESS``, the lock's name of old), one per node for a local address (``ollama:ADDRESS on NODE``:
     each node's own model server, which another node's generations must not queue behind)."""
     address = redact.mask_urls(host.rstrip("/"))
-    return f"ollama:{address}@{node}" if is_local(host) else f"ollama:{address}"
+    # "on", not "@NODE": "http://127.0.0.1:11434@node" reads as a URL whose password is the port, and is masked
+    return f"ollama:{address} on {node}" if is_local(host) else f"ollama:{address}"
 
 
 def is_local(host: str) -> bool:

@@ -6,6 +6,8 @@ shapes a report's content is pinned into each run (``pins``).
 
 from __future__ import annotations
 
+import os
+
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -175,7 +177,19 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
     projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
     attributions = {f"{s.get('workflow')}:{s.get('project')}": s["attribution"] for s in raw.get("schedules", [])
                     if isinstance(s, Mapping) and s.get("attribution") in ("landed", "authored")}
-    return settings.model_copy(update={"reports": reports, "projects": projects, "attributions": attributions})
+    llm = settings.llm
+    if os.environ.get(NODE_HOST_ENV):  # this node's own model host: the one its workers reach
+        try:
+            llm = llm.model_copy(update={"host": http_host(os.environ[NODE_HOST_ENV])})
+        except ValueError as exc:
+            raise errors.ConfigInvalid(f"{NODE_HOST_ENV}: {exc}", key="llm.host") from exc
+    return settings.model_copy(update={"reports": reports, "projects": projects, "attributions": attributions,
+                                       "llm": llm})
+
+
+#: The variable a node sets to name the model host its workers reach, over ``[llm] host`` (one shared file,
+#: each node its own Ollama: ``REPORTFLOW_LLM_HOST=http://10.0.0.7:11434``); its pool is that host's.
+NODE_HOST_ENV = "REPORTFLOW_LLM_HOST"
 
 
 def reports_dir(given: Path, base_dir: Path) -> Path:

@@ -86,3 +86,28 @@ def test_a_local_model_host_is_each_nodes_own_pool_of_slots(store_url: str, tmp_
         assert fake.generations == 4 and fake.max_active == together
     finally:
         fake.stop()
+
+
+def test_each_node_declares_the_model_host_it_reaches(store_url: str, tmp_path: Path) -> None:
+    """One shared file, each node its own Ollama: a node's ``REPORTFLOW_LLM_HOST`` is the host its workers
+    generate on (and the pool they count in), over ``[llm] host`` (here an address nothing answers)."""
+    fakes = [FakeOllama().start(), FakeOllama().start()]
+    try:
+        config, now = four_days_queued(tmp_path, store_url, {"provider": "ollama", "host": "http://127.0.0.1:9"})
+        workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=now,
+                               env={"REPORTFLOW_NODE": node, "REPORTFLOW_LLM_HOST": fake.url})
+                   for node, fake in zip(("a", "b"), fakes, strict=True)]
+        for proc in workers:
+            _, err = procs.finish(proc, timeout=300)
+            assert proc.returncode == 0, err
+        assert sum(fake.generations for fake in fakes) == 4
+        for fake, proc in zip(fakes, workers, strict=True):  # each host saw its own node's worker only
+            assert {g.pid for g in fake.windows} <= {proc.pid}
+        doctor = procs.run(tmp_path, config, "doctor", now=now, env={"REPORTFLOW_LLM_HOST": fakes[0].url})
+        assert f"generation pool ollama:{fakes[0].url} on " in " ".join(doctor.stdout.split()), doctor.stdout
+        bad = procs.run(tmp_path, config, "work", "--until-idle", now=now, env={"REPORTFLOW_LLM_HOST": "ftp://x"})
+        assert bad.returncode == 2 and "REPORTFLOW_LLM_HOST" in bad.stderr
+    finally:
+        for fake in fakes:
+            fake.stop()
+    assert len(list((tmp_path / "out" / "platform").glob("*.md"))) == 4
