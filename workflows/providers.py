@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 
 from engine.core import redact
-from engine.plugins.contract import ProbeResult, Provider, StepContext
+from engine.plugins.contract import ProbeResult, Provider, StepContext, node_name
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
 #: The step that asks the model (the daily's and the team report's): its time is the model server's.
@@ -75,7 +75,8 @@ def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
     if settings.llm.provider == "ollama":
         host = redact.mask_urls(settings.llm.host.rstrip("/"))
         found.append(Provider(name=f"ollama:{host}", label=f"ollama at {host}", codes=OLLAMA_CODES,
-                              probe=partial(probe_ollama, settings.llm), timed_step=GENERATE_REPORT))
+                              probe=partial(probe_ollama, settings.llm), timed_step=GENERATE_REPORT,
+                              pool=(pool_name(settings.llm.host, node_name()), settings.llm.slots)))
     notion = settings.notion
     if notion.enabled:
         target = f"data source {notion.data_source_id}" if notion.data_source_id else f"database {notion.database_id}"

@@ -432,6 +432,8 @@ class Provider:
     - ``probe()``: one short request (seconds, not minutes); it never raises.
     - ``timed_step``: the step whose time is this provider's work (a model's generation), if one is:
       ``schedules apply`` and ``schedules draft`` estimate a month of it from the durations recorded.
+    - ``pool``: the pool of slots that work holds (``Store.slot``: its name and size), if one: the metrics
+      show how many of them are held.
     """
 
     name: str
@@ -439,6 +441,7 @@ class Provider:
     codes: frozenset[str]
     probe: Callable[[], ProbeResult]
     timed_step: str | None = None
+    pool: tuple[str, int] | None = None
 
 
 def _no_settings(raw: Mapping[str, Any], base_dir: Path) -> None:

@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.engine import Connection
 
 from engine.core.models import PeriodKind
+from engine.execution import healer
 from engine.runtime import Runtime
 from engine.store import metric_facts, periods, schedule_rows, waiting
 
@@ -92,6 +93,22 @@ class StoreCollector(Collector):
             snapshot = read_snapshot(conn, now, slo_window=notify.slo_window, stuck_after=notify.stuck_after,
                                      period_kind=self.rt.period_kind)
         yield from families(snapshot, now)
+        yield from pool_families(self.rt)
+
+
+def pool_families(rt: Runtime) -> Iterator[Metric]:
+    """Each provider pool of this node's configuration (a model host's generation slots): its size and how many
+    are held now. A pool shared by nodes is seen whole from any of them; a node's own, from that node."""
+    pools = sorted({p.pool for p in healer.providers_in_use(rt).values() if p.pool is not None})
+    size = GaugeMetricFamily("reportflow_pool_slots", "Slots of a provider's pool (a model host's [llm] slots).",
+                             labels=["pool"])
+    held = GaugeMetricFamily("reportflow_pool_slots_held", "Slots of the pool held now (generations running).",
+                             labels=["pool"])
+    for name, count in pools:
+        size.add_metric([name], count)
+        held.add_metric([name], rt.store.slots_held(name, count))
+    yield size
+    yield held
 
 
 def families(snap: metric_facts.Snapshot, now: datetime | None = None) -> Iterator[Metric]:

@@ -118,6 +118,18 @@ class Store:
                 taken = first
             yield taken
 
+    def slots_held(self, name: str, count: int) -> int:
+        """How many of the ``count`` slots of the pool ``name`` are held now, by any process: each is tried
+        without waiting and let go at once (a holder's wait for it is never longer than that try)."""
+        held = 0
+        for one in [name] if count <= 1 else [f"{name}#{number}" for number in range(count)]:
+            try:
+                with self.exclusive(one, wait=False):
+                    pass
+            except errors.Conflict:
+                held += 1
+        return held
+
     def reserve_rate_slot(self, name: str, interval: timedelta, now: datetime) -> datetime:
         """Reserve the next slot of the shared rate limit ``name`` in its own short
         write transaction (see ``rate_limits.reserve_rate_slot``) and return it."""

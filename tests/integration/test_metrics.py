@@ -165,3 +165,23 @@ def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(stor
     # Each scrape reads the store afresh.
     assert value(second, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="SUCCESS") == 1
     assert value(second, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="QUEUED") == 0
+
+
+def test_the_model_hosts_pool_and_its_slots_held(store_url: str, tmp_path: Any, runtime: Any) -> None:
+    """A model host's generation pool, from any process: its [llm] slots and how many are held now."""
+    from engine.plugins.contract import node_name
+    from workflows import providers
+
+    host = "http://127.0.0.1:11434"
+    rt = runtime(store_url, at=T0, schedules=[dict(name="d", workflow="daily_report", project="p", cron="0 19 * * *",
+                                                  timezone="UTC")],
+                 config={"llm": {"provider": "ollama", "host": host, "slots": 3},
+                         "projects": [{"key": "p", "repo": str(tmp_path)}]})
+    pool = providers.pool_name(host, node_name())
+    parsed = samples(metrics.exposition(rt))
+    assert (value(parsed, "reportflow_pool_slots", pool=pool), value(parsed, "reportflow_pool_slots_held", pool=pool)) \
+        == (3, 0)
+    with rt.store.slot(pool, 3), rt.store.slot(pool, 3):  # two generations running
+        parsed = samples(metrics.exposition(rt))
+        assert value(parsed, "reportflow_pool_slots_held", pool=pool) == 2
+    assert value(samples(metrics.exposition(rt)), "reportflow_pool_slots_held", pool=pool) == 0
