@@ -19,16 +19,17 @@ from engine.core.cron import timetable
 from engine.core.models import OnUpstream, PeriodKind, Run, RunStatus, ScheduleSpec, SlotReason
 
 # How far around a dependent's period the upstream's slots are enumerated: a weekly with
-# report_on = "previous" fires up to 13 days after the first day of the period it reports on.
-SLOT_MARGIN = timedelta(days=15)
+# report_on = "previous" fires up to 13 days after the first day of the period it reports on (a month's,
+# up to 61; a quarter's, 183).
+SLOT_MARGIN = {PeriodKind.SLOT: timedelta(days=1), PeriodKind.DAY: timedelta(days=15),
+               PeriodKind.WEEK: timedelta(days=15), PeriodKind.MONTH: timedelta(days=63),
+               PeriodKind.QUARTER: timedelta(days=186)}
 
 
 def days_of(key: str) -> tuple[date, date]:
     """The first and last date of a business key's period (a slot's UTC date, twice)."""
     parsed = period_keys.parse(key)
-    if parsed.kind is PeriodKind.WEEK:
-        return parsed.day, parsed.day + timedelta(days=6)
-    return parsed.day, parsed.day
+    return parsed.day, period_keys.span(parsed.kind, parsed.day)[1] - timedelta(days=1)
 
 
 def covers(upstream_key: str, dependent_key: str) -> bool:
@@ -60,7 +61,7 @@ def upstream_periods(dependent_key: str, upstream: ScheduleSpec, kind: PeriodKin
     """The business keys of ``upstream``'s periods (of workflow period ``kind``) that cover ``dependent_key``:
     its slots around the dependent's period, read as the periods they report on."""
     first, last = days_of(dependent_key)
-    margin = timedelta(days=1) if kind is PeriodKind.SLOT else SLOT_MARGIN
+    margin = SLOT_MARGIN[kind]
     start = datetime.combine(first, time(), UTC) - margin
     end = datetime.combine(last, time(), UTC) + margin + timedelta(days=1)
     keys = (policies.business_period(kind, fire.at, upstream.timezone, upstream.report_on).key

@@ -153,6 +153,8 @@ class ReportOn(StrEnum):
 class PeriodKind(StrEnum):
     DAY = "day"
     WEEK = "week"
+    MONTH = "month"
+    QUARTER = "quarter"
     SLOT = "slot"
 
 

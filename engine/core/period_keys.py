@@ -1,7 +1,7 @@
 """Business keys: the one spelling of a period's key, and its reading back.
 
-A day is ``2026-04-08``, an ISO week ``2026-W15``, a slot its UTC minute
-``2026-04-08T19:30Z``. Each sorts as text within its kind, and a run's period
+A day is ``2026-04-08``, an ISO week ``2026-W15``, a month ``2026-04``, a quarter
+``2026-Q2``, a slot its UTC minute ``2026-04-08T19:30Z``. Each sorts as text within its kind, and a run's period
 is read from its key alone, without the workflow's code (prune, bulk actions,
 the calendar, the runs filter).
 """
@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from engine.core.models import PeriodKind
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _WEEK = re.compile(r"([0-9]{4})-W([0-9]{2})")
 _SLOT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}Z")
+_MONTH = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
+_QUARTER = re.compile(r"([0-9]{4})-Q([1-4])")
 WEEK_LIKE = "____-W__"  # a week's key as a SQL LIKE pattern (no day or slot key matches it)
+QUARTER_LIKE = "____-Q_"
+MONTH_LIKE = "____-__"  # a month's key, and a quarter's: tell them apart with QUARTER_LIKE
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class PeriodKey:
     """A business key read back: its kind and where its period starts."""
 
     kind: PeriodKind
-    day: date  # the day; an ISO week's Monday; a slot's UTC date
+    day: date  # the day; an ISO week's Monday; a month's or a quarter's first day; a slot's UTC date
     slot_at: datetime | None = None  # a slot's instant, UTC, to the minute
 
 
@@ -42,8 +46,25 @@ def format(kind: PeriodKind, value: date | datetime) -> str:  # shadows the buil
         raise ValueError(f"a {kind.value} key takes a date, not the instant {value!r}")
     if kind is PeriodKind.DAY:
         return value.isoformat()
+    if kind is PeriodKind.MONTH:
+        return f"{value.year:04d}-{value.month:02d}"
+    if kind is PeriodKind.QUARTER:
+        return f"{value.year:04d}-Q{(value.month - 1) // 3 + 1}"
     year, week, _ = value.isocalendar()
     return f"{year:04d}-W{week:02d}"
+
+
+def span(kind: PeriodKind, day: date) -> tuple[date, date]:
+    """The first date of the ``kind`` period holding ``day`` and the first date after it (a slot: ``day``'s)."""
+    if kind is PeriodKind.WEEK:
+        monday = day - timedelta(days=day.weekday())
+        return monday, monday + timedelta(days=7)
+    if kind in (PeriodKind.MONTH, PeriodKind.QUARTER):
+        months = 1 if kind is PeriodKind.MONTH else 3
+        first = date(day.year, day.month - (day.month - 1) % months, 1)
+        after = first.month - 1 + months  # months since January of the first day's year
+        return first, date(first.year + after // 12, after % 12 + 1, 1)
+    return day, day + timedelta(days=1)
 
 
 def parse(key: str) -> PeriodKey:
@@ -55,6 +76,10 @@ def parse(key: str) -> PeriodKey:
         return PeriodKey(PeriodKind.DAY, date.fromisoformat(key))
     if week := _WEEK.fullmatch(key):
         return PeriodKey(PeriodKind.WEEK, date.fromisocalendar(int(week.group(1)), int(week.group(2)), 1))
+    if month := _MONTH.fullmatch(key):
+        return PeriodKey(PeriodKind.MONTH, date(int(month.group(1)), int(month.group(2)), 1))
+    if quarter := _QUARTER.fullmatch(key):
+        return PeriodKey(PeriodKind.QUARTER, date(int(quarter.group(1)), 3 * int(quarter.group(2)) - 2, 1))
     if _SLOT.fullmatch(key):
         at = datetime.fromisoformat(key)
         return PeriodKey(PeriodKind.SLOT, at.date(), at)

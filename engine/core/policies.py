@@ -38,16 +38,12 @@ def _local_midnight(day: date, zone: ZoneInfo) -> datetime:
 
 
 def period_of_date(kind: PeriodKind, day: date, tz: str) -> Period:
-    """The day or ISO week (Monday 00:00 to Monday 00:00 local) containing ``day``."""
+    """The day, ISO week (Monday 00:00 to Monday 00:00 local), month or quarter containing ``day``."""
+    if kind is PeriodKind.SLOT:
+        raise ValueError("a slot period is defined by its slot, not a date")
     zone = ZoneInfo(tz)
-    if kind is PeriodKind.DAY:
-        return Period(period_keys.format(kind, day), _local_midnight(day, zone),
-                      _local_midnight(day + timedelta(days=1), zone), tz)
-    if kind is PeriodKind.WEEK:
-        monday = day - timedelta(days=day.weekday())
-        return Period(period_keys.format(kind, monday), _local_midnight(monday, zone),
-                      _local_midnight(monday + timedelta(days=7), zone), tz)
-    raise ValueError("a slot period is defined by its slot, not a date")
+    first, after = period_keys.span(kind, day)
+    return Period(period_keys.format(kind, first), _local_midnight(first, zone), _local_midnight(after, zone), tz)
 
 
 def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: ReportOn) -> Period:
@@ -64,8 +60,8 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
     if report_on is ReportOn.INTERVAL:
         slot_at = slot_at - timedelta(microseconds=1)
     local_day = slot_at.astimezone(ZoneInfo(tz)).date()
-    if report_on is ReportOn.PREVIOUS:
-        local_day -= timedelta(days=1 if kind is PeriodKind.DAY else 7)
+    if report_on is ReportOn.PREVIOUS:  # the day before the period's first: in the period before
+        local_day = period_keys.span(kind, local_day)[0] - timedelta(days=1)
     return period_of_date(kind, local_day, tz)
 
 
@@ -99,15 +95,12 @@ def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn) -> t
     if report_on is ReportOn.INTERVAL and kind is not PeriodKind.SLOT:  # its slot ends in the period, or at its end
         first, last = slot_dates_for_period(kind, day, ReportOn.CURRENT)
         return first, last + timedelta(days=1)
-    if kind is PeriodKind.DAY:
-        target = day + timedelta(days=1) if report_on is ReportOn.PREVIOUS else day
-        return target, target
-    if kind is PeriodKind.WEEK:
-        monday = day - timedelta(days=day.weekday())
-        if report_on is ReportOn.PREVIOUS:
-            monday += timedelta(days=7)
-        return monday, monday + timedelta(days=6)
-    return day, day
+    if kind is PeriodKind.SLOT:
+        return day, day
+    first, after = period_keys.span(kind, day)
+    if report_on is ReportOn.PREVIOUS:  # the slot fires in the period after
+        first, after = period_keys.span(kind, after)
+    return first, after - timedelta(days=1)
 
 
 def slot_for_date(spec: ScheduleSpec, kind: PeriodKind, day: date) -> datetime | None:

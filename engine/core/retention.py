@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from engine.core import period_keys
-from engine.core.models import TERMINAL_STATUSES, PeriodKind, RunStatus
+from engine.core.models import TERMINAL_STATUSES, RunStatus
 
 PRUNE_ACTION = "runs_pruned"
 # A slot reports on a period that ends at most this long before the slot (a weekly
@@ -61,7 +61,7 @@ def period_dates(business_key: str, tz: str) -> tuple[date, date]:
     if key.slot_at is not None:
         local = key.slot_at.astimezone(ZoneInfo(tz)).date()
         return local, local
-    return key.day, key.day + timedelta(days=6 if key.kind is PeriodKind.WEEK else 0)
+    return key.day, period_keys.span(key.kind, key.day)[1] - timedelta(days=1)
 
 
 def cutoff_for_retain(now: datetime, retain: timedelta) -> date:

@@ -34,17 +34,22 @@ class RunFilter:
 
 
 def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
-    """Business keys are ``YYYY-MM-DD``, ``YYYY-Www`` or ``YYYY-MM-DDTHH:MMZ``: each sorts as text within its kind."""
-    is_week = runs.c.business_key.like(period_keys.WEEK_LIKE)
-    day_parts = []
-    week_parts = []
-    if first is not None:
-        day_parts.append(runs.c.business_key >= period_keys.format(PeriodKind.DAY, first))
-        week_parts.append(runs.c.business_key >= period_keys.format(PeriodKind.WEEK, first))
-    if last is not None:
-        day_parts.append(runs.c.business_key < period_keys.format(PeriodKind.DAY, last + timedelta(days=1)))
-        week_parts.append(runs.c.business_key <= period_keys.format(PeriodKind.WEEK, last))
-    return or_(and_(not_(is_week), *day_parts), and_(is_week, *week_parts))
+    """Business keys are ``YYYY-MM-DD``, ``YYYY-Www``, ``YYYY-MM``, ``YYYY-Qn`` or ``YYYY-MM-DDTHH:MMZ``: each sorts
+    as text within its kind, so each kind's keys are compared with the keys of ``first`` and ``last``."""
+    key = runs.c.business_key
+    is_week, is_quarter = key.like(period_keys.WEEK_LIKE), key.like(period_keys.QUARTER_LIKE)
+    is_month = and_(key.like(period_keys.MONTH_LIKE), not_(is_quarter))
+    parts: dict[PeriodKind, list[ColumnElement[bool]]] = {kind: [] for kind in (
+        PeriodKind.DAY, PeriodKind.WEEK, PeriodKind.MONTH, PeriodKind.QUARTER)}
+    for kind, bounds in parts.items():
+        if first is not None:
+            bounds.append(key >= period_keys.format(kind, first))
+        if last is not None:
+            bounds.append(key < period_keys.format(kind, last + timedelta(days=1)) if kind is PeriodKind.DAY
+                          else key <= period_keys.format(kind, last))
+    return or_(and_(not_(is_week), not_(is_month), not_(is_quarter), *parts[PeriodKind.DAY]),
+               and_(is_week, *parts[PeriodKind.WEEK]), and_(is_month, *parts[PeriodKind.MONTH]),
+               and_(is_quarter, *parts[PeriodKind.QUARTER]))
 
 
 def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] | None, limit: int) -> list[Run]:

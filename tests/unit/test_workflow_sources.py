@@ -93,8 +93,8 @@ def test_the_builder_refuses_a_parameter_no_earlier_step_provides() -> None:
 
 
 def test_the_builder_reads_periods_durations_and_names() -> None:
-    with pytest.raises(errors.InvalidInput, match="period 'month'"):
-        Workflow("w", period="month")
+    with pytest.raises(errors.InvalidInput, match="period 'fortnight'"):
+        Workflow("w", period="fortnight")
     wf = Workflow("w", period="day")
     with pytest.raises(errors.InvalidInput, match="timeout"):
         wf.step(timeout="soon")(lambda ctx: None)
