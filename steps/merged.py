@@ -14,13 +14,16 @@ from steps.report_texts import Texts, texts
 
 #: Merges listed, oldest first, before "… and N more merges".
 MERGES_LISTED = 15
-#: From this layout a daily gathers its merges and names them (its pull requests) as a weekly does.
+#: From this layout a daily (a monthly, a quarterly) gathers its merges and names them (its pull requests) as a
+#: weekly does.
 DAILY_LAYOUT = 5
+#: The reports that list their merges under a heading of their own (a weekly lists them in its week).
+LISTED_APART = ("daily_report", "monthly_report", "quarterly_report")
 
 
 def gathered_for(workflow: str, layout: int) -> bool:
     """Whether COLLECT_GIT gathers the merges of a report of ``workflow`` pinned with ``layout``."""
-    return (workflow == "weekly_report" and layout >= 3) or (workflow == "daily_report" and layout >= DAILY_LAYOUT)
+    return (workflow == "weekly_report" and layout >= 3) or (workflow in LISTED_APART and layout >= DAILY_LAYOUT)
 
 
 def listing(inp: ReportInput, t: Texts) -> list[str]:
@@ -39,7 +42,8 @@ def listing(inp: ReportInput, t: Texts) -> list[str]:
 
 
 def daily_section(inp: ReportInput) -> str:
-    """A daily's ``## Merged`` (layout 5; empty when nothing was merged or the merges were not gathered)."""
+    """A daily's (a monthly's, a quarterly's) ``## Merged`` (layout 5; empty when nothing was merged or the merges
+    were not gathered)."""
     if is_weekly(inp) or inp.layout < DAILY_LAYOUT or not inp.merges:
         return ""
     t = texts(inp.language)

@@ -103,11 +103,20 @@ def is_weekly(inp: ReportInput) -> bool:
     return inp.workflow == "weekly_report"
 
 
+#: Each report workflow's period, as its texts name it.
+PERIODS = {"daily_report": "day", "weekly_report": "week", "monthly_report": "month", "quarterly_report": "quarter"}
+
+
+def period_of(inp: ReportInput) -> str:
+    """``day``, ``week``, ``month`` or ``quarter``: what the report's texts call its period."""
+    return PERIODS[inp.workflow]
+
+
 def header(inp: ReportInput, stats: ReportStats, *, writer_line: str) -> str:
     """Title and facts: period (local and UTC), activity totals, who wrote the narrative."""
     t = texts(inp.language)
     lines = [
-        t.title(is_weekly(inp), inp.project, inp.business_key),
+        t.title(period_of(inp), inp.project, inp.business_key),
         "",
         *coverage_lines(inp),
         t.activity_line(stats.commits, stats.author_count, stats.files_changed, stats.insertions,
@@ -197,10 +206,10 @@ def no_activity(inp: ReportInput) -> str:
     empty = ReportStats(commits=0, author_count=0, files_changed=0, insertions=0, deletions=0,
                         authors=[], areas=[], busiest_files=[])
     t = texts(inp.language)
-    quiet = (t.no_activity(inp.project, is_weekly(inp)) if inp.coverage is None
+    quiet = (t.no_activity(inp.project, period_of(inp)) if inp.coverage is None
              else t.no_activity_in_window(inp.project, inp.coverage.attribution == "landed"))
     if inp.layout >= 2:  # one line under what the report covers: nothing to sum up, no writer
-        return "\n".join([t.title(is_weekly(inp), inp.project, inp.business_key), "", *coverage_lines(inp),
+        return "\n".join([t.title(period_of(inp), inp.project, inp.business_key), "", *coverage_lines(inp),
                           "", quiet]) + "\n"
     return header(inp, empty, writer_line=t.no_model) + f"\n## {t.summary}\n\n{quiet}\n"
 
@@ -263,7 +272,7 @@ class BuiltinWriter:
 
     def _summary(self, inp: ReportInput, stats: ReportStats, t: Texts) -> str:
         rules = inp.text_rules
-        parts = [t.summary_totals(inp.project, is_weekly(inp), stats.commits, stats.author_count,
+        parts = [t.summary_totals(inp.project, period_of(inp), stats.commits, stats.author_count,
                                   stats.files_changed, stats.insertions, stats.deletions,
                                   window=inp.coverage is not None)]
         if inp.layout >= 2:

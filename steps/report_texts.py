@@ -49,8 +49,11 @@ class Texts:
         word = self._nouns[noun]
         return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
-    def title(self, weekly: bool, project: str, key: str) -> str:
-        return f"# {'Weekly' if weekly else 'Daily'} report: {project}, {key}"
+    _titles = {"day": "Daily", "week": "Weekly", "month": "Monthly", "quarter": "Quarterly"}
+
+    def title(self, period: str, project: str, key: str) -> str:
+        """``period``: ``day``, ``week``, ``month`` or ``quarter`` (``report_markdown.period_of``)."""
+        return f"# {self._titles[period]} report: {project}, {key}"
 
     def period_line(self, span: str, start: str, end: str) -> str:
         return f"- **Period:** {span}; UTC {start} → {end}"
@@ -75,8 +78,8 @@ class Texts:
         return (f"> **Note:** commit messages and file lists were shortened to fit the model's "
                 f"context (num_ctx={num_ctx}). The statistics cover all commits.\n")
 
-    def no_activity(self, project: str, weekly: bool) -> str:
-        return f"No commits were authored in {project} during this {'week' if weekly else 'day'}."
+    def no_activity(self, project: str, period: str) -> str:
+        return f"No commits were authored in {project} during this {period}."
 
     def unreadable_note(self, shas: Sequence[str]) -> str:
         """The line a report carries when commits git could not read were left out of it."""
@@ -84,10 +87,10 @@ class Texts:
         return (f"> **Note:** {n} commit{'' if n == 1 else 's'} could not be read by git and "
                 f"{'was' if n == 1 else 'were'} left out: {', '.join(f'`{s}`' for s in shas)} (see `git fsck`).\n")
 
-    def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
+    def summary_totals(self, project: str, period: str, commits: int, authors: int, files: int,
                        ins: int, dels: int, *, window: bool = False) -> str:
         """``window``: the report's span is its window (coverage), not exactly the day or week."""
-        when = self.in_window() if window else f"during this {'week' if weekly else 'day'}"
+        when = self.in_window() if window else f"during this {period}"
         return (f"{self.count(commits, 'commit')} by {self.count(authors, 'author')} "
                 f"changed {self.count(files, 'file')} (+{ins} / −{dels} lines) in {project} {when}.")
 
@@ -237,8 +240,12 @@ class KoreanTexts(Texts):
         word, counter = self._counters[noun]
         return f"{word} {n}{counter}"
 
-    def title(self, weekly: bool, project: str, key: str) -> str:
-        return f"# {'주간' if weekly else '일일'} 업무 보고: {project}, {key}"
+    _titles = {"day": "일일", "week": "주간", "month": "월간", "quarter": "분기"}
+    _this = {"day": "이날", "week": "이번 주", "month": "이번 달", "quarter": "이번 분기"}
+    _during = {"day": "하루", "week": "한 주", "month": "한 달", "quarter": "한 분기"}
+
+    def title(self, period: str, project: str, key: str) -> str:
+        return f"# {self._titles[period]} 업무 보고: {project}, {key}"
 
     def period_line(self, span: str, start: str, end: str) -> str:
         return f"- **기간:** {span}; UTC {start} → {end}"
@@ -262,16 +269,16 @@ class KoreanTexts(Texts):
         return (f"> **참고:** 모델 컨텍스트(num_ctx={num_ctx})에 맞추기 위해 커밋 메시지와 파일 목록을 "
                 "줄였습니다. 통계는 모든 커밋을 반영합니다.\n")
 
-    def no_activity(self, project: str, weekly: bool) -> str:
-        return f"{'이번 주' if weekly else '이날'} {project}에 작성된 커밋이 없습니다."
+    def no_activity(self, project: str, period: str) -> str:
+        return f"{self._this[period]} {project}에 작성된 커밋이 없습니다."
 
     def unreadable_note(self, shas: Sequence[str]) -> str:
         return (f"> **참고:** git이 읽지 못한 커밋 {len(shas)}개를 제외했습니다: "
                 f"{', '.join(f'`{s}`' for s in shas)} (`git fsck` 참고).\n")
 
-    def summary_totals(self, project: str, weekly: bool, commits: int, authors: int, files: int,
+    def summary_totals(self, project: str, period: str, commits: int, authors: int, files: int,
                        ins: int, dels: int, *, window: bool = False) -> str:
-        when = self.in_window() if window else f"{'한 주' if weekly else '하루'} 동안"
+        when = self.in_window() if window else f"{self._during[period]} 동안"
         return (f"{when} {project}에서 {self.count(authors, 'author')}이 "
                 f"{self.count(commits, 'commit')}로 {self.count(files, 'file')}를 변경했습니다"
                 f"(+{ins} / −{dels}줄).")

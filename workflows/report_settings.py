@@ -7,7 +7,6 @@ shapes a report's content is pinned into each run (``pins``).
 from __future__ import annotations
 
 import os
-
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -26,6 +25,9 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 #: Where the prompt templates live (``steps/prompts/{workflow}.{version}.md``).
 PROMPTS_DIR = Path(report_texts.__file__).resolve().parent / "prompts"
 PROMPTED = ("daily_report", "weekly_report")
+#: Reports of longer periods, written from prompt v4 on (``prompt_versions`` counts the ones every report has).
+LATER_PERIODS = ("monthly_report", "quarterly_report")
+LATER_PERIODS_FROM = 4
 #: Folders a report never goes to, unless the config itself lives there.
 
 
@@ -164,6 +166,14 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
         settings = ReportSettings.model_validate(subset)
     except ValidationError as exc:
         raise problem_from_validation(exc, None) from exc
+    if settings.llm.provider == "ollama":
+        for index, entry in enumerate(raw.get("schedules", [])):
+            workflow = str(entry.get("workflow", "")).removeprefix("team_") if isinstance(entry, Mapping) else ""
+            path = PROMPTS_DIR / f"{workflow}.{settings.llm.prompt_version}.md"
+            if workflow in LATER_PERIODS and not path.exists():  # newer than the older prompt versions
+                raise errors.ConfigInvalid(f"{workflow} has no prompt {settings.llm.prompt_version}; use "
+                                           f"prompt_version = \"v{LATER_PERIODS_FROM}\" or later",
+                                           key=f"schedules[{index}].workflow")
     keys = [p.key for p in settings.projects]
     for index, key in enumerate(keys):
         if keys.index(key) != index:

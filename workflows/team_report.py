@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field, ValidationError
 
@@ -35,6 +35,7 @@ from workflows import providers, report, report_glue, report_settings
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
+    from steps.report_model import WorkflowName
     from steps.report_texts import Texts
 
 PAYLOAD_VERSION = 1
@@ -166,7 +167,7 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     every = sorted((commit for r in repos for commit in (team_markdown.repository_paths(r.name, r.commits) if apart
                                                          else r.commits)), key=lambda c: c.authored_at)
     # The overall summary is written from every child's commits, as a project report is from its own.
-    result = report.generate(ctx, commits=every, prompt="daily_report" if kind == "daily" else "weekly_report",
+    result = report.generate(ctx, commits=every, prompt=cast("WorkflowName", f"{kind}_report"),
                              on_empty="report", repositories=apart,
                              unreadable=sorted(sha for out in outputs.values() for sha in out.unreadable))
     out = result.output
@@ -243,3 +244,5 @@ CHILD = WorkflowDef(
 )
 DAILY = team_workflow("team_daily_report", PeriodKind.DAY, "daily")
 WEEKLY = team_workflow("team_weekly_report", PeriodKind.WEEK, "weekly")
+MONTHLY = team_workflow("team_monthly_report", PeriodKind.MONTH, "monthly")
+QUARTERLY = team_workflow("team_quarterly_report", PeriodKind.QUARTER, "quarterly")

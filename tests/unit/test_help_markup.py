@@ -1,7 +1,6 @@
 """Every ``--help`` shows a config section as written: rich reads ``[worker]`` as a markup tag and drops it."""
 
 import re
-
 from typing import Any
 
 import typer

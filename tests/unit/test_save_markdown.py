@@ -45,7 +45,7 @@ def test_report_paths(tmp_path: Path) -> None:
     ("platform", "../../etc/passwd", "daily", 1),
     ("platform", "..", "daily", 1),
     ("platform", "", "daily", 1),
-    ("platform", "2026-09-29", "monthly", 1),
+    ("platform", "2026-09-29", "hourly", 1),
     ("platform", "2026-09-29", "daily", 0),
 ])
 def test_unsafe_names_are_refused(tmp_path: Path, project: str, key: str, kind: str, revision: int) -> None:
