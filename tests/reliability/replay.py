@@ -86,8 +86,8 @@ def git(repo: Path, *args: str, data: bytes | None = None, env: dict[str, str] |
     return proc.stdout.decode()
 
 
-def stretched_history(root: Path) -> tuple[Path, list[tuple[str, int]]]:
-    """A bare repository holding this repository's history to ``HISTORY_AT``, its dates stretched;
+def stretched_history(root: Path, scale: int = SCALE) -> tuple[Path, list[tuple[str, int]]]:
+    """A bare repository holding this repository's history to ``HISTORY_AT``, its dates stretched ``scale`` times;
     and its first-parent chain as (sha, committer time), oldest first."""
     source = REPO_ROOT
     git(source, "cat-file", "-e", f"{HISTORY_AT}^{{commit}}")
@@ -108,7 +108,7 @@ def stretched_history(root: Path) -> tuple[Path, list[tuple[str, int]]]:
             line = line.split(b" ", 1)[0] + b" refs/heads/main\n"
         match = ident.match(line)
         if match:
-            stamp = int(START.timestamp()) + (int(match.group(2)) - first) * SCALE
+            stamp = int(START.timestamp()) + (int(match.group(2)) - first) * scale
             line = match.group(1) + str(stamp).encode() + match.group(3) + b"\n"
         importer.stdin.write(line)
     importer.stdin.close()

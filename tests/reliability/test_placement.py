@@ -123,3 +123,77 @@ def test_the_oracle_reads_the_branch_as_git_does(tmp_path: Path) -> None:
         until = subprocess.run(["git", "rev-list", "--first-parent", "-n1", f"--before={int(edge.timestamp()) - 1}",
                                 "main"], cwd=source, capture_output=True, text=True, check=True).stdout.strip()
         assert head_at(source, "main", edge) == until
+
+
+def period_key(day: date, kind: str) -> str:
+    """A month or quarter as the documentation spells its key (``2027-03``, ``2027-Q1``), written out here."""
+    return f"{day.year:04d}-{day.month:02d}" if kind == "month" else f"{day.year:04d}-Q{(day.month - 1) // 3 + 1}"
+
+
+def first_of_next(day: date, months: int) -> date:
+    start = date(day.year, day.month - (day.month - 1) % months, 1)
+    after = start.month - 1 + months
+    return date(start.year + after // 12, after % 12 + 1, 1)
+
+
+@pytest.mark.parametrize(("workflow", "kind", "months"), [("monthly_report", "month", 1),
+                                                          ("quarterly_report", "quarter", 3)])
+def test_months_and_quarters_backfilled_after_on_time_ones_hold_their_own_commits(
+        store_url: str, tmp_path: Path, workflow: str, kind: str, months: int) -> None:
+    """The same promise for the longer periods: a history stretched over fourteen months, the last periods on
+    time, then a backfill of every period before them by two workers; each report holds its period's commits."""
+    source, _ = replay.stretched_history(tmp_path, scale=150)
+    by_day = oracle(source)
+    expected: dict[str, set[str]] = {}
+    for day, shas in by_day.items():
+        expected.setdefault(period_key(day, kind), set()).update(shas)
+    final = replay.git(source, "rev-parse", "main").strip()
+    starts = [date(min(by_day).year, min(by_day).month - (min(by_day).month - 1) % months, 1)]
+    while first_of_next(starts[-1], months) <= max(by_day):  # every period, quiet ones too
+        starts.append(first_of_next(starts[-1], months))
+    live, backfilled = starts[-2:], starts[:-2]
+    assert len(backfilled) >= (3 if kind == "quarter" else 10) and len(expected) > len(starts) // 2
+    config = write_config(
+        tmp_path / "reportflow.toml", db_url=store_url,
+        sections={"reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}},
+        projects=[{"key": "history", "repo": str(source), "branches": ["main"], "on_empty": "report"}],
+        schedules=[{"name": f"history-{kind}", "workflow": workflow, "project": "history",
+                    "cron": "0 3 1 */3 *" if kind == "quarter" else "0 3 1 * *", "timezone": "UTC",
+                    "attribution": "landed"}])
+
+    def slot(start: date) -> datetime:  # the 1st after the period, 03:00
+        after = first_of_next(start, months)
+        return datetime(after.year, after.month, after.day, 3, tzinfo=UTC)
+
+    def cli(*args: str, now: datetime) -> None:
+        done = run_cli(*args, config=config, now=now.strftime("%Y-%m-%dT%H:%M:%SZ"), timeout=300)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+
+    cli("schedules", "apply", now=slot(live[0]) - timedelta(hours=1))
+    for start in live:
+        replay.git(source, "update-ref", "refs/heads/main", head_at(source, final, slot(start)))
+        cli("cycle", now=slot(start) + timedelta(minutes=1))
+    replay.git(source, "update-ref", "refs/heads/main", final)
+    after = slot(live[-1]) + timedelta(hours=2)
+    cli("backfill", f"history-{kind}", "--from", backfilled[0].isoformat(),
+        "--to", (first_of_next(backfilled[-1], months) - timedelta(days=1)).isoformat(), now=after)
+    clock = procs.Shared(after)
+    workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=clock.at(), log_name=f"work-{n}.log")
+               for n in range(2)]
+    for worker in workers:
+        _, log = procs.finish(worker, timeout=600)
+        assert worker.returncode == 0, log[-3000:]
+    rt = make_runtime(store_url)
+    try:
+        with rt.store.read() as conn:
+            runs = [run_rows.get_run(conn, r.id) for r in run_rows.list_runs(conn, limit=None)]
+    finally:
+        rt.store.dispose()
+    assert {r.status.value for r in runs} == {"SUCCESS"}
+    held = {r.business_key: {c["sha"] for c in r.steps[0].output["commits"]} for r in runs}
+    assert sorted(held) == [period_key(s, kind) for s in starts]
+    for key, shas in held.items():
+        want = expected.get(key, set())
+        assert shas == want, f"{key}: {len(shas - want)} not of this {kind}, {len(want - shas)} missing"
+    files = sorted(p.name for p in (tmp_path / "reports" / "history").glob("*.md"))
+    assert files == sorted(f"{period_key(s, kind)}-history-{kind}ly-summary.md" for s in starts)
