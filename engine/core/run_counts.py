@@ -33,8 +33,11 @@ class RunCounts:
         says how often it runs (``1 run a week``), not "1 runs/day"."""
         month = f"{self.per_month:,} run{'' if self.per_month == 1 else 's'} in {self.month:%B %Y}"
         if self.per_day == 1 and self.per_month <= 6:  # once on a few days of the month: weekly or rarer
-            often = "1 run a week" if self.per_month >= 4 else "at most 1 run a day, on a few days"
+            often = ("1 run a week" if self.per_month >= 4 else "1 run a month" if self.per_month == 1
+                     else "at most 1 run a day, on a few days")
             return f"{often}, {month}"
+        if self.per_month == 0:  # a quarterly in a month it does not run in
+            return f"no run in {self.month:%B %Y}"
         return f"{self.per_day:,} run{'' if self.per_day == 1 else 's'} a day at most, {month}"
 
 

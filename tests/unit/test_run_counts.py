@@ -61,3 +61,13 @@ def test_model_time_is_the_median_generation_times_the_runs_or_no_history() -> N
     assert run_counts.model_time([], 30) == "model time: no generation recorded yet"
     assert run_counts.model_time([60.0, 120.0, 9000.0], 30) == (
         "model time: about 1.0 h a month (120 s median of the last 3 generations x 30 runs)")
+
+
+@pytest.mark.parametrize(("expr", "month", "said"), [
+    ("0 9 * * 1", date(2026, 11, 1), "1 run a week, 5 runs in November 2026"),
+    ("0 9 1 * *", date(2026, 11, 1), "1 run a month, 1 run in November 2026"),
+    ("0 9 1 1,4,7,10 *", date(2026, 11, 1), "no run in November 2026"),
+    ("0 9 1 1,4,7,10 *", date(2027, 1, 1), "1 run a month, 1 run in January 2027"),
+])
+def test_a_weekly_a_monthly_and_a_quarterly_say_how_often(expr: str, month: date, said: str) -> None:
+    assert run_counts.count_month(expr, "Asia/Seoul", month).describe() == said
