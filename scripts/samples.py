@@ -1,4 +1,4 @@
-"""Regenerate docs/samples: a daily, a weekly and a team report of this repository, in English and Korean.
+"""Regenerate docs/samples: a daily, a weekly, a monthly and a team report of this repository, in English and Korean.
 
 The built-in writer writes them through the real CLI (``schedules apply``, ``trigger``, ``work``)
 from a clone of this repository reset to ``SOURCE``, with the clock fixed, so the same
@@ -28,6 +28,7 @@ SAMPLES = (
     ("daily", "reportflow-daily", DAY, f"reportflow/{DAY}-reportflow-daily-summary.md"),
     ("weekly", "reportflow-weekly", WEEK_DAY, "reportflow/2026-W49-reportflow-weekly-summary.md"),
     ("team", "core-daily", DAY, f"_team/{DAY}-core-daily-summary.md"),
+    ("monthly", "reportflow-monthly", "2026-11-15", "reportflow/2026-11-reportflow-monthly-summary.md"),
 )
 
 CONFIG = """\
@@ -58,6 +59,13 @@ name = "reportflow-weekly"
 workflow = "weekly_report"
 project = "reportflow"
 cron = "0 1 * * 1"
+timezone = "UTC"
+
+[[schedules]]
+name = "reportflow-monthly"
+workflow = "monthly_report"
+project = "reportflow"
+cron = "0 1 1 * *"
 timezone = "UTC"
 
 [[schedules]]
