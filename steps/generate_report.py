@@ -46,6 +46,7 @@ from steps.report_markdown import (
     assemble,
     header,
     inline,
+    kinds_section,
     local_span,
     local_time,
     no_activity,
@@ -162,6 +163,8 @@ def stats_text(stats: ReportStats, rules: int = 0) -> str:
         lines.append("- Authors: " + "; ".join(
             f"{untrusted.plain(a.name, rules)} ({a.commits} commits, +{a.insertions}/-{a.deletions})"
             for a in stats.authors[:10]))
+    if stats.kinds:  # grouped by code (steps.change_kinds): the report lists them so, whatever the model writes
+        lines.append("- Kinds of change: " + "; ".join(f"{kind} {n}" for kind, n in stats.kinds.items()))
     if stats.areas:
         lines.append("- Areas: " + "; ".join(
             f"{untrusted.plain(a.area, rules)} ({a.commits} commits, {a.files} files, +{a.insertions}/-{a.deletions})"
@@ -393,7 +396,8 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
-                     week_facts.section(inp), merged.daily_section(inp), arrived_late_section(inp),
+                     kinds_section(inp), week_facts.section(inp), merged.daily_section(inp),
+                     arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules, inp.layout)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

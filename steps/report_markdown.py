@@ -171,11 +171,40 @@ def statistics_section(stats: ReportStats, language: str = "en", rules: int = 0,
         out += ["", f"### {t.bots_table}", "", t.authors_header, "| --- | ---: | ---: | ---: |"]
         out += [f"| {untrusted.text(a.name, rules)} | {a.commits} | +{a.insertions} | −{a.deletions} |"
                 for a in stats.bots]
+    if stats.kinds:
+        out += ["", f"### {t.kinds_table}", "", *kinds_table(stats, t)]
     if stats.areas:
         out += ["", f"### {t.areas_table}", "", *areas_table(stats, t, rules, layout)]
     if stats.busiest_files:
         out += ["", f"### {t.busiest_table}", "", *files_table(stats, t, rules)]
     return "\n".join(out) + "\n"
+
+
+#: Commits listed under each kind before "… and N more" (a breaking change is always listed).
+PER_KIND = 5
+
+
+def kinds_section(inp: ReportInput) -> str:
+    """``## Changes by kind`` (layout 5): breaking changes first, each kind's commits; written by code, so no
+    model moves a commit to another kind. Empty without commits or before layout 5."""
+    groups = Layout.of(inp).by_kind(inp.reported)
+    if not groups:
+        return ""
+    t = texts(inp.language)
+    out = [f"## {t.kinds}", ""]
+    for kind, members in groups.items():
+        shown = members if kind == "breaking" else members[:PER_KIND]
+        out += [f"### {t.kind_titles[kind]} ({len(members)})", ""]
+        out += [f"- {commit_ref(c.sha, inp)} {subject(c, inp)}" for c in shown]
+        if len(members) > len(shown):
+            out.append(f"- {t.more_commits(len(members) - len(shown))}")
+        out.append("")
+    return "\n".join(out)
+
+
+def kinds_table(stats: ReportStats, t: Texts) -> list[str]:
+    """The rows of the kinds table (layout 5), its header first."""
+    return [t.kinds_header, "| --- | ---: |", *(f"| {t.kind_titles[k]} | {n} |" for k, n in stats.kinds.items())]
 
 
 def areas_table(stats: ReportStats, t: Texts, rules: int, layout: int) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from steps import areas
+from steps import areas, change_kinds
 from steps.git_log import CommitInfo, FileChange
 
 WorkflowName = Literal["daily_report", "weekly_report", "monthly_report", "quarterly_report"]
@@ -92,6 +92,8 @@ class ReportInput(BaseModel):
     layout: int = 1
     #: The project's own bot accounts (names or e-mails) besides any ``…[bot]``.
     bots: list[str] = []
+    #: The project's own first words per kind of change (layout 5, ``steps.change_kinds``).
+    kinds: dict[str, list[str]] = {}
     #: A weekly's previous week (layout 3; None when not gathered).
     last_week: LastWeek | None = None
     #: A weekly's merges (layout 3; None when not gathered, as for a team report).
@@ -168,6 +170,8 @@ class ReportStats(BaseModel):
     areas: list[AreaStats]
     busiest_files: list[FileStats]
     bots: list[AuthorStats] = []
+    #: Commits per kind of change, in ``change_kinds.KINDS`` order (layout 5; empty before).
+    kinds: dict[str, int] = {}
 
 
 @dataclass(frozen=True)
@@ -212,10 +216,19 @@ class Layout:
     bots: frozenset[str] = frozenset()
     #: Paths start with their repository's name: an area is ``repository/area`` (``ReportInput.repository_prefixed``).
     prefixed: bool = False
+    #: The project's own first words per kind of change (``ReportInput.kinds``).
+    kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
     def of(cls, inp: ReportInput) -> Layout:
-        return cls(inp.layout, frozenset(b.casefold() for b in inp.bots), inp.repository_prefixed)
+        return cls(inp.layout, frozenset(b.casefold() for b in inp.bots), inp.repository_prefixed,
+                   tuple((kind, tuple(words)) for kind, words in sorted(inp.kinds.items())))
+
+    def by_kind(self, commits: Sequence[CommitInfo]) -> dict[str, list[CommitInfo]]:
+        """``commits`` grouped by kind of change (layout 5; nothing before)."""
+        if self.version < KINDS_LAYOUT:
+            return {}
+        return change_kinds.group(commits, dict(self.kinds))
 
     def area(self, path: str) -> str:
         if self.prefixed:
@@ -238,6 +251,8 @@ class Layout:
 
 #: The layout from which well-known automation accounts are bots without being named in ``bots``.
 AUTOMATION_LAYOUT = 4
+#: From this layout a report groups its changes by kind (``steps.change_kinds``).
+KINDS_LAYOUT = 5
 #: Automation accounts that commit under a plain name or address (casefolded): CI, dependency and release bots.
 AUTOMATION = frozenset({
     "github-actions", "github action", "github actions", "action@github.com", "dependabot", "renovate",
@@ -324,7 +339,8 @@ def summarize(commits: Sequence[CommitInfo], layout: Layout = Layout()) -> Repor
     return ReportStats(
         commits=len(commits), author_count=len(author_rows), files_changed=len(files),
         insertions=sum(lines(c)[0] for c in commits), deletions=sum(lines(c)[1] for c in commits),
-        authors=author_rows, areas=area_rows, busiest_files=file_rows[:BUSIEST_FILES], bots=bot_rows)
+        authors=author_rows, areas=area_rows, busiest_files=file_rows[:BUSIEST_FILES], bots=bot_rows,
+        kinds={kind: len(members) for kind, members in layout.by_kind(commits).items()})
 
 
 def _accounts(rows: dict[str, list[Any]]) -> list[AuthorStats]:

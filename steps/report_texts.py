@@ -28,6 +28,12 @@ class Texts:
     authors_table = "Authors"
     bots_table = "Bots"
     areas_table = "Areas"
+    kinds = "Changes by kind"
+    kinds_table = "Kinds"
+    kinds_header = "| Kind | Commits |"
+    kind_titles = {"breaking": "Breaking changes", "features": "Features", "fixes": "Fixes",
+                   "performance": "Performance", "docs": "Docs", "tests": "Tests", "build": "Build and CI",
+                   "other": "Other changes"}
     busiest_table = "Busiest files"
     top_level = "Top-level files"
     no_files = "Commits without file changes"
@@ -221,6 +227,11 @@ class KoreanTexts(Texts):
     authors_table = "작성자별"
     bots_table = "봇"
     areas_table = "영역별"
+    kinds = "종류별 변경 사항"
+    kinds_table = "종류별"
+    kinds_header = "| 종류 | 커밋 |"
+    kind_titles = {"breaking": "호환성이 깨지는 변경", "features": "기능", "fixes": "수정", "performance": "성능",
+                   "docs": "문서", "tests": "테스트", "build": "빌드·CI", "other": "기타 변경"}
     busiest_table = "변경이 잦은 파일"
     top_level = "최상위 파일"
     no_files = "파일 변경이 없는 커밋"

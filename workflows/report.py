@@ -156,6 +156,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
         text_rules=int(ctx.pinned.get("text_rules", 0)),
         # Runs pinned before layout 2 keep top-level areas and every author alike.
         layout=int(ctx.pinned.get("layout", 1)), bots=list(ctx.pinned.get("bots", [])),
+        kinds=dict(ctx.pinned.get("kinds", {})),
         coverage=coverage_of(collected),
         last_week=collected.last_week if collected is not None else None,
         merges=collected.merges if collected is not None else None,

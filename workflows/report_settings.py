@@ -123,6 +123,13 @@ class NotionSettings(Strict):
         return self
 
 
+def _check_kinds(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    from steps import change_kinds
+
+    change_kinds.check_rules(value)
+    return value
+
+
 class ProjectSettings(Strict):
     key: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]
     repo: Annotated[Path, AfterValidator(_check_path_text)] = Path(".")
@@ -134,6 +141,8 @@ class ProjectSettings(Strict):
     exclude: list[Annotated[str, Field(min_length=1)]] = []
     # Bot accounts (author names or e-mails) kept apart from authors, beside every "…[bot]".
     bots: list[Annotated[str, Field(min_length=1, max_length=200)]] = []
+    # A subject's first words per kind of change, beside the built-in ones (``steps.change_kinds``).
+    kinds: Annotated[dict[str, list[str]], AfterValidator(_check_kinds)] = {}
 
 
 class ReportSettings(Strict):
@@ -221,8 +230,8 @@ TEXT_RULES = 4
 #: areas below source roots, bots apart, and links commits to the forge; 3 gives a weekly its week
 #: and a team report its sections per repository and person (issue 34); 4 counts well-known automation
 #: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry; 5 names a team file's
-#: period once (``team_report.TEAM_NAME_LAYOUT``) and says which count the summary and the areas table
-#: give (``report_markdown.MAINLY_LAYOUT``).
+#: period once (``team_report.TEAM_NAME_LAYOUT``), says which count the summary and the areas table
+#: give (``report_markdown.MAINLY_LAYOUT``) and groups the changes by kind (``steps.change_kinds``).
 LAYOUT = 5
 
 
@@ -256,4 +265,5 @@ def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> 
         "exclude": list(project.exclude),
         "layout": LAYOUT,
         "bots": list(project.bots),
+        "kinds": {kind: list(words) for kind, words in project.kinds.items()},
     }

@@ -58,6 +58,12 @@ key = "{key}"
 repo = "{repo}"
 branches = ["HEAD"]
 on_empty = "skip"
+# Commits by accounts named here (names or e-mails) are counted apart from people's, beside
+# every "...[bot]" and well-known automation (github-actions, renovate, dependabot).
+bots = []
+# A subject's first words that name a kind of change, beside Conventional Commits and the
+# built-in words, e.g. {{ fixes = ["hotpatch"] }}.
+kinds = {{}}
 
 # Every commit is in exactly one report of each schedule: "landed" places a commit in the
 # report after it reached the branch (a branch merged on Tuesday is in Tuesday's report,

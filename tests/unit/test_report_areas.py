@@ -133,3 +133,23 @@ def test_a_gitattributes_deep_in_the_tree_marks_its_own_files(tmp_path: Path) ->
                                                      "services/web/client.py": lines_of(7)})
     _, stats = report(repo, exclude=[])
     assert (stats.files_changed, stats.insertions) == (2, 1 + 7)  # the attributes file and the web client
+
+
+def test_changes_by_kind_breaking_first_with_their_counts(tmp_path: Path) -> None:
+    """Layout 5 groups a report's commits by kind, breaking changes first, and counts them in the statistics;
+    a report pinned before has no such section."""
+    repo = make_repo(tmp_path)
+    fix = repo.commit("fix(cart): totals round half up", at=at(9), files={"shop/cart.py": lines_of(2)})
+    feat = repo.commit("feat(cart): discounts", at=at(10), files={"shop/discount.py": lines_of(5)})
+    gone = repo.commit("refactor!: drop the v1 cart API", at=at(11), files={"shop/v1.py": ""})
+    docs = repo.commit("Document the discounts", at=at(12), files={"docs/discounts.md": lines_of(3)})
+    text, stats = report(repo, exclude=[], layout=5)
+    assert stats.kinds == {"breaking": 1, "features": 1, "fixes": 1, "docs": 1}
+    kinds = section(text, "Changes by kind")
+    order = [kinds.index(h) for h in ("### Breaking changes (1)", "### Features (1)", "### Fixes (1)", "### Docs (1)")]
+    assert order == sorted(order)
+    for sha, heading in ((gone, "Breaking changes"), (feat, "Features"), (fix, "Fixes"), (docs, "Docs")):
+        assert sha[:8] in kinds.split(f"### {heading}")[1].split("###")[0]
+    assert "| Kind | Commits |" in text and "| Breaking changes | 1 |" in text
+    before, old_stats = report(repo, exclude=[], layout=4)
+    assert "## Changes by kind" not in before and old_stats.kinds == {}
