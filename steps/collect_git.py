@@ -59,7 +59,7 @@ from pydantic import BaseModel
 from engine.core import errors, logs
 from steps import coverage, git_log, git_range, untrusted
 from steps.git_log import CommitInfo, FileChange, GitFailure
-from steps.report_model import LastWeek, Merge
+from steps.report_model import InProgress, LastWeek, Merge
 
 __all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect", "collect_between", "current_heads",
            "forge", "heads_at"]
@@ -137,6 +137,8 @@ class CollectOutput(BaseModel):
     #: A weekly's previous week and merges (layout 3, ``steps.week_git``); None when not gathered.
     last_week: LastWeek | None = None
     merges: list[Merge] | None = None
+    #: Work on branches not merged yet (layout 5, ``steps.wip_git``); None when not gathered.
+    in_progress: list[InProgress] | None = None
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,

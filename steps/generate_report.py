@@ -45,6 +45,7 @@ from steps.report_markdown import (
     arrived_late_section,
     assemble,
     header,
+    in_progress_section,
     inline,
     kinds_section,
     local_span,
@@ -357,7 +358,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     opts = dict(sorted({**options, "num_ctx": num_ctx}.items()))
     left_out = t.unreadable_note(inp.unreadable) if inp.unreadable else ""
     if not inp.reported:
-        text = assemble([no_activity(inp), week_facts.quiet_line(inp), left_out])
+        text = assemble([no_activity(inp), week_facts.quiet_line(inp), left_out, in_progress_section(inp)])
         return ReportOutput(text=text, model="none", model_digest=None,
                             prompt_version=inp.prompt_version, prompt_sha256="",
                             template_sha256=template.sha256, options=opts,
@@ -397,7 +398,7 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
                      kinds_section(inp), week_facts.section(inp), merged.daily_section(inp),
-                     arrived_late_section(inp),
+                     in_progress_section(inp), arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules, inp.layout)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

@@ -202,6 +202,20 @@ def kinds_section(inp: ReportInput) -> str:
     return "\n".join(out)
 
 
+def in_progress_section(inp: ReportInput) -> str:
+    """``## In progress`` (layout 5): work on branches not merged yet, never counted in the report's figures."""
+    if not inp.in_progress:
+        return ""
+    t, tz = texts(inp.language), zone(inp.timezone)
+    out = [f"## {t.in_progress}", "", t.in_progress_note, ""]
+    for wip in inp.in_progress:
+        refs = ", ".join(commit_ref(sha, inp) for sha in wip.shas)
+        who = ", ".join(untrusted.text(name, inp.text_rules) for name in wip.authors)
+        out.append(f"- {untrusted.code(wip.branch, inp.text_rules)} ({who}): "
+                   f"{t.in_progress_line(wip.commits, local_time(wip.last_update, tz))}" + (f" ({refs})" if refs else ""))
+    return "\n".join(out) + "\n"
+
+
 def kinds_table(stats: ReportStats, t: Texts) -> list[str]:
     """The rows of the kinds table (layout 5), its header first."""
     return [t.kinds_header, "| --- | ---: |", *(f"| {t.kind_titles[k]} | {n} |" for k, n in stats.kinds.items())]

@@ -37,6 +37,18 @@ class Coverage(BaseModel):
     rewritten: list[str] = []
 
 
+class InProgress(BaseModel):
+    """A branch not tracked whose commits are not on the tracked branches yet, authored or updated in the
+    report's window (``steps.wip_git``): listed apart, never counted as landed."""
+
+    branch: str
+    authors: list[str]
+    commits: int  # not on the tracked branches yet
+    last_update: str  # its newest commit's committer time, UTC
+    #: Its newest commits, newest first (``wip_git.SHAS_KEPT``).
+    shas: list[str] = []
+
+
 class Merge(BaseModel):
     """A first-parent merge of a weekly report's coverage and how many commits it brought (``steps.week_git``)."""
 
@@ -98,6 +110,8 @@ class ReportInput(BaseModel):
     last_week: LastWeek | None = None
     #: A weekly's merges (layout 3; None when not gathered, as for a team report).
     merges: list[Merge] | None = None
+    #: Work on branches not merged yet (layout 5, ``wip_branches``); None when not gathered.
+    in_progress: list[InProgress] | None = None
     #: Every file path starts with its repository's name (a team report's commits, layout 3): areas stay apart.
     repository_prefixed: bool = False
 

@@ -29,6 +29,12 @@ class Texts:
     bots_table = "Bots"
     areas_table = "Areas"
     kinds = "Changes by kind"
+    in_progress = "In progress"
+    in_progress_note = "On branches not merged yet; not counted above."
+
+    def in_progress_line(self, commits: int, updated: str) -> str:
+        return f"{self.count(commits, 'commit')} not merged yet, last updated {updated}"
+
     kinds_table = "Kinds"
     kinds_header = "| Kind | Commits |"
     kind_titles = {"breaking": "Breaking changes", "features": "Features", "fixes": "Fixes",
@@ -228,6 +234,12 @@ class KoreanTexts(Texts):
     bots_table = "봇"
     areas_table = "영역별"
     kinds = "종류별 변경 사항"
+    in_progress = "진행 중"
+    in_progress_note = "아직 병합되지 않은 브랜치의 작업이며, 위의 집계에 포함되지 않습니다."
+
+    def in_progress_line(self, commits: int, updated: str) -> str:
+        return f"병합 전 {self.count(commits, 'commit')}, 마지막 갱신 {updated}"
+
     kinds_table = "종류별"
     kinds_header = "| 종류 | 커밋 |"
     kind_titles = {"breaking": "호환성이 깨지는 변경", "features": "기능", "fixes": "수정", "performance": "성능",

@@ -111,10 +111,15 @@ def with_git_facts(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: d
     output may not exist (the first weekly, a quiet week skipped, a pruned run) or may have been collected
     under other pins, and git at pinned heads gives a retry the same figures.
     """
-    from steps import merged, report_model, week_facts, week_git
+    from steps import merged, report_model, week_facts, week_git, wip_git
 
     if not merged.gathered_for(ctx.workflow, int(ctx.pinned.get("layout", 1))) or not out.heads:
         return out
+    if ctx.pinned.get("wip_branches"):  # layout 5: work on other branches, listed apart and never counted
+        out = out.model_copy(update={"in_progress": wip_git.in_progress(
+            repo, out.heads, list(ctx.pinned["branches"]), list(ctx.pinned["wip_branches"]),
+            start=inputs.instant(out.since) if out.since else ctx.period_start_at,
+            end=inputs.instant(out.until) if out.until else ctx.period_end_at)})
     landed = out.attribution == "landed"
     start, end = ctx.period_start_at, ctx.period_end_at
     merges = [] if out.covered else week_git.merges(repo, out.heads, lower=lower if landed else None,
@@ -160,6 +165,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
         coverage=coverage_of(collected),
         last_week=collected.last_week if collected is not None else None,
         merges=collected.merges if collected is not None else None,
+        in_progress=collected.in_progress if collected is not None else None,
         unreadable=collected.unreadable if collected is not None else list(unreadable),
         forge=ctx.pinned.get("forge"), repository_prefixed=repositories)
     writer: Any

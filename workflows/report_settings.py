@@ -143,6 +143,9 @@ class ProjectSettings(Strict):
     bots: list[Annotated[str, Field(min_length=1, max_length=200)]] = []
     # A subject's first words per kind of change, beside the built-in ones (``steps.change_kinds``).
     kinds: Annotated[dict[str, list[str]], AfterValidator(_check_kinds)] = {}
+    # Globs of branches (local and remote-tracking, e.g. ["*"] or ["feature/*", "origin/*"]) whose work not merged
+    # yet a report lists apart as in progress (``steps.wip_git``); none by default.
+    wip_branches: list[Annotated[str, Field(min_length=1, max_length=200)]] = []
 
 
 class ReportSettings(Strict):
@@ -266,4 +269,5 @@ def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> 
         "layout": LAYOUT,
         "bots": list(project.bots),
         "kinds": {kind: list(words) for kind, words in project.kinds.items()},
+        "wip_branches": list(project.wip_branches),
     }
