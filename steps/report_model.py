@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from steps import areas, change_kinds
+from steps import areas, change_kinds, subprojects
 from steps.git_log import CommitInfo, FileChange
 
 WorkflowName = Literal["daily_report", "weekly_report", "monthly_report", "quarterly_report"]
@@ -106,6 +106,8 @@ class ReportInput(BaseModel):
     bots: list[str] = []
     #: The project's own first words per kind of change (layout 5, ``steps.change_kinds``).
     kinds: dict[str, list[str]] = {}
+    #: A sub-project's folders (``steps.subprojects``): its areas are named below them.
+    roots: list[str] = []
     #: A weekly's previous week (layout 3; None when not gathered).
     last_week: LastWeek | None = None
     #: A weekly's merges (layout 3; None when not gathered, as for a team report).
@@ -232,11 +234,13 @@ class Layout:
     prefixed: bool = False
     #: The project's own first words per kind of change (``ReportInput.kinds``).
     kinds: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: A sub-project's folders (``ReportInput.roots``): areas are named below them.
+    roots: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, inp: ReportInput) -> Layout:
         return cls(inp.layout, frozenset(b.casefold() for b in inp.bots), inp.repository_prefixed,
-                   tuple((kind, tuple(words)) for kind, words in sorted(inp.kinds.items())))
+                   tuple((kind, tuple(words)) for kind, words in sorted(inp.kinds.items())), tuple(inp.roots))
 
     def by_kind(self, commits: Sequence[CommitInfo]) -> dict[str, list[CommitInfo]]:
         """``commits`` grouped by kind of change (layout 5; nothing before)."""
@@ -248,6 +252,8 @@ class Layout:
         if self.prefixed:
             repository, _, rest = path.partition("/")
             return f"{repository}/{areas.area_of(rest)}"
+        if self.roots:
+            return areas.area_of(subprojects.root_of(path, self.roots))
         if self.version >= 2:
             return areas.area_of(path)
         return area_of(path)

@@ -30,6 +30,11 @@ class Texts:
     areas_table = "Areas"
     kinds = "Changes by kind"
     in_progress = "In progress"
+
+    def shared_commits(self, n: int, projects: Sequence[str]) -> str:
+        """A team report over sub-projects of one repository: the commits two or more of them hold."""
+        return (f"{self.count(n, 'commit')} changed more than one of {', '.join(projects)}: each is in every such "
+                "project's section, and counted once above (shared).")
     in_progress_note = "On branches not merged yet; not counted above."
 
     def in_progress_line(self, commits: int, updated: str) -> str:
@@ -235,6 +240,10 @@ class KoreanTexts(Texts):
     areas_table = "영역별"
     kinds = "종류별 변경 사항"
     in_progress = "진행 중"
+
+    def shared_commits(self, n: int, projects: Sequence[str]) -> str:
+        return (f"{self.count(n, 'commit')}가 {', '.join(projects)} 중 둘 이상을 변경했습니다: 해당 프로젝트 섹션마다 "
+                "나오며, 위의 집계에는 한 번만 셉니다(공유).")
     in_progress_note = "아직 병합되지 않은 브랜치의 작업이며, 위의 집계에 포함되지 않습니다."
 
     def in_progress_line(self, commits: int, updated: str) -> str:

@@ -104,15 +104,20 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
 
 
 def with_git_facts(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[str, str] | None) -> CollectOutput:
-    """A weekly's collect with last week's figures and the merges of its coverage (layout 3), a daily's with its
-    merges (layout 5: ``steps.merged``); others unchanged.
+    """A collect kept to its sub-project (``paths``); a weekly's with last week's figures and the merges of its
+    coverage (layout 3), a daily's with its merges and work in progress (layout 5: ``steps.merged``,
+    ``steps.wip_git``); others unchanged.
 
     Last week is read from git at the pinned heads, not from the previous weekly's stored output: that
     output may not exist (the first weekly, a quiet week skipped, a pruned run) or may have been collected
     under other pins, and git at pinned heads gives a retry the same figures.
     """
-    from steps import merged, report_model, week_facts, week_git, wip_git
+    from steps import merged, report_model, subprojects, week_facts, week_git, wip_git
 
+    paths, exclude = list(ctx.pinned.get("paths", [])), list(ctx.pinned.get("exclude_paths", []))
+    if paths or exclude:  # a sub-project: the commits that changed it, with its files only
+        out = out.model_copy(update={"commits": subprojects.within(out.commits, paths, exclude),
+                                     "arrived_late": subprojects.within(out.arrived_late, paths, exclude)})
     if not merged.gathered_for(ctx.workflow, int(ctx.pinned.get("layout", 1))) or not out.heads:
         return out
     if ctx.pinned.get("wip_branches"):  # layout 5: work on other branches, listed apart and never counted
@@ -161,7 +166,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
         text_rules=int(ctx.pinned.get("text_rules", 0)),
         # Runs pinned before layout 2 keep top-level areas and every author alike.
         layout=int(ctx.pinned.get("layout", 1)), bots=list(ctx.pinned.get("bots", [])),
-        kinds=dict(ctx.pinned.get("kinds", {})),
+        kinds=dict(ctx.pinned.get("kinds", {})), roots=list(ctx.pinned.get("paths", [])),
         coverage=coverage_of(collected),
         last_week=collected.last_week if collected is not None else None,
         merges=collected.merges if collected is not None else None,

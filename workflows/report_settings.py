@@ -123,6 +123,12 @@ class NotionSettings(Strict):
         return self
 
 
+def _folder(value: str) -> str:
+    from steps import subprojects
+
+    return subprojects.normalise(value)
+
+
 def _check_kinds(value: dict[str, list[str]]) -> dict[str, list[str]]:
     from steps import change_kinds
 
@@ -146,6 +152,9 @@ class ProjectSettings(Strict):
     # Globs of branches (local and remote-tracking, e.g. ["*"] or ["feature/*", "origin/*"]) whose work not merged
     # yet a report lists apart as in progress (``steps.wip_git``); none by default.
     wip_branches: list[Annotated[str, Field(min_length=1, max_length=200)]] = []
+    # A sub-project: folders of the repository it keeps (and leaves out), e.g. ["services/api/"] (``steps.subprojects``).
+    paths: list[Annotated[str, AfterValidator(_folder)]] = []
+    exclude_paths: list[Annotated[str, AfterValidator(_folder)]] = []
 
 
 class ReportSettings(Strict):
@@ -270,4 +279,6 @@ def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> 
         "bots": list(project.bots),
         "kinds": {kind: list(words) for kind, words in project.kinds.items()},
         "wip_branches": list(project.wip_branches),
+        **({"paths": list(project.paths), "exclude_paths": list(project.exclude_paths)}
+           if project.paths or project.exclude_paths else {}),
     }

@@ -64,6 +64,8 @@ class Settings(ReportSettings):
         return [p.key for p in self.projects] if team.projects == "*" else list(team.projects)
 
 
+#: From this layout a commit two sub-projects share is counted once in the team report, and named as shared.
+SHARED_LAYOUT = 5
 #: From this layout a team file names its period once (``core-daily``: ``…-core-daily-summary.md``).
 TEAM_NAME_LAYOUT = 5
 #: A team schedule's name names its report file (``steps.save_markdown.team_report_path``): the project-name rule.
@@ -166,6 +168,17 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     apart = layout >= 3  # each repository's paths prefixed with its name: never summed across repositories
     every = sorted((commit for r in repos for commit in (team_markdown.repository_paths(r.name, r.commits) if apart
                                                          else r.commits)), key=lambda c: c.authored_at)
+    # Sub-projects of one repository share the commits that touch both: counted once overall, and named (layout 5).
+    owners: dict[str, list[str]] = {}
+    for r in repos:
+        for commit in r.commits:
+            owners.setdefault(commit.sha, []).append(r.name)
+    shared = {sha: names for sha, names in owners.items() if len(names) > 1} if layout >= SHARED_LAYOUT else {}
+    if shared:
+        first: dict[str, Any] = {}
+        for commit in every:
+            first.setdefault(commit.sha, commit)
+        every = list(first.values())  # in order: each shared commit where it first appears
     # The overall summary is written from every child's commits, as a project report is from its own.
     result = report.generate(ctx, commits=every, prompt=cast("WorkflowName", f"{kind}_report"),
                              on_empty="report", repositories=apart,
@@ -179,6 +192,9 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     lines = [text, "", f"## {words.projects}", ""]
     if missing:
         lines += [f"{words.not_collected}: {', '.join(f'{r.name} ({r.error_code})' for r in missing)}.", ""]
+    if shared:
+        lines += [words.shared_commits(len(shared), sorted({name for names in shared.values() for name in names})),
+                  ""]
     shape = Layout(layout, frozenset(b.casefold() for b in ctx.pinned.get("bots", [])), prefixed=True)
     for repo in repos:
         lines += (team_markdown.repository_section(repo, shape, rules, words) if apart
