@@ -50,7 +50,7 @@ class Runtime:
         kind = self.period_kind(schedule.spec.workflow)
         if kind is None:
             return None
-        return policies.business_period(kind, slot, schedule.spec.timezone, schedule.spec.report_on).key
+        return policies.business_period(kind, slot, schedule.spec.timezone, schedule.spec.report_on, schedule.spec.sprint).key
 
     def settings(self, workflow: str) -> Any:
         """The validated settings of workflow ``workflow`` (None if it has none)."""

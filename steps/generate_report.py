@@ -78,7 +78,7 @@ __all__ = ["BuiltinWriter", "OllamaWriter", "ReportInput", "ReportOutput", "Writ
            "render_prompt"]
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
-WORKFLOWS = ("daily_report", "weekly_report", "monthly_report", "quarterly_report")
+WORKFLOWS = ("daily_report", "weekly_report", "monthly_report", "quarterly_report", "sprint_report")
 _VERSION = re.compile(r"^v[0-9]+$")
 
 #: Prompt sizing: characters per token (conservative for English and code), the

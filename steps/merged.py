@@ -18,7 +18,7 @@ MERGES_LISTED = 15
 #: weekly does.
 DAILY_LAYOUT = 5
 #: The reports that list their merges under a heading of their own (a weekly lists them in its week).
-LISTED_APART = ("daily_report", "monthly_report", "quarterly_report")
+LISTED_APART = ("daily_report", "monthly_report", "quarterly_report", "sprint_report")
 
 
 def gathered_for(workflow: str, layout: int) -> bool:

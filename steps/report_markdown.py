@@ -104,7 +104,8 @@ def is_weekly(inp: ReportInput) -> bool:
 
 
 #: Each report workflow's period, as its texts name it.
-PERIODS = {"daily_report": "day", "weekly_report": "week", "monthly_report": "month", "quarterly_report": "quarter"}
+PERIODS = {"daily_report": "day", "weekly_report": "week", "monthly_report": "month", "quarterly_report": "quarter",
+           "sprint_report": "sprint"}
 
 
 def period_of(inp: ReportInput) -> str:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from steps import areas, change_kinds, subprojects
 from steps.git_log import CommitInfo, FileChange
 
-WorkflowName = Literal["daily_report", "weekly_report", "monthly_report", "quarterly_report"]
+WorkflowName = Literal["daily_report", "weekly_report", "monthly_report", "quarterly_report", "sprint_report"]
 #: How many files the "busiest files" table lists.
 BUSIEST_FILES = 10
 ROOT_AREA = areas.ROOT

@@ -66,7 +66,7 @@ class Texts:
         word = self._nouns[noun]
         return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
-    _titles = {"day": "Daily", "week": "Weekly", "month": "Monthly", "quarter": "Quarterly"}
+    _titles = {"day": "Daily", "week": "Weekly", "month": "Monthly", "quarter": "Quarterly", "sprint": "Sprint"}
 
     def title(self, period: str, project: str, key: str) -> str:
         """``period``: ``day``, ``week``, ``month`` or ``quarter`` (``report_markdown.period_of``)."""
@@ -272,9 +272,9 @@ class KoreanTexts(Texts):
         word, counter = self._counters[noun]
         return f"{word} {n}{counter}"
 
-    _titles = {"day": "일일", "week": "주간", "month": "월간", "quarter": "분기"}
-    _this = {"day": "이날", "week": "이번 주", "month": "이번 달", "quarter": "이번 분기"}
-    _during = {"day": "하루", "week": "한 주", "month": "한 달", "quarter": "한 분기"}
+    _titles = {"day": "일일", "week": "주간", "month": "월간", "quarter": "분기", "sprint": "스프린트"}
+    _this = {"day": "이날", "week": "이번 주", "month": "이번 달", "quarter": "이번 분기", "sprint": "이번 스프린트"}
+    _during = {"day": "하루", "week": "한 주", "month": "한 달", "quarter": "한 분기", "sprint": "스프린트"}
 
     def title(self, period: str, project: str, key: str) -> str:
         return f"# {self._titles[period]} 업무 보고: {project}, {key}"

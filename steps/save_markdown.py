@@ -37,7 +37,7 @@ from engine.core import errors
 
 PROJECT_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 KEY_PATTERN = re.compile(r"[0-9A-Za-z][0-9A-Za-z:_-]{0,63}")
-KINDS = ("daily", "weekly", "monthly", "quarterly")
+KINDS = ("daily", "weekly", "monthly", "quarterly", "sprint")
 OnExisting = Literal["version", "overwrite", "skip"]
 SaveAction = Literal["created", "unchanged", "versioned", "overwritten", "skipped"]
 _MAX_VERSIONS = 10_000
@@ -67,7 +67,7 @@ def report_path(reports_dir: Path, project: str, business_key: str, kind: str, r
 
     ``project`` must match ``[a-z0-9][a-z0-9_-]*`` and ``business_key``
     ``[0-9A-Za-z:_-]+`` (``2026-09-29``, ``2026-W40``, ``2026-09-29T10:30Z``);
-    ``kind`` is ``daily``, ``weekly``, ``monthly`` or ``quarterly``; ``revision`` >= 1. The result, with
+    ``kind`` is ``daily``, ``weekly``, ``monthly``, ``quarterly`` or ``sprint``; ``revision`` >= 1. The result, with
     symlinks resolved, is checked to lie inside the resolved ``reports_dir``.
     """
     if not PROJECT_PATTERN.fullmatch(project):

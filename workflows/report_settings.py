@@ -26,7 +26,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 PROMPTS_DIR = Path(report_texts.__file__).resolve().parent / "prompts"
 PROMPTED = ("daily_report", "weekly_report")
 #: Reports of longer periods, written from prompt v4 on (``prompt_versions`` counts the ones every report has).
-LATER_PERIODS = ("monthly_report", "quarterly_report")
+LATER_PERIODS = ("monthly_report", "quarterly_report", "sprint_report")
 LATER_PERIODS_FROM = 4
 #: Folders a report never goes to, unless the config itself lives there.
 

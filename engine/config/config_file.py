@@ -48,9 +48,11 @@ from engine.core.models import (
     Misfire,
     OnUpstream,
     Overlap,
+    PeriodKind,
     ReportOn,
     SchedulePriority,
     ScheduleSpec,
+    Sprint,
 )
 
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
@@ -210,6 +212,20 @@ class LimitsConfig(Strict):
 PROJECTLESS = "ops"
 
 
+class SprintConfig(Strict):
+    """A schedule's sprints: ``length`` whole days (a day to a year), one of them starting on ``anchor``."""
+
+    length: Duration
+    anchor: date
+
+    @field_validator("length")
+    @classmethod
+    def _whole_days(cls, value: timedelta) -> timedelta:
+        if value % timedelta(days=1) or not timedelta(days=1) <= value <= timedelta(days=366):
+            raise ValueError("a sprint is whole days long, from 1d to 366d (e.g. \"14d\")")
+        return value
+
+
 class ScheduleConfig(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
     workflow: str
@@ -255,6 +271,8 @@ class ScheduleConfig(Strict):
     after: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]] = []
     after_window: Duration = ScheduleSpec.after_window
     on_upstream: OnUpstream = ScheduleSpec.on_upstream
+    # A sprint workflow's sprints: { length = "14d", anchor = "2026-01-05" } (a day one of them starts on).
+    sprint: SprintConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -274,7 +292,8 @@ class ScheduleConfig(Strict):
         """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
         values = {name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__
                   if name not in ("calendar", "holidays")}
-        return ScheduleSpec(**{**values, "after": tuple(self.after)})
+        sprint = None if self.sprint is None else Sprint(self.sprint.anchor, self.sprint.length.days)
+        return ScheduleSpec(**{**values, "after": tuple(self.after), "sprint": sprint})
 
 
 class WorkflowSourceConfig(Strict):
@@ -476,6 +495,9 @@ def _check_dependencies(specs: Sequence[ScheduleSpec], file: str | None) -> None
             if upstream not in names:
                 raise errors.ConfigInvalid(f"after names '{upstream}', which is not a schedule of this file",
                                            file=file, key=f"schedules[{index}].after")
+            if specs[names[upstream]].sprint is not None:
+                raise errors.ConfigInvalid(f"after names '{upstream}', a sprint schedule: its periods match no "
+                                           "other schedule's", file=file, key=f"schedules[{index}].after")
     cycle = dependencies.find_cycle({spec.name: spec.after for spec in specs})
     if cycle is not None:
         raise errors.ConfigInvalid(f"after makes a cycle: {' -> '.join(cycle)}", file=file,
@@ -546,6 +568,16 @@ def build_config(raw: Mapping[str, Any], *, path: Path | None, registry: Mapping
             raise errors.ConfigInvalid(f"unknown workflow '{sched.workflow}' (known: {known})",
                                        file=file, key=f"{where}.workflow")
         workflow = registry[sched.workflow]
+        sprints = workflow.period is PeriodKind.SPRINT
+        if sprints and sched.sprint is None:
+            raise errors.ConfigInvalid(f"{sched.workflow} needs its sprints: sprint = {{ length = \"14d\", "
+                                       "anchor = \"2026-01-05\" }", file=file, key=f"{where}.sprint")
+        if not sprints and sched.sprint is not None:
+            raise errors.ConfigInvalid(f"{sched.workflow} reports on a {workflow.period.value}, not a sprint: leave "
+                                       "out sprint", file=file, key=f"{where}.sprint")
+        if sprints and sched.after:
+            raise errors.ConfigInvalid("a sprint schedule cannot wait for others (after): its periods match no "
+                                       "other schedule's", file=file, key=f"{where}.after")
         if sched.project is None:
             if not getattr(workflow, "projectless", False):
                 raise errors.ConfigInvalid("project is required", file=file, key=f"{where}.project")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from engine.core import errors, inputs, retention
-from engine.core.models import AWAITING_OPERATOR_STATUSES, RETRYABLE_STATUSES, Run, RunStatus
+from engine.core.models import AWAITING_OPERATOR_STATUSES, RETRYABLE_STATUSES, Run, RunStatus, Sprint
 
 # What ``runs retry`` accepts (SPEC §12), in the order forms list them, and what ``runs retry --schedule``
 # takes without ``--status``; what ``runs approve`` takes.
@@ -88,19 +88,20 @@ def check_range(first: date | None, last: date | None) -> None:
         raise errors.InvalidInput(f"--to {last} is before --from {first}")
 
 
-def in_range(business_key: str, timezone: str, first: date | None, last: date | None) -> bool:
+def in_range(business_key: str, timezone: str, first: date | None, last: date | None,
+             sprint: Sprint | None = None) -> bool:
     """Whether the period of ``business_key`` shares a business date with [first, last] (open ends allowed)."""
     if first is None and last is None:
         return True
     try:
-        start, end = retention.period_dates(business_key, timezone)
+        start, end = retention.period_dates(business_key, timezone, sprint)
     except ValueError:
         return False  # a key of unknown shape is never acted on by a range
     return (first is None or end >= first) and (last is None or start <= last)
 
 
 def choose(candidates: Sequence[Run], *, statuses: Sequence[RunStatus], timezone: str, first: date | None,
-           last: date | None) -> list[Run]:
+           last: date | None, sprint: Sprint | None = None) -> list[Run]:
     """The latest revision of each period among ``candidates`` (every revision of the schedule's periods that
     the store found), kept when its status is in ``statuses`` and its period meets the range; oldest first."""
     latest: dict[str, Run] = {}
@@ -109,7 +110,7 @@ def choose(candidates: Sequence[Run], *, statuses: Sequence[RunStatus], timezone
         if held is None or run.revision > held.revision:
             latest[run.business_key] = run
     chosen = [run for run in latest.values()
-              if run.status in statuses and in_range(run.business_key, timezone, first, last)]
+              if run.status in statuses and in_range(run.business_key, timezone, first, last, sprint)]
     return sorted(chosen, key=lambda run: (run.scheduled_for, run.id))
 
 

@@ -64,7 +64,7 @@ def upstream_periods(dependent_key: str, upstream: ScheduleSpec, kind: PeriodKin
     margin = SLOT_MARGIN[kind]
     start = datetime.combine(first, time(), UTC) - margin
     end = datetime.combine(last, time(), UTC) + margin + timedelta(days=1)
-    keys = (policies.business_period(kind, fire.at, upstream.timezone, upstream.report_on).key
+    keys = (policies.business_period(kind, fire.at, upstream.timezone, upstream.report_on, upstream.sprint).key
             for fire in timetable.fires_between(upstream.cron, upstream.timezone, start, end,
                                                 dst_gap=upstream.dst_gap, dst_fold=upstream.dst_fold))
     return covering_keys(keys, dependent_key)

@@ -7,7 +7,7 @@ ORM/Core rows never leave ``engine.store``: they are converted to these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -155,7 +155,16 @@ class PeriodKind(StrEnum):
     WEEK = "week"
     MONTH = "month"
     QUARTER = "quarter"
+    SPRINT = "sprint"
     SLOT = "slot"
+
+
+@dataclass(frozen=True)
+class Sprint:
+    """A schedule's sprints: ``days`` long, one starting on ``anchor`` (and every ``days`` before and after)."""
+
+    anchor: date
+    days: int
 
 
 class DstGap(StrEnum):
@@ -241,6 +250,7 @@ class ScheduleSpec:
     after: tuple[str, ...] = ()
     after_window: timedelta = timedelta(hours=6)
     on_upstream: OnUpstream = OnUpstream.RUN
+    sprint: Sprint | None = None  # the sprints of a sprint workflow's schedule
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from engine.core.models import (
     Schedule,
     ScheduleSpec,
     SlotReason,
+    Sprint,
 )
 
 # --- business periods -------------------------------------------------------
@@ -37,16 +38,19 @@ def _local_midnight(day: date, zone: ZoneInfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
 
 
-def period_of_date(kind: PeriodKind, day: date, tz: str) -> Period:
-    """The day, ISO week (Monday 00:00 to Monday 00:00 local), month or quarter containing ``day``."""
+def period_of_date(kind: PeriodKind, day: date, tz: str, sprint: Sprint | None = None) -> Period:
+    """The day, ISO week (Monday 00:00 to Monday 00:00 local), month, quarter or sprint (of ``sprint``)
+    containing ``day``."""
     if kind is PeriodKind.SLOT:
         raise ValueError("a slot period is defined by its slot, not a date")
     zone = ZoneInfo(tz)
-    first, after = period_keys.span(kind, day)
-    return Period(period_keys.format(kind, first), _local_midnight(first, zone), _local_midnight(after, zone), tz)
+    first, after = period_keys.span(kind, day, sprint)
+    return Period(period_keys.format(kind, first, sprint), _local_midnight(first, zone), _local_midnight(after, zone),
+                  tz)
 
 
-def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: ReportOn) -> Period:
+def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: ReportOn,
+                    sprint: Sprint | None = None) -> Period:
     """The period a run for ``slot_at`` reports on; fixed when the run is created.
 
     ``previous`` reports on the period before the slot's local date (complete);
@@ -61,8 +65,8 @@ def business_period(kind: PeriodKind, slot_at: datetime, tz: str, report_on: Rep
         slot_at = slot_at - timedelta(microseconds=1)
     local_day = slot_at.astimezone(ZoneInfo(tz)).date()
     if report_on is ReportOn.PREVIOUS:  # the day before the period's first: in the period before
-        local_day = period_keys.span(kind, local_day)[0] - timedelta(days=1)
-    return period_of_date(kind, local_day, tz)
+        local_day = period_keys.span(kind, local_day, sprint)[0] - timedelta(days=1)
+    return period_of_date(kind, local_day, tz, sprint)
 
 
 # Pinned as ``window_rule``: runs created before it existed have none, and keep the window they pinned.
@@ -90,26 +94,27 @@ def collect_window(period: Period, slot_at: datetime, report_on: ReportOn,
     return period, WINDOW_WHOLE_PERIOD
 
 
-def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn) -> tuple[date, date]:
+def slot_dates_for_period(kind: PeriodKind, day: date, report_on: ReportOn,
+                          sprint: Sprint | None = None) -> tuple[date, date]:
     """Local dates [first, last] on which the slot reporting on ``day``'s period fires."""
     if report_on is ReportOn.INTERVAL and kind is not PeriodKind.SLOT:  # its slot ends in the period, or at its end
-        first, last = slot_dates_for_period(kind, day, ReportOn.CURRENT)
+        first, last = slot_dates_for_period(kind, day, ReportOn.CURRENT, sprint)
         return first, last + timedelta(days=1)
     if kind is PeriodKind.SLOT:
         return day, day
-    first, after = period_keys.span(kind, day)
+    first, after = period_keys.span(kind, day, sprint)
     if report_on is ReportOn.PREVIOUS:  # the slot fires in the period after
-        first, after = period_keys.span(kind, after)
+        first, after = period_keys.span(kind, after, sprint)
     return first, after - timedelta(days=1)
 
 
 def slot_for_date(spec: ScheduleSpec, kind: PeriodKind, day: date) -> datetime | None:
     """The first slot of ``spec``'s cron that reports on ``day``'s period; None when the cron has none."""
-    first, last = slot_dates_for_period(kind, day, spec.report_on)
-    key = period_of_date(kind, day, spec.timezone).key if kind is not PeriodKind.SLOT else None
+    first, last = slot_dates_for_period(kind, day, spec.report_on, spec.sprint)
+    key = period_of_date(kind, day, spec.timezone, spec.sprint).key if kind is not PeriodKind.SLOT else None
     fires = [f for f in timetable.fires_on_local_dates(spec.cron, spec.timezone, first, last,
                                                        dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
-             if key is None or business_period(kind, f.at, spec.timezone, spec.report_on).key == key]
+             if key is None or business_period(kind, f.at, spec.timezone, spec.report_on, spec.sprint).key == key]
     return fires[0].at if fires else None
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from engine.core import period_keys
-from engine.core.models import TERMINAL_STATUSES, RunStatus
+from engine.core.models import TERMINAL_STATUSES, RunStatus, Sprint
 
 PRUNE_ACTION = "runs_pruned"
 # A slot reports on a period that ends at most this long before the slot (a weekly
@@ -52,16 +52,18 @@ class PrunedRange:
         return self.first <= first and last <= self.last
 
 
-def period_dates(business_key: str, tz: str) -> tuple[date, date]:
-    """The local business dates [first, last] of a run's period, read from its key.
+def period_dates(business_key: str, tz: str, sprint: Sprint | None = None) -> tuple[date, date]:
+    """The local business dates [first, last] of a run's period, read from its key (a sprint's with its
+    schedule's ``sprint``).
 
-    A revision suffix (``#2``) never appears in a business key; an unknown shape raises ValueError.
+    A revision suffix (``#2``) never appears in a business key; an unknown shape raises ValueError, and so does a
+    sprint's key without its ``sprint``: a prune keeps such runs.
     """
-    key = period_keys.parse(business_key)
+    key = period_keys.parse(business_key, sprint)
     if key.slot_at is not None:
         local = key.slot_at.astimezone(ZoneInfo(tz)).date()
         return local, local
-    return key.day, period_keys.span(key.kind, key.day)[1] - timedelta(days=1)
+    return key.day, period_keys.span(key.kind, key.day, sprint)[1] - timedelta(days=1)
 
 
 def cutoff_for_retain(now: datetime, retain: timedelta) -> date:

@@ -38,7 +38,7 @@ def earlier_periods(rt: Runtime, schedule_name: str, before: datetime) -> tuple[
         out: list[PeriodFate] = []
         end = before
         while len(out) < _FURTHEST:
-            chunk = _periods_before(kind, schedule.spec.timezone, zone, end, _CHUNK)
+            chunk = _periods_before(kind, schedule.spec, zone, end, _CHUNK)
             states = run_rows.period_states(conn, schedule.id, [p.key for p in chunk])
             for period in chunk:
                 state = states.get(period.key)
@@ -62,12 +62,12 @@ def _window_end(spec: ScheduleSpec, period: Period, slot: datetime) -> datetime:
     return policies.collect_window(period, slot, spec.report_on, new_runs.previous_slot(spec, slot))[0].end_at
 
 
-def _periods_before(kind: PeriodKind, tz: str, zone: ZoneInfo, end: datetime, count: int) -> list[Period]:
+def _periods_before(kind: PeriodKind, spec: ScheduleSpec, zone: ZoneInfo, end: datetime, count: int) -> list[Period]:
     """The ``count`` periods before the instant ``end``, newest first."""
     out: list[Period] = []
     day = (end - timedelta(microseconds=1)).astimezone(zone).date()
     for _ in range(count):
-        period = policies.period_of_date(kind, day, tz)
+        period = policies.period_of_date(kind, day, spec.timezone, spec.sprint)
         out.append(period)
         day = period.start_at.astimezone(zone).date() - timedelta(days=1)
     return out

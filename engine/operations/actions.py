@@ -99,7 +99,7 @@ def _trigger_slot(conn: Connection, rt: Runtime, schedule: Schedule, slot: datet
     """``trigger`` of one slot's period by the §12 table (``dry_run``: what it would do, nothing written)."""
     spec = schedule.spec
     workflow = rt.workflow(spec.workflow)
-    period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
+    period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on, spec.sprint)
     existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
     decision = revisions.decide_period(revisions.Command.TRIGGER, existing, force_new=force_new)
     run = decision.run
@@ -190,7 +190,7 @@ def _backfill_slots(schedule: Schedule, kind: PeriodKind, first: date, last: dat
     seen: set[str] = set()
     day = first
     while day <= last:
-        key = policies.period_of_date(kind, day, spec.timezone).key
+        key = policies.period_of_date(kind, day, spec.timezone, spec.sprint).key
         if key not in seen:
             seen.add(key)
             try:
@@ -227,13 +227,13 @@ def backfill(rt: Runtime, schedule_name: str, *, first: date, last: date, dry_ru
         batch = slots[index:index + BACKFILL_BATCH]
         with (rt.store.read() if dry_run else rt.store.write()) as conn:
             for slot in batch:
-                period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on)
+                period = policies.business_period(workflow.period, slot, spec.timezone, spec.report_on, spec.sprint)
                 if slot > now:
                     report.future.append(period.key)
                     continue
                 existing = run_rows.find_period_runs(conn, workflow.name, spec.project, period.key)
                 if not existing and pruned_ranges and retention.is_pruned(
-                        pruned_ranges, *retention.period_dates(period.key, spec.timezone)):
+                        pruned_ranges, *retention.period_dates(period.key, spec.timezone, spec.sprint)):
                     report.pruned.append(period.key)
                     continue
                 decision = revisions.decide_period(revisions.Command.BACKFILL, existing,
@@ -298,7 +298,8 @@ def trigger_range(rt: Runtime, schedule_name: str, *, first: date, last: date, f
             for slot in batch:
                 if slot > now:
                     report.future.append(policies.business_period(
-                        workflow.period, slot, schedule.spec.timezone, schedule.spec.report_on).key)
+                        workflow.period, slot, schedule.spec.timezone, schedule.spec.report_on,
+                        schedule.spec.sprint).key)
                     continue
                 report.results.append(_trigger_slot(conn, rt, schedule, slot, now, pins, force_new=force_new,
                                                     dry_run=dry_run))

@@ -30,7 +30,8 @@ def _plan(rt: Runtime, action: str, schedule_name: str, statuses: Sequence[RunSt
         if action == "retry" and refuse:
             actions.refuse_disabled(schedule, "runs retry")
         candidates = bulk_rows.list_candidates(conn, schedule.id, statuses)
-    chosen = bulk.choose(candidates, statuses=statuses, timezone=schedule.spec.timezone, first=first, last=last)
+    chosen = bulk.choose(candidates, statuses=statuses, timezone=schedule.spec.timezone, first=first, last=last,
+                         sprint=schedule.spec.sprint)
     return bulk.BulkPlan(action, schedule.name, tuple(s.value for s in statuses), first, last,
                          tuple(bulk.target_of(run) for run in chosen))
 

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from engine.core import calendars, dependencies, errors, inputs, policies, retention, revisions
 from engine.core.cron import timetable
-from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule
+from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule, Sprint
 from engine.runtime import Runtime
 from engine.store import calendar_rows, history_rows, pruning, schedule_rows
 
@@ -140,19 +140,19 @@ def plan_cells(schedule: Schedule, kind: PeriodKind, slots: Sequence[tuple[str, 
             cells.append(Cell(key, day, slot_at, BEFORE_SCHEDULE, reason="before the schedule existed"))
         elif schedule.next_run_at is not None and slot_at >= schedule.next_run_at:
             cells.append(Cell(key, day, slot_at, AWAITING_TICK, reason="due; no scheduler tick yet"))
-        elif _was_pruned(key, schedule.spec.timezone, pruned):
+        elif _was_pruned(key, schedule.spec.timezone, pruned, schedule.spec.sprint):
             cells.append(Cell(key, day, slot_at, PRUNED, reason="pruned (settled history)"))
         else:
             cells.append(Cell(key, day, slot_at, NO_ROW, reason="no row, and no audit says why"))
     return tuple(cells)
 
 
-def _was_pruned(key: str, timezone: str, pruned: Sequence[retention.PrunedRange]) -> bool:
+def _was_pruned(key: str, timezone: str, pruned: Sequence[retention.PrunedRange], sprint: Sprint | None = None) -> bool:
     """Whether a recorded prune range holds every business date of period ``key``."""
     if not pruned:
         return False
     try:
-        first, last = retention.period_dates(key, timezone)
+        first, last = retention.period_dates(key, timezone, sprint)
     except ValueError:
         return False
     return any(r.covers(first, last) for r in pruned)
@@ -180,14 +180,14 @@ def _period_slots(schedule: Schedule, kind: PeriodKind, now: datetime, weeks: in
                                                      dst_fold=spec.dst_fold)
         out = []
         for fire in [*fires, *upcoming]:
-            key = policies.business_period(kind, fire.at, spec.timezone, spec.report_on).key
+            key = policies.business_period(kind, fire.at, spec.timezone, spec.report_on, spec.sprint).key
             out.append((key, fire.local.date(), fire.at))
         return out
     fires = timetable.fires_on_local_dates(spec.cron, spec.timezone, first - timedelta(days=7), today + timedelta(days=8),
                                       dst_gap=spec.dst_gap, dst_fold=spec.dst_fold)
     seen: dict[str, tuple[str, date, datetime]] = {}
     for fire in fires:
-        period = policies.business_period(kind, fire.at, spec.timezone, spec.report_on)
+        period = policies.business_period(kind, fire.at, spec.timezone, spec.report_on, spec.sprint)
         start_day = period.start_at.astimezone(zone).date()
         if period.key in seen or start_day > today or period.end_at.astimezone(zone).date() <= first:
             continue

@@ -164,6 +164,8 @@ def schedule_view(schedule: Schedule, last: Run | None = None, measured: Any = N
             # What else decides whether and when a run happens (dependencies, start_by, recovery).
             "after": list(spec.after), "after_window": durations.text(spec.after_window),
             "on_upstream": spec.on_upstream.value,
+            "sprint": None if spec.sprint is None else {"length": f"{spec.sprint.days}d",
+                                                        "anchor": spec.sprint.anchor.isoformat()},
             "start_by": None if spec.start_by is None else durations.text(spec.start_by),
             "auto_recover": spec.auto_recover, "auto_recover_daily": spec.auto_recover_daily, **{
         "id": schedule.id,

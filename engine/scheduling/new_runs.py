@@ -73,7 +73,7 @@ def new_run(schedule: Schedule, workflow: WorkflowDef, slot_at: datetime, *, tri
             reason: SlotReason | None = None, revision: int = 1, not_before: datetime | None = None) -> NewRun:
     """A new run for ``slot_at`` (the caller inserts it with ON CONFLICT DO NOTHING)."""
     spec = schedule.spec
-    period = policies.business_period(workflow.period, slot_at, spec.timezone, spec.report_on)
+    period = policies.business_period(workflow.period, slot_at, spec.timezone, spec.report_on, spec.sprint)
     return NewRun(
         schedule_id=schedule.id, workflow=workflow.name, project=spec.project, trigger=trigger,
         scheduled_for=slot_at, business_key=period.key,

@@ -47,9 +47,13 @@ def _date_clause(first: date | None, last: date | None) -> ColumnElement[bool]:
         if last is not None:
             bounds.append(key < period_keys.format(kind, last + timedelta(days=1)) if kind is PeriodKind.DAY
                           else key <= period_keys.format(kind, last))
-    return or_(and_(not_(is_week), not_(is_month), not_(is_quarter), *parts[PeriodKind.DAY]),
+    # A sprint's dates need its schedule's sprint: here a sprint is kept by the year it starts in.
+    is_sprint = key.like(period_keys.SPRINT_LIKE)
+    sprints = [*([key >= f"{first.year:04d}-S00"] if first is not None else []),
+               *([key <= f"{last.year:04d}-S99"] if last is not None else [])]
+    return or_(and_(not_(is_week), not_(is_month), not_(is_quarter), not_(is_sprint), *parts[PeriodKind.DAY]),
                and_(is_week, *parts[PeriodKind.WEEK]), and_(is_month, *parts[PeriodKind.MONTH]),
-               and_(is_quarter, *parts[PeriodKind.QUARTER]))
+               and_(is_quarter, *parts[PeriodKind.QUARTER]), and_(is_sprint, *sprints))
 
 
 def page_runs(conn: Connection, filt: RunFilter, *, after: tuple[datetime, int] | None, limit: int) -> list[Run]:

@@ -40,7 +40,7 @@ def period_facts(conn: Connection, schedule: Schedule, slots: Sequence[datetime]
             facts[slot] = slo.PeriodFact(slot, RunStatus(status), completed_at, reason)  # the last row: the latest revision
         return facts
     spec = schedule.spec
-    key_of = {slot: policies.business_period(kind, slot, spec.timezone, spec.report_on).key for slot in slots}
+    key_of = {slot: policies.business_period(kind, slot, spec.timezone, spec.report_on, spec.sprint).key for slot in slots}
     keys = sorted(set(key_of.values()))
     latest: dict[str, tuple[RunStatus, datetime | None, str | None]] = {}
     for first in range(0, len(keys), _KEYS_PER_QUERY):

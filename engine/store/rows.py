@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from sqlalchemy.engine import RowMapping
@@ -28,6 +28,7 @@ from engine.core.models import (
     Schedule,
     SchedulePriority,
     ScheduleSpec,
+    Sprint,
     StepRecord,
     StepStatus,
 )
@@ -41,7 +42,8 @@ _OPTIONAL: dict[str, Any] = {"criticality": Criticality.NORMAL, "priority": Sche
                              "auto_recover": ScheduleSpec.auto_recover,
                              "auto_recover_daily": ScheduleSpec.auto_recover_daily,
                              "freshness_target": None, "calendar": None, "holidays": (), "after": (),
-                             "after_window": ScheduleSpec.after_window, "on_upstream": ScheduleSpec.on_upstream}
+                             "after_window": ScheduleSpec.after_window, "on_upstream": ScheduleSpec.on_upstream,
+                             "sprint": None}
 
 
 
@@ -62,6 +64,8 @@ def definition_of(spec: ScheduleSpec) -> dict[str, Any]:
             value = value.value
         elif isinstance(value, tuple):
             value = list(value)  # as JSON reads it back, so a stored definition compares equal
+        elif isinstance(value, Sprint):
+            value = {"anchor": value.anchor.isoformat(), "days": value.days}
         out[name] = value
     return out
 
@@ -84,6 +88,8 @@ def spec_from_definition(definition: dict[str, Any], enabled: bool) -> ScheduleS
         values["holidays"] = tuple(values["holidays"])
     if "after" in values:
         values["after"] = tuple(values["after"])
+    if values.get("sprint") is not None:
+        values["sprint"] = Sprint(date.fromisoformat(values["sprint"]["anchor"]), int(values["sprint"]["days"]))
     return ScheduleSpec(**values, enabled=enabled)
 
 

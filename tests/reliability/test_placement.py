@@ -197,3 +197,74 @@ def test_months_and_quarters_backfilled_after_on_time_ones_hold_their_own_commit
         assert shas == want, f"{key}: {len(shas - want)} not of this {kind}, {len(want - shas)} missing"
     files = sorted(p.name for p in (tmp_path / "reports" / "history").glob("*.md"))
     assert files == sorted(f"{period_key(s, kind)}-history-{kind}ly-summary.md" for s in starts)
+
+
+ANCHOR, SPRINT_DAYS = date(2027, 1, 4), 14  # the history's first Monday; two-week sprints
+
+
+def sprint_key(day: date) -> str:
+    """A sprint's key as the documentation defines it, written out here: the n-th sprint starting in its year."""
+    start = ANCHOR + timedelta(days=(day - ANCHOR).days // SPRINT_DAYS * SPRINT_DAYS)
+    behind = (date(start.year, 1, 1) - ANCHOR).days
+    first = ANCHOR + timedelta(days=-(-behind // SPRINT_DAYS) * SPRINT_DAYS)
+    return f"{start.year:04d}-S{(start - first).days // SPRINT_DAYS + 1:02d}"
+
+
+def test_sprints_backfilled_after_on_time_ones_hold_their_own_commits(store_url: str, tmp_path: Path) -> None:
+    """Two-week sprints over a history stretched across fourteen months, reported each Monday (the Monday a
+    sprint ends on reports it; the one between finds it reported): the last two on time, the rest backfilled by
+    two workers; each report holds its sprint's commits."""
+    source, _ = replay.stretched_history(tmp_path, scale=150)
+    by_day = oracle(source)
+    expected: dict[str, set[str]] = {}
+    for day, shas in by_day.items():
+        expected.setdefault(sprint_key(day), set()).update(shas)
+    final = replay.git(source, "rev-parse", "main").strip()
+    starts = [ANCHOR]
+    while starts[-1] + timedelta(days=SPRINT_DAYS) <= max(by_day):
+        starts.append(starts[-1] + timedelta(days=SPRINT_DAYS))
+    live, backfilled = starts[-2:], starts[:-2]
+    config = write_config(
+        tmp_path / "reportflow.toml", db_url=store_url,
+        sections={"reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}},
+        projects=[{"key": "history", "repo": str(source), "branches": ["main"], "on_empty": "report"}],
+        schedules=[{"name": "history-sprint", "workflow": "sprint_report", "project": "history",
+                    "cron": "0 3 * * 1", "timezone": "UTC", "attribution": "landed",
+                    "sprint": {"length": f"{SPRINT_DAYS}d", "anchor": ANCHOR.isoformat()}}])
+
+    def slot(start: date) -> datetime:  # the Monday the sprint ends on, 03:00
+        end = start + timedelta(days=SPRINT_DAYS)
+        return datetime(end.year, end.month, end.day, 3, tzinfo=UTC)
+
+    def cli(*args: str, now: datetime) -> None:
+        done = run_cli(*args, config=config, now=now.strftime("%Y-%m-%dT%H:%M:%SZ"), timeout=300)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+
+    cli("schedules", "apply", now=slot(live[0]) - timedelta(hours=1))
+    for start in live:
+        replay.git(source, "update-ref", "refs/heads/main", head_at(source, final, slot(start)))
+        cli("cycle", now=slot(start) + timedelta(minutes=1))
+        cli("cycle", now=slot(start) + timedelta(days=7, minutes=1))  # the Monday between: nothing new
+    replay.git(source, "update-ref", "refs/heads/main", final)
+    after = slot(live[-1]) + timedelta(days=8)
+    cli("backfill", "history-sprint", "--from", backfilled[0].isoformat(),
+        "--to", (backfilled[-1] + timedelta(days=SPRINT_DAYS - 1)).isoformat(), now=after)
+    clock = procs.Shared(after)
+    workers = [procs.spawn(tmp_path, config, "work", "--until-idle", now=clock.at(), log_name=f"work-{n}.log")
+               for n in range(2)]
+    for worker in workers:
+        _, log = procs.finish(worker, timeout=600)
+        assert worker.returncode == 0, log[-3000:]
+    rt = make_runtime(store_url)
+    try:
+        with rt.store.read() as conn:
+            runs = [run_rows.get_run(conn, r.id) for r in run_rows.list_runs(conn, limit=None)]
+    finally:
+        rt.store.dispose()
+    assert {r.status.value for r in runs} == {"SUCCESS"}
+    held = {r.business_key: {c["sha"] for c in r.steps[0].output["commits"]} for r in runs}
+    assert sorted(held) == sorted(sprint_key(s) for s in starts) and len(runs) == len(starts)
+    for key, shas in held.items():
+        want = expected.get(key, set())
+        assert shas == want, f"{key}: {len(shas - want)} not of this sprint, {len(want - shas)} missing"
+    assert len(backfilled) >= 25 and sum(len(v) for v in expected.values()) == sum(len(v) for v in by_day.values())

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.core import period_keys, policies
-from engine.core.models import PeriodKind, ReportOn
+from engine.core.models import PeriodKind, ReportOn, Sprint
 
 days = st.dates(min_value=date(1, 1, 8), max_value=date(9999, 12, 24))
 instants = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
@@ -100,8 +100,43 @@ def test_the_wrong_value_for_a_kind_is_refused() -> None:
 
 def test_business_periods_are_keyed_by_the_formatter() -> None:
     slot = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
-    assert [policies.business_period(kind, slot, "Asia/Seoul", ReportOn.CURRENT).key for kind in PeriodKind] == [
-        "2026-04-08", "2026-W15", "2026-04", "2026-Q2", "2026-04-08T10:00Z"]
+    sprint = Sprint(date(2026, 1, 5), 14)
+    assert [policies.business_period(kind, slot, "Asia/Seoul", ReportOn.CURRENT, sprint).key
+            for kind in PeriodKind] == ["2026-04-08", "2026-W15", "2026-04", "2026-Q2", "2026-S07", "2026-04-08T10:00Z"]
+
+
+SPRINT = Sprint(date(2026, 1, 5), 14)  # the example: 2026-S23 is the sprint of mid-November
+
+
+@pytest.mark.parametrize(("day", "key", "first", "after"), [
+    (date(2026, 1, 5), "2026-S01", date(2026, 1, 5), date(2026, 1, 19)),
+    (date(2026, 1, 18), "2026-S01", date(2026, 1, 5), date(2026, 1, 19)),
+    (date(2026, 1, 19), "2026-S02", date(2026, 1, 19), date(2026, 2, 2)),
+    (date(2026, 11, 15), "2026-S23", date(2026, 11, 9), date(2026, 11, 23)),
+    (date(2026, 1, 2), "2025-S26", date(2025, 12, 22), date(2026, 1, 5)),  # a sprint is its start's year's
+    (date(2024, 6, 1), "2024-S11", date(2024, 5, 27), date(2024, 6, 10)),  # before the anchor, the same cadence
+])
+def test_a_sprint_is_numbered_within_the_year_it_starts_in(day: date, key: str, first: date, after: date) -> None:
+    assert period_keys.format(PeriodKind.SPRINT, day, SPRINT) == key
+    assert period_keys.span(PeriodKind.SPRINT, day, SPRINT) == (first, after)
+    assert period_keys.parse(key, SPRINT) == period_keys.PeriodKey(PeriodKind.SPRINT, first)
+
+
+@given(days)
+def test_every_sprint_key_reads_back_and_sorts_by_time(day: date) -> None:
+    key = period_keys.format(PeriodKind.SPRINT, day, SPRINT)
+    first, after = period_keys.span(PeriodKind.SPRINT, day, SPRINT)
+    assert period_keys.parse(key, SPRINT).day == first and (after - first).days == 14
+    assert period_keys.format(PeriodKind.SPRINT, after, SPRINT) > key  # the next sprint sorts after it
+
+
+def test_a_sprint_key_needs_its_sprint_and_a_number_the_year_has() -> None:
+    with pytest.raises(ValueError, match="needs its schedule's sprint"):
+        period_keys.parse("2026-S23")
+    with pytest.raises(ValueError, match="no sprint 27"):
+        period_keys.parse("2026-S27", SPRINT)
+    with pytest.raises(ValueError, match="no sprint 0"):
+        period_keys.parse("2026-S00", SPRINT)
 
 
 SEOUL = "Asia/Seoul"

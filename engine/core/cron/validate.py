@@ -75,7 +75,9 @@ def check(expr: str, tz: str, *, now: datetime, period: PeriodKind = PeriodKind.
     next_fires = timetable.preview(expr, tz, start, 5, dst_gap=dst_gap, dst_fold=dst_fold)
     if not next_fires:
         problems.append(("cron", "never fires: every slot falls in a DST gap that dst_gap = \"skip\" drops"))
-    if period is not PeriodKind.SLOT:
+    # A sprint's cron says when to look (a cron cannot count fourteen days): the first fire after a sprint ends
+    # reports it, and later fires of the next sprint find it reported (``tick``: already present).
+    if period not in (PeriodKind.SLOT, PeriodKind.SPRINT):
         problem = _period_problem(parsed, zone_info, start, period, dst_gap, dst_fold, kind)
         if problem:
             problems.append(("cron", problem))
@@ -95,7 +97,8 @@ def _period_problem(parsed: expression.Parsed, tz: ZoneInfo, now: datetime, peri
     for key, group in groupby(fires, lambda f: period_keys.format(period, f.local.date())):
         count = sum(1 for _ in group)
         if count > 1:
-            where, unit = (f"on {key}", "day") if period is PeriodKind.DAY else (f"in {key}", "ISO week")
+            where = f"on {key}" if period is PeriodKind.DAY else f"in {key}"
+            unit = {PeriodKind.DAY: "day", PeriodKind.WEEK: "ISO week"}.get(period, period.value)
             return f"fires {count} times {where}; {kind} allows one slot per {unit}"
     return None
 
