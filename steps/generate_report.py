@@ -397,7 +397,8 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
     text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
-                     kinds_section(inp), week_facts.section(inp), merged.daily_section(inp),
+                     kinds_section(inp), week_facts.section(inp), week_facts.weeks_section(inp),
+                     merged.daily_section(inp),
                      in_progress_section(inp), arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules, inp.layout)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,

@@ -191,6 +191,14 @@ class Texts:
         extra = f"; {self.count(outside, 'commit')} authored before the week" if outside else ""
         return f"- **Day by day** (commits by author date): {days}{extra}"
 
+    week_by_week = "Week by week"
+
+    def week_by_week_line(self, weeks: Sequence[tuple[str, int]], outside: int) -> str:
+        """Commits per ISO week of a longer report; ``outside``: held here, authored outside its window."""
+        shown = " · ".join(f"{week} {n}" for week, n in weeks)
+        extra = f"; {self.count(outside, 'commit')} authored outside the window" if outside else ""
+        return f"- **Week by week** (commits by author date): {shown}{extra}"
+
     def against_header(self, last_key: str) -> str:
         return f"| | This week | Last week ({last_key}) | Change |"
 
@@ -382,6 +390,13 @@ class KoreanTexts(Texts):
         days = " · ".join(f"{day} {n}" for day, n in zip(self.weekdays, counts, strict=True))
         extra = f"; 이번 주 이전에 작성된 {self.count(outside, 'commit')}" if outside else ""
         return f"- **요일별** (작성일 기준 커밋): {days}{extra}"
+
+    week_by_week = "주별"
+
+    def week_by_week_line(self, weeks: Sequence[tuple[str, int]], outside: int) -> str:
+        shown = " · ".join(f"{week} {n}" for week, n in weeks)
+        extra = f"; 기간 밖에서 작성된 {self.count(outside, 'commit')}" if outside else ""
+        return f"- **주별** (작성일 기준 커밋): {shown}{extra}"
 
     def against_header(self, last_key: str) -> str:
         return f"| | 이번 주 | 지난주 ({last_key}) | 변화 |"

@@ -1,4 +1,5 @@
-"""A weekly report's week (layout 3): day by day, against last week, merged this week.
+"""A weekly report's week (layout 3): day by day, against last week, merged this week; a longer report's weeks
+(layout 5: week by week).
 
 Pure functions of the report input: the commits per local day of the ISO week, the week's
 figures beside last week's (``ReportInput.last_week``, gathered at COLLECT_GIT by
@@ -9,7 +10,7 @@ brought. The words come from ``steps.report_texts``; same input, same bytes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from steps import merged
 from steps.git_log import CommitInfo
@@ -19,6 +20,8 @@ from steps.report_texts import Texts, texts
 
 #: The week's layout: a weekly pinned with an earlier layout has no week section.
 WEEK_LAYOUT = 3
+#: From this layout a month, a quarter or a sprint has its weeks, as a weekly has its days.
+WEEKS_LAYOUT = 5
 #: Areas compared with last week (the busiest of either week).
 AREAS_COMPARED = 6
 
@@ -46,6 +49,39 @@ def day_counts(inp: ReportInput) -> tuple[list[int], int]:
         else:
             outside += 1
     return counts, outside
+
+
+def week_counts(inp: ReportInput) -> tuple[list[tuple[str, int]], int]:
+    """A longer report's commits per ISO week its window touches (by author date, local), oldest first, and how
+    many it holds that were authored outside the window (landed in it, written earlier)."""
+    tz = zone(inp.timezone)
+    start = datetime.fromisoformat(inp.window_start).astimezone(tz).date()
+    end = datetime.fromisoformat(inp.window_end).astimezone(tz).date()
+    weeks: dict[str, int] = {}
+    day = start - timedelta(days=start.weekday())
+    while day < end:
+        year, week, _ = day.isocalendar()
+        weeks[f"W{week:02d}" if year == start.year else f"{year}-W{week:02d}"] = 0
+        day += timedelta(days=7)
+    outside = 0
+    for commit in inp.reported:
+        authored = datetime.fromisoformat(commit.authored_at).astimezone(tz).date()
+        year, week, _ = authored.isocalendar()
+        label = f"W{week:02d}" if year == start.year else f"{year}-W{week:02d}"
+        if start <= authored < end and label in weeks:
+            weeks[label] += 1
+        else:
+            outside += 1
+    return list(weeks.items()), outside
+
+
+def weeks_section(inp: ReportInput) -> str:
+    """``## Week by week`` of a month, quarter or sprint (layout 5), as a weekly has its days."""
+    if inp.layout < WEEKS_LAYOUT or inp.workflow not in ("monthly_report", "quarterly_report", "sprint_report"):
+        return ""
+    weeks, outside = week_counts(inp)
+    t = texts(inp.language)
+    return "\n".join([f"## {t.week_by_week}", "", t.week_by_week_line(weeks, outside)]) + "\n"
 
 
 def section(inp: ReportInput) -> str:

@@ -107,3 +107,5 @@ def test_two_sub_projects_by_month_with_kinds_shared_commits_and_work_in_progres
     team_text = str(team.steps[1].output["text"])
     assert team.steps[1].output["stats"]["commits"] == 3  # the shared commit once: 1 + 1 + 1
     assert "1 commit changed more than one of api, web" in team_text
+    # A month carries its weeks, as a weekly its days: api's October, by ISO week (3 and 20 October).
+    assert "- **Week by week** (commits by author date): W40 1 · W41 0 · W42 0 · W43 1 · W44 0" in text("api", "2026-10")
