@@ -225,3 +225,35 @@ def test_the_runs_table_shows_backfills_apart_from_late_runs(daily: Site) -> Non
     assert re.search(delay, rows[daily.ok_id]).group(1) == "manual"  # type: ignore[union-attr]
     detail = client(rt).get(f"/runs/{backfilled.run_id}").text
     assert "backfill (started when asked for" in detail
+
+
+def test_a_monthly_and_a_sprint_schedule_show_their_periods(sqlite_url: str, tmp_path: Path) -> None:
+    """A month's and a sprint's run are cells of the calendar on the period's first day, linked to their run and
+    report; the runs table names their keys."""
+    repo = make_repo(tmp_path)
+    repo.commit("feat: orders", at=datetime(2026, 10, 6, 12, tzinfo=UTC), files={"a.py": "a\n"})
+    repo.commit("fix: totals", at=datetime(2026, 10, 14, 12, tzinfo=UTC), files={"b.py": "b\n"})
+    extra = {"projects": [{"key": "shop", "repo": str(repo.path), "branches": ["main"]}],
+             "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}}
+    schedules = [dict(name="shop-monthly", workflow="monthly_report", project="shop", cron="0 3 1 * *",
+                      timezone="UTC"),
+                 dict(name="shop-sprint", workflow="sprint_report", project="shop", cron="0 3 * * 1", timezone="UTC",
+                      sprint={"length": "14d", "anchor": "2026-10-05"})]
+    rt = make_runtime(sqlite_url, schedules=schedules, clock=ManualClock(datetime(2026, 10, 1, tzinfo=UTC)),
+                      extra=extra)
+    definitions.apply(rt)
+    rt.clock.set(datetime(2026, 11, 3, tzinfo=UTC))
+    monthly = actions.trigger(rt, "shop-monthly", day=date(2026, 10, 15)).run_id
+    sprint = actions.trigger(rt, "shop-sprint", day=date(2026, 10, 15)).run_id
+    assert drain(rt) == [RunStatus.SUCCESS, RunStatus.SUCCESS]
+    c = client(rt)
+    month_page = c.get("/schedules/shop-monthly?month=2026-10").text
+    cell = day_cell(month_page, "2026-10-01")
+    assert f'href="/runs/{monthly}"' in cell and f'href="/runs/{monthly}#report"' in cell
+    sprint_page = c.get("/schedules/shop-sprint?month=2026-10").text
+    cell = day_cell(sprint_page, "2026-10-05")  # the sprint of 5 to 18 October: the 20th starting in 2026
+    assert f'href="/runs/{sprint}"' in cell and 'data-state="SUCCESS"' in cell
+    runs = c.get("/runs").text
+    assert "2026-10" in runs and "2026-S20" in runs
+    report = c.get(f"/runs/{sprint}").text
+    assert "Sprint report: shop, 2026-S20" in report
