@@ -1,4 +1,5 @@
-"""Regenerate docs/samples: a daily, a weekly, a monthly and a team report of this repository, in English and Korean.
+"""Regenerate docs/samples: a daily, a weekly, a monthly, a sprint, a sub-project's and a team report of this
+repository, in English and Korean (the daily lists a branch in progress, made here with fixed dates).
 
 The built-in writer writes them through the real CLI (``schedules apply``, ``trigger``, ``work``)
 from a clone of this repository reset to ``SOURCE``, with the clock fixed, so the same
@@ -29,6 +30,8 @@ SAMPLES = (
     ("weekly", "reportflow-weekly", WEEK_DAY, "reportflow/2026-W49-reportflow-weekly-summary.md"),
     ("team", "core-daily", DAY, f"_team/{DAY}-core-daily-summary.md"),
     ("monthly", "reportflow-monthly", "2026-11-15", "reportflow/2026-11-reportflow-monthly-summary.md"),
+    ("sprint", "reportflow-sprint", DAY, "reportflow/2026-S24-reportflow-sprint-summary.md"),
+    ("subproject", "engine-daily", DAY, f"engine/{DAY}-engine-daily-summary.md"),
 )
 
 CONFIG = """\
@@ -46,6 +49,13 @@ provider = "builtin"
 key = "reportflow"
 repo = "{work}/reportflow"
 branches = ["main"]
+wip_branches = ["*"]
+
+[[projects]]
+key = "engine"
+repo = "{work}/reportflow"
+branches = ["main"]
+paths = ["engine/"]
 
 [[schedules]]
 name = "reportflow-daily"
@@ -59,6 +69,21 @@ name = "reportflow-weekly"
 workflow = "weekly_report"
 project = "reportflow"
 cron = "0 1 * * 1"
+timezone = "UTC"
+
+[[schedules]]
+name = "reportflow-sprint"
+workflow = "sprint_report"
+project = "reportflow"
+cron = "0 1 * * 1"
+timezone = "UTC"
+sprint = {{ length = "14d", anchor = "2026-11-23" }}
+
+[[schedules]]
+name = "engine-daily"
+workflow = "daily_report"
+project = "engine"
+cron = "0 1 * * *"
 timezone = "UTC"
 
 [[schedules]]
@@ -89,11 +114,24 @@ def body(text: str) -> str:
     return text.split("\n---\n", 1)[1].lstrip("\n") if text.startswith("---\n") else text
 
 
+def in_progress(clone: Path) -> None:
+    """A branch not merged yet, one commit on the sample day, its dates and author fixed (the same SHA each time)."""
+    stamp = "2026-12-02T10:00:00+00:00"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Sample Author", "GIT_AUTHOR_EMAIL": "sample@example.com",
+           "GIT_COMMITTER_NAME": "Sample Author", "GIT_COMMITTER_EMAIL": "sample@example.com",
+           "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    for args in (["checkout", "--quiet", "-b", "feature/retry-budget"],
+                 ["commit", "--quiet", "--allow-empty", "-m", "Retry budget shared by the step's calls"],
+                 ["checkout", "--quiet", "main"]):
+        subprocess.run(["git", *args], cwd=clone, check=True, capture_output=True, env=env)
+
+
 def generate(language: str) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         run("git", "clone", "--quiet", "--no-local", str(ROOT), str(work / "reportflow"))
         run("git", "checkout", "--quiet", "-B", "main", SOURCE, cwd=work / "reportflow")
+        in_progress(work / "reportflow")
         config = work / "reportflow.toml"
         config.write_text(CONFIG.format(work=work, language=language), encoding="utf-8")
         cli = [sys.executable, "-m", "engine.cli", "--config", str(config), "--now", NOW]

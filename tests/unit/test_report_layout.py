@@ -131,18 +131,21 @@ def test_a_weekly_pinned_with_layout_2_has_no_week_section_and_layout_3_has_one(
 
 
 def test_the_samples_are_what_the_script_writes_from_the_pinned_commit() -> None:
-    """docs/samples holds a daily, a weekly and a team report in English and Korean, and the README quotes them."""
+    """docs/samples holds a daily, a weekly, a monthly, a sprint, a sub-project's and a team report in English and
+    Korean, and the README quotes them."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text(encoding="utf-8")
-    for stem in ("daily", "weekly", "team"):
+    for stem in ("daily", "weekly", "monthly", "sprint", "subproject", "team"):
         for language in ("en", "ko"):
             text = (root / "docs" / "samples" / f"{stem}.{language}.md").read_text(encoding="utf-8")
             assert text.startswith("# ") and not text.startswith("---")
         assert f"docs/samples/{stem}.en.md" in readme
     assert "## This week" in (root / "docs/samples/weekly.en.md").read_text(encoding="utf-8")
     assert "## 사람별" in (root / "docs/samples/team.ko.md").read_text(encoding="utf-8")
+    assert "## In progress" in (root / "docs/samples/daily.en.md").read_text(encoding="utf-8")
+    assert "## Week by week" in (root / "docs/samples/sprint.en.md").read_text(encoding="utf-8")
 
 
 def test_a_known_automation_account_is_a_bot_without_being_named() -> None:
