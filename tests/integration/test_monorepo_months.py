@@ -65,21 +65,37 @@ def test_two_sub_projects_by_month_with_kinds_shared_commits_and_work_in_progres
         "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"},
     }
     monthly = dict(workflow="monthly_report", cron="0 3 1 * *", timezone="UTC", attribution="landed")
+    sprints = dict(workflow="sprint_report", cron="0 3 * * 1", timezone="UTC", attribution="landed",
+                   sprint={"length": "28d", "anchor": "2026-09-28"})  # four-week sprints from Monday 28 September
     schedules = [dict(name="api-monthly", project="api", **monthly), dict(name="web-monthly", project="web", **monthly),
                  dict(name="mono-monthly", workflow="team_monthly_report", project="mono", projects=["api", "web"],
-                      cron="0 4 1 * *", timezone="UTC")]
+                      cron="0 4 1 * *", timezone="UTC"),
+                 dict(name="api-sprint", project="api", **sprints), dict(name="web-sprint", project="web", **sprints)]
     rt = make_runtime(sqlite_url, schedules=schedules, clock=ManualClock(datetime(2026, 12, 2, tzinfo=UTC)),
                       extra=extra)
     definitions.apply(rt)
     for name in ("api-monthly", "web-monthly", "mono-monthly"):
         actions.backfill(rt, name, first=date(2026, 10, 1), last=date(2026, 11, 30))
+    for name in ("web-sprint", "api-sprint"):  # the sprints of 28 Sep, 26 Oct and 23 Nov (its end: 21 Dec)
+        actions.backfill(rt, name, first=date(2026, 9, 28), last=date(2026, 11, 22))
     worker = Worker(rt, "w")
     while (outcome := worker.run_one()) is not None:
         assert outcome.status in (RunStatus.SUCCESS, RunStatus.WAITING), outcome
     with rt.store.read() as conn:
         runs = [run_rows.get_run(conn, r.id) for r in run_rows.list_runs(conn, limit=None)]
     assert {r.status for r in runs} == {RunStatus.SUCCESS}
-    held = {(r.project, r.business_key): r for r in runs if r.parent_id is None and r.project in ("api", "web")}
+    held = {(r.project, r.business_key): r for r in runs if r.workflow == "monthly_report"}
+    in_sprints = {(r.project, r.business_key): {c["sha"] for c in r.steps[0].output["commits"]}
+                  for r in runs if r.workflow == "sprint_report"}
+    for key, folder in (("api", "services/api"), ("web", "services/web")):  # each commit in its sprint's report
+        rows = subprocess.run(["git", "log", "--format=%H %cI", "main", "--", folder], cwd=repo.path, check=True,
+                              capture_output=True, text=True).stdout.split()
+        by_sprint: dict[str, set[str]] = {}
+        for sha, when in zip(rows[::2], rows[1::2], strict=True):
+            start = (date.fromisoformat(when[:10]) - date(2026, 9, 28)).days // 28
+            by_sprint.setdefault(f"2026-S{[10, 11, 12][start]:02d}", set()).add(sha)
+        assert {k: v for (p, k), v in in_sprints.items() if p == key} == {
+            k: by_sprint.get(k, set()) for k in ("2026-S10", "2026-S11")}, key
     for key, folder in (("api", "services/api"), ("web", "services/web")):
         expected = oracle(repo, folder)
         for month in ("2026-10", "2026-11"):
