@@ -31,7 +31,7 @@ holds data sources; pages live in a data source):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -222,6 +222,7 @@ def upload(
     title: str,
     markdown: str,
     properties_extra: dict[str, Any] | None = None,
+    counts: Mapping[str, int] | None = None,
     stored_page_id: str | None = None,
     check_fence: Callable[[], None] = lambda: None,
     pace: Pacer,
@@ -231,7 +232,9 @@ def upload(
 
     The page's title property (named by the data source's schema) is ``title``,
     ``Report Key`` is ``report_key``, ``properties_extra`` (Notion property
-    values) are added as given, and its content is ``markdown`` as blocks.
+    values) are added as given, each of ``counts`` (``Commits``, ``Features``...) goes to the number
+    property of that name when the data source has one (and nowhere else), and its content is ``markdown``
+    as blocks.
     ``pace`` paces every request; its ``sleep`` (the step's ``ctx.sleep``) is used for
     retry waits too. Raises ``StepError`` (see the module doc) or whatever
     ``check_fence`` raises (``LeaseLost``), before the write it guards.
@@ -241,9 +244,12 @@ def upload(
     calls = _Calls(client, pace, retry_wait_max_s, check_fence)
     chunks = notion_blocks.chunk_blocks(notion_blocks.markdown_to_blocks(markdown))
     data_source_id = notion_api.data_source_of(calls.request, client, target.database_id, target.data_source_id)
-    title_name = notion_api.checked_title(data_source_id, notion_api.read_schema(calls.request, client,
-                                                                                 data_source_id))
+    schema = notion_api.read_schema(calls.request, client, data_source_id)
+    title_name = notion_api.checked_title(data_source_id, schema)
+    numbers = {name: {"number": n} for name, n in (counts or {}).items()
+               if (schema.get(name) or {}).get("type") == "number"}  # a property the database does not have: left
     properties: dict[str, Any] = {
+        **numbers,
         **(properties_extra or {}),  # never overrides the title or the key
         title_name: {"title": notion_blocks.plain_rich_text(title)[:notion_blocks.MAX_RICH_TEXT_ITEMS]},
         REPORT_KEY_PROPERTY: {"rich_text": notion_blocks.plain_rich_text(report_key)},

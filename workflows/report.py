@@ -11,7 +11,7 @@ imported when a step runs, not when the workflow is registered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -266,7 +266,20 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
     from steps.report_model import ReportOutput
 
     report = ctx.output(ReportOutput)
-    return report_glue.upload_markdown(ctx, f"{ctx.project} {kind} report {ctx.business_key}", report.text)
+    return report_glue.upload_markdown(ctx, f"{ctx.project} {kind} report {ctx.business_key}", report.text,
+                                       counts=notion_counts(report.stats))
+
+
+def notion_counts(stats: Mapping[str, Any] | None) -> dict[str, int]:
+    """A report's counts by the Notion number property each fills when the database has it: ``Commits``, and one
+    per kind of change in English (``Breaking changes``, ``Features``... layout 5)."""
+    from steps.report_texts import texts
+
+    if not stats:
+        return {}
+    titles = texts("en").kind_titles
+    return {"Commits": int(stats.get("commits", 0)),
+            **{titles[kind]: int(n) for kind, n in (stats.get("kinds") or {}).items() if kind in titles}}
 
 
 def can_serve(settings: ReportSettings, project_key: str) -> bool:

@@ -9,6 +9,7 @@ inputs and explicit clients. Heavy libraries are imported when a step runs.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,8 +49,9 @@ def save_file(ctx: StepContext[Any], folder: Path, name: str, kind: str, front: 
     return StepResult(output=out, artifacts=artifacts)
 
 
-def upload_markdown(ctx: StepContext[Any], title: str, markdown: str) -> StepResult:
-    """UPLOAD_NOTION of ``markdown`` as the page ``title``, keyed by the run's report key."""
+def upload_markdown(ctx: StepContext[Any], title: str, markdown: str, counts: Mapping[str, int] | None = None) -> StepResult:
+    """UPLOAD_NOTION of ``markdown`` as the page ``title``, keyed by the run's report key; ``counts`` fill the
+    number properties of those names the database has."""
     from steps import notion_api, upload_notion
     from steps.upload_notion import UploadOutput
 
@@ -67,7 +69,8 @@ def upload_markdown(ctx: StepContext[Any], title: str, markdown: str) -> StepRes
             client, upload_notion.NotionTarget(database_id=notion.database_id,
                                                data_source_id=notion.data_source_id),
             report_key=ctx.idempotency_key, title=title,
-            markdown=markdown, stored_page_id=previous.page_id if previous else None, check_fence=ctx.check_fence,
+            markdown=markdown, counts=counts, stored_page_id=previous.page_id if previous else None,
+            check_fence=ctx.check_fence,
             # Requests wait for slots shared by every worker; retry waits are the engine's (ctx.sleep).
             pace=upload_notion.SharedPace(ctx.pace, notion_api.rate_limit_name(token), ctx.sleep),
             retry_wait_max_s=notion.retry_budget.total_seconds())

@@ -343,3 +343,19 @@ def test_server_text_in_the_error_and_the_log_line_is_one_inert_line(fake: FakeN
         for record in (library, engine_line):
             line = formatter.format(record)
             assert "\n" not in line and "\x1b" not in line and "\x07" not in line, line
+
+
+def test_counts_fill_the_number_properties_the_database_has(clock: FakeTime) -> None:
+    """A report's counts go to number properties of those names when the database has them; the others are left
+    out (Notion refuses a property it does not have), and a property of another type is not written."""
+    with FakeNotion(extra_schema={"Commits": "number", "Features": "number", "Fixes": "rich_text"}) as fake:
+        client = notion_api.make_client(fake.token, base_url=fake.url, timeout_s=5)
+        try:
+            out = upload(client, fake, clock, counts={"Commits": 7, "Features": 3, "Fixes": 2, "Docs": 1})
+            assert out.action == "created"
+            [page] = fake.live_pages(KEY)
+            props = page["properties"]
+            assert props["Commits"]["number"] == 7 and props["Features"]["number"] == 3
+            assert "Docs" not in props and props.get("Fixes", {}).get("number") is None
+        finally:
+            client.close()
