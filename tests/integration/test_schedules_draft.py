@@ -170,11 +170,11 @@ def test_a_model_draft_asks_for_the_schema_and_a_bad_cron_is_refused(tmp_path: P
 def test_a_model_draft_naming_an_unknown_workflow_is_refused(tmp_path: Path,
                                                             model: FakeOllama) -> None:
     path = config(tmp_path, "ollama", model.url)
-    model.replies([model_answer(workflow="monthly_report")])
+    model.replies([model_answer(workflow="yearly_report")])
     shown = draft(path, "a monthly report for api", "--json")
     assert shown.returncode == 2
     data = json.loads(shown.stdout)
-    assert not data["valid"] and "unknown workflow 'monthly_report'" in data["errors"][0]
+    assert not data["valid"] and "unknown workflow 'yearly_report'" in data["errors"][0]
     assert data["rationale"] == "every day at 18:00"
 
 
