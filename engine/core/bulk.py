@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import date
 
 from engine.core import errors, inputs, retention
-from engine.core.models import AWAITING_OPERATOR_STATUSES, RETRYABLE_STATUSES, Run, RunStatus, Sprint
+from engine.core.models import AWAITING_OPERATOR_STATUSES, FAILURE_STATUSES, RETRYABLE_STATUSES, Run, RunStatus, Sprint
 
 # What ``runs retry`` accepts (SPEC §12), in the order forms list them, and what ``runs retry --schedule``
 # takes without ``--status``; what ``runs approve`` takes.
-DEFAULT_RETRY = (RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS)
+DEFAULT_RETRY = tuple(sorted(FAILURE_STATUSES))  # FAILED, then PARTIAL_SUCCESS
 RETRYABLE = DEFAULT_RETRY + tuple(s for s in RunStatus if s in RETRYABLE_STATUSES and s not in DEFAULT_RETRY)
 APPROVABLE = tuple(s for s in RunStatus if s in AWAITING_OPERATOR_STATUSES)
 

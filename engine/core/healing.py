@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from engine.core.clock import format_instant
-from engine.core.models import ACTIVE_STATUSES, ProviderWait, RunStatus
+from engine.core.models import ACTIVE_STATUSES, FAILURE_STATUSES, ProviderWait, RunStatus
 
 #: Statuses a run that waits for a provider ends in (a degraded run: SUCCESS).
-FINISHED_WAITING = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS})
+FINISHED_WAITING = FAILURE_STATUSES
 
 
 class HealAction(StrEnum):

@@ -55,11 +55,12 @@ CANCELLABLE_STATUSES = HOLDABLE_STATUSES | AWAITING_OPERATOR_STATUSES
 UNRUN_STATUSES = frozenset({RunStatus.MISSED, RunStatus.SKIPPED, RunStatus.CANCELLED})
 #: The period's report exists (PARTIAL_SUCCESS: saved, the upload failed).
 SUCCESSFUL_STATUSES = frozenset({RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS})
+#: A run that ran and failed, whole or in part (its report saved, the upload failed): what a retry is for.
+FAILURE_STATUSES = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS})
 #: A period that did not succeed and was alerted: counted in a schedule's consecutive failures.
-UNSUCCESSFUL_STATUSES = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.MISSED,
-                                   RunStatus.MANUAL_REQUIRED})
+UNSUCCESSFUL_STATUSES = FAILURE_STATUSES | {RunStatus.MISSED, RunStatus.MANUAL_REQUIRED}
 #: An operator may queue it again (``runs retry``): finished without success, or waiting for a retry.
-RETRYABLE_STATUSES = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.RETRY_PENDING}) | UNRUN_STATUSES
+RETRYABLE_STATUSES = FAILURE_STATUSES | {RunStatus.RETRY_PENDING} | UNRUN_STATUSES
 
 
 class RunTrigger(StrEnum):

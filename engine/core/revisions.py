@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine.core.models import ACTIVE_STATUSES, HOLDABLE_STATUSES, UNRUN_STATUSES, Run, RunStatus, SlotReason
+from engine.core.models import (
+    ACTIVE_STATUSES,
+    FAILURE_STATUSES,
+    HOLDABLE_STATUSES,
+    UNRUN_STATUSES,
+    Run,
+    RunStatus,
+    SlotReason,
+)
 
 
 class Command(StrEnum):
@@ -28,7 +36,7 @@ class PeriodAction(StrEnum):
 
 
 REQUEUE_ON_BACKFILL = UNRUN_STATUSES
-REQUEUE_ON_TRIGGER = REQUEUE_ON_BACKFILL | {RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS}
+REQUEUE_ON_TRIGGER = REQUEUE_ON_BACKFILL | FAILURE_STATUSES
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs, policies
 from engine.core.models import (
+    FAILURE_STATUSES,
     SYSTEM_RECONCILER,
     AttemptOutcome,
     AttemptTrigger,
@@ -288,7 +289,7 @@ class Worker:
                     attempt=claim.attempt, **({"error": error_code} if error_code else {}))
         # What the run waits for now, with its outcome (SPEC §15.5). A first attempt that succeeded without
         # working around anything waits for nothing and never waited: the common case writes nothing here.
-        if status in (RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS) or (
+        if status in FAILURE_STATUSES or (
                 status is RunStatus.SUCCESS and (self._degraded or claim.attempt > 1)):
             healer.record_wait(self.rt, conn, run, status, error_code, failed_step, now)
         return RunOutcome(run.id, run.idempotency_key, status, error_code)

@@ -14,7 +14,15 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from engine.core import logs
-from engine.core.models import CANCELLABLE_STATUSES, PRIORITY, AttemptOutcome, AttemptTrigger, Run, RunStatus
+from engine.core.models import (
+    CANCELLABLE_STATUSES,
+    FAILURE_STATUSES,
+    PRIORITY,
+    AttemptOutcome,
+    AttemptTrigger,
+    Run,
+    RunStatus,
+)
 from engine.core.run_end import RunEnd
 from engine.runtime import Runtime
 from engine.store import attempt_rows, audit_rows, families, finish, run_rows
@@ -22,7 +30,7 @@ from engine.store import attempt_rows, audit_rows, families, finish, run_rows
 log = logging.getLogger(__name__)
 
 FAN_OUT_PIN = "fan_out_step"  # engine.execution.fan_out.FAN_OUT_PIN
-RETRIED_CHILDREN = frozenset({RunStatus.FAILED, RunStatus.PARTIAL_SUCCESS, RunStatus.CANCELLED})
+RETRIED_CHILDREN = FAILURE_STATUSES | {RunStatus.CANCELLED}
 
 
 def cancel_children(conn: Connection, rt: Runtime, parent: Run, now: datetime) -> list[int]:
