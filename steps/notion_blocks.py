@@ -170,16 +170,6 @@ def code_language(info: str) -> str:
     return name if name in _LANGUAGES else "plain text"
 
 
-def strip_front_matter(markdown: str) -> str:
-    """Drop a leading ``---`` ... ``---`` front matter block, if there is one."""
-    if not markdown.startswith("---\n"):
-        return markdown
-    end = markdown.find("\n---\n", 3)
-    if end < 0:
-        return markdown
-    return markdown[end + 5:].lstrip("\n")
-
-
 def markdown_to_blocks(markdown: str) -> list[Block]:
     """Convert Markdown text to a flat list of Notion block objects (see module doc)."""
     # No control or bidi character reaches Notion, whatever the text was pinned to (steps.untrusted).

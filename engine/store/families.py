@@ -45,11 +45,6 @@ def unfinished_children(conn: Connection, parent_id: int) -> int:
     return len(conn.execute(query).all())
 
 
-def has_children(conn: Connection, parent_id: int) -> bool:
-    """Whether a run fanned out into any child run."""
-    return conn.execute(select(runs.c.id).where(runs.c.parent_id == parent_id).limit(1)).first() is not None
-
-
 def release_parent(conn: Connection, parent_id: int) -> bool:
     """Queue a WAITING parent once none of its children is unfinished; whether it was queued now.
 

@@ -107,10 +107,7 @@ def test_chunking_caps_blocks_and_bytes() -> None:
     assert notion_blocks.chunk_blocks([]) == []
 
 
-def test_front_matter_is_stripped_and_empty_input_gives_nothing() -> None:
-    doc = '---\nkey: "2026-09-29"\n---\n\n# Report\n'
-    assert notion_blocks.strip_front_matter(doc) == "# Report\n"
-    assert notion_blocks.strip_front_matter("# no front matter") == "# no front matter"
+def test_empty_input_gives_nothing() -> None:
     assert notion_blocks.markdown_to_blocks("") == []
     assert notion_blocks.markdown_to_blocks("\n\n  \n") == []
 
