@@ -398,7 +398,7 @@ def _rewritten(repo_dir: Path, lower: dict[str, str], upper: dict[str, str], pre
         sha not in present or not git_range.is_ancestor(repo_dir, sha, upper[ref])))
 
 
-def held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
+def shas_held_later(repo_path: Path, held: Sequence[coverage.Held]) -> list[str]:
     """The commits that later reports over rewritten ranges hold (``coverage.Plan.later``), sorted."""
     repo_dir = _repo_dir(repo_path)
     out: set[str] = set()

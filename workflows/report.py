@@ -87,7 +87,7 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
             covered_by=decision.covered_by, also_covers=list(decision.also_covers),
             excluded=collect_git.excluded_heads(repo, decision.excluded) if decision.excluded and not
             decision.covered else [],
-            held_later=collect_git.held_later(repo, decision.later) if decision.later and not decision.covered else [])
+            held_later=collect_git.shas_held_later(repo, decision.later) if decision.later and not decision.covered else [])
     out = collect_git.collect_between(
         repo, branches, taken.upper, taken.lower, attribution=ctx.pinned["attribution"], since=taken.since,
         window_start=start, window_end=end, until=taken.until or end, covered_by=taken.covered_by,

@@ -21,7 +21,7 @@ from engine.scheduling import definitions, tick
 from engine.store import audit_rows, metric_facts, outbox, run_rows, schedule_rows
 from tests.fakes.gitrepo import make_repo
 from tests.flows.testflows import FOUR_STEPS
-from tests.integration import test_coverage_git as coverage
+from tests.integration import test_coverage_git as coverage_git
 from tests.support import RuntimeFactory
 
 # Friday 2026-10-09 is Hangul Day in Korea; Thursday 2026-10-08 one of the office's own days off.
@@ -92,19 +92,19 @@ def test_a_holiday_does_not_lower_freshness(store_url: str, tmp_path: Path, runt
 
 def test_a_commit_on_a_holiday_is_in_the_next_working_days_report_once(store_url: str, tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    repo.commit("base", at=coverage.at(-7, 9))
-    rt = coverage.runtime(store_url, tmp_path, repo, calendar="KR", holidays=["2026-11-04"])
-    coverage.cycle(rt, coverage.at(0, 19, 30))
-    tuesday = repo.commit("tuesday", at=coverage.at(1, 12))
-    coverage.cycle(rt, coverage.at(1, 19, 30))
-    after_tuesday = repo.commit("after tuesday's report", at=coverage.at(1, 21))
-    holiday = repo.commit("on the holiday", at=coverage.at(2, 12))
-    coverage.cycle(rt, coverage.at(2, 19, 30))  # Wednesday: a holiday, no report
-    thursday = repo.commit("thursday", at=coverage.at(3, 12))
-    coverage.cycle(rt, coverage.at(3, 19, 30))
-    coverage.cycle(rt, coverage.at(4, 19, 30))
+    repo.commit("base", at=coverage_git.at(-7, 9))
+    rt = coverage_git.runtime(store_url, tmp_path, repo, calendar="KR", holidays=["2026-11-04"])
+    coverage_git.cycle(rt, coverage_git.at(0, 19, 30))
+    tuesday = repo.commit("tuesday", at=coverage_git.at(1, 12))
+    coverage_git.cycle(rt, coverage_git.at(1, 19, 30))
+    after_tuesday = repo.commit("after tuesday's report", at=coverage_git.at(1, 21))
+    holiday = repo.commit("on the holiday", at=coverage_git.at(2, 12))
+    coverage_git.cycle(rt, coverage_git.at(2, 19, 30))  # Wednesday: a holiday, no report
+    thursday = repo.commit("thursday", at=coverage_git.at(3, 12))
+    coverage_git.cycle(rt, coverage_git.at(3, 19, 30))
+    coverage_git.cycle(rt, coverage_git.at(4, 19, 30))
 
-    held = {key: [c["sha"] for c in out["commits"]] for key, out in coverage.reports(rt).items()}
+    held = {key: [c["sha"] for c in out["commits"]] for key, out in coverage_git.reports(rt).items()}
     assert "2026-11-04" not in held
     assert held["2026-11-03"] == [tuesday]
     assert set(held["2026-11-05"]) == {after_tuesday, holiday, thursday}
