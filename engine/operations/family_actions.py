@@ -24,12 +24,12 @@ from engine.core.models import (
     RunStatus,
 )
 from engine.core.run_end import RunEnd
+from engine.execution import fan_out
 from engine.runtime import Runtime
 from engine.store import attempt_rows, audit_rows, families, finish, run_rows
 
 log = logging.getLogger(__name__)
 
-FAN_OUT_PIN = "fan_out_step"  # engine.execution.fan_out.FAN_OUT_PIN
 RETRIED_CHILDREN = FAILURE_STATUSES | {RunStatus.CANCELLED}
 
 
@@ -63,7 +63,7 @@ def retry_children(conn: Connection, rt: Runtime, parent: Run, now: datetime, *,
     their priority, for the parent and the children alike. None when the run has no
     finished child to retry (the caller re-queues it as any other run).
     """
-    step = parent.pinned.get(FAN_OUT_PIN)
+    step = parent.pinned.get(fan_out.FAN_OUT_PIN)
     names = rt.workflow(parent.workflow).step_names()
     if step not in names or parent.status not in RETRIED_CHILDREN:
         return None
