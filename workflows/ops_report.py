@@ -17,6 +17,7 @@ from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import providers, report_glue, report_settings
+from workflows.report_pins import WriterPins
 from workflows.report_settings import ReportSettings
 
 OPS_FOLDER = "_ops"
@@ -31,18 +32,19 @@ def write(kind: str, ctx: StepContext) -> StepResult:
 
     facts = ctx.outputs["COLLECT_FACTS"]["facts"]
     weekly = kind == "weekly"
-    rules = int(ctx.pinned.get("text_rules", 0))  # runs pinned before the rules render as they did
-    if ctx.pinned.get("provider") != "ollama":
+    pinned = ctx.pins(WriterPins)
+    rules = pinned.text_rules
+    if not pinned.ollama:
         text = ops_markdown.render(facts, weekly=weekly, business_key=ctx.business_key, rules=rules)
         return StepResult(output={"text": text, "provider": "builtin"})
     from steps import ops_narrative
 
-    model = str(ctx.pinned["model"])
+    model = pinned.model
     replaces = bool((ctx.previous_output or {}).get("fallback"))
     try:
         checked = ops_narrative.write(facts, partial(_ask, ctx, model), rules)
     except errors.StepError as exc:
-        if exc.code not in report_glue.FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
+        if exc.code not in report_glue.FALLBACK_CODES or not pinned.falls_back:
             raise
         # The model is unavailable: the built-in report goes out on time, marked, and is written
         # again in place once the model answers (SPEC §15.5).
@@ -70,7 +72,7 @@ def _ask(ctx: StepContext, model: str, messages: list[dict[str, str]]) -> str:
                                 retry=ollama_chat.RetryPolicy.within(llm.retry_budget.total_seconds()),
                                 exclusive=providers.generation_slot(ctx, llm))
     return server.chat(messages, what="ops summary", format=ops_narrative.ModelSummary.model_json_schema(),
-                       options=dict(ctx.pinned.get("llm_options", {})))
+                       options=dict(ctx.pins(WriterPins).llm_options))
 
 
 def save(kind: str, ctx: StepContext[ReportSettings]) -> StepResult:
@@ -95,7 +97,7 @@ def upload(kind: str, ctx: StepContext) -> StepResult:
 
 
 def _pins(settings: ReportSettings, project: str) -> dict[str, Any]:
-    return report_settings.llm_pins(settings)
+    return report_settings.llm_pins(settings).stored()
 
 
 def ops_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:

@@ -3,20 +3,22 @@
 COLLECT_GIT of a run pinned with an attribution decides its range once (``steps.coverage.settle``) and pins it; a
 retry, a resume after a crash or ``--from-step`` reads it back and reports the same commits, and the front matter
 says it. The stored keys stay what runs pinned before wrote (``heads``, ``since_heads``, ``since``, ``until``,
-``covered``, ``covered_by``, ``excluded_heads``, ``also_covers``, ``held_later``): this module is the only reader
-and writer of them, so a renamed field is a type error, not a silent ``.get`` miss.
+``covered``, ``covered_by``, ``excluded_heads``, ``also_covers``, ``held_later``): ``workflows.report_pins`` reads
+them, this module writes them, so a renamed field is a type error, not a silent ``.get`` miss.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from engine.core import inputs
 from engine.core.clock import format_instant
+
+if TYPE_CHECKING:
+    from workflows.report_pins import ReportPins
 
 
 class RangePins(BaseModel):
@@ -39,18 +41,14 @@ class RangePins(BaseModel):
         return self.covered_by is not None
 
     @classmethod
-    def read(cls, pinned: Mapping[str, Any]) -> RangePins | None:
+    def read(cls, pinned: ReportPins) -> RangePins | None:
         """The range a run pinned, or None when it has pinned none yet."""
-        if pinned.get("since_heads") is None:
+        if pinned.since_heads is None or pinned.heads is None or pinned.since is None:
             return None
-        covered = bool(pinned.get("covered"))
-        until = pinned.get("until")
-        return cls(upper=dict(pinned["heads"]), lower=dict(pinned["since_heads"]),
-                   since=inputs.instant(str(pinned["since"])),
-                   until=inputs.instant(str(until)) if until else None,
-                   covered_by=str(pinned.get("covered_by") or "") if covered else None,
-                   excluded=list(pinned.get("excluded_heads", [])), held_later=list(pinned.get("held_later", [])),
-                   also_covers=list(pinned.get("also_covers", [])))
+        return cls(upper=dict(pinned.heads), lower=dict(pinned.since_heads), since=inputs.instant(pinned.since),
+                   until=inputs.instant(pinned.until) if pinned.until else None,
+                   covered_by=(pinned.covered_by or "") if pinned.covered else None, excluded=list(pinned.excluded),
+                   held_later=list(pinned.held_later), also_covers=list(pinned.also_covers))
 
     def pins(self, head_sha: str) -> dict[str, Any]:
         """The pins to store, under the keys runs have always used (``head_sha``: the first branch's head)."""
@@ -59,10 +57,10 @@ class RangePins(BaseModel):
                 "covered": self.covered, "excluded_heads": self.excluded, "also_covers": self.also_covers,
                 "covered_by": self.covered_by, **({"held_later": self.held_later} if self.held_later else {})}
 
-    def front(self, pinned: Mapping[str, Any]) -> dict[str, Any]:
+    def front(self, pinned: ReportPins) -> dict[str, Any]:
         """What the report's front matter says of its range; a run pinned before ``covered_by`` keeps its old key,
         so its re-runs write the same bytes."""
-        covered = ({"covered_by": self.covered_by} if "covered_by" in pinned
-                   else {"covered_by_later_report": pinned.get("covered")})
-        return {"covers_since": pinned.get("since"), "covers_until": pinned.get("until"), "since_heads": self.lower,
+        covered = ({"covered_by": self.covered_by} if "covered_by" in pinned.model_fields_set
+                   else {"covered_by_later_report": pinned.covered})
+        return {"covers_since": pinned.since, "covers_until": pinned.until, "since_heads": self.lower,
                 "also_covers": self.also_covers, **covered}

@@ -23,6 +23,7 @@ from engine.core.models import PeriodKind
 from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import diagnose, drafting, providers, report_glue, report_settings
 from workflows.range_pins import RangePins
+from workflows.report_pins import ReportPins
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
@@ -32,33 +33,33 @@ if TYPE_CHECKING:
 PAYLOAD_VERSION = 1
 
 
-def collect(ctx: StepContext[ReportSettings]) -> StepResult:
+def collect(ctx: StepContext[ReportSettings], pinned: ReportPins | None = None) -> StepResult:
+    """COLLECT_GIT: the commits of the run's window, or of its range (``pinned``: a team's child's pins, with the
+    team's authors and every window reported)."""
     from steps import collect_git
 
     try:
         project = report_glue.settings_of(ctx, ReportSettings).project(ctx.project)
     except errors.ConfigInvalid as exc:
         raise errors.step_error("CONFIG_INVALID", exc.message) from exc
-    if ctx.pinned.get("attribution") and ctx.pinned.get("schedule"):
-        return coverage_collect(ctx, project.repo)
-    pinned_heads = ctx.pinned.get("heads")
-    out = collect_git.collect(project.repo, list(ctx.pinned["branches"]), ctx.period_start_at, ctx.period_end_at,
-                              pinned_heads=pinned_heads, authors=list(ctx.pinned.get("authors", [])),
-                              include_merges=bool(ctx.pinned.get("include_merges", False)),
-                              # None for runs pinned before exclusion existed: they count every file.
-                              exclude=ctx.pinned.get("exclude"))
-    pins: dict[str, Any] = {} if pinned_heads else {"heads": out.heads, "head_sha": out.head_sha}
-    if not pinned_heads and int(ctx.pinned.get("text_rules", 0)) >= 2:
+    pinned = pinned or ctx.pins(ReportPins)
+    if pinned.attribution and pinned.schedule:
+        return coverage_collect(ctx, project.repo, pinned)
+    out = collect_git.collect(project.repo, pinned.branches, ctx.period_start_at, ctx.period_end_at,
+                              pinned_heads=pinned.heads, authors=pinned.authors, include_merges=pinned.include_merges,
+                              exclude=pinned.exclude)
+    pins: dict[str, Any] = {} if pinned.heads else {"heads": out.heads, "head_sha": out.head_sha}
+    if not pinned.heads and pinned.text_rules >= 2:
         # Where links in the model's text may point: the project's own forge, as origin names it now.
         pins["forge"] = collect_git.forge(project.repo)
-    out = with_git_facts(ctx, project.repo, out, lower=None)
+    out = with_git_facts(ctx, pinned, project.repo, out, lower=None)
     # A window whose only commits git could not read is not empty: its report says what was left out.
     empty = not out.commits and not out.unreadable
-    skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
+    skip = "no_activity" if empty and pinned.on_empty == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
-def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
+def coverage_collect(ctx: StepContext, repo: Path, pinned: ReportPins) -> StepResult:
     """COLLECT_GIT of a run pinned with an attribution: its range runs between two marks of its line.
 
     The line is the schedule's timeline for this project (a team report's children share
@@ -69,18 +70,17 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
     """
     from steps import collect_git, coverage
 
-    branches = list(ctx.pinned["branches"])
+    assert pinned.attribution is not None and pinned.schedule is not None  # collect's test for coming here
     start, end = ctx.period_start_at, ctx.period_end_at
     history: collect_git.GitHistory | None = None
-    pinned = RangePins.read(ctx.pinned)
-    if pinned is not None:
-        taken = pinned
+    earlier = pinned.range
+    if earlier is not None:
+        taken = earlier
     else:
-        schedule = str(ctx.pinned["schedule"])
-        history = collect_git.GitHistory(repo, branches)
+        history = collect_git.GitHistory(repo, pinned.branches)
         decision = coverage.settle(
-            ctx.marks, f"{schedule}:{ctx.project}", start, end, history=history,
-            earlier_periods=partial(ctx.earlier_periods, schedule, start), report=ctx.business_key,
+            ctx.marks, f"{pinned.schedule}:{ctx.project}", start, end, history=history,
+            earlier_periods=partial(ctx.earlier_periods, pinned.schedule, start), report=ctx.business_key,
             check_fence=ctx.check_fence)
         taken = RangePins(
             upper=decision.upper, lower=decision.lower, since=decision.since, until=decision.until,
@@ -89,21 +89,21 @@ def coverage_collect(ctx: StepContext, repo: Path) -> StepResult:
             decision.covered else [],
             held_later=collect_git.shas_held_later(repo, decision.later) if decision.later and not decision.covered else [])
     out = collect_git.collect_between(
-        repo, branches, taken.upper, taken.lower, attribution=ctx.pinned["attribution"], since=taken.since,
+        repo, pinned.branches, taken.upper, taken.lower, attribution=pinned.attribution, since=taken.since,
         window_start=start, window_end=end, until=taken.until or end, covered_by=taken.covered_by,
         also_covers=taken.also_covers, excluded=taken.excluded, held_later=taken.held_later,
-        authors=list(ctx.pinned.get("authors", [])), include_merges=bool(ctx.pinned.get("include_merges", False)),
-        exclude=ctx.pinned.get("exclude"), history=history)
-    out = with_git_facts(ctx, repo, out, lower=taken.lower if ctx.pinned["attribution"] == "landed" else None)
-    pins: dict[str, Any] = {} if pinned is not None else taken.pins(out.head_sha)
-    if pins and int(ctx.pinned.get("text_rules", 0)) >= 2:  # where links in the model's text may point
+        authors=pinned.authors, include_merges=pinned.include_merges, exclude=pinned.exclude, history=history)
+    out = with_git_facts(ctx, pinned, repo, out, lower=taken.lower if pinned.attribution == "landed" else None)
+    pins: dict[str, Any] = {} if earlier is not None else taken.pins(out.head_sha)
+    if pins and pinned.text_rules >= 2:  # where links in the model's text may point
         pins["forge"] = collect_git.forge(repo)
     empty = not out.commits and not out.arrived_late and not out.unreadable
-    skip = "no_activity" if empty and ctx.pinned.get("on_empty", "skip") == "skip" else None
+    skip = "no_activity" if empty and pinned.on_empty == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)
 
 
-def with_git_facts(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: dict[str, str] | None) -> CollectOutput:
+def with_git_facts(ctx: StepContext, pinned: ReportPins, repo: Path, out: CollectOutput, *,
+                   lower: dict[str, str] | None) -> CollectOutput:
     """A collect kept to its sub-project (``paths``); a weekly's with last week's figures and the merges of its
     coverage (layout 3), a daily's with its merges and work in progress (layout 5: ``steps.merged``,
     ``steps.wip_git``); others unchanged.
@@ -114,15 +114,15 @@ def with_git_facts(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: d
     """
     from steps import merged, report_model, subprojects, week_facts, week_git, wip_git
 
-    paths, exclude = list(ctx.pinned.get("paths", [])), list(ctx.pinned.get("exclude_paths", []))
+    paths, exclude = pinned.paths, pinned.exclude_paths
     if paths or exclude:  # a sub-project: the commits that changed it, with its files only
         out = out.model_copy(update={"commits": subprojects.within(out.commits, paths, exclude),
                                      "arrived_late": subprojects.within(out.arrived_late, paths, exclude)})
-    if not merged.gathered_for(ctx.workflow, int(ctx.pinned.get("layout", 1))) or not out.heads:
+    if not merged.gathered_for(ctx.workflow, pinned.layout) or not out.heads:
         return out
-    if ctx.pinned.get("wip_branches"):  # layout 5: work on other branches, listed apart and never counted
+    if pinned.wip_branches:  # layout 5: work on other branches, listed apart and never counted
         out = out.model_copy(update={"in_progress": wip_git.in_progress(
-            repo, out.heads, list(ctx.pinned["branches"]), list(ctx.pinned["wip_branches"]),
+            repo, out.heads, pinned.branches, pinned.wip_branches,
             start=inputs.instant(out.since) if out.since else ctx.period_start_at,
             end=inputs.instant(out.until) if out.until else ctx.period_end_at)})
     landed = out.attribution == "landed"
@@ -134,10 +134,9 @@ def with_git_facts(ctx: StepContext, repo: Path, out: CollectOutput, *, lower: d
         return out.model_copy(update={"merges": merges})
     before = policies.period_of_date(PeriodKind.WEEK, (start.astimezone(ZoneInfo(ctx.timezone)).date()
                                                        - timedelta(days=1)), ctx.timezone)
-    commits = week_git.last_week(repo, list(ctx.pinned["branches"]), out.heads, landed=landed, start=before.start_at,
-                                 end=before.end_at, authors=list(ctx.pinned.get("authors", [])),
-                                 exclude=ctx.pinned.get("exclude"))
-    layout = report_model.Layout(int(ctx.pinned["layout"]), frozenset(b.casefold() for b in ctx.pinned.get("bots", [])))
+    commits = week_git.last_week(repo, pinned.branches, out.heads, landed=landed, start=before.start_at,
+                                 end=before.end_at, authors=pinned.authors, exclude=pinned.exclude)
+    layout = report_model.Layout(pinned.layout, pinned.bot_names)
     return out.model_copy(update={"last_week": week_facts.figures(before.key, commits, layout), "merges": merges})
 
 
@@ -153,32 +152,26 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
     settings = report_glue.settings_of(ctx, ReportSettings)
     # ``commits`` and ``unreadable``: a team report's, from its child runs (workflows.team_report).
     collected = ctx.output(CollectOutput) if commits is None else None
-    options = dict(ctx.pinned.get("llm_options", {}))
+    pinned = ctx.pins(ReportPins)
+    options = dict(pinned.llm_options)
     inp = generate_report.ReportInput(
         workflow=prompt or cast("WorkflowName", ctx.workflow), project=ctx.project, business_key=ctx.business_key,
-        window_start=str(ctx.pinned["window_start"]), window_end=str(ctx.pinned["window_end"]),
+        window_start=str(pinned.window_start), window_end=str(pinned.window_end),
         timezone=ctx.timezone, commits=collected.commits if collected is not None else commits or [],
-        prompt_version=str(ctx.pinned["prompt_version"]),
-        on_empty=on_empty or cast(Literal["skip", "report"], ctx.pinned.get("on_empty", "skip")),
-        # Runs pinned before the language existed were English, and stay so.
-        language=str(ctx.pinned.get("language", "en")),
-        # Runs pinned before commit text was neutralised render as they did (steps.untrusted).
-        text_rules=int(ctx.pinned.get("text_rules", 0)),
-        # Runs pinned before layout 2 keep top-level areas and every author alike.
-        layout=int(ctx.pinned.get("layout", 1)), bots=list(ctx.pinned.get("bots", [])),
-        kinds=dict(ctx.pinned.get("kinds", {})), roots=list(ctx.pinned.get("paths", [])),
+        prompt_version=pinned.prompt_version, on_empty=on_empty or pinned.on_empty, language=pinned.language,
+        text_rules=pinned.text_rules, layout=pinned.layout, bots=pinned.bots, kinds=pinned.kinds, roots=pinned.paths,
         coverage=coverage_of(collected),
         last_week=collected.last_week if collected is not None else None,
         merges=collected.merges if collected is not None else None,
         in_progress=collected.in_progress if collected is not None else None,
         unreadable=collected.unreadable if collected is not None else list(unreadable),
-        forge=ctx.pinned.get("forge"), repository_prefixed=repositories)
+        forge=pinned.forge, repository_prefixed=repositories)
     writer: Any
     num_ctx = int(options.get("num_ctx", 8192))
-    if ctx.pinned.get("provider") != "ollama":
+    if not pinned.ollama:
         out = generate_report.generate(inp, generate_report.BuiltinWriter(), num_ctx=num_ctx, options=options)
         return StepResult(output=out)
-    model = str(ctx.pinned["model"])
+    model = pinned.model
     writer = generate_report.OllamaWriter(
         host=settings.llm.host, model=model, timeout_s=settings.llm.timeout.total_seconds(),
         options=options, exclusive=providers.generation_slot(ctx, settings.llm), sleep=ctx.sleep,
@@ -187,7 +180,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
     try:
         out = generate_report.generate(inp, writer, num_ctx=num_ctx, options=options)
     except errors.StepError as exc:
-        if exc.code not in report_glue.FALLBACK_CODES or ctx.pinned.get("fallback") != "builtin":
+        if exc.code not in report_glue.FALLBACK_CODES or not pinned.falls_back:
             raise
         # The model is unavailable past the step's retries: the built-in writer's report goes out on time,
         # marked; the engine runs this step again, in place, once the model answers (SPEC §15.5).
@@ -218,6 +211,7 @@ def coverage_of(collected: CollectOutput | None) -> Coverage | None:
 
 def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
     """The run's pinned inputs as the file states them: no wall-clock fields (re-runs write identical bytes)."""
+    pinned = ctx.pins(ReportPins)
     return {
         "run_id": ctx.run_id,
         "report_key": ctx.idempotency_key,
@@ -226,14 +220,13 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "project": ctx.project,
         "revision": ctx.revision,
         "timezone": ctx.timezone,
-        "window_start": ctx.pinned.get("window_start"),
-        "window_end": ctx.pinned.get("window_end"),
-        "window_start_local": ctx.pinned.get("window_start_local"),
-        "window_end_local": ctx.pinned.get("window_end_local"),
-        "heads": ctx.pinned.get("heads", {}),
+        "window_start": pinned.window_start,
+        "window_end": pinned.window_end,
+        "window_start_local": pinned.window_start_local,
+        "window_end_local": pinned.window_end_local,
+        "heads": pinned.heads or {},
         # What the report holds (runs pinned with an attribution; absent before, so their re-runs write the same bytes).
-        **({"attribution": ctx.pinned["attribution"], **range_pins.front(ctx.pinned)}
-           if (range_pins := RangePins.read(ctx.pinned)) is not None else {}),
+        **({"attribution": pinned.attribution, **taken.front(pinned)} if (taken := pinned.range) is not None else {}),
         "provider": report.provider,
         "model": report.model,
         "model_digest": report.model_digest,

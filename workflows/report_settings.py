@@ -19,6 +19,7 @@ from engine.config import defaults
 from engine.config.config_file import KEY_PATTERN, Duration, Strict, check_path, problem_from_validation
 from engine.core import errors
 from steps import report_texts
+from workflows.report_pins import ReportPins, WriterPins
 
 _BCP47 = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -247,38 +248,32 @@ TEXT_RULES = 4
 LAYOUT = 5
 
 
-def llm_pins(settings: ReportSettings) -> dict[str, Any]:
+def llm_pins(settings: ReportSettings) -> WriterPins:
     """The writer's inputs every report pins when its run is created: provider, model, fallback, options,
     and the text rules (``steps.untrusted``)."""
     llm = settings.llm
-    return {"provider": llm.provider, "model": llm.model if llm.provider == "ollama" else "builtin",
-            "fallback": llm.fallback,
-            "llm_options": {"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
-            "text_rules": TEXT_RULES}
+    return WriterPins(provider=llm.provider, model=llm.model if llm.provider == "ollama" else "builtin",
+                      fallback=llm.fallback,
+                      llm_options={"temperature": llm.temperature, "seed": llm.seed, "num_ctx": llm.num_ctx},
+                      text_rules=TEXT_RULES)
 
 
-def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> dict[str, Any]:
+def report_pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> ReportPins:
     """Everything that shapes a report's content, fixed when the run is created.
 
     ``workflow``: the report workflow whose schedule's attribution to pin (a team's child
-    run takes its parent's instead, with the period).
+    run takes its parent's instead, with the period: its pins leave it unset).
     """
     project = settings.project(key)
-    llm = settings.llm
-    return {
-        **({"attribution": settings.attribution(workflow, key)} if workflow else {}),
-        **llm_pins(settings),
-        "prompt_version": llm.prompt_version,
-        "language": settings.reports.language,
-        "branches": list(project.branches),
-        "authors": list(project.authors),
-        "on_empty": project.on_empty,
-        "include_merges": project.include_merges,
-        "exclude": list(project.exclude),
-        "layout": LAYOUT,
-        "bots": list(project.bots),
-        "kinds": {kind: list(words) for kind, words in project.kinds.items()},
-        "wip_branches": list(project.wip_branches),
-        **({"paths": list(project.paths), "exclude_paths": list(project.exclude_paths)}
-           if project.paths or project.exclude_paths else {}),
-    }
+    pinned = ReportPins(
+        **llm_pins(settings).model_dump(exclude_unset=True), prompt_version=settings.llm.prompt_version,
+        language=settings.reports.language, branches=list(project.branches), authors=list(project.authors), on_empty=project.on_empty,
+        include_merges=project.include_merges, exclude=list(project.exclude), layout=LAYOUT, bots=list(project.bots),
+        kinds={kind: list(words) for kind, words in project.kinds.items()}, wip_branches=list(project.wip_branches),
+        paths=list(project.paths), exclude_paths=list(project.exclude_paths))
+    return pinned.model_copy(update={"attribution": settings.attribution(workflow, key)}) if workflow else pinned
+
+
+def pins(settings: ReportSettings, key: str, *, workflow: str | None = None) -> dict[str, Any]:
+    """``report_pins`` as the run stores them."""
+    return report_pins(settings, key, workflow=workflow).stored()

@@ -32,6 +32,7 @@ from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from workflows import providers, report, report_glue, report_settings
+from workflows.report_pins import ReportPins, TeamPins
 from workflows.report_settings import ReportSettings
 
 if TYPE_CHECKING:
@@ -129,25 +130,28 @@ def check_team(settings: Settings, key: str) -> None:
 def team_pins(workflow: str, settings: Settings, key: str) -> dict[str, Any]:
     """The team's projects and authors, and the writer's inputs, fixed when the run is created."""
     team = settings.team(key)
-    return {**report_settings.llm_pins(settings), "projects": settings.team_projects(key), "authors": list(team.authors),
-            "attribution": settings.attribution(workflow, key), "prompt_version": settings.llm.prompt_version,
-            "language": settings.reports.language, "team_texts": 1, "layout": report_settings.LAYOUT,
-            "bots": sorted({bot for p in settings.team_projects(key) for bot in settings.project(p).bots})}
+    return TeamPins(**report_settings.llm_pins(settings).model_dump(exclude_unset=True),
+                    projects=settings.team_projects(key), authors=list(team.authors),
+                    attribution=settings.attribution(workflow, key), prompt_version=settings.llm.prompt_version,
+                    language=settings.reports.language, team_texts=1, layout=report_settings.LAYOUT,
+                    bots=sorted({bot for p in settings.team_projects(key) for bot in settings.project(p).bots})
+                    ).stored()
 
 
 def fan_out(ctx: StepContext) -> StepResult:
-    projects = list(ctx.pinned["projects"])
+    pinned = ctx.pins(TeamPins)
+    projects = pinned.projects
     for project in projects:
-        ctx.start_child(project, CHILD_WORKFLOW, {"authors": list(ctx.pinned.get("authors", []))}, project=project)
+        ctx.start_child(project, CHILD_WORKFLOW, {"authors": pinned.authors}, project=project)
     return StepResult(output={"projects": projects})
 
 
-def _words(pinned: Mapping[str, Any]) -> Texts:
+def _words(pinned: TeamPins) -> Texts:
     """The catalogue of the team report's own words: the run's language, or English for a run pinned before
     they were translated (``team_texts`` absent), so its re-runs write the same bytes."""
     from steps import report_texts
 
-    return report_texts.texts(str(pinned.get("language", "en")) if pinned.get("team_texts") else "en")
+    return report_texts.texts(pinned.language if pinned.team_texts else "en")
 
 
 def generate(kind: str, ctx: StepContext) -> StepResult:
@@ -164,7 +168,8 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     repos = [team_markdown.Repository(c.project, c.succeeded, c.status, c.error_code, c.error_message,
                                       collected.get(c.name, []), (c.outputs.get("STATISTICS") or {}).get("forge"))
              for c in children]
-    layout = int(ctx.pinned.get("layout", 1))
+    pinned = ctx.pins(TeamPins)
+    layout = pinned.layout
     apart = layout >= 3  # each repository's paths prefixed with its name: never summed across repositories
     every = sorted((commit for r in repos for commit in (team_markdown.repository_paths(r.name, r.commits) if apart
                                                          else r.commits)), key=lambda c: c.authored_at)
@@ -186,8 +191,8 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     out = result.output
     assert isinstance(out, generate_report.ReportOutput)
     missing = [r for r in repos if not r.succeeded]
-    words = _words(ctx.pinned)
-    rules = int(ctx.pinned.get("text_rules", 0))
+    words = _words(pinned)
+    rules = pinned.text_rules
     text = team_markdown.name_missing(out.text.rstrip(), missing, words) if apart else out.text.rstrip()
     lines = [text, "", f"## {words.projects}", ""]
     if missing:
@@ -195,11 +200,11 @@ def generate(kind: str, ctx: StepContext) -> StepResult:
     if shared:
         lines += [words.shared_commits(len(shared), sorted({name for names in shared.values() for name in names})),
                   ""]
-    shape = Layout(layout, frozenset(b.casefold() for b in ctx.pinned.get("bots", [])), prefixed=True)
+    shape = Layout(layout, pinned.bot_names, prefixed=True)
     for repo in repos:
         lines += (team_markdown.repository_section(repo, shape, rules, words) if apart
                   else team_markdown.plain_section(repo, rules, words))
-    if apart and ctx.pinned.get("authors"):  # a personal report: each person across repositories
+    if apart and pinned.authors:  # a personal report: each person across repositories
         lines += team_markdown.people_sections(repos, rules, words)
     # A fallback (the model was down) is the team report's too: it is written again in place (SPEC §15.5).
     return StepResult(output=out.model_copy(update={"text": "\n".join(lines).rstrip() + "\n"}),
@@ -210,16 +215,18 @@ def save(kind: str, ctx: StepContext[Settings]) -> StepResult:
     from steps.report_model import ReportOutput
 
     written = ctx.output(ReportOutput)
-    return report_glue.save_file(ctx, report_glue.settings_of(ctx, Settings).reports.dir, str(ctx.pinned["schedule"]),
+    pinned = ctx.pins(TeamPins)
+    return report_glue.save_file(ctx, report_glue.settings_of(ctx, Settings).reports.dir, str(pinned.schedule),
                                  kind, report.front_matter(ctx, written), written.text,
                                  replacing=report.replacing(ctx, written), team=True,
-                                 period_once=int(ctx.pinned.get("layout", 1)) >= TEAM_NAME_LAYOUT)
+                                 period_once=pinned.layout >= TEAM_NAME_LAYOUT)
 
 
 def child_collect(ctx: StepContext) -> StepResult:
     """A project of the team, collected like a project run; the team's authors, if any, filter it."""
-    authors = list(ctx.inputs.get("authors") or ctx.pinned.get("authors", []))
-    result = report.collect(dataclasses.replace(ctx, pinned={**ctx.pinned, "authors": authors, "on_empty": "report"}))
+    pinned = ctx.pins(ReportPins)
+    authors = list(ctx.inputs.get("authors") or pinned.authors)
+    result = report.collect(ctx, pinned.model_copy(update={"authors": authors, "on_empty": "report"}))
     return dataclasses.replace(result, skip_remaining=None)
 
 
@@ -229,7 +236,7 @@ def child_statistics(ctx: StepContext) -> StepResult:
 
     # The forge its commits link to in the team report (pinned from origin, text rules 2 on).
     return StepResult(output={"stats": report_model.compute_stats(ctx.output(CollectOutput).commits),
-                              "forge": ctx.pinned.get("forge")})
+                              "forge": ctx.pins(ReportPins).forge})
 
 
 def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:

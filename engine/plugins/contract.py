@@ -218,6 +218,9 @@ class StepContext(Generic[SettingsT]):
     children: Callable[[], tuple[ChildOutcome, ...]] = _no_children
     # Children asked for by ``start_child`` during this step, created at its boundary.
     started: list[ChildRun] = field(default_factory=list)
+    # The pinned inputs as ``pins(Model)`` parsed them: once per step, however many readers.
+    _parsed_pins: dict[type[BaseModel], BaseModel] = field(default_factory=dict, init=False, repr=False,
+                                                           compare=False)
 
     def start_child(self, name: str, workflow: str, inputs: Mapping[str, Any] | None = None, *,
                     project: str | None = None) -> None:
@@ -246,6 +249,15 @@ class StepContext(Generic[SettingsT]):
         """
         return retrying.call(fn, sleep=self.sleep, retryable=retryable, budget=budget, max_attempts=max_attempts,
                              initial_s=initial_s, max_wait_s=max_wait_s, on_retry=on_retry)
+
+    def pins(self, model: type[M]) -> M:
+        """The run's pinned inputs parsed as ``model``, the workflow's pins model (fields with defaults read runs
+        pinned before a key existed as they ran). A mismatch is a permanent ``OUTPUT_INVALID`` naming the field."""
+        parsed = self._parsed_pins.get(model)
+        if parsed is None:
+            parsed = self._parsed_pins[model] = parse_output(model, dict(self.pinned), "the run's pinned inputs")
+        assert isinstance(parsed, model)
+        return parsed
 
     def output(self, model: type[M], step: str | None = None) -> M:
         """The committed output of the earlier step that declares ``model`` (or of ``step``), parsed.

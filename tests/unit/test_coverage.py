@@ -349,18 +349,20 @@ def test_a_retry_finds_both_edges_recorded() -> None:
 
 
 def test_a_range_pinned_by_every_release_reads_back_the_same() -> None:
-    """The range's pins have one reader and writer (``workflows.range_pins``): what a run pins is what a retry reads,
-    and runs pinned before ``covered_by`` and ``until`` existed read as they did."""
+    """The range's pins have one writer (``workflows.range_pins``) and one reader (``workflows.report_pins``): what a
+    run pins is what a retry reads, and runs pinned before ``covered_by`` and ``until`` existed read as they did."""
     from workflows.range_pins import RangePins
+    from workflows.report_pins import ReportPins
 
     fresh = RangePins(upper={"main": "b" * 40}, lower={"main": "a" * 40}, since=T0, until=T0 + DAY,
                       covered_by=None, excluded=["c" * 40], also_covers=["2026-11-01"])
-    assert RangePins.read(fresh.pins("b" * 40)) == fresh
+    assert ReportPins.model_validate(fresh.pins("b" * 40)).range == fresh
     covered = fresh.model_copy(update={"covered_by": "2026-11-03"})
-    assert RangePins.read(covered.pins("b" * 40)) == covered
-    old = {"heads": {"main": "b" * 40}, "since_heads": {"main": "a" * 40}, "since": "2026-11-02T00:00:00Z",
-           "covered": True, "excluded_heads": [], "also_covers": []}  # before until and covered_by
-    read = RangePins.read(old)
+    assert ReportPins.model_validate(covered.pins("b" * 40)).range == covered
+    old = ReportPins.model_validate({"heads": {"main": "b" * 40}, "since_heads": {"main": "a" * 40},
+                                     "since": "2026-11-02T00:00:00Z", "covered": True, "excluded_heads": [],
+                                     "also_covers": []})  # before until and covered_by
+    read = old.range
     assert read is not None and read.covered_by == "" and read.until is None
     assert read.front(old)["covered_by_later_report"] is True and "covered_by" not in read.front(old)
-    assert RangePins.read({"heads": {"main": "b" * 40}}) is None  # no range pinned yet
+    assert ReportPins.model_validate({"heads": {"main": "b" * 40}}).range is None  # no range pinned yet
