@@ -44,7 +44,7 @@ def write(kind: str, ctx: StepContext) -> StepResult:
     try:
         checked = ops_narrative.write(facts, partial(_ask, ctx, model), rules)
     except errors.StepError as exc:
-        if exc.code not in report_glue.FALLBACK_CODES or not pinned.falls_back:
+        if not report_glue.falls_back(exc, pinned):
             raise
         # The model is unavailable: the built-in report goes out on time, marked, and is written
         # again in place once the model answers (SPEC §15.5).

@@ -180,7 +180,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
     try:
         out = generate_report.generate(inp, writer, num_ctx=num_ctx, options=options)
     except errors.StepError as exc:
-        if exc.code not in report_glue.FALLBACK_CODES or not pinned.falls_back:
+        if not report_glue.falls_back(exc, pinned):
             raise
         # The model is unavailable past the step's retries: the built-in writer's report goes out on time,
         # marked; the engine runs this step again, in place, once the model answers (SPEC §15.5).

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from engine.core import errors, redact
 from engine.core.models import StepStatus
 from engine.plugins.contract import ArtifactRef, StepContext, StepResult
+from workflows.report_pins import WriterPins
 from workflows.report_settings import ReportSettings
 
 S = TypeVar("S", bound=ReportSettings)
@@ -87,6 +88,12 @@ def upload_markdown(ctx: StepContext[Any], title: str, markdown: str, counts: Ma
 
 #: The model's failures a fallback stands in for: unavailable past the step's retries.
 FALLBACK_CODES = frozenset({"MODEL_UNAVAILABLE"})
+
+
+def falls_back(exc: errors.StepError, pinned: WriterPins) -> bool:
+    """Whether the built-in writer stands in for the model's failure ``exc``: the run pinned the fallback, and the
+    model is unavailable past the step's retries (any other failure is the step's)."""
+    return exc.code in FALLBACK_CODES and pinned.fallback == "builtin"
 
 
 def fallback_record(exc: errors.StepError, model: str) -> dict[str, Any]:

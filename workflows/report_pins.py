@@ -40,10 +40,6 @@ class WriterPins(BaseModel):
     def ollama(self) -> bool:
         return self.provider == "ollama"
 
-    @property
-    def falls_back(self) -> bool:
-        return self.fallback == "builtin"
-
 
 class ReportPins(WriterPins):
     """A report's run: its window as the engine pinned it, what shapes its content, and its commit range."""

@@ -51,8 +51,8 @@ def test_what_a_new_run_pins_its_model_reads_back_whole(index: int) -> None:
 
 def test_a_new_report_run_pins_what_its_settings_say() -> None:
     pinned = ReportPins.model_validate(stored_pins(0))
-    assert (pinned.provider, pinned.model, pinned.falls_back, pinned.prompt_version) == (
-        "ollama", "llama3.1:8b", True, "v4")
+    assert (pinned.provider, pinned.model, pinned.fallback, pinned.prompt_version) == (
+        "ollama", "llama3.1:8b", "builtin", "v4")
     assert (pinned.language, pinned.attribution, pinned.branches, pinned.exclude) == ("ko", "landed", ["main"],
                                                                                     ["vendor/"])
     assert (pinned.paths, pinned.wip_branches, pinned.kinds, pinned.bot_names) == (
