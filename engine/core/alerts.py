@@ -128,7 +128,7 @@ def count_unsuccessful(earlier_statuses: Iterable[str]) -> int:
     return c
 
 
-def decide_retry_at(attempts: int, now: datetime) -> datetime:
+def decide_alert_retry_at(attempts: int, now: datetime) -> datetime:
     """When to try an undelivered event again after ``attempts`` failed tries: 30 s doubling, at most 15 min."""
     delay: timedelta = FIRST_RETRY_DELAY * (2 ** min(max(attempts - 1, 0), 10))
     return now + min(delay, MAX_RETRY_DELAY)

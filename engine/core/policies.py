@@ -256,7 +256,7 @@ class RetryWait:
         return self.wait_s is None
 
 
-def decide_retry_wait(*, attempts: int, max_attempts: int | None, left_s: float, backoff_s: float,
+def decide_call_retry(*, attempts: int, max_attempts: int | None, left_s: float, backoff_s: float,
                       retry_after_s: float | None = None) -> RetryWait:
     """After ``attempts`` failed tries of a call retried inside a step: how long to wait, or stop.
 
@@ -283,7 +283,7 @@ def retry_budget(*, attempt: int, run_max_attempts: int, configured: int) -> tup
     return attempt - granted, min(configured, run_max_attempts)
 
 
-def decide_retry(*, attempts_used: int, max_attempts: int, backoff: timedelta, now: datetime,
+def decide_run_retry(*, attempts_used: int, max_attempts: int, backoff: timedelta, now: datetime,
                  retryable: bool, retry_after: timedelta | None = None) -> RetryDecision:
     """RETRY_PENDING with backoff ×4 per attempt (1m, 4m, 16m...) or FAILED once the budget is spent.
 
@@ -361,7 +361,7 @@ def is_silent(next_run_at: datetime | None, grace: timedelta, now: datetime) -> 
     return next_run_at is not None and now - next_run_at > grace
 
 
-def decide_retry_delay(failures: int, poll: timedelta) -> float:
+def decide_loop_retry_delay(failures: int, poll: timedelta) -> float:
     """Seconds before a loop tries again after ``failures`` database errors in a row: doubling, at most 5 s."""
     base = max(poll.total_seconds(), 0.05)
     return float(min(base * 2 ** max(0, failures - 1), max(base, 5.0)))

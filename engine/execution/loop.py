@@ -6,7 +6,7 @@ backs off with ``Backoff``. The loop knows its worker only as callables (``claim
 ``reclaim``, ``beat``), so it is tested with plain functions on a manual clock.
 A loop in the foreground that runs until idle reports a database error (the command
 exits 1); a long-running one outlives it: it counts the failure, waits
-``policies.decide_retry_delay`` on the engine's clock, takes back the runs its worker
+``policies.decide_loop_retry_delay`` on the engine's clock, takes back the runs its worker
 id still holds (the error may have cut one short) and goes on.
 """
 
@@ -41,7 +41,7 @@ class Backoff:
     def failed(self, exc: BaseException) -> float:
         """Count a database error and log it; the seconds to wait before trying again."""
         self.failures += 1
-        delay = policies.decide_retry_delay(self.failures, self.poll)
+        delay = policies.decide_loop_retry_delay(self.failures, self.poll)
         logs.event(log, logging.WARNING, self.event, error=errors.first_line(exc), retry_in_s=delay)
         return delay
 

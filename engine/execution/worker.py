@@ -338,7 +338,7 @@ class Worker:
         used, allowed = policies.retry_budget(attempt=claim.attempt, run_max_attempts=run.max_attempts,
                                               configured=self.rt.config.worker.max_attempts)
         retry_after = timedelta(seconds=error.retry_after_s) if error.retry_after_s else None
-        decision = policies.decide_retry(attempts_used=used, max_attempts=allowed,
+        decision = policies.decide_run_retry(attempts_used=used, max_attempts=allowed,
                                          backoff=self.rt.config.worker.retry_backoff, now=now,
                                          retryable=error.retryable, retry_after=retry_after)
         step = workflow.steps[position] if position is not None else None

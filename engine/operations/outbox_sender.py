@@ -74,7 +74,7 @@ def deliver_pending(rt: Runtime, *, limit: int = BATCH, stop: threading.Event | 
                 else:
                     attempts = alert.attempts + 1
                     outbox.mark_failed(conn, row_id, attempts=attempts,
-                                       next_try_at=alerts.decide_retry_at(attempts, done_at), error=reason)
+                                       next_try_at=alerts.decide_alert_retry_at(attempts, done_at), error=reason)
     except Exception as exc:  # noqa: BLE001 - the sender must never take its caller down
         report.error = errors.first_line(exc)
         logs.event(log, logging.WARNING, "delivery_failed", error=report.error)

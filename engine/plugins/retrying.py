@@ -3,7 +3,7 @@
 The one helper for every retry that waits inside a step execution: the worker's
 re-execution of a step within its ``retry_budget_s``, and the Ollama and Notion
 clients' calls. tenacity runs the loop and draws the jittered exponential
-backoff; ``policies.decide_retry_wait`` decides each wait against a waiting
+backoff; ``policies.decide_call_retry`` decides each wait against a waiting
 budget (a ``StepError``'s ``retry_after_s`` honoured, a wait that does not fit
 ending the retries); the waits go through the step's ``sleep`` (``ctx.sleep``:
 the engine's clock, whose ``Interrupted`` at SIGTERM and ``LeaseLost`` go up as
@@ -66,7 +66,7 @@ def call(fn: Callable[[], T], *, sleep: Callable[[float], object], retryable: Ca
         if error is None or not retryable(error):
             return False
         asked = error.retry_after_s if isinstance(error, errors.StepError) else None
-        decision = policies.decide_retry_wait(attempts=state.attempt_number, max_attempts=max_attempts,
+        decision = policies.decide_call_retry(attempts=state.attempt_number, max_attempts=max_attempts,
                                               left_s=spent.left_s, backoff_s=backoff(state), retry_after_s=asked)
         if decision.wait_s is None:
             return False  # tenacity then raises the last error as it is

@@ -70,9 +70,9 @@ def test_consecutive_counts_this_period_and_stops_at_a_success() -> None:
 
 @given(st.integers(1, 10_000))
 def test_retry_delay_doubles_and_never_exceeds_15_minutes(attempts: int) -> None:
-    delay = alerts.decide_retry_at(attempts, NOW) - NOW
+    delay = alerts.decide_alert_retry_at(attempts, NOW) - NOW
     assert timedelta(seconds=30) <= delay <= timedelta(minutes=15)
-    assert alerts.decide_retry_at(attempts + 1, NOW) - NOW >= delay
+    assert alerts.decide_alert_retry_at(attempts + 1, NOW) - NOW >= delay
 
 
 def test_payload_carries_what_applies_and_the_apprise_title() -> None:

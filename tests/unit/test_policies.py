@@ -157,20 +157,20 @@ def test_retry_backoff_grows_fourfold_then_fails() -> None:
     now = at(12)
     delays = []
     for used in (1, 2):
-        decision = policies.decide_retry(attempts_used=used, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+        decision = policies.decide_run_retry(attempts_used=used, max_attempts=3, backoff=timedelta(minutes=1), now=now,
                                          retryable=True)
         assert decision.retry and decision.not_before is not None
         delays.append(decision.not_before - now)
     assert delays == [timedelta(minutes=1), timedelta(minutes=4)]
-    assert not policies.decide_retry(attempts_used=3, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+    assert not policies.decide_run_retry(attempts_used=3, max_attempts=3, backoff=timedelta(minutes=1), now=now,
                                      retryable=True).retry
 
 
 def test_permanent_errors_never_retry_and_retry_after_is_a_floor() -> None:
     now = at(12)
-    assert not policies.decide_retry(attempts_used=1, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+    assert not policies.decide_run_retry(attempts_used=1, max_attempts=3, backoff=timedelta(minutes=1), now=now,
                                      retryable=False).retry
-    decision = policies.decide_retry(attempts_used=1, max_attempts=3, backoff=timedelta(minutes=1), now=now,
+    decision = policies.decide_run_retry(attempts_used=1, max_attempts=3, backoff=timedelta(minutes=1), now=now,
                                      retryable=True, retry_after=timedelta(minutes=10))
     assert decision.not_before == now + timedelta(minutes=10)
 
@@ -178,14 +178,14 @@ def test_permanent_errors_never_retry_and_retry_after_is_a_floor() -> None:
 # --- in-step retry waits -------------------------------------------------------
 
 def test_an_in_step_retry_waits_its_backoff_while_it_fits_in_the_budget() -> None:
-    decide = policies.decide_retry_wait
+    decide = policies.decide_call_retry
     assert decide(attempts=1, max_attempts=None, left_s=30.0, backoff_s=1.4) == policies.RetryWait(1.4)
     assert decide(attempts=3, max_attempts=8, left_s=4.0, backoff_s=4.0).wait_s == 4.0  # exactly what is left
     assert decide(attempts=1, max_attempts=None, left_s=30.0, backoff_s=-1.0).wait_s == 0.0
 
 
 def test_an_in_step_retry_stops_at_max_attempts_a_spent_budget_or_a_wait_that_does_not_fit() -> None:
-    decide = policies.decide_retry_wait
+    decide = policies.decide_call_retry
     assert decide(attempts=8, max_attempts=8, left_s=30.0, backoff_s=1.0).stop
     assert not decide(attempts=7, max_attempts=8, left_s=30.0, backoff_s=1.0).stop
     assert decide(attempts=1, max_attempts=None, left_s=0.0, backoff_s=0.0).stop
@@ -195,7 +195,7 @@ def test_an_in_step_retry_stops_at_max_attempts_a_spent_budget_or_a_wait_that_do
 
 
 def test_an_in_step_retry_honours_retry_after_unless_it_is_longer_than_the_budget_left() -> None:
-    decide = policies.decide_retry_wait
+    decide = policies.decide_call_retry
     assert decide(attempts=1, max_attempts=10, left_s=30.0, backoff_s=0.7, retry_after_s=2.0).wait_s == 2.0
     assert decide(attempts=1, max_attempts=10, left_s=30.0, backoff_s=5.0, retry_after_s=0.5).wait_s == 0.5
     # Longer than what is left: the error goes up and its Retry-After becomes the run's not_before.
@@ -206,7 +206,7 @@ def test_an_in_step_retry_honours_retry_after_unless_it_is_longer_than_the_budge
 @given(st.integers(1, 20), st.floats(0, 60), st.floats(0, 60), st.one_of(st.none(), st.floats(0, 600)))
 def test_an_in_step_retry_never_waits_past_the_budget(attempts: int, left_s: float, backoff_s: float,
                                                       retry_after_s: float | None) -> None:
-    decision = policies.decide_retry_wait(attempts=attempts, max_attempts=None, left_s=left_s, backoff_s=backoff_s,
+    decision = policies.decide_call_retry(attempts=attempts, max_attempts=None, left_s=left_s, backoff_s=backoff_s,
                                           retry_after_s=retry_after_s)
     assert decision.stop or 0.0 <= (decision.wait_s or 0.0) <= left_s
 

@@ -49,7 +49,7 @@ def test_a_long_running_loop_backs_off_on_the_clock_then_takes_its_runs_back() -
     runs = loop.RunLoop(clock, POLL, stops=[stop], claim_and_execute=_outage(3, stop, ["run 1"]),
                         reclaim=lambda: reclaimed.append(clock.now()))
     done = runs.run(until_idle=False)
-    waited = sum(policies.decide_retry_delay(n, POLL) for n in (1, 2, 3))
+    waited = sum(policies.decide_loop_retry_delay(n, POLL) for n in (1, 2, 3))
     assert done == ["run 1"]
     assert clock.now() == START + timedelta(seconds=waited)  # doubling waits, not a hang, not a spin
     assert len(reclaimed) == 3 and reclaimed[-1] == clock.now()  # before each claim after an error
