@@ -44,6 +44,7 @@ AWAITING_OPERATOR_STATUSES = frozenset({RunStatus.MANUAL_REQUIRED})
 UNFINISHED_STATUSES = ACTIVE_STATUSES | AWAITING_OPERATOR_STATUSES
 #: Not started yet: a disabled schedule holds these (SPEC §15.3); a RUNNING one goes on.
 HOLDABLE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RETRY_PENDING})
+#: Why a run is held, or was cancelled, while its schedule is disabled: one wording wherever it is said.
 HELD_BY_DISABLED = "schedule disabled"
 #: Waiting for a worker (once ``not_before`` has passed); the order is the SQL's (a partial index repeats it).
 CLAIMABLE_STATUSES = (RunStatus.QUEUED, RunStatus.RETRY_PENDING)

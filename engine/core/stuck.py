@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from engine.core.models import HOLDABLE_STATUSES
+from engine.core.models import HELD_BY_DISABLED, HOLDABLE_STATUSES
 
 WAITING = tuple(sorted(s.value for s in HOLDABLE_STATUSES))
 # A worker beats every 10 s; one not seen for this long is taken for dead.
@@ -80,7 +80,7 @@ def decide_stuck(run: Waiting, *, now: datetime, stuck_after: timedelta, served:
         return None  # the project's queue is moving: this run waits its turn
     reason: str | None = None
     if not run.schedule_enabled:
-        reason = "schedule disabled"
+        reason = HELD_BY_DISABLED
     elif run.status == "PENDING" and run.blocker is not None:
         reason = f"waits behind run {run.blocker}"
     elif served is not None and run.project not in served:

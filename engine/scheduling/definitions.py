@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from engine.core import errors, logs, run_counts
 from engine.core.clock import format_instant
 from engine.core.cron import timetable, validate
-from engine.core.models import AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
+from engine.core.models import HELD_BY_DISABLED, AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
 from engine.core.run_end import RunEnd
 from engine.runtime import Runtime
 from engine.scheduling import drift, model_time
@@ -326,7 +326,7 @@ def _switch(conn: Connection, rt: Runtime, current: Schedule, *, enabled: bool, 
 def _cancel_unstarted(conn: Connection, actor: str, schedule: Schedule, now: datetime, reason: str | None) -> None:
     """``disable --cancel-queued``: the runs a disable would hold are cancelled instead, each audited."""
     for run in run_rows.unstarted_runs(conn, schedule.id):
-        finish.finish_run(conn, run, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason="schedule disabled",
+        finish.finish_run(conn, run, RunEnd(RunStatus.CANCELLED, AttemptOutcome.CANCELLED, reason=HELD_BY_DISABLED,
                                             note="cancelled with its schedule's disable before any worker took it"),
                           now, holder=None)
         audit_rows.record_audit(conn, at=now, actor=actor, action="run_cancelled", schedule_id=schedule.id,
