@@ -34,7 +34,7 @@ from engine.core.models import (
     SlotReason,
 )
 from engine.core.run_end import RunEnd
-from engine.store import audit_rows, locks, outbox, run_rows
+from engine.store import audit_rows, fastsql, locks, outbox, run_rows
 from engine.store.tables import runs, schedules
 
 
@@ -61,6 +61,11 @@ class _Wait(NamedTuple):
     scheduled_for: datetime
     upstream: tuple[tuple[str, str], ...]
     until: datetime
+
+
+#: Whether any run waits for its upstream: asked at every scheduled run's SUCCESS, where the answer is almost
+#: always no (``fastsql``: ~0.4 ms less per run than the full query through SQLAlchemy's pipeline).
+_ANY_WAITING = select(runs.c.id).where(run_rows.WAITING_FOR_UPSTREAM).limit(1)
 
 
 def _waiting(conn: Connection, run_ids: Collection[int] | None) -> list[_Wait]:
@@ -94,6 +99,8 @@ def release_ready(conn: Connection, now: datetime, *, run_ids: Collection[int] |
     another transaction released first is left out (the update's guard).
     """
     lock_dependencies(conn)
+    if run_ids is None and fastsql.execute(conn, _ANY_WAITING, {}).fetchone() is None:
+        return []
     waiting = _waiting(conn, run_ids)
     done = succeeded(conn, {pair for wait in waiting for pair in wait.upstream})
     released = []
