@@ -1,4 +1,4 @@
-"""PostgreSQL: 1 vs 2 ``reportflow work --until-idle`` processes on the same queue of runs.
+"""PostgreSQL: 1 vs 2 vs 4 ``reportflow work --until-idle`` processes on the same queue of runs.
 
 Per repetition, side by side, each on a fresh database (``CREATE DATABASE ... TEMPLATE``
 of one migrated once): ``--runs`` QUEUED runs of the ``four_steps`` test workflow
@@ -17,7 +17,9 @@ Throughput counts from the first claim to the last completion, read from the run
 own timestamps (one shared clock), so process start-up is not in it; the wall
 time including start-up is shown too. Checks: every run SUCCESS, every step
 started and ended exactly once in the side-effect log (no duplicate execution),
-and with two workers both processes did work. Target (SPEC §11): 2 ÷ 1 ≥ 1.7×.
+and with several workers each process did work. Claim conflicts are what the server counted in the
+pass's database (``pg_stat_database``): rolled-back transactions (a claim that lost, a retried
+write) and deadlocks. Target (SPEC §11): 2 ÷ 1 ≥ 1.7×.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def one_pass(dbs: Databases, folder: Path, runs_wanted: int, workers: int, share
     config = write_config(folder / "reportflow.toml", db_url=url, schedules=configs,
                           sections={"worker": {"lease": "60s", "poll_interval": "0.2s"}, "testflow": flow})
     shared = procs.Shared(clock.now() + timedelta(minutes=1))
+    before = conflicts(url)
     wall, outs = c.timed(lambda: [p.communicate(timeout=900) for p in [
         procs.spawn(folder, config, "work", "--until-idle", "--worker-id", f"w{i}", now=shared.at())
         for i in range(workers)]])
@@ -115,48 +118,65 @@ def one_pass(dbs: Databases, folder: Path, runs_wanted: int, workers: int, share
     pids = {w[3] for w in lines if w[0] == "end"}
     assert len(pids) == workers, f"{workers} workers but {len(pids)} processes executed steps"
     span = (last - first).total_seconds()
+    rollbacks, deadlocks = (a - b for a, b in zip(conflicts(url), before, strict=True))
     return {"runs_per_s": runs_wanted / span, "span_s": span, "wall_s": wall, "duplicates": duplicates,
-            "processes": len(pids)}
+            "processes": len(pids), "rollbacks": rollbacks, "deadlocks": deadlocks}
+
+
+def conflicts(url: str) -> tuple[int, int]:
+    """(rolled-back transactions, deadlocks) the server has counted in ``url``'s database so far."""
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        conn.execute(sa.text("SELECT pg_stat_clear_snapshot()"))
+        row = conn.execute(sa.text("SELECT xact_rollback, deadlocks FROM pg_stat_database "
+                                   "WHERE datname = current_database()")).one()
+    engine.dispose()
+    return int(row[0]), int(row[1])
 
 
 def main() -> None:
     p = c.parser(__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=500)
     p.add_argument("--shared-schedule", action="store_true", help="all runs from one schedule (see the docstring)")
+    p.add_argument("--workers", default="1,2,4", help="the worker process counts to compare (default 1,2,4)")
     args = p.parse_args()
     reps = c.check_reps(args.reps)
+    counts = sorted({int(n) for n in args.workers.split(",")} | {1})
     c.announce("bench_workers.py")
     dbs = Databases()
-    results: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    results: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
             for rep in range(reps):
-                for workers in (1, 2):
+                for workers in counts:
                     folder = Path(tmp) / f"r{rep}w{workers}"
                     folder.mkdir()
                     results[workers].append(one_pass(dbs, folder, args.runs, workers, args.shared_schedule))
-                one, two = results[1][-1], results[2][-1]
-                print(f"rep {rep + 1}/{reps}: 1 worker {one['runs_per_s']:.2f} runs/s, 2 workers "
-                      f"{two['runs_per_s']:.2f} runs/s, ratio {two['runs_per_s'] / one['runs_per_s']:.2f}×",
-                      flush=True)
+                one = results[1][-1]["runs_per_s"]
+                print(f"rep {rep + 1}/{reps}: " + ", ".join(
+                    f"{n} worker(s) {results[n][-1]['runs_per_s']:.2f} runs/s ({results[n][-1]['runs_per_s'] / one:.2f}×, "
+                    f"{results[n][-1]['rollbacks']:.0f} rollbacks)" for n in counts), flush=True)
     finally:
         dbs.drop_all()
-    ratio = [t["runs_per_s"] / o["runs_per_s"] for o, t in zip(results[1], results[2], strict=True)]
-    wall_ratio = [o["wall_s"] / t["wall_s"] for o, t in zip(results[1], results[2], strict=True)]
     floor = 1000 / (4 * STEP_SLEEP_MS)
     rows = [c.stat_row(f"1 worker: runs/s ({args.runs} runs, 4 × {STEP_SLEEP_MS} ms steps)",
-                       [r["runs_per_s"] for r in results[1]]),
-            c.stat_row("2 workers: runs/s", [r["runs_per_s"] for r in results[2]]),
-            c.stat_row("2 ÷ 1 throughput (same rep, first claim → last completion)", ratio, "x"),
-            c.stat_row("2 ÷ 1 by wall time incl. process start-up", wall_ratio, "x"),
-            c.stat_row("1 worker: wall time", [r["wall_s"] for r in results[1]], "s"),
-            c.stat_row("2 workers: wall time", [r["wall_s"] for r in results[2]], "s"),
-            ["duplicate step executions (side-effect log), all passes",
-             str(sum(r["duplicates"] for rs in results.values() for r in rs)), "", "", str(2 * reps)]]
+                       [r["runs_per_s"] for r in results[1]])]
+    for n in counts[1:]:
+        rows += [c.stat_row(f"{n} workers: runs/s", [r["runs_per_s"] for r in results[n]]),
+                 c.stat_row(f"{n} ÷ 1 throughput (same rep, first claim → last completion)",
+                            [t["runs_per_s"] / o["runs_per_s"] for o, t in zip(results[1], results[n], strict=True)],
+                            "x"),
+                 c.stat_row(f"{n} ÷ 1 by wall time incl. process start-up",
+                            [o["wall_s"] / t["wall_s"] for o, t in zip(results[1], results[n], strict=True)], "x")]
+    for n in counts:
+        rows += [c.stat_row(f"{n} worker(s): rolled-back transactions per pass", [r["rollbacks"] for r in results[n]]),
+                 c.stat_row(f"{n} worker(s): deadlocks per pass", [r["deadlocks"] for r in results[n]])]
+    rows.append(["duplicate step executions (side-effect log), all passes",
+                 str(sum(r["duplicates"] for rs in results.values() for r in rs)), "", "", str(len(counts) * reps)])
     print()
     print(c.table(c.STAT_HEADERS, rows))
     print(f"\nsleep-only ceiling: {floor:.1f} runs/s per worker; target 2 ÷ 1 ≥ 1.7×")
-    c.save("bench_workers", {"runs": args.runs, "one": results[1], "two": results[2], "ratio": ratio})
+    c.save("bench_workers", {"runs": args.runs, **{f"w{n}": results[n] for n in counts}})
 
 
 if __name__ == "__main__":
