@@ -3,7 +3,7 @@
 On the 20,000-commit repository of ``bench_collect`` (``tests.fakes.gitrepo.build_large_repo``), two cases:
 
 - **recent day, on time**: the previous report's end is recorded; the run reads the branch now, dates its end
-  edge, checks it is a fast-forward and collects the range (``collect_git.GitHistory`` + ``collect_between``,
+  edge, checks it is a fast-forward and collects the range (``git_history.GitHistory`` + ``collect_between``,
   and, for "the whole step", with the generated/vendored files marked and the forge looked up: everything
   COLLECT_GIT asks of git);
 - **mid-history day, backfill**: no edge recorded around it, a later mark exists: both edges are dated from
@@ -34,11 +34,11 @@ CHILD = r"""
 import json, sys, time
 from datetime import datetime
 from pathlib import Path
-from steps import collect_git
+from steps import collect_git, git_history, git_repo
 repo, start, end, floor, after = sys.argv[1], datetime.fromisoformat(sys.argv[2]), datetime.fromisoformat(sys.argv[3]), json.loads(sys.argv[4]), json.loads(sys.argv[5])
 whole = sys.argv[6] == "whole"
 began = time.perf_counter()
-history = collect_git.GitHistory(Path(repo), ["main"])
+history = git_history.GitHistory(Path(repo), ["main"])
 if floor:  # on time: the lower edge is recorded; the upper one is read from the branch now
     lower = floor
     upper = history.as_of(history.now(), end, lower)
@@ -49,7 +49,7 @@ history.fast_forward(lower, upper)
 out = collect_git.collect_between(Path(repo), ["main"], upper, lower, attribution="landed", since=start,
                                   window_start=start, window_end=end, history=history, exclude=[] if whole else None)
 if whole:
-    collect_git.forge(Path(repo))
+    git_repo.forge(Path(repo))
 print(json.dumps({"s": time.perf_counter() - began, "commits": len(out.commits), "lower": lower, "upper": upper}))
 """
 

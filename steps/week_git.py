@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from steps import collect_git, git_log
+from steps import collect_git, git_history, git_log, git_repo
 from steps.git_log import CommitInfo, GitFailure
 from steps.report_model import Merge
 
@@ -32,10 +32,10 @@ def last_week(repo: Path, branches: list[str], heads: dict[str, str], *, landed:
     if not landed:
         return collect_git.collect(repo, branches, start, end, pinned_heads=heads, authors=authors,
                                    exclude=exclude).commits
-    upper = collect_git.heads_at(repo, heads, end)
+    upper = git_history.heads_at(repo, heads, end)
     if not upper:
         return []
-    lower = collect_git.heads_at(repo, heads, start)
+    lower = git_history.heads_at(repo, heads, start)
     return collect_git.collect_between(repo, branches, upper, lower, attribution="landed", since=start,
                                        window_start=start, window_end=end, authors=authors, exclude=exclude).commits
 
@@ -67,5 +67,5 @@ def merges(repo: Path, heads: dict[str, str], *, lower: dict[str, str] | None, s
             found.append(Merge(sha=sha, author_name=author, subject=subject, committed_at=git_log.iso_utc(at),
                                brought=len(brought), brought_shas=list(reversed(brought))[:BROUGHT_KEPT]))
     except GitFailure as exc:
-        raise collect_git.unreadable_error(repo, exc) from exc
+        raise git_repo.unreadable_error(repo, exc) from exc
     return sorted(found, key=lambda m: (m.committed_at, m.sha))

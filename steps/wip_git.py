@@ -14,7 +14,7 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from steps import collect_git, git_log
+from steps import git_log, git_repo
 from steps.git_log import GitFailure
 from steps.report_model import InProgress
 
@@ -57,5 +57,5 @@ def in_progress(repo: Path, heads: dict[str, str], tracked: Sequence[str], patte
             found.append(InProgress(branch=name, authors=sorted({c[1] for c in commits}), commits=len(commits),
                                     last_update=git_log.iso_utc(newest), shas=[c[0] for c in commits[:SHAS_KEPT]]))
     except GitFailure as exc:
-        raise collect_git.unreadable_error(repo, exc) from exc
+        raise git_repo.unreadable_error(repo, exc) from exc
     return sorted(found, key=lambda w: (w.last_update, w.branch), reverse=True)

@@ -36,7 +36,7 @@ PAYLOAD_VERSION = 1
 def collect(ctx: StepContext[ReportSettings], pinned: ReportPins | None = None) -> StepResult:
     """COLLECT_GIT: the commits of the run's window, or of its range (``pinned``: a team's child's pins, with the
     team's authors and every window reported)."""
-    from steps import collect_git
+    from steps import collect_git, git_repo
 
     try:
         project = report_glue.settings_of(ctx, ReportSettings).project(ctx.project)
@@ -51,7 +51,7 @@ def collect(ctx: StepContext[ReportSettings], pinned: ReportPins | None = None) 
     pins: dict[str, Any] = {} if pinned.heads else {"heads": out.heads, "head_sha": out.head_sha}
     if not pinned.heads and pinned.text_rules >= 2:
         # Where links in the model's text may point: the project's own forge, as origin names it now.
-        pins["forge"] = collect_git.forge(project.repo)
+        pins["forge"] = git_repo.forge(project.repo)
     out = with_git_facts(ctx, pinned, project.repo, out, lower=None)
     # A window whose only commits git could not read is not empty: its report says what was left out.
     empty = not out.commits and not out.unreadable
@@ -68,16 +68,16 @@ def coverage_collect(ctx: StepContext, repo: Path, pinned: ReportPins) -> StepRe
     the line's compare-and-set; a retry reuses the range it pinned, so it reports the same
     commits.
     """
-    from steps import collect_git, coverage
+    from steps import collect_git, coverage, git_history, git_repo
 
     assert pinned.attribution is not None and pinned.schedule is not None  # collect's test for coming here
     start, end = ctx.period_start_at, ctx.period_end_at
-    history: collect_git.GitHistory | None = None
+    history: git_history.GitHistory | None = None
     earlier = pinned.range
     if earlier is not None:
         taken = earlier
     else:
-        history = collect_git.GitHistory(repo, pinned.branches)
+        history = git_history.GitHistory(repo, pinned.branches)
         decision = coverage.settle(
             ctx.marks, f"{pinned.schedule}:{ctx.project}", start, end, history=history,
             earlier_periods=partial(ctx.earlier_periods, pinned.schedule, start), report=ctx.business_key,
@@ -85,9 +85,9 @@ def coverage_collect(ctx: StepContext, repo: Path, pinned: ReportPins) -> StepRe
         taken = RangePins(
             upper=decision.upper, lower=decision.lower, since=decision.since, until=decision.until,
             covered_by=decision.covered_by, also_covers=list(decision.also_covers),
-            excluded=collect_git.excluded_heads(repo, decision.excluded) if decision.excluded and not
+            excluded=git_history.excluded_heads(repo, decision.excluded) if decision.excluded and not
             decision.covered else [],
-            held_later=collect_git.shas_held_later(repo, decision.later) if decision.later and not decision.covered else [])
+            held_later=git_history.shas_held_later(repo, decision.later) if decision.later and not decision.covered else [])
     out = collect_git.collect_between(
         repo, pinned.branches, taken.upper, taken.lower, attribution=pinned.attribution, since=taken.since,
         window_start=start, window_end=end, until=taken.until or end, covered_by=taken.covered_by,
@@ -96,7 +96,7 @@ def coverage_collect(ctx: StepContext, repo: Path, pinned: ReportPins) -> StepRe
     out = with_git_facts(ctx, pinned, repo, out, lower=taken.lower if pinned.attribution == "landed" else None)
     pins: dict[str, Any] = {} if earlier is not None else taken.pins(out.head_sha)
     if pins and pinned.text_rules >= 2:  # where links in the model's text may point
-        pins["forge"] = collect_git.forge(repo)
+        pins["forge"] = git_repo.forge(repo)
     empty = not out.commits and not out.arrived_late and not out.unreadable
     skip = "no_activity" if empty and pinned.on_empty == "skip" else None
     return StepResult(output=out, pins=pins, skip_remaining=skip)

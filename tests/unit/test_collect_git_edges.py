@@ -176,7 +176,7 @@ def test_a_shallow_clone_is_refused_without_asking_git(tmp_path: Path) -> None:
     import subprocess
 
     from engine.core import errors
-    from steps import collect_git
+    from steps import git_repo
     from tests.fakes.gitrepo import git_env, make_repo
 
     source = make_repo(tmp_path, "source")
@@ -186,18 +186,18 @@ def test_a_shallow_clone_is_refused_without_asking_git(tmp_path: Path) -> None:
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{source.path}", str(shallow)], env=git_env(),
                    check=True)
     with pytest.raises(errors.StepError) as caught:
-        collect_git.current_heads(shallow, ["main"])
+        git_repo.current_heads(shallow, ["main"])
     assert caught.value.code == "GIT_REPO_SHALLOW" and "git fetch --unshallow" in caught.value.message
-    assert collect_git.current_heads(source.path, ["main"])  # the full clone is read
+    assert git_repo.current_heads(source.path, ["main"])  # the full clone is read
 
 
 def test_the_forge_is_read_from_origin_and_follows_url_rewrites(tmp_path: Path) -> None:
-    from steps import collect_git
+    from steps import git_repo
 
     repo = make_repo(tmp_path, "forge")
-    assert collect_git.forge(repo.path) is None  # no origin
+    assert git_repo.forge(repo.path) is None  # no origin
     repo.git("remote", "add", "origin", "git@github.com:psf/requests.git")
-    assert collect_git.forge(repo.path) == "https://github.com/psf/requests"
+    assert git_repo.forge(repo.path) == "https://github.com/psf/requests"
     repo.git("remote", "set-url", "origin", "gh:psf/httpx")
     repo.git("config", "url.https://github.com/.insteadOf", "gh:")  # git applies it; so does the forge
-    assert collect_git.forge(repo.path) == "https://github.com/psf/httpx"
+    assert git_repo.forge(repo.path) == "https://github.com/psf/httpx"

@@ -79,7 +79,7 @@ class Branch:
 
 
 class ModelHistory:
-    """``coverage.History`` over the model, as ``collect_git.GitHistory`` over git."""
+    """``coverage.History`` over the model, as ``git_history.GitHistory`` over git."""
 
     def __init__(self, branch: Branch) -> None:
         self.branch = branch
