@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from engine.config import defaults
-from engine.config.config_file import KEY_PATTERN, Duration, Strict, check_path, problem_from_validation
+from engine.config.fields import KEY_PATTERN, Duration, Strict, check_path
+from engine.config.problems import problem_from_validation
 from engine.core import errors
 from steps import report_texts
 from workflows.report_pins import ReportPins, WriterPins

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field, ValidationError
 
-from engine.config.config_file import KEY_PATTERN, Strict, problem_from_validation
+from engine.config.fields import KEY_PATTERN, Strict
+from engine.config.problems import problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef

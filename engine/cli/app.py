@@ -84,7 +84,7 @@ def main_options(
         raise errors.InvalidInput(f"--log-format must be text or json, not '{log_format}'")
     logs.configure(log_format)
     if config is None:
-        from engine.config.config_file import DEFAULT_CONFIG
+        from engine.config.defaults import DEFAULT_CONFIG
 
         config = Path(DEFAULT_CONFIG)
         explicit = False

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -20,301 +19,25 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    TypeAdapter,
     ValidationError,
-    field_validator,
-    model_validator,
 )
 
-from engine.config import backup_config, calendar_config, defaults, durations
-from engine.config.defaults import DEFAULT_CONFIG as DEFAULT_CONFIG
-from engine.config.defaults import DEFAULT_DB_URL as DEFAULT_DB_URL
-from engine.config.defaults import resolve_store_url as resolve_store_url
-from engine.core import calendars, concurrency_caps, dependencies, errors, redact
+from engine.config import backup_config, calendar_config, defaults
+from engine.config.engine_sections import LimitsConfig, NotifyConfig, StoreConfig, UiConfig, WorkerConfig
+from engine.config.problems import problem_from_validation
+from engine.config.schedule_config import PROJECTLESS, ScheduleConfig, WorkflowSourceConfig
+from engine.core import calendars, dependencies, errors
 from engine.core.models import (
-    Criticality,
     DstFold,
     DstGap,
-    Misfire,
-    OnUpstream,
-    Overlap,
     PeriodKind,
-    ReportOn,
-    SchedulePriority,
     ScheduleSpec,
-    Sprint,
 )
-
-KEY_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
-
-Duration = Annotated[timedelta, BeforeValidator(durations.parse)]
-OptionalDuration = Annotated[timedelta | None, BeforeValidator(lambda v: None if v in ("", None) else durations.parse(v))]
-
-
-_FRESHNESS = re.compile(r"^\s*([0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(%?)\s*(?:within\s+(.+?))?\s*$")
-
-
-def parse_freshness_target(value: Any) -> tuple[float, timedelta | None]:
-    """``0.95``, ``"95%"`` or ``"95% within 30m"``: the share of due periods that should be fresh, and the
-    deadline that "fresh" means when the text names one."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{value!r} is not a freshness target (e.g. 0.95, \"95%\" or \"95% within 30m\")")
-    within = None
-    if isinstance(value, str):
-        match = _FRESHNESS.match(value)
-        if match is None:
-            raise ValueError(f"{value!r} is not a freshness target (e.g. 0.95, \"95%\" or \"95% within 30m\")")
-        share = float(match.group(1)) / (100 if match.group(2) else 1)
-        if match.group(3):
-            within = durations.parse(match.group(3))
-    else:
-        share = float(value)
-    if not 0 < share <= 1:
-        raise ValueError(f"{value!r}: a freshness target is a share of periods, above 0 and at most 1 (or 100%)")
-    return share, within
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _optional_duration(value: Any) -> timedelta | None:
-    return None if value in ("", None) else durations.parse(value)
-
-
-def check_path(value: str) -> str:
-    """A field validator for paths: no NUL, no absurd length or depth (``defaults.path_problem``)."""
-    problem = defaults.path_problem(value)
-    if problem is not None:
-        raise ValueError(f"the path {problem}")
-    return value
-
-
-def check_store_url(value: str) -> str:
-    """``[store] url``: a SQLite URL's file must be a usable path (what ``Store.open`` creates)."""
-    file = defaults.sqlite_file(value)
-    if file is not None:
-        check_path(file)
-    return value
-
-
-class StoreConfig(Strict):
-    url: Annotated[str, AfterValidator(check_store_url)] = DEFAULT_DB_URL
-    retain: Annotated[timedelta | None, BeforeValidator(_optional_duration)] = None  # serve prunes older runs
-    retain_max: int = Field(default=5000, ge=1)  # a daily prune that would delete more deletes none (SPEC §15.4)
-    backup: backup_config.BackupConfig | None = None  # verified backups on a cron (SQLite), a dump's age (PostgreSQL)
-
-    @field_validator("retain")
-    @classmethod
-    def _retain_floor(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value < timedelta(days=1):
-            raise ValueError("retain must be at least 1d (or \"\" to keep every run)")
-        return value
-
-
-class WorkerConfig(Strict):
-    lease: Duration = timedelta(seconds=60)
-    max_attempts: int = Field(default=3, ge=1, le=100)
-    retry_backoff: Duration = timedelta(minutes=1)
-    backfill_concurrency: int = Field(default=1, ge=1, le=1000)
-    poll_interval: Duration = timedelta(seconds=1)
-    # Runs in flight in one process, each in its own thread (``work --concurrency`` overrides it).
-    concurrency: int = Field(default=1, ge=1, le=10)  # the store keeps at most 15 connections
-    # With concurrency > 1: step boundaries arriving within this window share one commit; "0s" turns it off.
-    group_commit: Duration = timedelta(milliseconds=2)
-
-    @field_validator("group_commit")
-    @classmethod
-    def _group_commit_bound(cls, value: timedelta) -> timedelta:
-        if value > timedelta(milliseconds=100):
-            raise ValueError("group_commit must be at most 100ms (every step boundary may wait that long)")
-        return value
-
-    @field_validator("lease")
-    @classmethod
-    def _lease_floor(cls, value: timedelta) -> timedelta:
-        if value < timedelta(seconds=1):
-            raise ValueError("lease must be at least 1s (30s or more when several nodes share a database)")
-        return value
-
-
-ENV_NAME = r"^([A-Za-z_][A-Za-z0-9_]*)?$"
-
-
-class NotifyConfig(Strict):
-    """``[notify]``: the NAMES of the variables holding the webhook and Apprise URLs (SPEC §15.1), and the alert timings."""
-
-    webhook_env: Annotated[str, Field(pattern=ENV_NAME)] = ""
-    apprise_env: Annotated[str, Field(pattern=ENV_NAME)] = ""
-    stuck_after: Duration = timedelta(minutes=30)
-    slo_window: Duration = timedelta(days=30)
-    # Providers (a model server, Notion...) are probed at most this often by serve and cycle (SPEC §15.5).
-    health_every: Duration = timedelta(minutes=5)
-
-    @field_validator("health_every")
-    @classmethod
-    def _health_floor(cls, value: timedelta) -> timedelta:
-        if value < timedelta(seconds=10):
-            raise ValueError("health_every must be at least 10s (each probe is a request to the provider)")
-        return value
-
-    @model_validator(mode="after")
-    def _webhook_scheme(self) -> NotifyConfig:
-        url = os.environ.get(self.webhook_env, "") if self.webhook_env else ""
-        if url and not re.match(r"^https?://", url, re.IGNORECASE):
-            raise ValueError(f"the variable {self.webhook_env} must hold an http:// or https:// URL")
-        return self
-
-
-class UiConfig(Strict):
-    """``[ui]``: where the web page binds, and the NAME of the variable holding its write token."""
-
-    host: str = "127.0.0.1"
-    port: int = Field(default=8321, ge=0, le=65535)
-    token_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "REPORTFLOW_UI_TOKEN"
-    allowed_hosts: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-\[\]:]+$", max_length=255)], ...] = ()
-    session_ttl: Duration = timedelta(hours=12)
-    secure_cookies: StrictBool = False
-
-
-class LimitsConfig(Strict):
-    """``[limits]``: the creation policy and the concurrency caps (SPEC §18).
-
-    A schedule whose busiest day has more runs than ``warn_runs_per_day`` is shown with a warning
-    (``apply``, ``validate``, ``draft``); more than ``max_runs_per_day`` is refused. At most
-    ``max_running`` runs RUNNING at once across every process sharing the database, and at most
-    ``workflows[NAME]`` of workflow NAME (``[limits.workflows]``); claims enforce both.
-    """
-
-    warn_runs_per_day: int = Field(default=48, ge=1)
-    max_runs_per_day: int | None = Field(default=None, ge=1)
-    max_running: StrictInt | None = Field(default=None, ge=1, le=100_000)
-    workflows: dict[Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)],
-                    Annotated[StrictInt, Field(ge=1, le=100_000)]] = {}
-
-    def caps(self) -> concurrency_caps.Caps:
-        """The caps the claim enforces."""
-        return concurrency_caps.Caps(self.max_running, tuple(sorted(self.workflows.items())))
-
-
-#: The project of a projectless workflow's runs (``{workflow}:ops:{business_key}``).
-PROJECTLESS = "ops"
-
-
-class SprintConfig(Strict):
-    """A schedule's sprints: ``length`` whole days (a day to a year), one of them starting on ``anchor``."""
-
-    length: Duration
-    anchor: date
-
-    @field_validator("length")
-    @classmethod
-    def _whole_days(cls, value: timedelta) -> timedelta:
-        if value % timedelta(days=1) or not timedelta(days=1) <= value <= timedelta(days=366):
-            raise ValueError("a sprint is whole days long, from 1d to 366d (e.g. \"14d\")")
-        return value
-
-
-class ScheduleConfig(Strict):
-    name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]
-    workflow: str
-    # Required, except for a workflow whose schedules name no project (``projectless``).
-    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
-    cron: str
-    timezone: str
-    # The defaults are ScheduleSpec's (engine.core.models): one source.
-    report_on: ReportOn = ScheduleSpec.report_on
-    overlap: Overlap = ScheduleSpec.overlap
-    misfire: Misfire = ScheduleSpec.misfire
-    grace: Duration = ScheduleSpec.grace
-    catchup_window: Duration = ScheduleSpec.catchup_window
-    max_runtime: Duration = ScheduleSpec.max_runtime
-    jitter: Duration = ScheduleSpec.jitter
-    dst_gap: DstGap = ScheduleSpec.dst_gap
-    dst_fold: DstFold = ScheduleSpec.dst_fold
-    allow_frequent: StrictBool = ScheduleSpec.allow_frequent
-    enabled: StrictBool = ScheduleSpec.enabled  # "yes" is a typo, not true
-    criticality: Criticality = ScheduleSpec.criticality
-    priority: SchedulePriority = ScheduleSpec.priority
-    deadline: OptionalDuration = ScheduleSpec.deadline
-    start_by: OptionalDuration = ScheduleSpec.start_by
-    # Automatic re-queues once the provider that failed a run answers again: per run, and per schedule
-    # in any 24 hours (SPEC §15.5); 0 turns them off.
-    auto_recover: int = Field(default=ScheduleSpec.auto_recover, ge=0, le=100)
-    auto_recover_daily: int = Field(default=ScheduleSpec.auto_recover_daily, ge=0, le=100_000)
-    # 0.95, "95%" or "95% within 30m" (the "within" part is the deadline): below it, ``freshness_low``.
-    freshness_target: float | None = ScheduleSpec.freshness_target
-    # A team report's projects ("*": every [[projects]] entry) and authors (SPEC §17): read by the
-    # team workflows from the config, pinned into each run, not part of the schedule's definition.
-    projects: list[Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)]] | Literal["*"] | None = None
-    authors: list[str] | None = None
-    # How a report workflow places commits in its reports: "landed" (what became reachable since the
-    # previous report) or "authored" (by author date, plus what arrived late); read and pinned by the
-    # report workflows. Unnamed: "authored", what configurations written before it meant.
-    attribution: Literal["landed", "authored"] | None = None
-    # Holidays: a country ("KR", "US-CA", a table) or a [[calendars]] name, and dates of its own;
-    # resolved by build_config (calendar_config.resolve) into the spec's calendar and holidays.
-    calendar: calendar_config.CalendarValue | None = None
-    holidays: list[date] = []
-    # Dependencies (SPEC §18): the schedules whose covering periods must be SUCCESS first.
-    after: list[Annotated[str, Field(pattern=NAME_PATTERN, max_length=100)]] = []
-    after_window: Duration = ScheduleSpec.after_window
-    on_upstream: OnUpstream = ScheduleSpec.on_upstream
-    # A sprint workflow's sprints: { length = "14d", anchor = "2026-01-05" } (a day one of them starts on).
-    sprint: SprintConfig | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _freshness(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("freshness_target") in (None, ""):
-            return data
-        share, within = parse_freshness_target(data["freshness_target"])
-        data = {**data, "freshness_target": share}
-        if within is not None:
-            if data.get("deadline") not in (None, "") and durations.parse(data["deadline"]) != within:
-                raise ValueError(f"freshness_target says within {durations.text(within)} but deadline is "
-                                 f"{data['deadline']}: give one of them")
-            data["deadline"] = within
-        return data
-
-    def to_spec(self) -> ScheduleSpec:
-        """The validated ``[[schedules]]`` entry as the engine's ``ScheduleSpec``."""
-        values = {name: getattr(self, name) for name in ScheduleSpec.__dataclass_fields__
-                  if name not in ("calendar", "holidays")}
-        sprint = None if self.sprint is None else Sprint(self.sprint.anchor, self.sprint.length.days)
-        return ScheduleSpec(**{**values, "after": tuple(self.after), "sprint": sprint})
-
-
-class WorkflowSourceConfig(Strict):
-    """One ``[[workflows]]`` entry: a Python file (relative to the config's folder) or a module path."""
-
-    path: Annotated[str, Field(min_length=1), AfterValidator(check_path)] | None = None
-    module: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")] | None = None
-
-    @model_validator(mode="after")
-    def _one_of(self) -> WorkflowSourceConfig:
-        if (self.path is None) == (self.module is None):
-            raise ValueError("give either path = \"flows/x.py\" or module = \"pkg.mod:WORKFLOW\"")
-        return self
-
-
-def workflow_sources(raw: Mapping[str, Any], file: str | None) -> list[WorkflowSourceConfig]:
-    """The validated ``[[workflows]]`` entries of a parsed config (before any workflow is loaded)."""
-    try:
-        return TypeAdapter(list[WorkflowSourceConfig]).validate_python(raw.get("workflows", []))
-    except ValidationError as exc:
-        raise problem_from_validation(exc, file, prefix=("workflows",)) from exc
 
 
 class EngineSections(BaseModel):
@@ -359,73 +82,6 @@ class AppConfig:
             if spec.name == name:
                 return spec
         raise errors.NotFound(f"no schedule named '{name}' in {self.path or 'the configuration'}")
-
-
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def key_path(loc: Sequence[int | str]) -> str:
-    """Pydantic's ``('schedules', 0, 'cron')`` as ``schedules[0].cron``.
-
-    The names pydantic gives the members of a union (``list[constrained-str]``,
-    ``literal['*']``) are not keys of the file and are left out.
-    """
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _KEY.match(part):
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def _in_own_words(error: Mapping[str, Any]) -> str:
-    """A pydantic error as the product says it: never pydantic's sentence, never its URL."""
-    kind = str(error.get("type", ""))
-    ctx = error.get("ctx") or {}
-    if kind in ("value_error", "assertion_error"):
-        return str(error.get("msg", "")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    words = {
-        "missing": "is required",
-        "extra_forbidden": "unknown key",
-        "string_type": "must be a string (in quotes)",
-        "string_pattern_mismatch": f"must match {ctx.get('pattern')}",
-        "string_too_long": f"must be at most {ctx.get('max_length')} characters",
-        "string_too_short": f"must be at least {ctx.get('min_length')} characters",
-        "too_short": f"must have at least {ctx.get('min_length')} entries",
-        "too_long": f"must have at most {ctx.get('max_length')} entries",
-        "int_type": "must be a whole number", "int_parsing": "must be a whole number",
-        "int_from_float": "must be a whole number",
-        "float_type": "must be a number", "float_parsing": "must be a number",
-        "bool_type": "must be true or false", "bool_parsing": "must be true or false",
-        "greater_than": f"must be greater than {ctx.get('gt')}",
-        "greater_than_equal": f"must be at least {ctx.get('ge')}",
-        "less_than": f"must be less than {ctx.get('lt')}",
-        "less_than_equal": f"must be at most {ctx.get('le')}",
-        "literal_error": f"must be one of {ctx.get('expected')}",
-        "enum": f"must be one of {ctx.get('expected')}",
-        "list_type": "must be a list", "tuple_type": "must be a list", "set_type": "must be a list",
-        "dict_type": "must be a table", "model_type": "must be a table", "model_attributes_type": "must be a table",
-    }
-    return words.get(kind, "is not a valid value")
-
-
-def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequence[int | str] = ()) -> errors.ConfigInvalid:
-    """The first pydantic error as a ConfigInvalid naming the key path and the bad value, in the product's words."""
-    found = exc.errors()
-    # A misspelled key shows as the key it should have been "required" and itself "unknown": name the typo.
-    first = next((e for e in found if e["type"] == "extra_forbidden"), found[0]) \
-        if any(e["type"] == "missing" for e in found) else found[0]
-    message = _in_own_words(first)
-    if first["type"] == "extra_forbidden":
-        missing = [str(e["loc"][-1]) for e in found if e["type"] == "missing" and e["loc"][:-1] == first["loc"][:-1]]
-        close = difflib.get_close_matches(str(first["loc"][-1]), missing, n=1, cutoff=0.7)
-        message = f"unknown key (did you mean '{close[0]}'?)" if close else "unknown key"
-    elif first["loc"] and str(first["loc"][-1]).endswith("_env"):
-        message = "must be the NAME of an environment variable, not its value"  # the value may be a secret URL
-    elif "input" in first and not isinstance(first["input"], dict | list):
-        message = f"{redact.echoed(first['input'])}: {message}"
-    return errors.ConfigInvalid(message, file=file, key=key_path([*prefix, *first["loc"]]) or None)
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from engine.config import config_file, durations
+from engine.config import durations, problems
 from engine.core import errors
 from engine.core.errors import StepError
 from engine.core.models import PeriodKind, StepStatus
@@ -265,7 +265,7 @@ class Workflow:
         try:
             settings = self.settings_model.model_validate(dict(section))
         except ValidationError as exc:
-            raise config_file.problem_from_validation(exc, None, prefix=(self.section,)) from exc
+            raise problems.problem_from_validation(exc, None, prefix=(self.section,)) from exc
         # Relative paths in the settings are relative to the config file's folder, like the store's.
         relative = {name: base_dir / value for name, value in settings if isinstance(value, Path)
                     and not value.is_absolute()}

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from engine.config import config_file
+from engine.config import config_file, schedule_config
 from engine.core import errors
 from engine.plugins import authoring
 from engine.plugins.contract import WorkflowDef
@@ -75,7 +75,7 @@ def load_with_config(config_path: Path, *, db_override: str | None = None,
     sources = [Source(key=f"workflows[{index}].{'path' if entry.path is not None else 'module'}",
                       path=(base_dir / entry.path).resolve() if entry.path is not None else None,
                       module=entry.module)
-               for index, entry in enumerate(config_file.workflow_sources(raw, file))]
+               for index, entry in enumerate(schedule_config.workflow_sources(raw, file))]
     registry = load_registry(sources, config_file=file)
     build = config_file.build_config_sparing if sparing else config_file.build_config
     return build(raw, path=config_path, registry=registry, db_override=db_override), registry

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.config.config_file import UiConfig
+from engine.config.engine_sections import UiConfig
 from engine.core.models import RunStatus
 from engine.read import run_queries
 from engine.runtime import Runtime
