@@ -10,6 +10,8 @@ import ast
 import importlib
 import pathlib
 import re
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("engine", "steps", "workflows")
@@ -107,3 +109,15 @@ def test_the_readme_names_the_prompt_version_new_runs_get() -> None:
     readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert f'`prompt_version = "{default}"`' in readme and f"daily_report.{default}.md" in readme
     assert f"`{default}` is the default for new runs" in readme
+
+
+def test_the_module_map_is_what_the_docstrings_say() -> None:
+    """Issue 44, item 6: the map of modules is generated from each module's first sentence, so a module added,
+    moved or renamed without running ``scripts/module_map.py`` fails here, not in a reader's hands."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "module_map.py"), "--check"], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    listed = (root / "docs" / "MODULES.md").read_text()
+    assert "`workflows/report_pins.py`: What a report's run pins" in listed
+    assert all(f"`{p.relative_to(root)}`" in listed for p in (root / "steps").glob("*.py") if p.name != "__init__.py")
