@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,9 @@ from engine.plugins.workflow_registry import Registry, load_registry
 from engine.runtime import Runtime
 from engine.store import database
 from engine.store.handle import Store
+
+if TYPE_CHECKING:
+    from engine.execution.worker import Worker
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "engine.cli"]
@@ -77,6 +80,16 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
     return Runtime(store=store, registry=reg, config=cfg, clock=clock, actor="tester")
 
 
+def open_runtime(config: Path, clock: Clock, *, actor: str = "tester") -> Runtime:
+    """A runtime on the database, settings and workflows of the file ``config`` (what the CLI builds from it)."""
+    from engine.plugins import workflow_registry
+
+    cfg, registry = workflow_registry.load_with_config(config)
+    if isinstance(clock, ManualClock):
+        return ManualRuntime(store=Store.open(cfg.store_url), registry=registry, config=cfg, clock=clock, actor=actor)
+    return Runtime(store=Store.open(cfg.store_url), registry=registry, config=cfg, clock=clock, actor=actor)
+
+
 class RuntimeFactory:
     """The ``runtime`` fixture: builds typed runtimes on a manual clock and closes their stores after the test."""
 
@@ -100,6 +113,13 @@ class RuntimeFactory:
             definitions.apply(rt)
         return rt
 
+    def from_file(self, config: Path, *, at: datetime | None = None, actor: str = "tester") -> ManualRuntime:
+        """A runtime at ``at`` (default ``config_mod_now()``) built from the file ``config``, as the CLI builds it."""
+        rt = open_runtime(config, ManualClock(at or config_mod_now()), actor=actor)
+        assert isinstance(rt, ManualRuntime)
+        self.built.append(rt)
+        return rt
+
     def close(self) -> None:
         for rt in self.built:
             rt.store.dispose()
@@ -107,7 +127,8 @@ class RuntimeFactory:
 
 @pytest.fixture
 def runtime() -> Iterator[RuntimeFactory]:
-    """Build runtimes as ``runtime(url, schedules=[...], at=T0, workflows={...}, config={...}, apply=True)``."""
+    """Build runtimes as ``runtime(url, schedules=[...], at=T0, workflows={...}, config={...}, apply=True)``
+    or ``runtime.from_file(path, at=T0)``; their stores are closed after the test."""
     factory = RuntimeFactory()
     yield factory
     factory.close()
@@ -118,6 +139,14 @@ def manual_run(key: str, at: datetime, *, workflow: str = "four_steps", project:
     return NewRun(workflow=workflow, project=project, trigger=RunTrigger.MANUAL, scheduled_for=at, business_key=key,
                   base_key=key, idempotency_key=key, status=RunStatus.QUEUED, priority=30,
                   pinned={"payload_version": 1}, max_attempts=3, max_runtime_s=600, created_at=at)
+
+
+def drain(worker: Worker) -> list[RunStatus]:
+    """Run what ``worker`` can claim until nothing is claimable; the status each attempt ended with, in order."""
+    done = []
+    while (outcome := worker.run_one()) is not None:
+        done.append(outcome.status)
+    return done
 
 
 def config_mod_now() -> datetime:

@@ -18,13 +18,14 @@ from engine.web import server
 from tests.acceptance.test_web_browser import browser_page  # noqa: F401 - the fixture
 from tests.integration.test_web import build_site
 from tests.integration.test_web_pages import alerts_site, team_site
+from tests.support import RuntimeFactory
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    team_rt, team_run = team_site(f"sqlite:///{tmp_path / 'team.db'}", tmp_path / "team")
+def served(tmp_path: Path, runtime: RuntimeFactory) -> Iterator[dict[str, Any]]:
+    team_rt, team_run = team_site(runtime, f"sqlite:///{tmp_path / 'team.db'}", tmp_path / "team")
     site = build_site(f"sqlite:///{tmp_path / 'daily.db'}", tmp_path / "daily")
     alerts_site(site.rt, site.failed_id)
     uis = [server.Background(team_rt, "127.0.0.1", 0), server.Background(site.rt, "127.0.0.1", 0)]
@@ -33,7 +34,6 @@ def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
            "ok": site.ok_id}
     for ui in uis:
         ui.stop()
-    team_rt.store.dispose()
     site.rt.store.dispose()
 
 

@@ -90,10 +90,11 @@ def test_a_holiday_does_not_lower_freshness(store_url: str, tmp_path: Path, runt
     assert schedule_queries.schedule_slo(rt, "kr").freshness == 1.0
 
 
-def test_a_commit_on_a_holiday_is_in_the_next_working_days_report_once(store_url: str, tmp_path: Path) -> None:
+def test_a_commit_on_a_holiday_is_in_the_next_working_days_report_once(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
     repo = make_repo(tmp_path)
     repo.commit("base", at=coverage_git.at(-7, 9))
-    rt = coverage_git.runtime(store_url, tmp_path, repo, calendar="KR", holidays=["2026-11-04"])
+    rt = coverage_git.app_daily_runtime(runtime, store_url, tmp_path, repo, calendar="KR", holidays=["2026-11-04"])
     coverage_git.cycle(rt, coverage_git.at(0, 19, 30))
     tuesday = repo.commit("tuesday", at=coverage_git.at(1, 12))
     coverage_git.cycle(rt, coverage_git.at(1, 19, 30))

@@ -5,21 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.app import config_reload
-from engine.plugins import workflow_registry
-from engine.runtime import Runtime
 from engine.store import outbox
-from engine.store.handle import Store
-from tests.support import config_mod_now, write_config
+from tests.support import RuntimeFactory, write_config
 
 SCHEDULE = dict(name="daily", workflow="daily_report", project="app", cron="30 19 * * *", timezone="UTC")
-
-
-def runtime(path: Path) -> Runtime:
-    from engine.core.clock import ManualClock
-
-    config, registry = workflow_registry.load_with_config(path)
-    return Runtime(store=Store.open(config.store_url), registry=registry, config=config,
-                   clock=ManualClock(config_mod_now()))
 
 
 def write(path: Path, db: str, language: str, cron: str = "30 19 * * *") -> None:
@@ -27,10 +16,10 @@ def write(path: Path, db: str, language: str, cron: str = "30 19 * * *") -> None
                  projects=[{"key": "app", "repo": str(path.parent)}], schedules=[dict(SCHEDULE, cron=cron)])
 
 
-def test_serve_takes_a_changed_config_and_alerts_on_a_broken_one(tmp_path: Path) -> None:
+def test_serve_takes_a_changed_config_and_alerts_on_a_broken_one(tmp_path: Path, runtime: RuntimeFactory) -> None:
     path, db = tmp_path / "reportflow.toml", f"sqlite:///{tmp_path / 'rf.db'}"
     write(path, db, "en")
-    rt = runtime(path)
+    rt = runtime.from_file(path)
     seen = config_reload.watch(rt)
     assert seen is not None and config_reload.reload_if_changed(rt, seen) is None  # nothing changed
     write(path, db, "ko")
@@ -48,7 +37,8 @@ def test_serve_takes_a_changed_config_and_alerts_on_a_broken_one(tmp_path: Path)
     assert any("schedule 'daily' is left out" in e.summary for e in raised)
 
 
-def test_a_config_swapped_for_a_device_a_fifo_or_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+def test_a_config_swapped_for_a_device_a_fifo_or_a_huge_file_is_refused_before_it_is_read(
+        tmp_path: Path, runtime: RuntimeFactory) -> None:
     """Security round 3, item 3: the reload read the file first (``/dev/zero``: MemoryError and exit; a FIFO: the
     loop hung past SIGTERM; 1.5 GB: 1.6 GB of memory). Now each is refused as the first load refuses it, the last
     good configuration stays, and one ``config_invalid`` says why."""
@@ -59,7 +49,7 @@ def test_a_config_swapped_for_a_device_a_fifo_or_a_huge_file_is_refused_before_i
     write(good, db, "ko")
     link = tmp_path / "reportflow.toml"
     link.symlink_to(good)
-    rt = runtime(link)
+    rt = runtime.from_file(link)
     seen = config_reload.watch(rt)
     assert seen is not None
     fifo, huge = tmp_path / "fifo", tmp_path / "huge.toml"

@@ -16,10 +16,10 @@ from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.runtime import Runtime
-from engine.scheduling import definitions, tick
+from engine.scheduling import tick
 from engine.store import run_rows
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, drain
 
 MON = datetime(2026, 11, 2, tzinfo=UTC)
 
@@ -28,14 +28,14 @@ def at(day: int, hour: int, minute: int = 0) -> datetime:
     return MON + timedelta(days=day, hours=hour, minutes=minute)
 
 
-def runtime(url: str, tmp_path: Path, repo: GitRepo, **schedule: Any) -> Runtime:
+def app_daily_runtime(runtime: RuntimeFactory, url: str, tmp_path: Path, repo: GitRepo,
+                      **schedule: Any) -> ManualRuntime:
+    """The ``app-daily`` 19:30 schedule (landed commits, reported by interval) applied the evening before Monday."""
     extra = {"projects": [{"key": "app", "repo": str(repo.path), "branches": ["main"], "on_empty": "report"}],
              "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}}
     spec = dict(name="app-daily", workflow="daily_report", project="app", cron="30 19 * * *", timezone="UTC",
                 report_on="interval", attribution="landed", misfire="SKIP", **schedule)
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(at(-1, 20)), extra=extra)
-    definitions.apply(rt)
-    return rt
+    return runtime(url, schedules=[spec], at=at(-1, 20), config=extra, apply=True)
 
 
 def cycle(rt: Runtime, when: datetime) -> None:
@@ -43,8 +43,7 @@ def cycle(rt: Runtime, when: datetime) -> None:
     assert isinstance(rt.clock, ManualClock)
     rt.clock.set(when)
     tick.tick(rt)
-    while Worker(rt, "w").run_one() is not None:
-        pass
+    drain(Worker(rt, "w"))
 
 
 def reports(rt: Runtime) -> dict[str, dict[str, Any]]:
@@ -55,10 +54,10 @@ def reports(rt: Runtime) -> dict[str, dict[str, Any]]:
     return {r.business_key: r.steps[0].output for r in detail if r.steps and r.steps[0].output}
 
 
-def test_each_commit_is_in_exactly_one_daily_report(store_url: str, tmp_path: Path) -> None:
+def test_each_commit_is_in_exactly_one_daily_report(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     repo = make_repo(tmp_path)
     base = repo.commit("base", at=at(-7, 9))
-    rt = runtime(store_url, tmp_path, repo)
+    rt = app_daily_runtime(runtime, store_url, tmp_path, repo)
     cycle(rt, at(0, 19, 30))  # Monday's first report
 
     repo.checkout("feature", create=True)
@@ -110,10 +109,10 @@ def test_each_commit_is_in_exactly_one_daily_report(store_url: str, tmp_path: Pa
     assert "2026-11-04 19:30 → 2026-11-07 19:30 (UTC)" in text and "**Also covers:** 2026-11-05, 2026-11-06" in text
 
 
-def test_a_rerun_reports_the_same_commits(store_url: str, tmp_path: Path) -> None:
+def test_a_rerun_reports_the_same_commits(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     repo = make_repo(tmp_path)
     first = repo.commit("first", at=at(0, 9))
-    rt = runtime(store_url, tmp_path, repo)
+    rt = app_daily_runtime(runtime, store_url, tmp_path, repo)
     cycle(rt, at(0, 19, 30))
     repo.commit("later", at=at(0, 21))
     (run,) = [r for r in run_rows_list(rt) if r.business_key == "2026-11-02"]
@@ -129,16 +128,16 @@ def work(rt: Runtime, when: datetime, day: date | None = None) -> None:
     rt.clock.set(when)
     if day is not None:
         actions.trigger(rt, "app-daily", day=day)
-    while Worker(rt, "w").run_one() is not None:
-        pass
+    drain(Worker(rt, "w"))
 
 
-def test_days_triggered_out_of_order_each_hold_their_own_commits(store_url: str, tmp_path: Path) -> None:
+def test_days_triggered_out_of_order_each_hold_their_own_commits(store_url: str, tmp_path: Path,
+                                                                 runtime: RuntimeFactory) -> None:
     """Trigger the third day, then the first, then the second: each report holds the commits of its day."""
     repo = make_repo(tmp_path)
     repo.commit("base", at=at(-3, 9))
     days = {d: [repo.commit(f"day {d} #{n}", at=at(d, 8 + n)) for n in range(d + 2)] for d in (0, 1, 2)}
-    rt = runtime(store_url, tmp_path, repo)
+    rt = app_daily_runtime(runtime, store_url, tmp_path, repo)
     for day in (2, 0, 1):
         work(rt, at(3, 20), date(2026, 11, 2 + day))
     got = reports(rt)
@@ -148,11 +147,11 @@ def test_days_triggered_out_of_order_each_hold_their_own_commits(store_url: str,
         assert not got[key]["covered"] and got[key]["also_covers"] == []
 
 
-def test_a_failed_day_keeps_its_commits_for_its_retry(store_url: str, tmp_path: Path) -> None:
+def test_a_failed_day_keeps_its_commits_for_its_retry(store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     """A day whose COLLECT_GIT failed is not overtaken by the next day's run: its retry holds its own commits."""
     repo = make_repo(tmp_path)
     repo.commit("base", at=at(-3, 9))
-    rt = runtime(store_url, tmp_path, repo)
+    rt = app_daily_runtime(runtime, store_url, tmp_path, repo)
     first = repo.commit("monday", at=at(0, 9))
     work(rt, at(0, 20), date(2026, 11, 2))
     tuesday = repo.commit("tuesday", at=at(1, 9))
@@ -173,12 +172,13 @@ def test_a_failed_day_keeps_its_commits_for_its_retry(store_url: str, tmp_path: 
     assert [c["sha"] for c in got["2026-11-04"]["commits"]] == [wednesday]
 
 
-def test_days_too_old_to_record_are_held_by_the_first_report_after_them(store_url: str, tmp_path: Path) -> None:
+def test_days_too_old_to_record_are_held_by_the_first_report_after_them(store_url: str, tmp_path: Path,
+                                                                        runtime: RuntimeFactory) -> None:
     """Off for six days with a two-day catch-up window: the slots older than it get no row at all (the tick
     audits their range); the first report after the outage still holds their commits and names them."""
     repo = make_repo(tmp_path)
     repo.commit("base", at=at(-3, 9))
-    rt = runtime(store_url, tmp_path, repo, catchup_window="2d")
+    rt = app_daily_runtime(runtime, store_url, tmp_path, repo, catchup_window="2d")
     cycle(rt, at(0, 19, 31))
     during = [repo.commit(f"day {d}", at=at(d, 12)) for d in range(1, 7)]
     cycle(rt, at(7, 19, 31))
@@ -195,12 +195,13 @@ def run_rows_list(rt: Runtime) -> list[Any]:
         return run_rows.list_runs(conn)
 
 
-def test_a_commit_forced_away_and_back_is_held_once_whatever_runs_afterwards(store_url: str, tmp_path: Path) -> None:
+def test_a_commit_forced_away_and_back_is_held_once_whatever_runs_afterwards(store_url: str, tmp_path: Path,
+                                                                             runtime: RuntimeFactory) -> None:
     """A commit force-pushed away, then back, then backfills of the days before it: the report
     that saw it come back holds it, and no backfill of an earlier day holds it again."""
     repo = make_repo(tmp_path)
     base = repo.commit("base", at=at(-7, 9))
-    rt = runtime(store_url, tmp_path, repo)
+    rt = app_daily_runtime(runtime, store_url, tmp_path, repo)
     kept = repo.commit("kept, then forced away and back", at=at(0, 9))
     repo.git("reset", "-q", "--hard", base)  # forced away...
     other = repo.commit("in its place for a while", at=at(0, 10))

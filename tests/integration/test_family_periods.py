@@ -21,18 +21,16 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from engine.core.clock import ManualClock
 from engine.core.models import PRIORITY, AttemptTrigger, RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.workflow_registry import load_registry
 from engine.read import calendar_view
 from engine.scheduling import definitions, tick
 from engine.store import instances, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, drain
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 P = "2026-09-29T10:00Z"  # the period of the first scheduled slot after T0
@@ -40,18 +38,16 @@ KEY = f"fan_parent:p1:{P}"
 DAY = date(2026, 9, 29)
 
 
-def runtime(url: str, tmp_path: Path, *, overlap: str = "SKIP_NEW", misfire: str = "RUN_ONCE",
-            worker: dict[str, Any] | None = None, **flow: object):  # type: ignore[no-untyped-def]
+def fan(runtime: RuntimeFactory, url: str, tmp_path: Path, *, overlap: str = "SKIP_NEW", misfire: str = "RUN_ONCE",
+        worker: dict[str, Any] | None = None, **flow: object) -> ManualRuntime:
+    """The hourly ``fan`` schedule applied at ``T0``, with the family flow's settings ``flow`` and a 60 s lease."""
     settings = {"log": str(tmp_path / "family.log"), "fixed": str(tmp_path / "fixed"), "items": ["a", "b", "c"],
                 **flow}
     spec = dict(name="fan", workflow="fan_parent", project="p1", cron="0 * * * *", timezone="UTC",
                 misfire=misfire, overlap=overlap)
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(T0),
-                      registry={**load_registry(), "fan_parent": FAN_PARENT, "fan_child": FAN_CHILD},
-                      extra={"familyflow": settings,
-                             "worker": {"retry_backoff": "1m", "lease": "60s", **(worker or {})}})
-    definitions.apply(rt)
-    return rt
+    return runtime(url, schedules=[spec], at=T0, workflows={"fan_parent": FAN_PARENT, "fan_child": FAN_CHILD},
+                   config={"familyflow": settings,
+                           "worker": {"retry_backoff": "1m", "lease": "60s", **(worker or {})}}, apply=True)
 
 
 def waiting_parent(rt, worker: Worker) -> int:  # type: ignore[no-untyped-def]
@@ -77,13 +73,6 @@ def children(rt) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return {k.rpartition("/")[2]: r for k, r in rows_of(rt).items() if r.parent_id is not None}
 
 
-def drain(worker: Worker) -> list[RunStatus]:
-    done = []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
-
-
 def work_runs(tmp_path: Path) -> list[int]:
     """The run of each execution of a child's WORK step, in order."""
     log = tmp_path / "family.log"
@@ -92,8 +81,9 @@ def work_runs(tmp_path: Path) -> list[int]:
 
 # --- overlap (SPEC §3.4) ----------------------------------------------------------------------------------------
 
-def test_skip_new_skips_the_next_slot_while_the_parent_waits(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, overlap="SKIP_NEW")
+def test_skip_new_skips_the_next_slot_while_the_parent_waits(store_url: str, tmp_path: Path,
+                                                             runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, overlap="SKIP_NEW")
     worker = Worker(rt, "w1")
     waiting_parent(rt, worker)
     assert tick_at(rt, 11).created == {"SKIPPED": 1}  # as if the 10:00 run were RUNNING
@@ -104,9 +94,9 @@ def test_skip_new_skips_the_next_slot_while_the_parent_waits(store_url: str, tmp
     assert tick_at(rt, 12).created == {"QUEUED": 1}  # the family ended: the schedule's slot is free again
 
 
-def test_queue_new_waits_behind_the_family_and_is_promoted_when_the_parent_ends(store_url: str,
-                                                                                tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, overlap="QUEUE_NEW")
+def test_queue_new_waits_behind_the_family_and_is_promoted_when_the_parent_ends(
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, overlap="QUEUE_NEW")
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
     assert tick_at(rt, 11).created == {"PENDING": 1}
@@ -126,8 +116,9 @@ def test_queue_new_waits_behind_the_family_and_is_promoted_when_the_parent_ends(
     ("CATCH_UP_ALL", "BUFFER_ONE", ["PENDING", "SKIPPED", "SKIPPED", "SKIPPED"]),  # one buffered behind P
 ])
 def test_misfired_slots_after_a_waiting_parent_meet_its_overlap(store_url: str, tmp_path: Path, misfire: str,
-                                                                 overlap: str, statuses: list[str]) -> None:
-    rt = runtime(store_url, tmp_path, misfire=misfire, overlap=overlap)
+                                                                overlap: str, statuses: list[str],
+                                                                runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, misfire=misfire, overlap=overlap)
     waiting_parent(rt, Worker(rt, "w1"))
     tick_at(rt, 14)  # the scheduler was silent: 11:00 .. 13:00 misfired, 14:00 on time
     found = rows_of(rt)
@@ -135,8 +126,9 @@ def test_misfired_slots_after_a_waiting_parent_meet_its_overlap(store_url: str, 
     assert found[KEY].status == "WAITING"
 
 
-def test_a_run_pending_behind_a_waiting_parent_is_stuck_behind_it(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, overlap="QUEUE_NEW")
+def test_a_run_pending_behind_a_waiting_parent_is_stuck_behind_it(store_url: str, tmp_path: Path,
+                                                                  runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, overlap="QUEUE_NEW")
     parent_id = waiting_parent(rt, Worker(rt, "w1"))
     assert tick_at(rt, 11).created == {"PENDING": 1}
     rt.clock.set(T0.replace(hour=11, minute=40))  # past stuck_after (30 min); a worker is alive all along
@@ -147,9 +139,9 @@ def test_a_run_pending_behind_a_waiting_parent_is_stuck_behind_it(store_url: str
                                                      f"waits behind run {parent_id}")]
 
 
-def test_children_left_running_by_a_cancelled_parent_do_not_hold_the_schedules_slot(store_url: str,
-                                                                                  tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, overlap="SKIP_NEW")
+def test_children_left_running_by_a_cancelled_parent_do_not_hold_the_schedules_slot(
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, overlap="SKIP_NEW")
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
     claim = Worker(rt, "w2").claim()  # child a, RUNNING: it stops at its next boundary
@@ -164,8 +156,9 @@ def test_children_left_running_by_a_cancelled_parent_do_not_hold_the_schedules_s
 
 # --- backfill (SPEC §12) ----------------------------------------------------------------------------------------
 
-def test_backfill_finds_a_waiting_parents_period_handled(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, fail=["b"])
+def test_backfill_finds_a_waiting_parents_period_handled(store_url: str, tmp_path: Path,
+                                                         runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, fail=["b"])
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
     before = rows_of(rt)
@@ -189,9 +182,9 @@ def test_backfill_finds_a_waiting_parents_period_handled(store_url: str, tmp_pat
     assert children(rt)["b"].status == "FAILED"
 
 
-def test_backfill_of_a_cancelled_family_reruns_the_children_that_did_not_succeed(store_url: str,
-                                                                              tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path)
+def test_backfill_of_a_cancelled_family_reruns_the_children_that_did_not_succeed(
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path)
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
     assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]  # child a
@@ -215,8 +208,9 @@ def test_backfill_of_a_cancelled_family_reruns_the_children_that_did_not_succeed
     assert sorted(mine[run_id] for run_id in work_runs(tmp_path) if run_id in mine) == ["a", "b", "c"]  # a ran once
 
 
-def test_trigger_of_a_partial_family_reruns_its_failed_child(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, fail=["b"])
+def test_trigger_of_a_partial_family_reruns_its_failed_child(store_url: str, tmp_path: Path,
+                                                             runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, fail=["b"])
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
     assert drain(worker)[-1] is RunStatus.PARTIAL_SUCCESS
@@ -233,14 +227,15 @@ def test_trigger_of_a_partial_family_reruns_its_failed_child(store_url: str, tmp
 
 # --- the calendar (engine.read.calendar_view, the web page's) ----------------------------------------------------------
 
-def test_the_calendar_shows_the_parents_status_for_its_period(store_url: str, tmp_path: Path) -> None:
+def test_the_calendar_shows_the_parents_status_for_its_period(store_url: str, tmp_path: Path,
+                                                              runtime: RuntimeFactory) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
     from engine.web.app import create_app
 
-    rt = runtime(store_url, tmp_path, fail=["c"])  # the last child by key fails
+    rt = fan(runtime, store_url, tmp_path, fail=["c"])  # the last child by key fails
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
     tick_at(rt, 11)  # a later period in the range (SKIPPED by overlap): P is not the range's last key
@@ -261,8 +256,9 @@ def test_the_calendar_shows_the_parents_status_for_its_period(store_url: str, tm
 
 # --- limits (SPEC §4, §17: children inherit the parent's priority and count toward its limits) -------------------
 
-def test_a_backfill_familys_children_count_toward_backfill_concurrency(store_url: str, tmp_path: Path) -> None:
-    rt = runtime(store_url, tmp_path, items=["a", "b"], worker={"backfill_concurrency": 1})
+def test_a_backfill_familys_children_count_toward_backfill_concurrency(store_url: str, tmp_path: Path,
+                                                                       runtime: RuntimeFactory) -> None:
+    rt = fan(runtime, store_url, tmp_path, items=["a", "b"], worker={"backfill_concurrency": 1})
     rt.clock.set(T0.replace(hour=1, minute=30))
     report = actions.backfill(rt, "fan", first=DAY, last=DAY)
     assert report.created == ["2026-09-29T00:00Z", "2026-09-29T01:00Z"]
@@ -280,10 +276,10 @@ def test_a_backfill_familys_children_count_toward_backfill_concurrency(store_url
 
 
 def test_the_kill_switch_holds_a_waiting_familys_children_and_cancel_queued_cancels_them(
-        store_url: str, tmp_path: Path) -> None:
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     """§15.3 on a family: disabling the schedule holds the children that have not started (no claim, ``held``
     shown); ``enable`` releases them; ``--cancel-queued`` cancels them instead."""
-    rt = runtime(store_url, tmp_path)
+    rt = fan(runtime, store_url, tmp_path)
     worker = Worker(rt, "w")
     parent = waiting_parent(rt, worker)
     definitions.set_enabled(rt, "fan", enabled=False, reason="incident")

@@ -18,9 +18,9 @@ from engine.execution.worker import Worker
 from engine.operations import actions
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import GitRepo
-from tests.integration.test_report_workflow import NOW, front_matter, runtime, show
+from tests.integration.test_report_workflow import NOW, front_matter, platform_runtime, show
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
-from tests.support import run_cli, write_config
+from tests.support import RuntimeFactory, run_cli, write_config
 
 REPORT = "reports/platform/2026-09-29-platform-daily-summary.md"
 INVENTED = "deadbee"  # seven hex characters: a commit id, and none of the run's
@@ -55,13 +55,13 @@ def sha_of(repo: GitRepo, subject: str) -> str:
     return repo.git("log", "--format=%H", f"--grep={subject}", "main").split()[0]
 
 
-def test_an_invented_commit_is_repaired_once(sqlite_url: str, tmp_path: Path, repo: GitRepo,
-                                             model: FakeOllama) -> None:
+def test_an_invented_commit_is_repaired_once(sqlite_url: str, tmp_path: Path, repo: GitRepo, model: FakeOllama,
+                                             runtime: RuntimeFactory) -> None:
     real = sha_of(repo, "afternoon")[:8]
     bad = answer(EN, (f"Work landed in `{INVENTED}` and `{real}`.", "### steps\n\n- b.py", "- it"))
     good = answer(EN, (f"Work landed in `{real}`.", "### steps\n\n- b.py", f"- `{real}` b.py"))
     model.replies([bad, good])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     run_id = run_day(rt)
 
     first, second = model.requests_to("/api/chat")
@@ -78,12 +78,12 @@ def test_an_invented_commit_is_repaired_once(sqlite_url: str, tmp_path: Path, re
     assert INVENTED not in text and f"Work landed in `{real}`." in text
 
 
-def test_a_second_failure_falls_back_section_by_section(sqlite_url: str, tmp_path: Path,
-                                                        repo: GitRepo, model: FakeOllama) -> None:
+def test_a_second_failure_falls_back_section_by_section(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                        model: FakeOllama, runtime: RuntimeFactory) -> None:
     bad = answer(EN, ("The team kept going.", f"### engine\n\n- `{INVENTED}` sped things up",
                       "- nothing special"))
     model.replies([bad, bad])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     run_id = run_day(rt)
 
     assert model.generations == 2
@@ -101,11 +101,11 @@ def test_a_second_failure_falls_back_section_by_section(sqlite_url: str, tmp_pat
     assert cited and all(any(s.startswith(c) for s in shas(rt, run_id)) for c in cited)
 
 
-def test_a_missing_section_is_asked_for_then_filled_in(sqlite_url: str, tmp_path: Path,
-                                                       repo: GitRepo, model: FakeOllama) -> None:
+def test_a_missing_section_is_asked_for_then_filled_in(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                       model: FakeOllama, runtime: RuntimeFactory) -> None:
     partial = "## Summary\n\nA quiet day.\n\n## Changes by area\n\n### engine\n\n- a.py\n"
     model.replies([partial, partial])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     run_id = run_day(rt)
 
     repair = model.requests_to("/api/chat")[1].body["messages"][-1]["content"]
@@ -120,15 +120,15 @@ def test_a_missing_section_is_asked_for_then_filled_in(sqlite_url: str, tmp_path
     assert "A quiet day." in text and f"- `{biggest}` first of the day — " in notable
 
 
-def test_english_under_korean_headings_is_repaired(sqlite_url: str, tmp_path: Path, repo: GitRepo,
-                                                   model: FakeOllama) -> None:
+def test_english_under_korean_headings_is_repaired(sqlite_url: str, tmp_path: Path, repo: GitRepo, model: FakeOllama,
+                                                   runtime: RuntimeFactory) -> None:
     english = answer(KO, ("The team worked on the engine and the steps.", "### engine\n\n- work",
                           "- the biggest change"))
     korean = answer(KO, ("팀은 엔진과 단계 코드를 손보았습니다.", "### engine\n\n- 변경 두 건",
                          "- 가장 큰 변경입니다"))
     model.replies([english, korean])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url},
-                 language="ko")
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url},
+                          language="ko")
     run_id = run_day(rt)
 
     repair = model.requests_to("/api/chat")[1].body["messages"][-1]["content"]
@@ -137,14 +137,14 @@ def test_english_under_korean_headings_is_repaired(sqlite_url: str, tmp_path: Pa
     assert "팀은 엔진과 단계 코드를 손보았습니다." in (tmp_path / REPORT).read_text()
 
 
-def test_the_verdict_in_runs_show_and_on_the_run_page(sqlite_url: str, tmp_path: Path,
-                                                      repo: GitRepo, model: FakeOllama) -> None:
+def test_the_verdict_in_runs_show_and_on_the_run_page(sqlite_url: str, tmp_path: Path, repo: GitRepo, model: FakeOllama,
+                                                      runtime: RuntimeFactory) -> None:
     from starlette.testclient import TestClient
 
     from engine.web.app import create_app
 
     model.replies([answer(EN, ("s", "a", f"- `{INVENTED}`")), answer(EN, ("s", "a", "- n"))])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     run_id = run_day(rt)
     config = write_config(tmp_path / "reportflow.toml", db_url=sqlite_url)
     shown = run_cli("runs", "show", str(run_id), config=config)
@@ -158,19 +158,19 @@ def test_the_verdict_in_runs_show_and_on_the_run_page(sqlite_url: str, tmp_path:
                      rf"cites commit {INVENTED}", page.text), page.text
 
 
-def test_a_run_pinned_before_grounding_is_retried_as_it_was(sqlite_url: str, tmp_path: Path,
-                                                            repo: GitRepo, model: FakeOllama) -> None:
+def test_a_run_pinned_before_grounding_is_retried_as_it_was(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                            model: FakeOllama, runtime: RuntimeFactory) -> None:
     bad = answer(EN, (f"Invented `{INVENTED}`.", "- a", "- n"))
     model.replies([bad, bad])
-    rt = runtime(sqlite_url, tmp_path, repo,
-                 llm={"provider": "ollama", "host": model.url, "prompt_version": "v2"})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo,
+                          llm={"provider": "ollama", "host": model.url, "prompt_version": "v2"})
     run_id = run_day(rt)
     first = (tmp_path / REPORT).read_bytes()
     assert model.generations == 1 and f"`{INVENTED}`" in first.decode()  # v2 saved it as it was
     assert show(rt, run_id).steps[1].output.get("grounding") is None
     assert "grounding" not in front_matter(tmp_path / REPORT)
 
-    rt2 = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
+    rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     rt2.clock.set(NOW + timedelta(minutes=5))
     actions.retry(rt2, run_id, from_step="GENERATE_REPORT")
     assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]

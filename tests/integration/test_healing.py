@@ -26,12 +26,11 @@ from engine.execution import healer
 from engine.operations import actions
 from engine.read import run_queries, views
 from engine.runtime import Runtime
-from engine.scheduling import definitions
 from engine.store import audit_rows, health_rows, outbox
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import DEFAULT_REPLY, FakeOllama
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory
 
 SEOUL = ZoneInfo("Asia/Seoul")
 SLOT = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)  # 10:00 in Seoul: the daily slot, reporting on the 29th
@@ -72,8 +71,10 @@ def notion(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNotion]:
         yield fake
 
 
-def runtime(url: str, tmp_path: Path, repo: GitRepo, notion: FakeNotion, *, llm: dict[str, Any],
-            schedules: list[dict[str, Any]]) -> Runtime:
+def healing_runtime(runtime: RuntimeFactory, url: str, tmp_path: Path, repo: GitRepo, notion: FakeNotion, *,
+                    llm: dict[str, Any], schedules: list[dict[str, Any]]) -> ManualRuntime:
+    """``schedules`` (10:00 in Seoul) over two projects of ``repo``, uploading to ``notion``, applied a day before
+    ``SLOT``; short retry budgets, a 1 min backoff, a health alert every 5 min."""
     extra: dict[str, Any] = {
         "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"]},
                      {"key": "web", "repo": str(repo.path), "branches": ["main"]}],
@@ -85,9 +86,7 @@ def runtime(url: str, tmp_path: Path, repo: GitRepo, notion: FakeNotion, *, llm:
         "notify": {"health_every": "5m"},
     }
     specs = [{"cron": "0 10 * * *", "timezone": "Asia/Seoul", **s} for s in schedules]
-    rt = make_runtime(url, schedules=specs, clock=ManualClock(SLOT - timedelta(days=1)), extra=extra)
-    definitions.apply(rt)
-    return rt
+    return runtime(url, schedules=specs, at=SLOT - timedelta(days=1), config=extra, apply=True)
 
 
 DAILY = {"name": "platform-daily", "workflow": "daily_report", "project": "platform"}
@@ -150,9 +149,11 @@ def auto_requeues(rt: Runtime) -> list[Any]:
 
 
 def test_ollama_down_for_an_hour_with_fallback_reports_on_time_then_the_model_writes_them_again_in_place(
-        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
-    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url,
-                                                         "fallback": "builtin"}, schedules=[DAILY, TEAM, OPS])
+        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion,
+        runtime: RuntimeFactory) -> None:
+    rt = healing_runtime(runtime, store_url, tmp_path, repo, notion,
+                         llm={"provider": "ollama", "host": ollama.url, "fallback": "builtin"},
+                         schedules=[DAILY, TEAM, OPS])
     ollama.down = True  # 09:55 Seoul: Ollama stops answering, for an hour
     rt.clock.set(SLOT - timedelta(minutes=5))
 
@@ -230,9 +231,10 @@ def provider_alerts(rt: Any, event: str) -> list[Any]:
 
 
 def test_ollama_down_for_an_hour_without_fallback_the_failed_run_is_queued_again_when_it_answers(
-        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
-    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
-                 schedules=[DAILY])
+        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion,
+        runtime: RuntimeFactory) -> None:
+    rt = healing_runtime(runtime, store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
+                         schedules=[DAILY])
     ollama.down = True
     rt.clock.set(SLOT - timedelta(minutes=5))
 
@@ -262,8 +264,9 @@ def test_ollama_down_for_an_hour_without_fallback_the_failed_run_is_queued_again
 
 
 def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_once_it_is_fixed(
-        store_url: str, tmp_path: Path, repo: GitRepo, notion: FakeNotion) -> None:
-    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "builtin"}, schedules=[DAILY, TEAM])
+        store_url: str, tmp_path: Path, repo: GitRepo, notion: FakeNotion, runtime: RuntimeFactory) -> None:
+    rt = healing_runtime(runtime, store_url, tmp_path, repo, notion, llm={"provider": "builtin"},
+                         schedules=[DAILY, TEAM])
     notion.outage(401)  # the integration lost its access a little before the slot
     rt.clock.set(SLOT - timedelta(minutes=5))
 
@@ -302,10 +305,11 @@ def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_o
 
 
 def test_serves_healer_loop_probes_every_provider_in_use_before_anything_fails(
-        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
+        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion,
+        runtime: RuntimeFactory) -> None:
     """``serve`` probes what it depends on every ``health_every`` (a thread beside its loop), runs waiting or not."""
-    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
-                 schedules=[DAILY])
+    rt = healing_runtime(runtime, store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
+                         schedules=[DAILY])
     rt.clock.set(SLOT)
     stop = threading.Event()
     loop = threading.Thread(target=healer.heal_until, args=(rt, stop), daemon=True)
@@ -336,11 +340,12 @@ def test_serves_healer_loop_probes_every_provider_in_use_before_anything_fails(
 
 @pytest.mark.slow  # eight hours of cycles on the manual clock: in the full suite, not in --fast
 def test_a_provider_that_answers_probes_but_fails_runs_gets_auto_recover_re_queues_then_a_person(
-        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion) -> None:
+        store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama, notion: FakeNotion,
+        runtime: RuntimeFactory) -> None:
     """The loop is bounded: the model lists its models (healthy) but every generation fails. The run is queued
     again ``auto_recover`` times, then ``runs list`` says a person must act; an operator's retry starts afresh."""
-    rt = runtime(store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
-                 schedules=[{**DAILY, "auto_recover": 2}])
+    rt = healing_runtime(runtime, store_url, tmp_path, repo, notion, llm={"provider": "ollama", "host": ollama.url},
+                         schedules=[{**DAILY, "auto_recover": 2}])
     ollama.script("/api/chat", [(500, {"error": "out of memory"}, 0.0)] * 1000)
     rt.clock.set(SLOT - timedelta(minutes=1))
 

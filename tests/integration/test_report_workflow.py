@@ -11,16 +11,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.core.clock import ManualClock
 from engine.core.models import RunStatus, StepStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.scheduling import definitions
 from engine.store import run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama, closed_port
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory
 
 SEOUL = ZoneInfo("Asia/Seoul")
 NOW = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)  # 10:00 in Seoul on the 30th
@@ -53,10 +51,11 @@ def notion() -> Iterator[FakeNotion]:
         yield fake
 
 
-def runtime(url: str, tmp_path: Path, repo: GitRepo, *, llm: dict[str, Any] | None = None,
-            notion: FakeNotion | None = None, workflow: str = "daily_report", cron: str = "0 3 * * *",
-            on_empty: str = "skip", language: str = "en",
-            exclude: list[str] | None = None):  # type: ignore[no-untyped-def]
+def platform_runtime(runtime: RuntimeFactory, url: str, tmp_path: Path, repo: GitRepo, *,
+                     llm: dict[str, Any] | None = None, notion: FakeNotion | None = None,
+                     workflow: str = "daily_report", cron: str = "0 3 * * *", on_empty: str = "skip",
+                     language: str = "en", exclude: list[str] | None = None) -> ManualRuntime:
+    """The ``platform`` project's report schedule (Seoul time) applied a day before ``NOW``, the clock at ``NOW``."""
     extra: dict[str, Any] = {
         "projects": [{"key": "platform", "repo": str(repo.path), "branches": ["main"], "on_empty": on_empty,
                       "exclude": exclude or []}],
@@ -68,8 +67,7 @@ def runtime(url: str, tmp_path: Path, repo: GitRepo, *, llm: dict[str, Any] | No
         extra["notion"] = {"enabled": True, "token_env": "RF_TEST_NOTION", "database_id": notion.database_id,
                            "base_url": notion.url, "retry_budget": "0.3s", "timeout": "5s"}
     spec = dict(name="platform-report", workflow=workflow, project="platform", cron=cron, timezone="Asia/Seoul")
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), extra=extra)
-    definitions.apply(rt)
+    rt = runtime(url, schedules=[spec], at=NOW - timedelta(days=1), config=extra, apply=True)
     rt.clock.set(NOW)
     return rt
 
@@ -84,11 +82,12 @@ def front_matter(path: Path) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in head.splitlines() if ": " in line and not line.startswith(" "))
 
 
-def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, repo: GitRepo,
-                                                ollama: FakeOllama, notion: FakeNotion,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama,
+                                                notion: FakeNotion, monkeypatch: pytest.MonkeyPatch,
+                                                runtime: RuntimeFactory) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
-    rt = runtime(store_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url}, notion=notion)
+    rt = platform_runtime(runtime, store_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url},
+                          notion=notion)
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
@@ -112,14 +111,15 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
     assert kinds["markdown"].location.endswith(str(path))
 
 
-def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"prompt_version": "v1"})
+def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                              runtime: RuntimeFactory) -> None:
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"prompt_version": "v1"})
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     Worker(rt, "w").run_one()
     first = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_bytes()
     # A late commit authored inside the window, and a new prompt version in the config.
     repo.commit("late but inside the window", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
-    rt2 = runtime(sqlite_url, tmp_path, repo, llm={"prompt_version": "v2"})
+    rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"prompt_version": "v2"})
     actions.retry(rt2, result.run_id, from_step="COLLECT_GIT")
     assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt2, result.run_id)
@@ -130,11 +130,12 @@ def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, r
         "2026-09-29-platform-daily-summary.md"]
 
 
-def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: Path, repo: GitRepo,
-                                                     ollama: FakeOllama, notion: FakeNotion,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: Path, repo: GitRepo, ollama: FakeOllama,
+                                                     notion: FakeNotion, monkeypatch: pytest.MonkeyPatch,
+                                                     runtime: RuntimeFactory) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url}, notion=notion)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": ollama.url},
+                          notion=notion)
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     notion.fail_next(1000, 500)
     outcome = Worker(rt, "w").run_one()
@@ -153,10 +154,11 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
     assert [s.attempts for s in run.steps] == [1, 1, 1, 2]
 
 
-def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_path: Path,
-                                                         repo: GitRepo) -> None:
+def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                         runtime: RuntimeFactory) -> None:
     port = closed_port()
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": f"http://127.0.0.1:{port}"})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo,
+                          llm={"provider": "ollama", "host": f"http://127.0.0.1:{port}"})
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.RETRY_PENDING
@@ -164,7 +166,7 @@ def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_pa
     assert run.error_code == "MODEL_UNAVAILABLE" and f"127.0.0.1:{port}" in (run.error_message or "")
     fake = FakeOllama().start()
     try:
-        rt2 = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url})
+        rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url})
         rt2.clock.set(NOW + timedelta(minutes=2))
         assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
         assert fake.generations == 1
@@ -173,13 +175,13 @@ def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_pa
     assert show(rt2, result.run_id).attempt_count == 2
 
 
-def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Path) -> None:
+def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     repo = make_repo(tmp_path)
     repo.commit("sunday before", at=datetime(2026, 9, 27, 23, 59, tzinfo=SEOUL))
     repo.commit("monday 00:00", at=datetime(2026, 9, 28, 0, 0, tzinfo=SEOUL))
     repo.commit("sunday 23:59", at=datetime(2026, 10, 4, 23, 59, 59, tzinfo=SEOUL))
     repo.commit("next monday", at=datetime(2026, 10, 5, 0, 0, tzinfo=SEOUL))
-    rt = runtime(sqlite_url, tmp_path, repo, workflow="weekly_report", cron="0 9 * * 1")
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, workflow="weekly_report", cron="0 9 * * 1")
     rt.clock.set(datetime(2026, 10, 6, 0, 0, tzinfo=UTC))
     result = actions.trigger(rt, "platform-report", day=date(2026, 10, 1))
     assert result.business_key == "2026-W40"
@@ -191,8 +193,9 @@ def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Pat
     assert (tmp_path / "reports/platform/2026-W40-platform-weekly-summary.md").exists()
 
 
-def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
-    rt = runtime(sqlite_url, tmp_path, repo)
+def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                   runtime: RuntimeFactory) -> None:
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo)
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
@@ -201,9 +204,9 @@ def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Pa
     assert not (tmp_path / "reports").exists()
 
 
-def test_an_empty_window_with_on_empty_report_writes_a_short_report(sqlite_url: str, tmp_path: Path,
-                                                                   repo: GitRepo) -> None:
-    rt = runtime(sqlite_url, tmp_path, repo, on_empty="report")
+def test_an_empty_window_with_on_empty_report_writes_a_short_report(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                                    runtime: RuntimeFactory) -> None:
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, on_empty="report")
     actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     text = (tmp_path / "reports/platform/2026-09-20-platform-daily-summary.md").read_text()
@@ -211,9 +214,10 @@ def test_an_empty_window_with_on_empty_report_writes_a_short_report(sqlite_url: 
 
 
 def test_force_new_revision_gets_its_own_file_and_page(sqlite_url: str, tmp_path: Path, repo: GitRepo,
-                                                       notion: FakeNotion, monkeypatch: pytest.MonkeyPatch) -> None:
+                                                       notion: FakeNotion, monkeypatch: pytest.MonkeyPatch,
+                                                       runtime: RuntimeFactory) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", TOKEN)
-    rt = runtime(sqlite_url, tmp_path, repo, notion=notion)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, notion=notion)
     actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     Worker(rt, "w").run_one()
     forced = actions.trigger(rt, "platform-report", day=date(2026, 9, 29), force_new=True)
@@ -226,14 +230,15 @@ def test_force_new_revision_gets_its_own_file_and_page(sqlite_url: str, tmp_path
 
 
 @pytest.mark.parametrize("legacy", [True, False], ids=["pinned-by-the-previous-release", "pinned-en"])
-def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_url: str, tmp_path: Path,
-                                                                        repo: GitRepo, legacy: bool) -> None:
+def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                                         legacy: bool, runtime: RuntimeFactory) -> None:
     from sqlalchemy import update
 
     from engine.store.tables import runs
 
     down = f"http://127.0.0.1:{closed_port()}"
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": down, "prompt_version": "v1"})
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo,
+                          llm={"provider": "ollama", "host": down, "prompt_version": "v1"})
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]
     if legacy:  # rows written before the language existed pinned none
@@ -243,7 +248,8 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
             conn.execute(update(runs).where(runs.c.id == result.run_id).values(pinned=pinned))
     fake = FakeOllama().start()
     try:
-        rt2 = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url}, language="ko")
+        rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url},
+                               language="ko")
         rt2.clock.set(NOW + timedelta(minutes=2))
         assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
         [chat] = fake.requests_to("/api/chat")
@@ -258,8 +264,9 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
     assert run.steps[1].output["language"] == "en"
 
 
-def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
-    rt = runtime(sqlite_url, tmp_path, repo, language="ko-KR")
+def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                runtime: RuntimeFactory) -> None:
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, language="ko-KR")
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
@@ -268,8 +275,9 @@ def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path,
     assert "# 일일 업무 보고: platform, 2026-09-29" in text and "## 영역별 변경 사항" in text
 
 
-def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
-    rt = runtime(sqlite_url, tmp_path, repo, exclude=["steps/"])
+def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                           runtime: RuntimeFactory) -> None:
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, exclude=["steps/"])
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
     run = show(rt, result.run_id)
@@ -280,14 +288,14 @@ def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_
     assert "| 3 | 1 | 1 |" in statistics  # three commits, one author, one counted file (engine/a.py)
 
 
-def test_a_commit_git_cannot_parse_is_left_out_and_named_in_the_report(sqlite_url: str, tmp_path: Path,
-                                                                      repo: GitRepo) -> None:
+def test_a_commit_git_cannot_parse_is_left_out_and_named_in_the_report(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                                       runtime: RuntimeFactory) -> None:
     """Issue 36, item 5: a NUL in an author header crashed COLLECT_GIT three times, then FAILED, for good."""
     # On the branch as it stood at the 29th's end: the 30th's first commit is not pushed yet.
     repo.git("reset", "-q", "--hard", "HEAD~1")
     corrupt = repo.corrupt_commit("from a broken tool", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
     repo.commit("on top of it", at=datetime(2026, 9, 29, 13, 0, tzinfo=SEOUL))
-    rt = runtime(sqlite_url, tmp_path, repo)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo)
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome

@@ -15,17 +15,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.workflow_registry import load_registry
-from engine.scheduling import definitions
 from engine.store import outbox, run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, drain
 from workflows import team_report
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -33,7 +30,9 @@ NOW = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)
 DAY = datetime(2026, 9, 29, 11, 0, tzinfo=SEOUL)
 
 
-def team_runtime(url: str, tmp_path: Path, **sections: Any):  # type: ignore[no-untyped-def]
+def team_runtime(runtime: RuntimeFactory, url: str, tmp_path: Path, **sections: Any) -> ManualRuntime:
+    """The ``core-daily`` team schedule over ``api``, ``web`` and ``docs`` (each a repository of its own with the
+    29th's commits), applied a day before ``NOW``, the clock at ``NOW``; ``sections`` replace the config's."""
     projects = []
     for name, subjects in {"api": ["add the orders endpoint", "fix the retry header"],
                            "web": ["new checkout page"], "docs": ["document the orders endpoint"]}.items():
@@ -47,23 +46,15 @@ def team_runtime(url: str, tmp_path: Path, **sections: Any):  # type: ignore[no-
                              "worker": {"retry_backoff": "1m"}, **sections}
     spec = dict(name="core-daily", workflow="team_daily_report", project="core", cron="0 3 * * *",
                 timezone="Asia/Seoul", projects="*")
-    registry = {**load_registry(), "team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), registry=registry,
-                      extra=extra)
-    definitions.apply(rt)
+    workflows = {"team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
+    rt = runtime(url, schedules=[spec], at=NOW - timedelta(days=1), workflows=workflows, config=extra, apply=True)
     rt.clock.set(NOW)
     return rt
 
 
-def drain(worker: Worker) -> list[RunStatus]:
-    done = []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
-
-
-def test_a_team_report_has_a_summary_and_a_section_per_project(store_url: str, tmp_path: Path) -> None:
-    rt = team_runtime(store_url, tmp_path)
+def test_a_team_report_has_a_summary_and_a_section_per_project(store_url: str, tmp_path: Path,
+                                                               runtime: RuntimeFactory) -> None:
+    rt = team_runtime(runtime, store_url, tmp_path)
     result = actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
     assert drain(Worker(rt, "w")) == [RunStatus.WAITING, *[RunStatus.SUCCESS] * 4]
     with rt.store.read() as conn:
@@ -79,8 +70,9 @@ def test_a_team_report_has_a_summary_and_a_section_per_project(store_url: str, t
     assert "the day after" not in text and "Not collected" not in text
 
 
-def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store_url: str, tmp_path: Path) -> None:
-    rt = team_runtime(store_url, tmp_path)
+def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store_url: str, tmp_path: Path,
+                                                                           runtime: RuntimeFactory) -> None:
+    rt = team_runtime(runtime, store_url, tmp_path)
     shutil.move(tmp_path / "web", tmp_path / "web-away")
     result = actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
     worker = Worker(rt, "w")
@@ -117,10 +109,10 @@ def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store
 
 
 def test_with_ollama_the_summary_is_grounded_on_every_project_and_one_page_is_uploaded(
-        sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runtime: RuntimeFactory) -> None:
     monkeypatch.setenv("RF_TEST_NOTION", "secret_team_token")
     with FakeOllama() as ollama, FakeNotion(token="secret_team_token") as notion:
-        rt = team_runtime(sqlite_url, tmp_path, llm={"provider": "ollama", "host": ollama.url},
+        rt = team_runtime(runtime, sqlite_url, tmp_path, llm={"provider": "ollama", "host": ollama.url},
                           notion={"enabled": True, "token_env": "RF_TEST_NOTION", "database_id": notion.database_id,
                                   "base_url": notion.url, "timeout": "5s"})
         result = actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
@@ -137,17 +129,17 @@ def test_with_ollama_the_summary_is_grounded_on_every_project_and_one_page_is_up
         assert run_rows.get_run(conn, result.run_id).status is RunStatus.SUCCESS
 
 
-def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: str, tmp_path: Path) -> None:
+def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: str, tmp_path: Path,
+                                                                   runtime: RuntimeFactory) -> None:
     from tests.fakes.gitrepo import GitRepo
 
-    rt = team_runtime(sqlite_url, tmp_path)
+    rt = team_runtime(runtime, sqlite_url, tmp_path)
     GitRepo(tmp_path / "api").commit("bob's change", at=DAY + timedelta(hours=5), author=("Bob Lee", "bob@example.com"))
     extra = {"teams": [{"key": "alice", "projects": ["api", "docs"], "authors": ["Alice Kim"]}]}
     spec = dict(name="alice-daily", workflow="team_daily_report", project="alice", cron="0 3 * * *",
                 timezone="Asia/Seoul")
-    rt2 = make_runtime(sqlite_url, schedules=[spec], clock=rt.clock, registry=rt.registry,
-                       extra={**dict(rt.config.raw), **extra, "schedules": [spec]})
-    definitions.apply(rt2)
+    rt2 = runtime(sqlite_url, schedules=[spec], at=rt.clock.now(), workflows=rt.registry, installed=False,
+                  config={**dict(rt.config.raw), **extra, "schedules": [spec]}, apply=True)
     result = actions.trigger(rt2, "alice-daily", day=date(2026, 9, 29))
     drain(Worker(rt2, "w"))
     with rt2.store.read() as conn:
@@ -157,8 +149,9 @@ def test_a_team_from_teams_with_authors_reports_only_their_commits(sqlite_url: s
     assert "add the orders endpoint" in text and "bob's change" not in text and "### web" not in text
 
 
-def test_a_korean_team_report_holds_no_english_fixed_word(store_url: str, tmp_path: Path) -> None:
-    rt = team_runtime(store_url, tmp_path, reports={"dir": str(tmp_path / "reports"), "language": "ko"})
+def test_a_korean_team_report_holds_no_english_fixed_word(store_url: str, tmp_path: Path,
+                                                          runtime: RuntimeFactory) -> None:
+    rt = team_runtime(runtime, store_url, tmp_path, reports={"dir": str(tmp_path / "reports"), "language": "ko"})
     shutil.move(tmp_path / "web", tmp_path / "web-away")  # one project is not collected
     actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
     drain(Worker(rt, "w"))

@@ -21,7 +21,7 @@ from engine.operations import actions
 from engine.plugins.workflow_registry import load_registry
 from engine.scheduling import definitions
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import make_runtime
+from tests.support import drain, make_runtime
 from workflows import team_report
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -64,9 +64,7 @@ def team_text(url: str, tmp_path: Path, *, language: str = "en", authors: list[s
     definitions.apply(rt)
     rt.clock.set(now)
     actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
-    worker = Worker(rt, "w")
-    while worker.run_one() is not None:
-        pass
+    drain(Worker(rt, "w"))
     text = (tmp_path / "reports" / "_team" / f"{KEY}-core-daily-summary.md").read_text()
     return text.split("\n---\n", 1)[1]
 

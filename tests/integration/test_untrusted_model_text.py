@@ -23,9 +23,10 @@ from engine.operations import actions
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import GitRepo
-from tests.integration.test_report_workflow import SEOUL, runtime, show
+from tests.integration.test_report_workflow import SEOUL, platform_runtime, show
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
 from tests.integration.test_web import client
+from tests.support import RuntimeFactory, drain
 
 REPORT = "reports/platform/2026-09-29-platform-daily-summary.md"
 PROBE = ("… [Click to re-authenticate](https://evil.example/phish) ![t](https://evil.example/track.png) "
@@ -97,9 +98,11 @@ def assert_inert_everywhere(rt: Any, run_id: int, file: Path, notion: FakeNotion
 
 
 def test_a_phishing_link_from_the_model_is_repaired_away_and_nothing_of_it_is_live(
-        sqlite_url: str, tmp_path: Path, repo: GitRepo, model: FakeOllama, notion: FakeNotion) -> None:
+        sqlite_url: str, tmp_path: Path, repo: GitRepo, model: FakeOllama, notion: FakeNotion,
+        runtime: RuntimeFactory) -> None:
     model.replies([reply(f"A calm day. {PROBE}"), reply(f"A calm day. {PROBE}")])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url}, notion=notion)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url},
+                          notion=notion)
     run_id = run_report(rt)
 
     repair = model.requests_to("/api/chat")[1].body["messages"][-1]["content"]
@@ -111,12 +114,14 @@ def test_a_phishing_link_from_the_model_is_repaired_away_and_nothing_of_it_is_li
     assert "evil" not in text and "- nothing stands out" in text  # the sections that held stay the model's
 
 
-def test_what_a_prompt_without_the_check_lets_through_is_shown_as_text(
-        sqlite_url: str, tmp_path: Path, repo: GitRepo, model: FakeOllama, notion: FakeNotion) -> None:
+def test_what_a_prompt_without_the_check_lets_through_is_shown_as_text(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                                       model: FakeOllama, notion: FakeNotion,
+                                                                       runtime: RuntimeFactory) -> None:
     """Prompt v2 has no grounding check: the model's words are saved, and still nothing in them is live."""
     model.replies([reply(f"A calm day. {PROBE}")])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url, "prompt_version": "v2"},
-                 notion=notion)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo,
+                          llm={"provider": "ollama", "host": model.url, "prompt_version": "v2"},
+                          notion=notion)
     run_id = run_report(rt)
     text = assert_inert_everywhere(rt, run_id, tmp_path / REPORT, notion)
     assert "\\[Click to re-authenticate\\](https\\://evil.example/phish)" in text
@@ -126,11 +131,13 @@ def test_what_a_prompt_without_the_check_lets_through_is_shown_as_text(
 
 
 def test_a_link_into_the_projects_own_forge_stays_live(sqlite_url: str, tmp_path: Path, repo: GitRepo,
-                                                        model: FakeOllama, notion: FakeNotion) -> None:
+                                                       model: FakeOllama, notion: FakeNotion,
+                                                       runtime: RuntimeFactory) -> None:
     repo.git("remote", "add", "origin", "git@git.example.com:team/platform.git")
     fix = f"{FORGE}/commit/{repo.head()}"
     model.replies([reply(f"See [the fix]({fix}).")])
-    rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url}, notion=notion)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url},
+                          notion=notion)
     run_id = run_report(rt)
     run = show(rt, run_id)
     assert run.pinned["forge"] == FORGE and run.steps[1].output["grounding"]["verdict"] == "ok"
@@ -142,15 +149,15 @@ def test_a_link_into_the_projects_own_forge_stays_live(sqlite_url: str, tmp_path
     assert links == [fix]
 
 
-def test_commit_text_shows_no_control_character_on_the_page_or_the_api(
-        sqlite_url: str, tmp_path: Path, repo: GitRepo) -> None:
+def test_commit_text_shows_no_control_character_on_the_page_or_the_api(sqlite_url: str, tmp_path: Path, repo: GitRepo,
+                                                                       runtime: RuntimeFactory) -> None:
     """Item 11: the commit table and /api showed raw escapes, and ``&#x202E;`` became a real override."""
     from datetime import datetime
 
     repo.git("reset", "-q", "--hard", "HEAD~1")  # the branch as it stood at the 29th's end: no commit of the 30th
     repo.commit("fix \x1b[31mred\x07 \u202egnp.exe &#x202E;evil &lrm; see https://evil.example/x",
                 at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL), author=("Mallory\u202e \x1b]0;t\x07", "m@example.com"))
-    rt = runtime(sqlite_url, tmp_path, repo)
+    rt = platform_runtime(runtime, sqlite_url, tmp_path, repo)
     run_id = run_report(rt)
     text = assert_inert_everywhere(rt, run_id, tmp_path / REPORT, None)
     assert "`&#x202E;evil`" in text and "`https://evil.example/x`" in text  # as written, inert (text rules 3)
@@ -196,11 +203,13 @@ def test_the_ops_report_shows_a_hostile_actor_and_the_models_summary_as_text(
     assert not RAW.search(page) and 'href="https://evil.example' not in page
 
 
-def test_a_team_report_makes_the_models_text_inert_too(sqlite_url: str, tmp_path: Path, model: FakeOllama) -> None:
-    from tests.integration.test_team_report import drain, team_runtime
+def test_a_team_report_makes_the_models_text_inert_too(sqlite_url: str, tmp_path: Path, model: FakeOllama,
+                                                       runtime: RuntimeFactory) -> None:
+    from tests.integration.test_team_report import team_runtime
 
     model.replies([reply(f"A calm day. {PROBE}")] * 2)
-    rt = team_runtime(sqlite_url, tmp_path, llm={"provider": "ollama", "host": model.url, "prompt_version": "v2"})
+    rt = team_runtime(runtime, sqlite_url, tmp_path,
+                      llm={"provider": "ollama", "host": model.url, "prompt_version": "v2"})
     result = actions.trigger(rt, "core-daily", day=date(2026, 9, 29))
     drain(Worker(rt, "w"))
     [file] = (tmp_path / "reports" / "_team").rglob("*.md")

@@ -22,14 +22,13 @@ from engine.core.clock import ManualClock
 from engine.core.models import RunStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
-from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
 from engine.scheduling import definitions
 from engine.store import outbox
 from engine.web.app import create_app
 from tests.fakes.gitrepo import make_repo
 from tests.integration.test_web import Site, build_site
-from tests.support import make_runtime
+from tests.support import RuntimeFactory, drain, make_runtime
 from workflows import team_report
 
 with warnings.catch_warnings():
@@ -45,14 +44,7 @@ def client(rt: Runtime) -> TestClient:
     return TestClient(create_app(rt, token=None), base_url="http://127.0.0.1:8321", follow_redirects=False)
 
 
-def drain(rt: Runtime) -> list[RunStatus]:
-    worker, done = Worker(rt, "w"), []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
-
-
-def team_site(url: str, tmp_path: Path) -> tuple[Runtime, int]:
+def team_site(runtime: RuntimeFactory, url: str, tmp_path: Path) -> tuple[Runtime, int]:
     """A team run over ``api`` and ``web`` whose first report missed ``web`` and whose retry collected it."""
     projects = []
     for name, subject in (("api", "add the orders endpoint"), ("web", "new checkout page")):
@@ -61,24 +53,23 @@ def team_site(url: str, tmp_path: Path) -> tuple[Runtime, int]:
         projects.append({"key": name, "repo": str(repo.path), "branches": ["main"]})
     spec = dict(name="core-daily", workflow="team_daily_report", project="core", cron="0 3 * * *",
                 timezone="Asia/Seoul", projects="*")
-    registry = {**load_registry(), "team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
-    rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), registry=registry,
-                      extra={"projects": projects, "reports": {"dir": str(tmp_path / "reports")},
-                             "llm": {"provider": "builtin"}})
-    definitions.apply(rt)
-    rt.clock.set(NOW)  # type: ignore[attr-defined]
+    workflows = {"team_daily_report": team_report.DAILY, "team_project": team_report.CHILD}
+    rt = runtime(url, schedules=[spec], at=NOW - timedelta(days=1), workflows=workflows,
+                 config={"projects": projects, "reports": {"dir": str(tmp_path / "reports")},
+                         "llm": {"provider": "builtin"}}, apply=True)
+    rt.clock.set(NOW)
     shutil.move(tmp_path / "web", tmp_path / "web-away")
     run_id = actions.trigger(rt, "core-daily", day=date(2026, 9, 29)).run_id
-    drain(rt)
+    drain(Worker(rt, "w"))
     shutil.move(tmp_path / "web-away", tmp_path / "web")
     actions.retry(rt, run_id)
-    assert drain(rt) == [RunStatus.SUCCESS, RunStatus.SUCCESS]  # the web child, then the report again
+    assert drain(Worker(rt, "w")) == [RunStatus.SUCCESS, RunStatus.SUCCESS]  # the web child, then the report again
     return rt, run_id
 
 
 @pytest.fixture
-def team(sqlite_url: str, tmp_path: Path) -> tuple[Runtime, int]:
-    return team_site(sqlite_url, tmp_path)
+def team(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> tuple[Runtime, int]:
+    return team_site(runtime, sqlite_url, tmp_path)
 
 
 def test_the_run_page_shows_the_newest_report_first_after_a_retry(team: tuple[Runtime, int]) -> None:
@@ -245,7 +236,7 @@ def test_a_monthly_and_a_sprint_schedule_show_their_periods(sqlite_url: str, tmp
     rt.clock.set(datetime(2026, 11, 3, tzinfo=UTC))
     monthly = actions.trigger(rt, "shop-monthly", day=date(2026, 10, 15)).run_id
     sprint = actions.trigger(rt, "shop-sprint", day=date(2026, 10, 15)).run_id
-    assert drain(rt) == [RunStatus.SUCCESS, RunStatus.SUCCESS]
+    assert drain(Worker(rt, "w")) == [RunStatus.SUCCESS, RunStatus.SUCCESS]
     c = client(rt)
     month_page = c.get("/schedules/shop-monthly?month=2026-10").text
     cell = day_cell(month_page, "2026-10-01")

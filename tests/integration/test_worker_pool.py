@@ -26,7 +26,7 @@ from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowD
 from engine.scheduling import definitions
 from engine.store import run_rows
 from engine.store.tables import rate_limits, runs, steps
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, make_runtime
 
 T0 = datetime(2026, 9, 29, 5, 1, tzinfo=UTC)
 
@@ -82,11 +82,11 @@ def schedule(name: str, project: str) -> dict[str, object]:
                 misfire="CATCH_UP_ALL", overlap="ALLOW")
 
 
-def runtime(url: str, workflow: WorkflowDef, specs: list[dict[str, object]], **worker: object):  # type: ignore[no-untyped-def]
-    rt = make_runtime(url, schedules=specs, clock=ManualClock(T0), registry={"pooled": workflow},
-                      extra={"worker": {"lease": "60s", **worker}})
-    definitions.apply(rt)
-    return rt
+def pooled(runtime: RuntimeFactory, url: str, workflow: WorkflowDef, specs: list[dict[str, object]],
+           **worker: object) -> ManualRuntime:
+    """``specs`` of ``workflow`` (the only one installed) applied at ``T0``, with a 60 s lease and ``worker``."""
+    return runtime(url, schedules=specs, at=T0, workflows={"pooled": workflow}, installed=False,
+                   config={"worker": {"lease": "60s", **worker}}, apply=True)
 
 
 def statuses(rt) -> Counter[str]:  # type: ignore[no-untyped-def]
@@ -94,10 +94,10 @@ def statuses(rt) -> Counter[str]:  # type: ignore[no-untyped-def]
         return Counter(conn.execute(select(runs.c.status)).scalars())
 
 
-def test_limits_hold_with_eight_runs_in_flight(store_url: str) -> None:
+def test_limits_hold_with_eight_runs_in_flight(store_url: str, runtime: RuntimeFactory) -> None:
     witness = Witness()
-    rt = runtime(store_url, flow(witness, ("ONE", "TWO"), wait_s=0.01),
-                 [schedule("keyed", "k"), schedule("bf", "bf")], concurrency=8, backfill_concurrency=2)
+    rt = pooled(runtime, store_url, flow(witness, ("ONE", "TWO"), wait_s=0.01),
+                [schedule("keyed", "k"), schedule("bf", "bf")], concurrency=8, backfill_concurrency=2)
     first = actions.trigger(rt, "keyed")
     # One base key, two revisions queued at once (a third would wait for the second to start: one pending
     # revision per period).
@@ -118,9 +118,9 @@ def test_limits_hold_with_eight_runs_in_flight(store_url: str) -> None:
     assert witness.most["all"] >= 3  # several runs really were in flight at once
 
 
-def test_a_fence_failing_inside_a_batch_drops_that_boundary_alone(store_url: str) -> None:
+def test_a_fence_failing_inside_a_batch_drops_that_boundary_alone(store_url: str, runtime: RuntimeFactory) -> None:
     """Two boundaries in one transaction: one fails its guard and is rolled back; the other commits."""
-    rt = runtime(store_url, flow(Witness(), ("ONE",)), [])
+    rt = pooled(runtime, store_url, flow(Witness(), ("ONE",)), [])
     committer = GroupCommitter(rt.store.engine, timedelta(seconds=60))
     committer.busy()
     committer.busy()  # the leader waits for both (the window is far longer than this test)
@@ -155,10 +155,11 @@ def test_a_fence_failing_inside_a_batch_drops_that_boundary_alone(store_url: str
         assert list(conn.execute(select(rate_limits.c.name)).scalars()) == ["kept"]
 
 
-def test_a_run_whose_lease_was_taken_mid_step_gets_lease_lost_and_its_batch_mate_commits(store_url: str) -> None:
+def test_a_run_whose_lease_was_taken_mid_step_gets_lease_lost_and_its_batch_mate_commits(
+        store_url: str, runtime: RuntimeFactory) -> None:
     witness = Witness()
-    rt = runtime(store_url, flow(witness, ("ONE", "TWO")), [schedule("a", "pa"), schedule("b", "pb")],
-                 concurrency=2)
+    rt = pooled(runtime, store_url, flow(witness, ("ONE", "TWO")), [schedule("a", "pa"), schedule("b", "pb")],
+                concurrency=2)
     victim = actions.trigger(rt, "a").run_id
     other = actions.trigger(rt, "b").run_id
 
@@ -192,10 +193,10 @@ def test_a_run_whose_lease_was_taken_mid_step_gets_lease_lost_and_its_batch_mate
 
 
 @pytest.mark.parametrize("group_commit", ["2ms", "0s"])
-def test_every_step_runs_once_with_concurrency_four(store_url: str, group_commit: str) -> None:
+def test_every_step_runs_once_with_concurrency_four(store_url: str, group_commit: str, runtime: RuntimeFactory) -> None:
     witness = Witness()
-    rt = runtime(store_url, flow(witness, ("ONE", "TWO", "THREE", "FOUR")),
-                 [schedule(f"s{i}", f"p{i}") for i in range(10)], concurrency=4, group_commit=group_commit)
+    rt = pooled(runtime, store_url, flow(witness, ("ONE", "TWO", "THREE", "FOUR")),
+                [schedule(f"s{i}", f"p{i}") for i in range(10)], concurrency=4, group_commit=group_commit)
     ids = [actions.trigger(rt, f"s{i}").run_id for i in range(10)]
     ids += [actions.trigger(rt, f"s{i}", day=date(2026, 9, 28)).run_id for i in range(10)]
     pool = WorkerPool(rt, "pool")
@@ -209,9 +210,9 @@ def test_every_step_runs_once_with_concurrency_four(store_url: str, group_commit
     assert (pool.committer is None) == (group_commit == "0s")
 
 
-def test_max_runs_is_exact_across_threads(sqlite_url: str) -> None:
-    rt = runtime(sqlite_url, flow(Witness(), ("ONE",)), [schedule(f"s{i}", f"p{i}") for i in range(8)],
-                 concurrency=4)
+def test_max_runs_is_exact_across_threads(sqlite_url: str, runtime: RuntimeFactory) -> None:
+    rt = pooled(runtime, sqlite_url, flow(Witness(), ("ONE",)), [schedule(f"s{i}", f"p{i}") for i in range(8)],
+                concurrency=4)
     for i in range(8):
         actions.trigger(rt, f"s{i}")
     pool = WorkerPool(rt, "pool")
@@ -279,7 +280,8 @@ def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Pa
     assert len(result["done"]) == 3  # type: ignore[arg-type]
 
 
-def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(store_url: str) -> None:
+def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(store_url: str,
+                                                                              runtime: RuntimeFactory) -> None:
     seen: dict[str, object] = {}
 
     def quick(ctx: StepContext) -> StepResult:
@@ -293,7 +295,7 @@ def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(st
     workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT,
                            steps=(StepSpec("QUICK", quick, inline=True), StepSpec("SLOW", slow, timeout_s=10,
                                                                                     inline=True)))
-    rt = runtime(store_url, workflow, [schedule("s", "p")])
+    rt = pooled(runtime, store_url, workflow, [schedule("s", "p")])
     run_id = actions.trigger(rt, "s").run_id
     pool = WorkerPool(rt, "pool")
     try:
@@ -308,11 +310,11 @@ def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(st
     assert outputs == {"QUICK": {"ok": True}, "SLOW": None}  # the overrun's result was dropped
 
 
-def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str) -> None:
+def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str, runtime: RuntimeFactory) -> None:
     """QUEUE_NEW: the tick makes the older slot QUEUED and the newer PENDING; the worker's release promotes it."""
     witness = Witness()
     spec = schedule("s", "p") | {"overlap": "QUEUE_NEW"}
-    rt = runtime(store_url, flow(witness, ("ONE",)), [spec])
+    rt = pooled(runtime, store_url, flow(witness, ("ONE",)), [spec])
     rt.clock.set(T0 + timedelta(hours=2))  # two hourly slots due at once
     from engine.scheduling import tick
 
@@ -327,7 +329,7 @@ def test_a_pending_run_is_promoted_when_its_predecessor_finishes(store_url: str)
     assert statuses(rt) == {"SUCCESS": 2}
 
 
-def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
+def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str, runtime: RuntimeFactory) -> None:
     """Each step waits for a second run to be inside a step too: only two runs in flight get past it."""
     from engine.app import serve
 
@@ -338,7 +340,7 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str) -> None:
         return StepResult(output={"paired": True})
 
     workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT, steps=(StepSpec("PAIR", pair),))
-    rt = runtime(sqlite_url, workflow, [schedule("a", "pa"), schedule("b", "pb")], concurrency=2)
+    rt = pooled(runtime, sqlite_url, workflow, [schedule("a", "pa"), schedule("b", "pb")], concurrency=2)
     rt.clock.set(T0 + timedelta(minutes=59))  # the 06:00 slot of both schedules is due
     stop = threading.Event()
     thread = threading.Thread(target=serve.serve, args=(rt,), kwargs={"stop": stop})
@@ -371,7 +373,8 @@ def serving(rt) -> Iterator[None]:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
-def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: str, concurrency: int) -> None:
+def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: str, concurrency: int,
+                                                                   runtime: RuntimeFactory) -> None:
     """24 schedules fall due at once; pinning the last one waits until a run has executed a step.
 
     That can only happen if serve's worker threads claim the runs the tick has committed
@@ -404,7 +407,7 @@ def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: st
         return StepResult(output={"ok": True})
 
     workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT, steps=(StepSpec("ONE", step),), pin=pin)
-    rt = runtime(store_url, workflow, [schedule(f"s{p}", p) for p in projects], concurrency=concurrency)
+    rt = pooled(runtime, store_url, workflow, [schedule(f"s{p}", p) for p in projects], concurrency=concurrency)
     stores.append(rt.store)
     rt.clock.set(T0 + timedelta(minutes=59))  # the 06:00 slot of every schedule is due
     with serving(rt):

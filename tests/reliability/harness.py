@@ -164,15 +164,3 @@ def tree_digest(root: Path, skip: Callable[[Path], bool] = lambda p: False) -> d
 
 def utc(*args: int) -> datetime:
     return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
-
-
-def open_runtime(config: Path, clock: Any, actor: str = "reliability") -> Any:
-    """An in-process runtime on the database and settings of ``config`` (what the CLI would build)."""
-    from engine.config import config_file
-    from engine.plugins.workflow_registry import load_registry
-    from engine.runtime import Runtime
-    from engine.store.handle import Store
-
-    registry = load_registry()
-    cfg = config_file.load_config(config, registry)
-    return Runtime(store=Store.open(cfg.store_url), registry=registry, config=cfg, clock=clock, actor=actor)

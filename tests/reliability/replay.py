@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.core import inputs
-from engine.core.clock import ManualClock
 from engine.core.cron import timetable
 from engine.execution import reconciler
 from engine.execution.worker import Worker
@@ -39,7 +38,7 @@ from engine.scheduling import definitions, tick
 from engine.store import run_rows
 from steps import collect_git
 from tests.fakes.gitrepo import git_date, git_env, make_repo
-from tests.support import REPO_ROOT, make_runtime
+from tests.support import REPO_ROOT, RuntimeFactory
 
 #: The commit whose history is replayed: fixed, so the replay is the same on every clone.
 HISTORY_AT = "31bd40d"
@@ -180,12 +179,11 @@ SCHEDULES: list[dict[str, Any]] = [
 CRON_EDIT = ("history-daily", "0 20 * * *")
 
 
-def runtime(url: str, root: Path, history: Path, built: Path, schedules: Sequence[dict[str, Any]],
-            clock: ManualClock) -> Runtime:
-    extra = {"projects": [{"key": "history", "repo": str(history), "branches": ["main"]},
-                          {"key": "built", "repo": str(built), "branches": ["main", "release"]}],
-             "reports": {"dir": str(root / "reports")}, "llm": {"provider": "builtin"}}
-    return make_runtime(url, schedules=schedules, clock=clock, extra=extra)
+def settings(root: Path, history: Path, built: Path) -> dict[str, Any]:
+    """The two projects (the history's ``main``, the built repository's ``main`` and ``release``) and reports."""
+    return {"projects": [{"key": "history", "repo": str(history), "branches": ["main"]},
+                         {"key": "built", "repo": str(built), "branches": ["main", "release"]}],
+            "reports": {"dir": str(root / "reports")}, "llm": {"provider": "builtin"}}
 
 
 def slots(until: datetime) -> list[datetime]:
@@ -219,8 +217,9 @@ class Replay:
     seconds: float
 
 
-def replay(url: str, root: Path, *, seed: int) -> Replay:
-    """Re-live the histories (see the module) and count where each commit went."""
+def replay(runtime: RuntimeFactory, url: str, root: Path, *, seed: int) -> Replay:
+    """Re-live the histories (see the module) and count where each commit went; ``runtime`` builds the
+    runtimes (one before the cron edit, one after)."""
     started = time.perf_counter()
     rng = random.Random(seed)
     stretched, chain = stretched_history(root)
@@ -237,10 +236,10 @@ def replay(url: str, root: Path, *, seed: int) -> Replay:
     outages = [(START + timedelta(days=12), START + timedelta(days=15)),  # three days off
                (START + timedelta(days=30), START + timedelta(days=41))]  # eleven, across two Mondays
     edit_at = START + timedelta(days=24)
-    clock = ManualClock(START - timedelta(hours=1))
     schedules = [dict(s) for s in SCHEDULES]
-    rt = runtime(url, root, history, built, schedules, clock)
-    definitions.apply(rt)
+    extra = settings(root, history, built)
+    rt = runtime(url, schedules=schedules, at=START - timedelta(hours=1), config=extra, apply=True)
+    clock = rt.clock
     pending = list(events)
     cycles = 0
     edited = False
@@ -251,8 +250,8 @@ def replay(url: str, root: Path, *, seed: int) -> Replay:
             git(repo, "update-ref", f"refs/heads/{landing.ref}", landing.sha)
         if not edited and slot >= edit_at:
             schedules[0]["cron"] = CRON_EDIT[1]
-            rt = runtime(url, root, history, built, schedules, clock)
-            clock.set(slot - timedelta(minutes=1))
+            rt = runtime(url, schedules=schedules, at=slot - timedelta(minutes=1), config=extra)
+            clock = rt.clock
             definitions.apply(rt, confirmed=True)
             edited = True
         if any(a <= slot < b for a, b in outages):

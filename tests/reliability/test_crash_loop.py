@@ -40,6 +40,7 @@ import pytest
 
 from engine.core.clock import ManualClock
 from engine.scheduling import tick
+from tests import support
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
@@ -49,7 +50,6 @@ from tests.reliability.harness import (
     daily_history,
     daily_schedule,
     file_identity,
-    open_runtime,
     page_key,
     poll,
     report_config,
@@ -131,7 +131,7 @@ class Lane:
                     "base_url": self.notion.url, "timeout": "10s"})
         self.env = {TOKEN_ENV: self.notion.token, **self.spy.env}
         self._ok(self.run("schedules", "apply", now="2026-03-02T08:00:00Z"))
-        self.ticker = open_runtime(self.config, ManualClock(FIRST_SLOT), "crash-loop")
+        self.ticker = support.open_runtime(self.config, ManualClock(FIRST_SLOT), actor="crash-loop")
         stack.callback(self.ticker.store.dispose)
         self.landings: Counter[str] = Counter()
         self.done: list[str] = []

@@ -22,15 +22,14 @@ from typing import Any
 import pytest
 
 from engine.core import inputs
-from engine.core.clock import ManualClock
 from engine.execution import lease
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.scheduling import definitions
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import DEFAULT_REPLY, FakeOllama, closed_port
-from tests.reliability.harness import daily_history, daily_schedule, open_runtime, page_key, report_config, utc
-from tests.support import run_cli
+from tests.reliability.harness import daily_history, daily_schedule, page_key, report_config, utc
+from tests.support import ManualRuntime, RuntimeFactory, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -74,12 +73,13 @@ class Setup:
     notion: FakeNotion
     monkeypatch: pytest.MonkeyPatch
     waits: Waits
+    build: RuntimeFactory
     reply: Callable[[dict[str, Any]], str] = normal_reply  # what FakeOllama answers (a test may swap it)
     config: Path = field(init=False)
     rt: Any = field(init=False, default=None)
 
     def runtime(self, *, llm: dict[str, Any] | None = None, notion: dict[str, Any] | None = None,
-                token: str | None = None, reports_dir: str = "reports") -> Any:
+                token: str | None = None, reports_dir: str = "reports") -> ManualRuntime:
         llm = {"provider": "ollama", "host": self.ollama.url, "timeout": "30s", **(llm or {})}
         notion = {"enabled": True, "token_env": TOKEN_ENV, "database_id": self.notion.database_id,
                   "base_url": self.notion.url, "timeout": "5s", **(notion or {})}
@@ -87,7 +87,7 @@ class Setup:
                                     schedules=[daily_schedule("daily", PROJECT)], reports_dir=reports_dir,
                                     worker={"max_attempts": 2, "retry_backoff": "1m"}, llm=llm, notion=notion)
         self.monkeypatch.setenv(TOKEN_ENV, self.notion.token if token is None else token)
-        rt = open_runtime(self.config, ManualClock(utc(2026, 3, 1)))
+        rt = self.build.from_file(self.config, at=utc(2026, 3, 1), actor="reliability")
         definitions.apply(rt)
         rt.clock.set(NOW)
         self.rt = rt
@@ -123,15 +123,13 @@ class Setup:
 
 
 @pytest.fixture
-def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, waits: Waits) -> Iterator[Setup]:
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, waits: Waits, runtime: RuntimeFactory) -> Iterator[Setup]:
     repo = daily_history(tmp_path, utc(2026, 3, 1), 3)
     made: Setup | None = None
     with FakeOllama(reply=lambda body: made.reply(body) if made else "") as ollama, \
             FakeNotion(token="secret_faults_token") as notion:
-        made = Setup(tmp_path, repo.path, ollama, notion, monkeypatch, waits)
+        made = Setup(tmp_path, repo.path, ollama, notion, monkeypatch, waits, runtime)
         yield made
-        if made.rt is not None:
-            made.rt.store.dispose()
 
 
 def steps_of(shown: dict[str, Any]) -> dict[str, tuple[str, int]]:

@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.reliability import replay
+from tests.support import RuntimeFactory
 
 pytestmark = pytest.mark.slow
 
 
-def test_every_commit_is_in_exactly_one_report_of_each_schedule(store_url: str, tmp_path: Path, seed: int) -> None:
-    result = replay.replay(store_url, tmp_path, seed=seed)
+def test_every_commit_is_in_exactly_one_report_of_each_schedule(store_url: str, tmp_path: Path, seed: int,
+                                                                runtime: RuntimeFactory) -> None:
+    result = replay.replay(runtime, store_url, tmp_path, seed=seed)
     table = "\n".join(" | ".join(c.row()) for c in result.counts)
     assert {(c.schedule, c.project) for c in result.counts} == {
         ("history-daily", "history"), ("history-weekly", "history"),
