@@ -17,18 +17,20 @@ from engine.execution.worker import Worker
 from engine.operations import actions
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import GitRepo
+from tests.integration.test_report_workflow import platform_runtime, show
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
-from tests.integration.test_report_workflow import runtime, show
+from tests.support import RuntimeFactory
 
 BODY = "bad gateway from http://proxy.example/ @ " + "E" * 5_000_000  # the probe's shape, 5 MB
 
 
 @pytest.mark.timeout(120)  # the quadratic mask took hours on this body
 def test_a_five_megabyte_error_body_is_masked_at_once_and_stored_clipped(
-        sqlite_url: str, tmp_path: Path, repo: GitRepo, caplog: pytest.LogCaptureFixture) -> None:
+        sqlite_url: str, tmp_path: Path, repo: GitRepo, caplog: pytest.LogCaptureFixture,
+        runtime: RuntimeFactory) -> None:
     with FakeOllama() as model:
         model.script("/api/chat", [(502, BODY, 0.0)] * 20)
-        rt = runtime(sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
+        rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
         result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
         started = time.perf_counter()
         with caplog.at_level(logging.INFO):
