@@ -11,18 +11,16 @@ from typing import Any
 
 import pytest
 
-from engine.core.clock import ManualClock
 from engine.core.models import Run, RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
-from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import audit_rows, ops_facts, outbox, run_rows
 from engine.web.app import create_app
 from steps import ops_markdown
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -31,15 +29,16 @@ with warnings.catch_warnings():
 T0 = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
 
-def _runtime(url: str, tmp_path: Path, fail: dict[str, int] | None = None, **after: Any) -> Runtime:
+def _up_and_down(runtime: RuntimeFactory, url: str, tmp_path: Path, fail: dict[str, int] | None = None,
+                 **after: Any) -> ManualRuntime:
+    """``up`` and ``down`` (after ``up``, changed by ``after``) at 10:00, both slots ticked at 10:00:05."""
     up = dict(name="up", workflow="four_steps", project="p1", cron="0 10 * * *", timezone="UTC", misfire="RUN_ONCE")
     down = dict(name="down", workflow="four_steps", project="p2", cron="0 10 * * *", timezone="UTC",
                 misfire="RUN_ONCE", after=["up"])
     down.update(after)
-    rt = make_runtime(url, schedules=[up, down], clock=ManualClock(T0), registry={**load_registry(), "four_steps": FOUR_STEPS},
-                      extra={"testflow": {"log": str(tmp_path / "steps.log"), "fail": fail or {}},
-                             "worker": {"max_attempts": 3, "lease": "60s", "retry_backoff": "1s"}})
-    definitions.apply(rt)
+    rt = runtime(url, schedules=[up, down], at=T0, workflows={"four_steps": FOUR_STEPS},
+                 config={"testflow": {"log": str(tmp_path / "steps.log"), "fail": fail or {}},
+                         "worker": {"max_attempts": 3, "lease": "60s", "retry_backoff": "1s"}}, apply=True)
     rt.clock.set(T0 + timedelta(hours=1, seconds=5))  # 10:00:05, both slots due
     tick.tick(rt)
     return rt
@@ -68,8 +67,9 @@ def _released(rt: Runtime, run_id: int) -> list[str]:
         return [e.action for e in audit_rows.list_audit(conn, run_id=run_id) if e.action.startswith("upstream_")]
 
 
-def test_a_dependent_run_waits_and_its_upstreams_success_releases_it_once(store_url: str, tmp_path: Path) -> None:
-    rt = _runtime(store_url, tmp_path, fail={"TWO": 1})
+def test_a_dependent_run_waits_and_its_upstreams_success_releases_it_once(store_url: str, tmp_path: Path,
+                                                                          runtime: RuntimeFactory) -> None:
+    rt = _up_and_down(runtime, store_url, tmp_path, fail={"TWO": 1})
     runs = _runs(rt)
     down = runs["p2"]
     assert down.status is RunStatus.WAITING and down.lease_owner is None
@@ -98,9 +98,9 @@ def test_a_dependent_run_waits_and_its_upstreams_success_releases_it_once(store_
     assert f"- run {down.id} (down 2026-12-02T10:00Z): waited 10s, released" in text
 
 
-def test_an_upstream_that_already_succeeded_releases_the_dependent_at_its_creation(store_url: str,
-                                                                                    tmp_path: Path) -> None:
-    rt = _runtime(store_url, tmp_path, cron="0 11 * * *")  # slots: it waits for the upstream's latest
+def test_an_upstream_that_already_succeeded_releases_the_dependent_at_its_creation(
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = _up_and_down(runtime, store_url, tmp_path, cron="0 11 * * *")  # slots: it waits for the upstream's latest
     assert _drain(rt) == ["p1"]
     rt.clock.set(T0 + timedelta(hours=2, seconds=5))
     tick.tick(rt)
@@ -110,8 +110,9 @@ def test_an_upstream_that_already_succeeded_releases_the_dependent_at_its_creati
     assert _drain(rt) == ["p2"]
 
 
-def test_disable_cancel_queued_cancels_a_run_waiting_for_its_upstream(store_url: str, tmp_path: Path) -> None:
-    rt = _runtime(store_url, tmp_path)
+def test_disable_cancel_queued_cancels_a_run_waiting_for_its_upstream(store_url: str, tmp_path: Path,
+                                                                      runtime: RuntimeFactory) -> None:
+    rt = _up_and_down(runtime, store_url, tmp_path)
     down = _runs(rt)["p2"]
     assert down.status is RunStatus.WAITING
     definitions.set_enabled(rt, "down", enabled=False, reason="not this week", cancel_queued=True)
@@ -123,9 +124,9 @@ def test_disable_cancel_queued_cancels_a_run_waiting_for_its_upstream(store_url:
 @pytest.mark.parametrize(("on_upstream", "status"), [("run", RunStatus.QUEUED), ("manual", RunStatus.MANUAL_REQUIRED),
                                                      ("skip", RunStatus.SKIPPED)])
 def test_past_its_window_a_dependent_run_follows_on_upstream_with_one_alert(store_url: str, tmp_path: Path,
-                                                                            on_upstream: str,
-                                                                            status: RunStatus) -> None:
-    rt = _runtime(store_url, tmp_path, after_window="2h", on_upstream=on_upstream)
+                                                                            on_upstream: str, status: RunStatus,
+                                                                            runtime: RuntimeFactory) -> None:
+    rt = _up_and_down(runtime, store_url, tmp_path, after_window="2h", on_upstream=on_upstream)
     down = _runs(rt)["p2"]
     definitions.set_enabled(rt, "up", enabled=False, reason="broken upstream")  # its run is held: never succeeds
     assert _drain(rt) == []
@@ -144,14 +145,12 @@ def test_past_its_window_a_dependent_run_follows_on_upstream_with_one_alert(stor
         assert _drain(rt) == ["p2"]
 
 
-def test_a_dependent_run_promoted_from_pending_waits_for_its_own_upstream_period(store_url: str,
-                                                                               tmp_path: Path) -> None:
+def test_a_dependent_run_promoted_from_pending_waits_for_its_own_upstream_period(
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
     up = dict(name="up", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC")
     down = dict(name="down", workflow="four_steps", project="p2", cron="0 * * * *", timezone="UTC", after=["up"])
-    rt = make_runtime(store_url, schedules=[up, down], clock=ManualClock(T0 + timedelta(minutes=30)),
-                      registry={**load_registry(), "four_steps": FOUR_STEPS},
-                      extra={"testflow": {"log": str(tmp_path / "hourly.log")}})
-    definitions.apply(rt)
+    rt = runtime(store_url, schedules=[up, down], at=T0 + timedelta(minutes=30), workflows={"four_steps": FOUR_STEPS},
+                 config={"testflow": {"log": str(tmp_path / "hourly.log")}}, apply=True)
     rt.clock.set(T0 + timedelta(hours=2, seconds=5))  # 11:00:05: the 10:00 and 11:00 slots of both
     tick.tick(rt)
     with rt.store.read() as conn:

@@ -16,19 +16,17 @@ from typing import Any
 
 import pytest
 
-from engine.core.clock import ManualClock
 from engine.core.models import AttemptOutcome, PeriodKind, Run, RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
-from engine.plugins.workflow_registry import load_registry
 from engine.runtime import Runtime
-from engine.scheduling import definitions, tick
+from engine.scheduling import tick
 from engine.store import outbox, run_rows
 from tests.flows import family
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
@@ -56,14 +54,13 @@ TOP = _family_flow("fin_top", "mid", "fin_mid")
 MID = _family_flow("fin_mid", "leaf", "four_steps")
 
 
-def _runtime(url: str, tmp_path: Path, schedule: dict[str, Any]) -> Runtime:
-    registry = {**load_registry(), "four_steps": FOUR_STEPS, "fin_top": TOP, "fin_mid": MID}
-    rt = make_runtime(url, schedules=[schedule], clock=ManualClock(T0), registry=registry,
-                      extra={"testflow": {"log": str(tmp_path / "steps.log"), "fail": {"TWO": 1},
-                                          "fail_code": "GIT_REPO_NOT_FOUND"},
-                             "familyflow": {}, "worker": {"max_attempts": 1, "lease": "60s"}})
-    definitions.apply(rt)
-    return rt
+def _applied(runtime: RuntimeFactory, url: str, tmp_path: Path, schedule: dict[str, Any]) -> ManualRuntime:
+    """``schedule`` applied at ``T0``; its TWO step fails once, and every run has one attempt."""
+    return runtime(url, schedules=[schedule], at=T0,
+                   workflows={"four_steps": FOUR_STEPS, "fin_top": TOP, "fin_mid": MID},
+                   config={"testflow": {"log": str(tmp_path / "steps.log"), "fail": {"TWO": 1},
+                                        "fail_code": "GIT_REPO_NOT_FOUND"},
+                           "familyflow": {}, "worker": {"max_attempts": 1, "lease": "60s"}}, apply=True)
 
 
 def _run(rt: Runtime, run_id: int) -> Run:
@@ -76,10 +73,10 @@ def _alerts(rt: Runtime, run_id: int) -> list[str]:
         return [e.event for e in outbox.list_events(conn) if e.run_id == run_id]
 
 
-def _two_slots(url: str, tmp_path: Path) -> tuple[Runtime, int, int]:
+def _two_slots(runtime: RuntimeFactory, url: str, tmp_path: Path) -> tuple[ManualRuntime, int, int]:
     """A schedule whose 10:00 run is QUEUED and whose 11:00 run waits PENDING behind it (QUEUE_NEW)."""
-    rt = _runtime(url, tmp_path, dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *",
-                                      timezone="UTC", misfire="CATCH_UP_ALL", overlap="QUEUE_NEW"))
+    rt = _applied(runtime, url, tmp_path, dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *",
+                                               timezone="UTC", misfire="CATCH_UP_ALL", overlap="QUEUE_NEW"))
     rt.clock.set(T0 + timedelta(hours=2, minutes=1))
     tick.tick(rt)
     with rt.store.read() as conn:
@@ -88,10 +85,10 @@ def _two_slots(url: str, tmp_path: Path) -> tuple[Runtime, int, int]:
     return rt, first.id, second.id
 
 
-def _family(url: str, tmp_path: Path) -> tuple[Runtime, Worker, dict[str, int]]:
+def _family(runtime: RuntimeFactory, url: str, tmp_path: Path) -> tuple[ManualRuntime, Worker, dict[str, int]]:
     """top WAITING for mid, mid WAITING for leaf, leaf QUEUED."""
-    rt = _runtime(url, tmp_path, dict(name="fam", workflow="fin_top", project="p1", cron="0 * * * *",
-                                      timezone="UTC", misfire="RUN_ONCE", overlap="SKIP_NEW"))
+    rt = _applied(runtime, url, tmp_path, dict(name="fam", workflow="fin_top", project="p1", cron="0 * * * *",
+                                               timezone="UTC", misfire="RUN_ONCE", overlap="SKIP_NEW"))
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
     worker = Worker(rt, "w")
@@ -147,8 +144,8 @@ FLAT = {"worker": (RunStatus.FAILED, [AttemptOutcome.FAILED], ["run_failed"]),
 
 @pytest.mark.parametrize("how", list(ENDS))
 def test_a_run_that_ends_frees_its_lease_closes_its_attempt_queues_the_next_and_alerts_once(
-        store_url: str, tmp_path: Path, how: str) -> None:
-    rt, first, second = _two_slots(store_url, tmp_path)
+        store_url: str, tmp_path: Path, how: str, runtime: RuntimeFactory) -> None:
+    rt, first, second = _two_slots(runtime, store_url, tmp_path)
     ENDS[how](rt, first)
     status, outcomes, alerts = FLAT[how]
     run = _run(rt, first)
@@ -167,8 +164,9 @@ LEAF = {how: status for how, (status, _, _) in FLAT.items()}
 
 
 @pytest.mark.parametrize("how", list(ENDS))
-def test_a_childs_end_queues_its_waiting_parent_at_once(store_url: str, tmp_path: Path, how: str) -> None:
-    rt, worker, ids = _family(store_url, tmp_path)
+def test_a_childs_end_queues_its_waiting_parent_at_once(store_url: str, tmp_path: Path, how: str,
+                                                        runtime: RuntimeFactory) -> None:
+    rt, worker, ids = _family(runtime, store_url, tmp_path)
     ENDS[how](rt, ids["leaf"])
     assert _run(rt, ids["leaf"]).status is LEAF[how]
     assert _run(rt, ids["mid"]).status is RunStatus.QUEUED  # in the same transaction, not a sweep later
@@ -179,8 +177,8 @@ def test_a_childs_end_queues_its_waiting_parent_at_once(store_url: str, tmp_path
 
 
 def test_cancelling_a_waiting_child_cancels_its_children_and_queues_its_own_parent(
-        store_url: str, tmp_path: Path) -> None:
-    rt, worker, ids = _family(store_url, tmp_path)
+        store_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt, worker, ids = _family(runtime, store_url, tmp_path)
     assert actions.cancel(rt, ids["mid"]).action == "cancelled"
     assert _run(rt, ids["leaf"]).status is RunStatus.CANCELLED
     mid = _run(rt, ids["mid"])

@@ -14,36 +14,37 @@ from sqlalchemy.engine import Engine
 
 from engine.app import cycle
 from engine.core import errors
-from engine.core.clock import ManualClock
 from engine.core.models import BackupStatus
 from engine.execution.pool import WorkerPool
 from engine.operations import scheduled_backups
 from engine.read import backup_status
+from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import backup, outbox
 from engine.store.tables import backups_taken
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, make_runtime
 
 T0 = datetime(2026, 9, 29, 2, 30, tzinfo=UTC)
 SCHEDULE = dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
                 misfire="CATCH_UP_ALL", overlap="ALLOW")
 
 
-def _runtime(url: str, tmp_path: Path, keep: int = 7):  # type: ignore[no-untyped-def]
-    return make_runtime(url, schedules=[SCHEDULE], clock=ManualClock(T0), registry={"four_steps": FOUR_STEPS},
-                        base_dir=tmp_path,
-                        extra={"store": {"backup": {"cron": "0 3 * * *", "dir": "backups", "keep": keep}},
-                               "testflow": {"log": str(tmp_path / "log")}})
+def _backed_up(runtime: RuntimeFactory, url: str, tmp_path: Path, keep: int = 7) -> ManualRuntime:
+    """The hourly ``four`` schedule (not applied) at ``T0`` and a daily 03:00 backup into ``backups``, ``keep`` kept."""
+    copies = {"cron": "0 3 * * *", "dir": "backups", "keep": keep}
+    return runtime(url, schedules=[SCHEDULE], at=T0, workflows={"four_steps": FOUR_STEPS}, installed=False,
+                   base_dir=tmp_path, config={"store": {"backup": copies}, "testflow": {"log": str(tmp_path / "log")}})
 
 
-def _rows(rt) -> list[tuple[datetime, str]]:  # type: ignore[no-untyped-def]
+def _rows(rt: Runtime) -> list[tuple[datetime, str]]:
     with rt.store.read() as conn:
         return [(r.slot_at, r.status) for r in conn.execute(backups_taken.select().order_by("slot_at"))]
 
 
-def test_a_backup_is_taken_on_its_slot_verified_and_restorable(sqlite_url: str, tmp_path: Path) -> None:
-    rt = _runtime(sqlite_url, tmp_path)
+def test_a_backup_is_taken_on_its_slot_verified_and_restorable(sqlite_url: str, tmp_path: Path,
+                                                               runtime: RuntimeFactory) -> None:
+    rt = _backed_up(runtime, sqlite_url, tmp_path)
     definitions.apply(rt)
     rt.clock.set(T0 + timedelta(minutes=31))  # 03:01: the 03:00 runs and the 03:00 backup are due
     tick.tick(rt)
@@ -77,8 +78,8 @@ def _flipping(engine: Engine, destination: Path) -> backup.Copy:
 
 
 def test_a_corrupted_copy_fails_verification_raises_backup_failed_and_keeps_the_good_ones(
-        sqlite_url: str, tmp_path: Path) -> None:
-    rt = _runtime(sqlite_url, tmp_path, keep=2)
+        sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = _backed_up(runtime, sqlite_url, tmp_path, keep=2)
     definitions.apply(rt)
     good = scheduled_backups.take_due(rt)  # 02:30: the 2026-09-29 03:00 slot is not come, yesterday's is
     assert good is not None and good.verified and good.path is not None
@@ -98,8 +99,8 @@ def test_a_corrupted_copy_fails_verification_raises_backup_failed_and_keeps_the_
     assert not finding.problem and str(good.path) in finding.message and "is 1d old" in finding.message, finding.message
 
 
-def test_keep_two_after_three_backups_leaves_two(sqlite_url: str, tmp_path: Path) -> None:
-    rt = _runtime(sqlite_url, tmp_path, keep=2)
+def test_keep_two_after_three_backups_leaves_two(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = _backed_up(runtime, sqlite_url, tmp_path, keep=2)
     taken = []
     for day in range(3):
         rt.clock.set(T0 + timedelta(days=day))
@@ -110,8 +111,9 @@ def test_keep_two_after_three_backups_leaves_two(sqlite_url: str, tmp_path: Path
     assert [status for _, status in _rows(rt)] == [BackupStatus.REMOVED, BackupStatus.VERIFIED, BackupStatus.VERIFIED]
 
 
-def test_cycle_takes_the_due_backup_and_doctor_shows_its_age(sqlite_url: str, tmp_path: Path) -> None:
-    rt = _runtime(sqlite_url, tmp_path)
+def test_cycle_takes_the_due_backup_and_doctor_shows_its_age(sqlite_url: str, tmp_path: Path,
+                                                             runtime: RuntimeFactory) -> None:
+    rt = _backed_up(runtime, sqlite_url, tmp_path)
     definitions.apply(rt)
     cycle.cycle(rt, stop=threading.Event())
     assert [status for _, status in _rows(rt)] == [BackupStatus.VERIFIED]
@@ -124,10 +126,10 @@ def test_cycle_takes_the_due_backup_and_doctor_shows_its_age(sqlite_url: str, tm
 
 
 @pytest.mark.parametrize("what", ["corrupted", "replaced", "deleted"])
-def test_doctor_checks_the_file_it_names_is_still_the_verified_copy(sqlite_url: str, tmp_path: Path,
-                                                                     what: str) -> None:
+def test_doctor_checks_the_file_it_names_is_still_the_verified_copy(sqlite_url: str, tmp_path: Path, what: str,
+                                                                    runtime: RuntimeFactory) -> None:
     """Security round 3, item 8: doctor said "ok" after the newest backup was corrupted, replaced or deleted."""
-    rt = _runtime(sqlite_url, tmp_path)
+    rt = _backed_up(runtime, sqlite_url, tmp_path)
     definitions.apply(rt)
     cycle.cycle(rt, stop=threading.Event())
     rt.clock.set(T0 + timedelta(minutes=20))
@@ -147,8 +149,8 @@ def test_doctor_checks_the_file_it_names_is_still_the_verified_copy(sqlite_url: 
     assert finding.problem and says in finding.message and "not the copy that was checked" in finding.message
 
 
-def test_doctor_says_when_there_is_no_verified_backup(sqlite_url: str, tmp_path: Path) -> None:
-    rt = _runtime(sqlite_url, tmp_path)
+def test_doctor_says_when_there_is_no_verified_backup(sqlite_url: str, tmp_path: Path, runtime: RuntimeFactory) -> None:
+    rt = _backed_up(runtime, sqlite_url, tmp_path)
     [finding] = backup_status.check_backups(rt)
     assert finding.problem and "no verified backup" in finding.message
 
