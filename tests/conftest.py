@@ -14,19 +14,22 @@ import queue
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests import support
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 PG_ADMIN_URL = os.environ.get("REPORTFLOW_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 _counter = itertools.count()
 
 
-def _pg_admin():  # type: ignore[no-untyped-def]
+def _pg_admin() -> Engine:
     import sqlalchemy as sa
 
     return sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
@@ -193,7 +196,3 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_url"))
     return str(request.getfixturevalue("pg_url"))
-
-
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]

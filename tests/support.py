@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import pytest
 
@@ -61,6 +61,14 @@ class ManualRuntime(Runtime):
     clock: ManualClock
 
 
+@overload
+def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock: ManualClock | None = None,
+                 registry: Registry | None = None, extra: Mapping[str, Any] | None = None,
+                 base_dir: Path | None = None) -> ManualRuntime: ...
+@overload
+def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock: Clock,
+                 registry: Registry | None = None, extra: Mapping[str, Any] | None = None,
+                 base_dir: Path | None = None) -> Runtime: ...
 def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock: Clock | None = None,
                  registry: Registry | None = None, extra: Mapping[str, Any] | None = None,
                  base_dir: Path | None = None) -> Runtime:
@@ -80,6 +88,10 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
     return Runtime(store=store, registry=reg, config=cfg, clock=clock, actor="tester")
 
 
+@overload
+def open_runtime(config: Path, clock: ManualClock, *, actor: str = "tester") -> ManualRuntime: ...
+@overload
+def open_runtime(config: Path, clock: Clock, *, actor: str = "tester") -> Runtime: ...
 def open_runtime(config: Path, clock: Clock, *, actor: str = "tester") -> Runtime:
     """A runtime on the database, settings and workflows of the file ``config`` (what the CLI builds from it)."""
     from engine.plugins import workflow_registry
@@ -147,6 +159,11 @@ def drain(worker: Worker) -> list[RunStatus]:
     while (outcome := worker.run_one()) is not None:
         done.append(outcome.status)
     return done
+
+
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
+    """That instant in UTC."""
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def config_mod_now() -> datetime:

@@ -153,8 +153,9 @@ class FakeNotion:
         self.database_id = self._new_id()
         self.data_source_id = self._new_id()
         schema = {"Name": "title", "Report Key": "rich_text", **(extra_schema or {})}
-        self.schema = {name: {"id": "title" if kind == "title" else f"p{i}", "name": name, "type": kind, kind: {}}
-                       for i, (name, kind) in enumerate(schema.items())}
+        self.schema: dict[str, Json] = {
+            name: {"id": "title" if kind == "title" else f"p{i}", "name": name, "type": kind, kind: {}}
+            for i, (name, kind) in enumerate(schema.items())}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -371,7 +372,7 @@ class FakeNotion:
             if method == "GET":
                 size = min(int((query.get("page_size") or ["100"])[0]), 100)
                 live = [self.blocks[b] for b in self.children.get(parent["id"], []) if not self.blocks[b]["in_trash"]]
-                return self._listing(live, (query.get("start_cursor") or [None])[0], size, "block")
+                return self._listing(live, next(iter(query.get("start_cursor") or []), None), size, "block")
             return self._append(parent, body.get("children"))
         if (method, kind, tail) == ("DELETE", "blocks", None):
             target = self._lookup({**self.pages, **self.blocks}, raw_id, "block")

@@ -43,7 +43,7 @@ def test_sqlite_is_migrated_on_first_use_in_wal(tmp_path: Path) -> None:
     with store.read() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 30000
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() >= 30000
 
 
 def test_a_schema_from_the_future_is_refused(store_url: str) -> None:

@@ -9,7 +9,7 @@ from engine.core import pacing
 from engine.core.clock import ManualClock
 from engine.execution import step_call
 from engine.store.handle import Store
-from tests.conftest import utc
+from tests.support import utc
 
 T0 = utc(2026, 9, 30, 1, 0)
 STEP = timedelta(milliseconds=350)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import daily_history, tree_digest, utc
-from tests.support import run_cli
+from tests.reliability.harness import daily_history, tree_digest
+from tests.support import run_cli, utc
 
 pytestmark = pytest.mark.slow
 

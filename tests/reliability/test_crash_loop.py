@@ -54,9 +54,9 @@ from tests.reliability.harness import (
     poll,
     report_config,
     sqlite_runs,
-    utc,
     wait_ports_quiet,
 )
+from tests.support import utc
 
 pytestmark = pytest.mark.slow
 
@@ -155,7 +155,7 @@ class Lane:
             rng = random.Random(f"{seed}:{i}")
             slot = FIRST_SLOT + timedelta(days=day)
             key = f"daily_report:{PROJECT}:{(slot - timedelta(days=1)).date()}"
-            self.ticker.clock.set(slot + timedelta(seconds=20))  # type: ignore[attr-defined]
+            self.ticker.clock.set(slot + timedelta(seconds=20))
             assert tick.tick(self.ticker).runs_created == 1
             kills: list[Kill] = []
             try:
@@ -191,11 +191,11 @@ class Lane:
                                  env=self.env)
             delay: float | None = None
             if mode == "page":
-                poll(lambda w=worker: self.witness(key).pages_made > 0 or w.poll() is not None, 60,
+                poll(lambda: self.witness(key).pages_made > 0 or worker.poll() is not None, 60,
                      "the page to be stored", interval=0.001)
             elif mode == "generating":  # the model has the request: GENERATE_REPORT is in flight
-                poll(lambda w=worker, g=generations: len(self.ollama.requests_to("/api/chat")) > g
-                     or w.poll() is not None, 60, "the generation request", interval=0.002)
+                poll(lambda: len(self.ollama.requests_to("/api/chat")) > generations
+                     or worker.poll() is not None, 60, "the generation request", interval=0.002)
             else:
                 delay = round(rng.uniform(*KILL_DELAY_S), 3)
                 try:

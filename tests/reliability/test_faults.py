@@ -28,8 +28,8 @@ from engine.operations import actions
 from engine.scheduling import definitions
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import DEFAULT_REPLY, FakeOllama, closed_port
-from tests.reliability.harness import daily_history, daily_schedule, page_key, report_config, utc
-from tests.support import ManualRuntime, RuntimeFactory, run_cli
+from tests.reliability.harness import daily_history, daily_schedule, page_key, report_config
+from tests.support import ManualRuntime, RuntimeFactory, run_cli, utc
 
 pytestmark = pytest.mark.slow
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance import procs
-from tests.reliability.harness import poll, sqlite_runs, utc
-from tests.support import write_config
+from tests.reliability.harness import poll, sqlite_runs
+from tests.support import utc, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -23,8 +23,8 @@ from sqlalchemy import create_engine, func, select
 from engine.store.tables import artifacts, attempts, audit_events, runs, steps
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
-from tests.reliability.harness import daily_history, daily_schedule, page_key, poll, report_config, sqlite_runs, utc
-from tests.support import write_config
+from tests.reliability.harness import daily_history, daily_schedule, page_key, poll, report_config, sqlite_runs
+from tests.support import utc, write_config
 
 pytestmark = pytest.mark.slow
 

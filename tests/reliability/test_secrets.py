@@ -22,7 +22,8 @@ import pytest
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
-from tests.reliability.harness import daily_history, daily_schedule, report_config, utc
+from tests.reliability.harness import daily_history, daily_schedule, report_config
+from tests.support import utc
 
 pytestmark = pytest.mark.slow
 

@@ -27,8 +27,7 @@ from engine.store.tables import runs, steps
 from tests.acceptance import procs
 from tests.conftest import PG_ADMIN_URL, _pg_admin, _with_db
 from tests.reliability.fixtures import make_db
-from tests.reliability.harness import utc
-from tests.support import write_config
+from tests.support import utc, write_config
 
 pytestmark = pytest.mark.slow
 

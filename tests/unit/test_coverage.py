@@ -206,8 +206,9 @@ def simulate(push_list: list[tuple[int, list[int], list[int], int]], day_plans: 
                             + timedelta(hours=delay))
         else:
             days[day] = Day(backfill_at, False, backfill_at + timedelta(hours=delay))
-        if days[day].runs is not None:
-            events.append((days[day].runs, 1, (day, together)))
+        runs = days[day].runs
+        if runs is not None:
+            events.append((runs, 1, (day, together)))
     events.sort(key=lambda e: (e[0], e[1], str(e[2])))
 
     decisions: dict[int, coverage.Decision] = {}

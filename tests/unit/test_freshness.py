@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from engine.core import alerts, freshness, slo
-from engine.core.models import RunStatus
+from engine.core.models import Criticality, RunStatus
 
 DEADLINE = timedelta(hours=1)
 WINDOW = timedelta(days=30)
@@ -51,5 +51,6 @@ def test_a_period_with_no_run_is_not_fresh() -> None:
 
 
 def test_freshness_low_grows_in_severity_like_a_failed_period() -> None:
-    assert alerts.decide_severity("freshness_low", alerts.Criticality.HIGH, 3).severity is alerts.Severity.CRITICAL
-    assert not alerts.decide_severity("freshness_low", alerts.Criticality.LOW, 1).notify
+    low = alerts.AlertEvent.FRESHNESS_LOW
+    assert alerts.decide_severity(low, Criticality.HIGH, 3).severity is alerts.Severity.CRITICAL
+    assert not alerts.decide_severity(low, Criticality.LOW, 1).notify

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -67,7 +67,7 @@ class RecordingWriter:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
 
     def write(self, prompt: str, *, system: str, options: Mapping[str, Any],
-              material: ReportMaterial) -> WriterResult:
+              material: ReportMaterial, earlier: Sequence[tuple[str, str]] = ()) -> WriterResult:
         self.calls.append((prompt, system, dict(options)))
         return WriterResult("## Summary\n\nDone.\n\n## Changes by area\n\n### src\n\n- x\n\n"
                             "## Notable commits\n\n- y\n", "rec:1b", "sha256:feed")

@@ -18,6 +18,8 @@ LAYERS = ("core", "config", "plugins", "store", "alert_transports", "runtime", "
 def imported_layers(path: Path) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

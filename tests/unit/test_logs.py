@@ -6,11 +6,12 @@ import io
 import json
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 from engine.core import logs
 
 
-def _emit(formatter: logging.Formatter, name: str, **fields: object) -> str:
+def _emit(formatter: logging.Formatter, name: str, **fields: Any) -> str:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(formatter)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steps import notion_blocks
 
 
-def types(blocks: list[dict]) -> list[str]:
+def types(blocks: list[dict[str, Any]]) -> list[str]:
     return [b["type"] for b in blocks]
 
 
-def assert_within_limits(blocks: list[dict]) -> None:
+def assert_within_limits(blocks: list[dict[str, Any]]) -> None:
     for block in blocks:
         items = block.get(block["type"], {}).get("rich_text", [])
         assert len(items) <= notion_blocks.MAX_RICH_TEXT_ITEMS

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from engine.core.models import PeriodKind
+from engine.plugins.contract import WorkflowDef
 from workflows import ops_report, report, team_report
 from workflows.report_pins import ReportPins, TeamPins, WriterPins
 
@@ -27,9 +29,9 @@ RAW: dict[str, Any] = {
 }
 
 #: Each workflow's pins, the model that reads them, and the key its runs are made for.
-WORKFLOWS = [(report.report_workflow("daily_report", report.PeriodKind.DAY, "daily"), ReportPins, "app"),
-             (team_report.CHILD, ReportPins, "app"), (team_report.DAILY, TeamPins, "core"),
-             (ops_report.DAILY, WriterPins, "")]
+WORKFLOWS: list[tuple[WorkflowDef, type[WriterPins], str]] = [
+    (report.report_workflow("daily_report", PeriodKind.DAY, "daily"), ReportPins, "app"),
+    (team_report.CHILD, ReportPins, "app"), (team_report.DAILY, TeamPins, "core"), (ops_report.DAILY, WriterPins, "")]
 
 
 def stored_pins(index: int) -> dict[str, Any]:
