@@ -5,7 +5,7 @@
 #   scripts/test.sh           everything CI runs, in two steps: every test in one pytest-xdist
 #                             session (reliability included, longest files first, one worker
 #                             more than the cores: the real-process tests wait on each other),
-#                             with mypy --strict on engine/, steps/ and workflows/ beside it at low priority, and ruff
+#                             with mypy --strict on engine/, steps/, workflows/ and tests/ beside it at low priority, and ruff
 #                             (pyflakes and import order, pyproject.toml's [tool.ruff]) first
 #   scripts/test.sh --long    the same, the reliability suite with its long counts
 #   scripts/test.sh --fast    the loop for daily work: unit tests and the integration tests not
@@ -62,10 +62,10 @@ long=()
 step "ruff (lint and import order)" "$py" -m ruff check .
 typecheck_log=$(mktemp)
 trap 'rm -f "$typecheck_log"' EXIT
-nice -n 19 "$py" -m mypy --strict engine steps workflows >"$typecheck_log" 2>&1 &
+nice -n 19 "$py" -m mypy --strict engine steps workflows tests >"$typecheck_log" 2>&1 &
 typecheck=$!
 step "all tests (xdist, -n $workers)" "$py" -m pytest "${parallel[@]}" "${long[@]}" tests
 typecheck_rc=0
 wait "$typecheck" || typecheck_rc=$?
-step "mypy --strict engine steps workflows" sh -c 'cat "$1"; exit "$2"' _ "$typecheck_log" "$typecheck_rc"
+step "mypy --strict engine steps workflows tests" sh -c 'cat "$1"; exit "$2"' _ "$typecheck_log" "$typecheck_rc"
 exit "$status"

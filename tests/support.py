@@ -18,7 +18,7 @@ import pytest
 
 from engine.config import config_file
 from engine.core.clock import Clock, ManualClock
-from engine.core.models import NewRun, RunStatus, RunTrigger
+from engine.core.models import NewRun, Run, RunStatus, RunTrigger
 from engine.plugins.contract import WorkflowDef
 from engine.plugins.workflow_registry import Registry, load_registry
 from engine.runtime import Runtime
@@ -26,6 +26,7 @@ from engine.store import database
 from engine.store.handle import Store
 
 if TYPE_CHECKING:
+    from engine.core.run_end import RunOutcome
     from engine.execution.worker import Worker
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -151,6 +152,20 @@ def manual_run(key: str, at: datetime, *, workflow: str = "four_steps", project:
     return NewRun(workflow=workflow, project=project, trigger=RunTrigger.MANUAL, scheduled_for=at, business_key=key,
                   base_key=key, idempotency_key=key, status=RunStatus.QUEUED, priority=30,
                   pinned={"payload_version": 1}, max_attempts=3, max_runtime_s=600, created_at=at)
+
+
+def run_next(worker: Worker) -> RunOutcome:
+    """Claim and run the next claimable run; fails the test when nothing is claimable."""
+    outcome = worker.run_one()
+    assert outcome is not None, "nothing was claimable"
+    return outcome
+
+
+def output_of(run: Run, position: int) -> dict[str, Any]:
+    """What ``run``'s step at ``position`` recorded; fails the test when it recorded nothing."""
+    output = run.steps[position].output
+    assert output is not None, f"step {run.steps[position].name} of run {run.id} recorded no output"
+    return output
 
 
 def drain(worker: Worker) -> list[RunStatus]:

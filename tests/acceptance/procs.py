@@ -17,6 +17,12 @@ from tests.flows.install import pythonpath
 from tests.support import REPO_ROOT
 
 
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    """The standard output of a command that must have succeeded; its exit status and output otherwise."""
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
 class Shared:
     """A shared simulated clock for processes started at different moments: ``--now T@E``."""
 

@@ -17,11 +17,6 @@ pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def ok(result) -> str:  # type: ignore[no-untyped-def]
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return str(result.stdout)
-
-
 def test_notifications_list_and_the_success_rate_in_schedules_and_metrics(sqlite_url: str, tmp_path: Path) -> None:
     schedules = [dict(name="four", workflow="four_steps", project="p1", cron="0 * * * *", timezone="UTC",
                       misfire="SKIP", overlap="ALLOW", criticality="high", deadline="30m")]
@@ -29,24 +24,24 @@ def test_notifications_list_and_the_success_rate_in_schedules_and_metrics(sqlite
         "worker": {"max_attempts": 1}, "notify": {"slo_window": "1d"},
         "testflow": {"log": str(tmp_path / "steps.log"), "fail_code": "NOTION_UNAUTHORIZED"},
         "testflow.fail": {"FOUR": 9}})
-    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z"))
-    ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:00Z"))  # 10:00, 11:00 MISSED; 12:00 queued
-    ok(procs.run(tmp_path, config, "work", "--until-idle", now="2026-09-29T12:06:00Z"))  # PARTIAL_SUCCESS
-    listed = json.loads(ok(procs.run(tmp_path, config, "notifications", "list", "--json",
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z"))
+    procs.ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:00Z"))  # 10:00, 11:00 MISSED; 12:00 queued
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now="2026-09-29T12:06:00Z"))  # PARTIAL_SUCCESS
+    listed = json.loads(procs.ok(procs.run(tmp_path, config, "notifications", "list", "--json",
                                      now="2026-09-29T12:07:00Z")))
     assert [(n["event"], n["severity"], n["status"]) for n in listed] == [
         ("run_partial", "critical", "PENDING"),  # high: critical from the third unsuccessful period in a row
         ("slots_not_run", "warning", "PENDING")]
     assert listed[0]["step"] == "FOUR" and listed[0]["error_code"] == "NOTION_UNAUTHORIZED"
-    pending = ok(procs.run(tmp_path, config, "notifications", "list", "--pending", now="2026-09-29T12:07:00Z"))
+    pending = procs.ok(procs.run(tmp_path, config, "notifications", "list", "--pending", now="2026-09-29T12:07:00Z"))
     assert "run_partial" in pending and "slots_not_run" in pending  # no webhook: recorded, waiting for one
-    shown = json.loads(ok(procs.run(tmp_path, config, "schedules", "show", "four", "--json",
+    shown = json.loads(procs.ok(procs.run(tmp_path, config, "schedules", "show", "four", "--json",
                                     now="2026-09-29T13:00:00Z")))
     assert (shown["success_rate"], shown["freshness"], shown["periods_due"], shown["window"]) == (0.0, 0.0, 3, "1d")
     assert shown["criticality"] == "high" and shown["deadline_s"] == 1800
-    table = ok(procs.run(tmp_path, config, "schedules", "list", now="2026-09-29T13:00:00Z"))
+    table = procs.ok(procs.run(tmp_path, config, "schedules", "list", now="2026-09-29T13:00:00Z"))
     assert "0% of 3" in table
-    metrics = ok(procs.run(tmp_path, config, "metrics", now="2026-09-29T13:00:00Z"))
+    metrics = procs.ok(procs.run(tmp_path, config, "metrics", now="2026-09-29T13:00:00Z"))
     assert 'reportflow_schedule_success_ratio{schedule="four"} 0.0' in metrics
     assert 'reportflow_schedule_freshness_ratio{schedule="four"} 0.0' in metrics
 
@@ -63,16 +58,16 @@ def test_a_cron_tick_with_nothing_due_still_sends_an_alert_due_again(store_url: 
     os.utime(config, (stamp, stamp))
     with webhook.serve() as hook:
         env = {"RF_HOOK": hook.url}
-        ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=env))
+        procs.ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=env))
         hook.fail_next(503)
-        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:00Z", env=env))  # 10:00, 11:00 MISSED
+        procs.ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:00Z", env=env))  # 10:00, 11:00 MISSED
         assert [(r.status, r.body["event"]) for r in hook.received] == [(503, "slots_not_run")]
         # Cron's next ticks: nothing is due before 13:00, but the refused alert is due again after 30 s.
-        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:10Z", env=env))
+        procs.ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:05:10Z", env=env))
         assert [r.status for r in hook.received] == [503]
-        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:06:00Z", env=env))
+        procs.ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:06:00Z", env=env))
         assert [r.status for r in hook.received] == [503, 200]
-        ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:07:00Z", env=env))
+        procs.ok(procs.run(tmp_path, config, "tick", now="2026-09-29T12:07:00Z", env=env))
         assert [r.status for r in hook.received] == [503, 200]  # delivered once: never again
 
 
@@ -98,8 +93,8 @@ def test_a_refused_command_writes_nothing(sqlite_url: str, tmp_path: Path) -> No
     config = write_config(tmp_path / "reportflow.toml", db_url=sqlite_url, schedules=schedules,
                           sections={"notify": {"webhook_env": "RF_HOOK"}})
     good = {"RF_HOOK": "http://127.0.0.1:9/hook"}
-    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=good))
-    ok(procs.run(tmp_path, config, "tick", now="2026-09-29T10:05:00Z", env=good))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T09:00:00Z", env=good))
+    procs.ok(procs.run(tmp_path, config, "tick", now="2026-09-29T10:05:00Z", env=good))
     before = _dump(sqlite_url)
     raw = Path(sqlite_url.removeprefix("sqlite:///")).read_bytes()
     for args in (("tick",), ("work", "--until-idle"), ("reconcile",), ("runs", "retry", "1")):

@@ -13,20 +13,15 @@ from sqlalchemy import create_engine, func, select
 
 from engine.store.tables import audit_events, runs
 from tests.acceptance import procs
-from tests.support import write_config
+from tests.support import REPO_ROOT, write_config
 
 NOW = "2026-09-29T10:00:00Z"
-
-
-def ok(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
-    return done.stdout
 
 
 def answered(tmp: Path, config: Path, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
     """The command with ``answer`` typed at its prompt ("" is a script that gives none)."""
     return subprocess.run(procs.command(config, NOW, *args), input=answer, capture_output=True, text=True,
-                          env=procs.env_for(tmp), cwd=procs.REPO_ROOT, timeout=180)
+                          env=procs.env_for(tmp), cwd=REPO_ROOT, timeout=180)
 
 
 def snapshot(url: str) -> tuple[list[tuple[int, str, int]], int]:
@@ -42,7 +37,7 @@ def snapshot(url: str) -> tuple[list[tuple[int, str, int]], int]:
 
 
 def listed(tmp: Path, config: Path) -> dict[str, str]:
-    found = json.loads(ok(procs.run(tmp, config, "runs", "list", "--json", "--limit", "0", now=NOW)))
+    found = json.loads(procs.ok(procs.run(tmp, config, "runs", "list", "--json", "--limit", "0", now=NOW)))
     return {r["business_key"][:10]: r["status"] for r in found if r["revision"] == 1}
 
 
@@ -52,13 +47,13 @@ def test_runs_retry_for_a_schedule_lists_asks_and_retries_the_runs_shown(sqlite_
         "worker": {"max_attempts": 1},
         "testflow": {"log": str(tmp_path / "steps.log"), "fail_code": "NOTION_UNAUTHORIZED"},
         "testflow.fail": {"FOUR": 1}})
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=NOW))
-    ok(procs.run(tmp_path, config, "backfill", "four", "--from", "2026-09-20", "--to", "2026-09-26", now=NOW))
-    ok(procs.run(tmp_path, config, "work", "--until-idle", now=NOW))  # Notion refused all week
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=NOW))
+    procs.ok(procs.run(tmp_path, config, "backfill", "four", "--from", "2026-09-20", "--to", "2026-09-26", now=NOW))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=NOW))  # Notion refused all week
     assert set(listed(tmp_path, config).values()) == {"PARTIAL_SUCCESS"}
     before = snapshot(sqlite_url)
 
-    dry = ok(procs.run(tmp_path, config, "runs", "retry", "--schedule", "four", "--dry-run", now=NOW))
+    dry = procs.ok(procs.run(tmp_path, config, "runs", "retry", "--schedule", "four", "--dry-run", now=NOW))
     assert "would retry 7 run(s): FAILED, PARTIAL_SUCCESS runs of four" in dry
     assert dry.count("PARTIAL_SUCCESS NOTION_UNAUTHORIZED") == 7
     for answer in ("n\n", ""):  # a refusal, and a script that forgot --yes
@@ -78,40 +73,40 @@ def test_runs_retry_for_a_schedule_lists_asks_and_retries_the_runs_shown(sqlite_
                         "FAILED,PARTIAL_SUCCESS", "--from", "2026-09-22", "--to", "2026-09-24")
     assert accepted.returncode == 0, accepted.stderr
     assert "retried 3 run(s) of four" in accepted.stdout
-    rest = json.loads(ok(procs.run(tmp_path, config, "runs", "retry", "--schedule", "four", "--yes", "--json",
+    rest = json.loads(procs.ok(procs.run(tmp_path, config, "runs", "retry", "--schedule", "four", "--yes", "--json",
                                    now=NOW)))
     assert (rest["done"], rest["skipped"]) == (4, 0)
-    ok(procs.run(tmp_path, config, "work", "--until-idle", now=NOW))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=NOW))
     assert set(listed(tmp_path, config).values()) == {"SUCCESS"}
-    nothing = ok(procs.run(tmp_path, config, "runs", "retry", "--schedule", "four", now=NOW))  # nothing to ask
+    nothing = procs.ok(procs.run(tmp_path, config, "runs", "retry", "--schedule", "four", now=NOW))  # nothing to ask
     assert "would retry 0 run(s)" in nothing
 
 
 def test_approve_all_and_trigger_a_range(sqlite_url: str, tmp_path: Path) -> None:
     schedules = [dict(name="m", workflow="echo", project="p", cron="0 9 * * *", timezone="UTC", misfire="MANUAL")]
     config = write_config(tmp_path / "reportflow.toml", db_url=sqlite_url, schedules=schedules)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-25T10:00:00Z"))
-    ok(procs.run(tmp_path, config, "tick", now=NOW))  # four days down: 09-26 .. 09-29 wait for a person
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-25T10:00:00Z"))
+    procs.ok(procs.run(tmp_path, config, "tick", now=NOW))  # four days down: 09-26 .. 09-29 wait for a person
     assert listed(tmp_path, config) == {f"2026-09-{d}": "MANUAL_REQUIRED" for d in (26, 27, 28, 29)}
     before = snapshot(sqlite_url)
     assert procs.run(tmp_path, config, "runs", "approve", "--schedule", "m", now=NOW).returncode == 2  # no --all
     declined = answered(tmp_path, config, "no\n", "runs", "approve", "--schedule", "m", "--all")
     assert declined.returncode == 2 and "nothing approved" in declined.stderr
-    dry = json.loads(ok(procs.run(tmp_path, config, "runs", "approve", "--schedule", "m", "--all", "--dry-run",
+    dry = json.loads(procs.ok(procs.run(tmp_path, config, "runs", "approve", "--schedule", "m", "--all", "--dry-run",
                                   "--json", now=NOW)))
     assert [r["business_key"][:10] for r in dry["runs"]] == ["2026-09-26", "2026-09-27", "2026-09-28", "2026-09-29"]
     assert snapshot(sqlite_url) == before
     accepted = answered(tmp_path, config, "y\n", "runs", "approve", "--schedule", "m", "--all")
     assert accepted.returncode == 0 and "approved 4 run(s) of m" in accepted.stdout, accepted.stderr
 
-    trigger_dry = ok(procs.run(tmp_path, config, "trigger", "m", "--from", "2026-09-23", "--to", "2026-09-30",
+    trigger_dry = procs.ok(procs.run(tmp_path, config, "trigger", "m", "--from", "2026-09-23", "--to", "2026-09-30",
                                "--dry-run", now=NOW))
     assert "would trigger 7 period(s): created 3, unchanged 4" in trigger_dry and "not yet due" in trigger_dry
     after_approve = snapshot(sqlite_url)
     refused = answered(tmp_path, config, "", "trigger", "m", "--from", "2026-09-23", "--to", "2026-09-30")
     assert refused.returncode == 2 and "nothing triggered" in refused.stderr
     assert snapshot(sqlite_url) == after_approve
-    ok(procs.run(tmp_path, config, "trigger", "m", "--from", "2026-09-23", "--to", "2026-09-30", "--yes", now=NOW))
-    ok(procs.run(tmp_path, config, "work", "--until-idle", now=NOW))
+    procs.ok(procs.run(tmp_path, config, "trigger", "m", "--from", "2026-09-23", "--to", "2026-09-30", "--yes", now=NOW))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=NOW))
     assert listed(tmp_path, config) == {f"2026-09-{d}": "SUCCESS" for d in range(23, 30)}
 

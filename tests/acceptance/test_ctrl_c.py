@@ -20,6 +20,7 @@ import pytest
 
 from tests.acceptance import procs
 from tests.reliability.harness import daily_history, daily_schedule, report_config
+from tests.support import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +54,7 @@ def test_ctrl_c_to_the_process_group_mid_git_hands_the_run_back(tmp_path: Path) 
     with open(log_path, "w") as log:
         # A terminal's foreground job: a process group of its own, which Ctrl-C signals as a whole.
         work = subprocess.Popen(procs.command(config, now, "work", "--until-idle"), stdout=subprocess.PIPE,
-                                stderr=log, text=True, env=procs.env_for(tmp_path, env), cwd=procs.REPO_ROOT,
+                                stderr=log, text=True, env=procs.env_for(tmp_path, env), cwd=REPO_ROOT,
                                 start_new_session=True)
     procs.wait_for(lambda: (tmp_path / "git-started").exists() or work.poll() is not None, 120, "git log to start")
     assert work.poll() is None, log_path.read_text()[-3000:]

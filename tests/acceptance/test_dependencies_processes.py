@@ -6,7 +6,6 @@ names no schedule, or makes a cycle, is refused with exit 2 and nothing written.
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,14 +25,10 @@ def config(tmp: Path, url: str, **down: Any) -> Path:
     up = dict(name="up", workflow="four_steps", project="p1", cron="0 10 * * *", timezone="UTC", misfire="RUN_ONCE")
     dependent = dict(name="down", workflow="four_steps", project="p2", cron="0 10 * * *", timezone="UTC",
                      misfire="RUN_ONCE", after=["up"], **down)
-    sections = {"worker": {"lease": "60s", "retry_backoff": "1s", "poll_interval": "0.2s", "max_attempts": 3},
-                "testflow": {"log": str(tmp / "steps.log")}, "testflow.fail": {"TWO": 1}}
+    sections: dict[str, dict[str, Any]] = {
+        "worker": {"lease": "60s", "retry_backoff": "1s", "poll_interval": "0.2s", "max_attempts": 3},
+        "testflow": {"log": str(tmp / "steps.log")}, "testflow.fail": {"TWO": 1}}
     return write_config(tmp / "reportflow.toml", db_url=url, sections=sections, schedules=[up, dependent])
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    return result
 
 
 def statuses(url: str) -> dict[str, str]:
@@ -58,12 +53,12 @@ def test_racing_ticks_and_workers_release_the_dependent_once_after_its_upstreams
                                                                                       tmp_path: Path) -> None:
     cfg = config(tmp_path, store_url)
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, cfg, "schedules", "apply", now=clock.at()))
+    procs.ok(procs.run(tmp_path, cfg, "schedules", "apply", now=clock.at()))
     race(tmp_path, cfg, "tick", now=clock.at(65))
     assert statuses(store_url) == {"p1": "QUEUED", "p2": "WAITING"}
-    shown = ok(procs.run(tmp_path, cfg, "runs", "list", "--json", now=clock.at(66)))
-    down_id = next(r["id"] for r in json.loads(shown.stdout) if r["schedule"] == "down")
-    text = ok(procs.run(tmp_path, cfg, "runs", "show", str(down_id), now=clock.at(66))).stdout
+    shown = procs.ok(procs.run(tmp_path, cfg, "runs", "list", "--json", now=clock.at(66)))
+    down_id = next(r["id"] for r in json.loads(shown) if r["schedule"] == "down")
+    text = procs.ok(procs.run(tmp_path, cfg, "runs", "show", str(down_id), now=clock.at(66)))
     assert "waits for up 2026-12-02T10:00Z" in " ".join(text.split())
     for offset in (70, 90, 110, 130):  # each round: two ticks and two workers at once, past the 1 s backoff
         race(tmp_path, cfg, "tick", now=clock.at(offset))
@@ -88,9 +83,9 @@ def test_an_upstream_past_the_window_makes_the_dependent_follow_on_upstream(stor
                                                                            on_upstream: str, status: str) -> None:
     cfg = config(tmp_path, store_url, after_window="30m", on_upstream=on_upstream)
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, cfg, "schedules", "apply", now=clock.at()))
+    procs.ok(procs.run(tmp_path, cfg, "schedules", "apply", now=clock.at()))
     race(tmp_path, cfg, "tick", now=clock.at(65))
-    ok(procs.run(tmp_path, cfg, "schedules", "disable", "up", "--reason", "upstream broken", now=clock.at(66)))
+    procs.ok(procs.run(tmp_path, cfg, "schedules", "disable", "up", "--reason", "upstream broken", now=clock.at(66)))
     race(tmp_path, cfg, "reconcile", now=clock.at(600))  # inside the window: it waits
     assert statuses(store_url) == {"p1": "QUEUED", "p2": "WAITING"}
     race(tmp_path, cfg, "reconcile", now=clock.at(60 + 1801))
@@ -98,7 +93,7 @@ def test_an_upstream_past_the_window_makes_the_dependent_follow_on_upstream(stor
     race(tmp_path, cfg, "work", "--until-idle", now=clock.at(60 + 1810))  # its step failed once, as set
     assert statuses(store_url) == {"p1": "QUEUED", "p2": status}  # the disabled upstream never ran
     assert audits(store_url, "upstream_window_passed") == 1
-    alerts = ok(procs.run(tmp_path, cfg, "notifications", "list", "--json", now=clock.at(1900))).stdout
+    alerts = procs.ok(procs.run(tmp_path, cfg, "notifications", "list", "--json", now=clock.at(1900)))
     assert [a["event"] for a in json.loads(alerts)].count("upstream_late") == 1
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from engine.store.tables import runs
 from tests.acceptance import procs
-from tests.acceptance.test_processes import db, flow_config, four, ok
+from tests.acceptance.test_processes import db, flow_config, four
 from tests.acceptance.test_work_concurrency import T0, many
 
 pytestmark = pytest.mark.slow
@@ -65,8 +65,8 @@ def test_four_worker_processes_never_run_more_than_the_cap(store_url: str, tmp_p
     config.write_text(config.read_text() + "".join(
         f"\n[{section}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()) for section, values in limits.items()))
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     assert statuses(store_url) == ["QUEUED"] * RUNS
     watcher = Watcher(store_url)
     watcher.start()
@@ -88,13 +88,13 @@ def test_work_names_the_full_cap_it_waits_for(sqlite_url: str, tmp_path: Path) -
                          block_on=["TWO"])
     config.write_text(config.read_text() + "\n[limits]\nmax_running = 1\n")
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     holder = procs.spawn(tmp_path, config, "work", "--worker-id", "holder", now=clock.at(60))
     try:
         procs.wait_for(lambda: sorted(statuses(sqlite_url)) == ["QUEUED", "RUNNING"], what="one run to be claimed")
         idle = procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(61))
-        ok(idle)
+        procs.ok(idle)
         assert "1 four_steps run(s) wait for max_running = 1 (1 running)" in idle.stdout, idle.stdout
         assert sorted(statuses(sqlite_url)) == ["QUEUED", "RUNNING"]
     finally:

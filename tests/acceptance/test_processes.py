@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.engine.url import make_url
 
 from engine.store.tables import attempts, runs, steps
@@ -59,12 +60,8 @@ def sigterm_at_gate(proc: subprocess.Popen[str], tmp: Path, log_name: str) -> No
     assert proc.returncode == 143, (tmp / log_name).read_text()
 
 
-def db(url: str):  # type: ignore[no-untyped-def]
+def db(url: str) -> Engine:
     return create_engine(url)
-
-
-def ok(result) -> None:  # type: ignore[no-untyped-def]
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
 
 
 def test_eight_tick_processes_create_every_run_exactly_once(store_url: str, tmp_path: Path) -> None:
@@ -73,7 +70,7 @@ def test_eight_tick_processes_create_every_run_exactly_once(store_url: str, tmp_
                       misfire="CATCH_UP_ALL", overlap=["ALLOW", "QUEUE_NEW", "SKIP_NEW", "BUFFER_ONE"][i % 4])
                  for i in range(200)]
     config = write_config(tmp_path / "reportflow.toml", db_url=store_url, schedules=schedules)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T00:00:00Z"))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now="2026-09-29T00:00:00Z"))
     later = "2026-09-29T12:00:00Z"  # 48 slots per schedule are due: 9,600 inserts raced by 8 processes
     ticks = [procs.spawn(tmp_path, config, "tick", now=later) for _ in range(8)]
     for proc in ticks:
@@ -95,20 +92,20 @@ def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite
                                                                           step: str) -> None:
     config = flow_config(tmp_path, sqlite_url, schedules=[four()], block_on=[step])
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     worker = procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", "doomed", now=clock.at(60))
     procs.wait_for(lambda: any(line[:3] == ["start", "1", step] for line in log_lines(tmp_path)),
                    what=f"the worker to enter {step}")
     procs.kill9(worker)
     # Nothing to recover while the lease lives; after it has expired the reconciler queues a recovery.
-    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(60)))
     with db(sqlite_url).connect() as conn:
         assert conn.execute(select(runs.c.status)).scalar_one() == "RUNNING"
-    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
+    procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
     with db(sqlite_url).connect() as conn:
         assert conn.execute(select(runs.c.status)).scalar_one() == "RETRY_PENDING"
-    ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(201)))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(201)))
     ends = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "end")
     assert ends == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
     starts = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "start")
@@ -125,28 +122,28 @@ def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite
 def test_sigkill_then_reconcile_shows_a_pending_recovery_attempt_at_once(store_url: str, tmp_path: Path) -> None:
     config = flow_config(tmp_path, store_url, schedules=[four()], block_on=["TWO"])
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     worker = procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", "doomed", now=clock.at(60))
     procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                    what="the worker to enter TWO")
     procs.kill9(worker)
-    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
+    procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
     listed = procs.run(tmp_path, config, "runs", "list", "--json", now=clock.at(201))
-    ok(listed)
+    procs.ok(listed)
     (run,) = json.loads(listed.stdout)
     shown = procs.run(tmp_path, config, "runs", "show", str(run["id"]), "--json", now=clock.at(201))
-    ok(shown)
+    procs.ok(shown)
     detail = json.loads(shown.stdout)
     assert detail["status"] == "RETRY_PENDING"
     assert [(a["number"], a["trigger"], a["from_step"], a["outcome"]) for a in detail["attempts"]] == [
         (1, "scheduled", "ONE", "lost"), (2, "recovery", "TWO", "pending")]
     assert detail["attempts"][1]["started_at"] is None and detail["attempts"][1]["worker_id"] is None
     table = procs.run(tmp_path, config, "runs", "show", str(run["id"]), now=clock.at(201))
-    ok(table)
+    procs.ok(table)
     assert "recovery" in table.stdout and "pending" in table.stdout
     # The worker that claims the run continues that attempt instead of adding a third.
-    ok(procs.run(tmp_path, config, "work", "--until-idle", "--worker-id", "rescuer", now=clock.at(202)))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", "--worker-id", "rescuer", now=clock.at(202)))
     after = json.loads(procs.run(tmp_path, config, "runs", "show", str(run["id"]), "--json",
                                  now=clock.at(203)).stdout)
     assert after["status"] == "SUCCESS"
@@ -157,15 +154,15 @@ def test_sigkill_then_reconcile_shows_a_pending_recovery_attempt_at_once(store_u
 def test_paused_worker_cannot_write_after_its_lease_passed(store_url: str, tmp_path: Path) -> None:
     config = flow_config(tmp_path, store_url, schedules=[four()], block_on=["TWO"])
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     paused = procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", "paused", now=clock.at(60))
     procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                    what="the first worker to enter TWO")
     paused.send_signal(signal.SIGSTOP)
     try:
-        ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
-        ok(procs.run(tmp_path, config, "work", "--until-idle", "--worker-id", "rescuer", now=clock.at(201)))
+        procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
+        procs.ok(procs.run(tmp_path, config, "work", "--until-idle", "--worker-id", "rescuer", now=clock.at(201)))
         (tmp_path / "gate").touch()
     finally:
         paused.send_signal(signal.SIGCONT)
@@ -197,8 +194,8 @@ def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path,
     # Every run's ONE waits at the gate: each worker holds a run of its own before any run can finish,
     # so both take part whatever the timing; the gate opens once both are in.
     config = flow_config(tmp_path, store_url, schedules=schedules, block_on=["ONE"])
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=apply_at))
-    ok(procs.run(tmp_path, config, "tick", now=tick_at))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=apply_at))
+    procs.ok(procs.run(tmp_path, config, "tick", now=tick_at))
     workers = [procs.spawn(tmp_path, config, "work", "--until-idle", "--worker-id", f"w{i}",
                            now="2026-09-29T09:02:00Z") for i in range(2)]
     procs.wait_for(lambda: len({line[3] for line in log_lines(tmp_path) if line[0] == "start"}) == 2,
@@ -227,7 +224,7 @@ def test_serve_executes_a_due_run_and_stops_cleanly_on_sigterm(sqlite_url: str, 
                          block_on=["TWO"], block_attempt=2)
     # apply at a fixed instant, and serve's clock anchored as it starts: however long apply takes under
     # load, serve starts one simulated second before the T0 slot (not past it, waiting for the next).
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=(T0 - timedelta(seconds=2)).isoformat()))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=(T0 - timedelta(seconds=2)).isoformat()))
     clock = procs.Shared(T0)
     server = procs.spawn(tmp_path, config, "serve", "--worker-id", "srv", now=clock.at(-1), log_name="serve.log")
     try:
@@ -247,8 +244,8 @@ def test_serve_executes_a_due_run_and_stops_cleanly_on_sigterm(sqlite_url: str, 
 def test_sigterm_mid_step_finishes_the_step_and_hands_the_run_back(sqlite_url: str, tmp_path: Path) -> None:
     config = flow_config(tmp_path, sqlite_url, schedules=[four()], block_on=["TWO"])
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     worker = procs.spawn(tmp_path, config, "work", now=clock.at(60), log_name="work.log")
     procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                    what="the worker to enter TWO")
@@ -258,7 +255,7 @@ def test_sigterm_mid_step_finishes_the_step_and_hands_the_run_back(sqlite_url: s
         done = dict(conn.execute(select(steps.c.name, steps.c.status)).all())
     assert run.status == "QUEUED" and run.lease_owner is None
     assert done == {"ONE": "SUCCESS", "TWO": "SUCCESS", "THREE": "PENDING", "FOUR": "PENDING"}
-    ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(70)))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(70)))
     ends = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "end")
     assert ends == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
 
@@ -270,7 +267,7 @@ def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqli
     config = flow_config(tmp_path, sqlite_url, schedules=[four(cron="* * * * *") | {"allow_frequent": True}],
                          block_on=["TWO"], worker={"concurrency": concurrency})
     # apply at a fixed instant, serve's clock anchored as it starts (see the test above)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=(T0 - timedelta(seconds=2)).isoformat()))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=(T0 - timedelta(seconds=2)).isoformat()))
     clock = procs.Shared(T0)
     server = procs.spawn(tmp_path, config, "serve", "--worker-id", "srv", now=clock.at(-1), log_name="serve.log")
     try:
@@ -304,7 +301,7 @@ def test_concurrent_schedule_edits_one_wins_the_other_exits_3(store_url: str, tm
     """
     config = write_config(tmp_path / "reportflow.toml", db_url=store_url,
                           schedules=[dict(name="e", workflow="echo", project="p", cron="0 * * * *", timezone="UTC")])
-    ok(procs.run(tmp_path, config, "schedules", "apply"))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply"))
     crons = ("0 */2 * * *", "0 */3 * * *")
     with barrier(store_url) as wait_for_both:
         edits = [procs.spawn(tmp_path, config, "schedules", "set", "e", "--cron", cron, "--expect-version", "1")
@@ -315,7 +312,7 @@ def test_concurrent_schedule_edits_one_wins_the_other_exits_3(store_url: str, tm
     loser = edits[codes.index(3)]
     assert "version" in procs.finish(loser)[1]
     shown = procs.run(tmp_path, config, "schedules", "show", "e", "--json")
-    ok(shown)
+    procs.ok(shown)
     data = json.loads(shown.stdout)
     assert data["version"] == 2 and data["cron"] == crons[codes.index(0)]
     history = json.loads(procs.run(tmp_path, config, "schedules", "history", "e", "--json").stdout)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -34,7 +35,7 @@ SHUTDOWN_BOUND_S = 60
 def _install(tmp: Path, sqlite_url: str, host: str, notify: dict[str, str] | None = None) -> Path:
     repo = make_repo(tmp)
     repo.commit("work on the 29th", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
-    sections: dict[str, dict[str, object]] = {
+    sections: dict[str, Mapping[str, object]] = {
         "llm": {"provider": "ollama", "host": host}, "reports": {"dir": str(tmp / "out")},
         "worker": {"poll_interval": "0.2s"}}
     if notify:

@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from engine.core.models import Criticality
 from tests.fakes.gitrepo import make_repo
 from tests.support import run_cli, write_config
 
@@ -83,7 +84,7 @@ def test_notifications_fit_100_columns_and_say_when_no_target_is_configured(tmp_
                                 summary="platform-services-daily-report 2026-12-01: COLLECT_GIT failed with "
                                         "GIT_REPO_NOT_FOUND: no git repository at /srv/repositories/platform",
                                 decision=alerts.decide_severity(alerts.AlertEvent.RUN_FAILED,
-                                                                alerts.Criticality.NORMAL, 1),
+                                                                Criticality.NORMAL, 1),
                                 schedule="platform-services-daily-report")
     rt.store.dispose()
     shown = lines_of("notifications", "list", config=config)

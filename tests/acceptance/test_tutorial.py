@@ -14,6 +14,7 @@ import shutil
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,13 +58,9 @@ def collected(log: Path) -> int:
     return sum("for-each-ref" in line for line in log.read_text().splitlines()) if log.exists() else 0
 
 
-def ok(result) -> str:  # type: ignore[no-untyped-def]
-    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    return str(result.stdout)
-
-
-def run_json(tmp: Path, config: Path, now: str) -> dict:  # type: ignore[type-arg]
-    return json.loads(ok(procs.run(tmp, config, "runs", "show", "1", "--json", now=now)))
+def run_json(tmp: Path, config: Path, now: str) -> dict[str, Any]:
+    shown: dict[str, Any] = json.loads(procs.ok(procs.run(tmp, config, "runs", "show", "1", "--json", now=now)))
+    return shown
 
 
 def test_the_tutorial_pipeline_survives_a_sigkill_and_a_retry_from_a_step(tmp_path: Path) -> None:
@@ -75,14 +72,14 @@ def test_the_tutorial_pipeline_survives_a_sigkill_and_a_retry_from_a_step(tmp_pa
         env = {**witness_env, "RELEASE_WEBHOOK_URL": hook.url}
 
         # 1. The workflow is found in the file, with its typed steps.
-        shown = json.loads(ok(procs.run(tmp_path, config, "workflows", "show", "release_notes", "--json")))
+        shown = json.loads(procs.ok(procs.run(tmp_path, config, "workflows", "show", "release_notes", "--json")))
         assert shown["origin"] == f"file {folder / 'flow.py'}"
         assert [(s["name"], s["output_model"]) for s in shown["steps"]] == [
             ("COLLECT_TAGS", "Tags"), ("RENDER_NOTES", "Notes"), ("POST_WEBHOOK", "Posted")]
 
         # 2. Schedule it, and ask for last week's notes now.
-        ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at()))
-        assert "2026-W02" in ok(procs.run(tmp_path, config, "trigger", "release-notes", "--date", "2026-01-05",
+        procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at()))
+        assert "2026-W02" in procs.ok(procs.run(tmp_path, config, "trigger", "release-notes", "--date", "2026-01-05",
                                           now=clock.at(), env=env))
 
         # 3. The worker is killed while the webhook holds its POST.
@@ -98,9 +95,9 @@ def test_the_tutorial_pipeline_survives_a_sigkill_and_a_retry_from_a_step(tmp_pa
         assert run_json(tmp_path, config, clock.at())["status"] == "RUNNING"
 
         # 4. Past the lease, the reconciler hands the run back; a new worker resumes at POST_WEBHOOK.
-        ok(procs.run(tmp_path, config, "reconcile", now=clock.at(120)))
+        procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(120)))
         assert run_json(tmp_path, config, clock.at(120))["status"] == "RETRY_PENDING"
-        ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(121), env=env))
+        procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(121), env=env))
         shown_run = run_json(tmp_path, config, clock.at(121))
         assert shown_run["status"] == "SUCCESS"
         assert collected(witness) == 1  # COLLECT_TAGS did not run again
@@ -111,8 +108,8 @@ def test_the_tutorial_pipeline_survives_a_sigkill_and_a_retry_from_a_step(tmp_pa
 
         # 5. Retry from RENDER_NOTES (the webhook flaps once: retried inside the step).
         hook.fail_next(503)
-        ok(procs.run(tmp_path, config, "runs", "retry", "1", "--from-step", "RENDER_NOTES", now=clock.at(130)))
-        ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(131), env=env))
+        procs.ok(procs.run(tmp_path, config, "runs", "retry", "1", "--from-step", "RENDER_NOTES", now=clock.at(130)))
+        procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(131), env=env))
         final = run_json(tmp_path, config, clock.at(131))
     assert final["status"] == "SUCCESS"
     assert collected(witness) == 1  # still: the retry reused the committed, typed Tags
@@ -134,8 +131,8 @@ def test_the_fan_out_tutorial_survives_a_sigkill_mid_fan_out(tmp_path: Path) -> 
     clock = procs.Shared(T0)
     with webhook.serve() as hook:
         env = {"ANNOUNCE_WEBHOOK_URL": hook.url}
-        ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at()))
-        ok(procs.run(tmp_path, config, "trigger", "announce", "--date", "2026-01-05", now=clock.at()))
+        procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at()))
+        procs.ok(procs.run(tmp_path, config, "trigger", "announce", "--date", "2026-01-05", now=clock.at()))
 
         # The worker is killed while the first channel's POST hangs.
         hook.hold_next()
@@ -145,15 +142,15 @@ def test_the_fan_out_tutorial_survives_a_sigkill_mid_fan_out(tmp_path: Path) -> 
         hook.release()
         parent = run_json(tmp_path, config, clock.at())
         assert parent["status"] == "WAITING" and parent["lease_owner"] is None
-        listed = json.loads(ok(procs.run(tmp_path, config, "runs", "list", "--parent", "1", "--json",
+        listed = json.loads(procs.ok(procs.run(tmp_path, config, "runs", "list", "--parent", "1", "--json",
                                          now=clock.at())))
         assert sorted((r["idempotency_key"], r["status"]) for r in listed) == [
             ("announce:team:2026-01-05/design", "QUEUED"), ("announce:team:2026-01-05/ops", "RUNNING"),
             ("announce:team:2026-01-05/platform", "QUEUED")]
 
         # Past the lease, the reconciler hands the child back; the family completes.
-        ok(procs.run(tmp_path, config, "reconcile", now=clock.at(120)))
-        ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(121), env=env))
+        procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(120)))
+        procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(121), env=env))
         final = run_json(tmp_path, config, clock.at(121))
     assert final["status"] == "SUCCESS"
     assert [(c["key"].rpartition("/")[2], c["status"]) for c in final["children"]] == [

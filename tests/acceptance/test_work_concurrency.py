@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from engine.store.tables import runs, steps
 from tests.acceptance import procs
-from tests.acceptance.test_processes import db, flow_config, four, log_lines, ok, sigterm_at_gate
+from tests.acceptance.test_processes import db, flow_config, four, log_lines, sigterm_at_gate
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -36,8 +36,8 @@ def test_sigkill_during_group_commits_then_recovery_runs_no_success_step_twice(s
                                                                                tmp_path: Path) -> None:
     config = flow_config(tmp_path, sqlite_url, schedules=many(RUNS))
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     worker = procs.spawn(tmp_path, config, "work", "--until-idle", "--concurrency", "4", "--worker-id", "doomed",
                          now=clock.at(60))
     procs.wait_for(lambda: sum(line[0] == "end" for line in log_lines(tmp_path)) >= RUNS,
@@ -47,8 +47,8 @@ def test_sigkill_during_group_commits_then_recovery_runs_no_success_step_twice(s
     durable = {key for key, status in step_rows(sqlite_url).items() if status == "SUCCESS"}
     started = Counter((line[1], line[2]) for line in log_lines(tmp_path) if line[0] == "start")
     assert durable and len(durable) < RUNS * 4  # killed in the middle of the work
-    ok(procs.run(tmp_path, config, "reconcile", now=clock.at(300)))
-    ok(procs.run(tmp_path, config, "work", "--until-idle", "--concurrency", "4", now=clock.at(301)))
+    procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(300)))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", "--concurrency", "4", now=clock.at(301)))
     with db(sqlite_url).connect() as conn:
         assert Counter(conn.execute(select(runs.c.status)).scalars()) == {"SUCCESS": RUNS}
     lines = log_lines(tmp_path)
@@ -62,8 +62,8 @@ def test_sigkill_during_group_commits_then_recovery_runs_no_success_step_twice(s
 def test_sigterm_hands_back_every_run_in_flight_at_its_next_boundary(sqlite_url: str, tmp_path: Path) -> None:
     config = flow_config(tmp_path, sqlite_url, schedules=many(4), block_on=["TWO"])
     clock = procs.Shared(T0)
-    ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
-    ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
+    procs.ok(procs.run(tmp_path, config, "schedules", "apply", now=clock.at(-3600)))
+    procs.ok(procs.run(tmp_path, config, "tick", now=clock.at(60)))
     worker = procs.spawn(tmp_path, config, "work", "--concurrency", "4", now=clock.at(60), log_name="work.log")
     procs.wait_for(lambda: len({line[1] for line in log_lines(tmp_path) if line[:1] == ["start"]
                                 and line[2] == "TWO"}) == 4, what="four runs to be inside TWO at once")
@@ -73,6 +73,6 @@ def test_sigterm_hands_back_every_run_in_flight_at_its_next_boundary(sqlite_url:
     assert [tuple(r) for r in rows] == [("QUEUED", None)] * 4
     done = Counter((name, status) for (_, name), status in step_rows(sqlite_url).items())
     assert done == {("ONE", "SUCCESS"): 4, ("TWO", "SUCCESS"): 4, ("THREE", "PENDING"): 4, ("FOUR", "PENDING"): 4}
-    ok(procs.run(tmp_path, config, "work", "--until-idle", "--concurrency", "4", now=clock.at(70)))
+    procs.ok(procs.run(tmp_path, config, "work", "--until-idle", "--concurrency", "4", now=clock.at(70)))
     ends = Counter((line[1], line[2]) for line in log_lines(tmp_path) if line[0] == "end")
     assert len(ends) == 16 and set(ends.values()) == {1}

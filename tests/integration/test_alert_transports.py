@@ -157,13 +157,13 @@ def _write_elsewhere(url: str) -> None:
     """A write by this process while the reconcile process waits on the webhook; fails fast if blocked."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1]
-        conn = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+        lite = sqlite3.connect(path, timeout=1.0, isolation_level=None)
         try:
-            conn.execute("BEGIN IMMEDIATE")  # the database write lock: 'database is locked' if reconcile holds it
-            conn.execute("UPDATE schedules SET disabled_reason = 'x' WHERE 1 = 0")
-            conn.execute("COMMIT")
+            lite.execute("BEGIN IMMEDIATE")  # the database write lock: 'database is locked' if reconcile holds it
+            lite.execute("UPDATE schedules SET disabled_reason = 'x' WHERE 1 = 0")
+            lite.execute("COMMIT")
         finally:
-            conn.close()
+            lite.close()
         return
     engine = create_engine(url)
     try:

@@ -23,7 +23,7 @@ from engine.scheduling import tick
 from engine.store import pruning, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
-from tests.support import ManualRuntime, RuntimeFactory, drain
+from tests.support import ManualRuntime, RuntimeFactory, drain, run_next
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
@@ -73,7 +73,7 @@ def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url
     assert {r.status for r in children.values()} == {"QUEUED"}
     assert {r.project for r in children.values()} == {"p1"} and {r.schedule_id for r in children.values()} == {None}
     assert {r.priority for r in children.values()} == {parent.priority}
-    assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]  # child a
+    assert run_next(worker).status is RunStatus.SUCCESS  # child a
     assert rows_of(rt)[first.key].status == "WAITING"  # two children still to go: nobody may claim it
     assert drain(worker) == [RunStatus.SUCCESS, RunStatus.SUCCESS, RunStatus.SUCCESS]  # b, c, then the parent
     with rt.store.read() as conn:
@@ -118,8 +118,8 @@ def test_cancel_of_a_waiting_parent_cancels_its_unfinished_children(store_url: s
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
-    assert worker.run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
-    assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]  # child a
+    assert run_next(worker).status is RunStatus.WAITING
+    assert run_next(worker).status is RunStatus.SUCCESS  # child a
     claim = Worker(rt, "w2").claim()  # child b, RUNNING
     assert claim is not None
     result = actions.cancel(rt, parent_id)
@@ -150,7 +150,7 @@ def test_reconciler_releases_a_waiting_parent_whose_children_all_finished(store_
                                                                           runtime: RuntimeFactory) -> None:
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     parent_id = queue_parent(rt)
-    assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w1")).status is RunStatus.WAITING
     with rt.store.write() as conn:  # the children ended without releasing it (say, edited by hand)
         conn.execute(update(runs).where(runs.c.parent_id == parent_id).values(status="CANCELLED"))
     assert reconciler.sweep(rt).released == [parent_id]
@@ -163,11 +163,11 @@ def test_a_child_cannot_be_cancelled_into_a_stuck_parent(store_url: str, tmp_pat
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, items=["a"]), apply=True)
     parent_id = queue_parent(rt)
     worker = Worker(rt, "w1")
-    assert worker.run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
+    assert run_next(worker).status is RunStatus.WAITING
     (child,) = [r for r in rows_of(rt).values() if r.parent_id == parent_id]
     actions.cancel(rt, child.id)
     assert [r.status for r in rows_of(rt).values() if r.id == parent_id] == ["QUEUED"]
-    assert worker.run_one().status is RunStatus.PARTIAL_SUCCESS  # type: ignore[union-attr]
+    assert run_next(worker).status is RunStatus.PARTIAL_SUCCESS
     with pytest.raises(errors.InvalidTransition):
         actions.cancel(rt, child.id)
 
@@ -203,7 +203,7 @@ def test_metrics_count_children_under_their_parent_schedule(store_url: str, tmp_
 
     rt = runtime(store_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path), apply=True)
     queue_parent(rt)
-    assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w1")).status is RunStatus.WAITING
     with rt.store.read() as conn:
         snap = metrics.read_snapshot(conn, rt.clock.now())
     assert snap.runs[("fan", "SCHEDULED", "WAITING")] == 1
@@ -232,7 +232,7 @@ def test_the_reconciler_reports_a_child_whose_parent_vanished(sqlite_url: str, t
 
     rt = runtime(sqlite_url, schedules=[SPEC], at=T0, workflows=FLOWS, config=config(tmp_path, items=["a"]), apply=True)
     parent_id = queue_parent(rt)
-    assert Worker(rt, "w1").run_one().status is RunStatus.WAITING  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w1")).status is RunStatus.WAITING
     raw = sqlite3.connect(str(tmp_path / "rf.db"))  # by hand, behind the engine's back (foreign keys off)
     with raw:
         for table in ("steps", "attempts", "artifacts", "audit_events"):

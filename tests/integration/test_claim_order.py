@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event
@@ -22,7 +23,7 @@ def claim_and_plan(rt: Runtime) -> tuple[RunOutcome | None, list[str]]:
     issued: list[str] = []
 
     @event.listens_for(rt.store.engine, "connect")
-    def _traced(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+    def _traced(dbapi_connection: sqlite3.Connection, _record: object) -> None:
         dbapi_connection.set_trace_callback(issued.append)  # the SQL as SQLite ran it, values inlined
 
     rt.store.engine.dispose()

@@ -220,5 +220,5 @@ def test_a_commit_forced_away_and_back_is_held_once_whatever_runs_afterwards(sto
     assert held["2026-11-09"] == sorted([kept, newer]) and held["2026-11-08"] == [other]
     got = reports(rt)
     assert got["2026-11-08"]["also_covers"] == [f"2026-11-0{d}" for d in range(2, 8)]
-    for day in ("2026-11-07", "2026-11-02"):
-        assert held[day] == [] and got[day]["covered_by"] == "2026-11-08"
+    for key in ("2026-11-07", "2026-11-02"):
+        assert held[key] == [] and got[key]["covered_by"] == "2026-11-08"

@@ -18,14 +18,14 @@ from engine.scheduling import definitions
 from engine.store import run_rows
 from engine.store.tables import runs
 from tests.fakes.gitrepo import make_repo
-from tests.support import make_runtime
+from tests.support import ManualRuntime, make_runtime, output_of, run_next
 
 SEOUL = ZoneInfo("Asia/Seoul")
 DAY = date(2026, 9, 29)
 SLOT = datetime(2026, 9, 29, 19, 30, tzinfo=SEOUL)
 
 
-def _site(url: str, tmp_path: Path) -> tuple[Runtime, dict[str, str]]:
+def _site(url: str, tmp_path: Path) -> tuple[ManualRuntime, dict[str, str]]:
     repo = make_repo(tmp_path)
     shas = {
         "morning": repo.commit("morning work", at=datetime(2026, 9, 29, 10, 0, tzinfo=SEOUL)),
@@ -47,7 +47,7 @@ def _site(url: str, tmp_path: Path) -> tuple[Runtime, dict[str, str]]:
 def _collected(rt: Runtime, run_id: int) -> list[str]:
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, run_id)
-    return [c["sha"] for c in run.steps[0].output["commits"]]
+    return [c["sha"] for c in output_of(run, 0)["commits"]]
 
 
 def test_a_late_current_run_and_its_retry_a_day_later_collect_up_to_the_slot(store_url: str, tmp_path: Path) -> None:
@@ -57,11 +57,11 @@ def test_a_late_current_run_and_its_retry_a_day_later_collect_up_to_the_slot(sto
         pinned = run_rows.get_run(conn, made.run_id, detail=False).pinned
     assert (pinned["window_end"], pinned["window_rule"]) == ("2026-09-29T10:30:00Z", "until_slot")
     assert pinned["window_end_local"] == "2026-09-29T19:30:00+09:00"
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert _collected(rt, made.run_id) == [shas["morning"]]
-    rt.clock.advance(timedelta(days=1))  # type: ignore[attr-defined]
+    rt.clock.advance(timedelta(days=1))
     actions.retry(rt, made.run_id, from_step="COLLECT_GIT")
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert _collected(rt, made.run_id) == [shas["morning"]]
 
 
@@ -73,5 +73,5 @@ def test_a_run_pinned_before_the_window_rule_keeps_its_whole_day(store_url: str,
         pinned.pop("window_rule", None)  # as a run created before this change was pinned
         pinned.update(window_end="2026-09-29T15:00:00Z", window_end_local="2026-09-30T00:00:00+09:00")
         conn.execute(sa.update(runs).where(runs.c.id == made.run_id).values(pinned=pinned))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert sorted(_collected(rt, made.run_id)) == sorted(shas.values())

@@ -18,7 +18,7 @@ from engine.scheduling import definitions
 from engine.store import run_rows
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_weekly_week import build
-from tests.support import make_runtime
+from tests.support import make_runtime, output_of
 
 
 def daily(url: str, tmp_path: Path, repo: GitRepo, day: date, *, attribution: str,
@@ -37,7 +37,7 @@ def daily(url: str, tmp_path: Path, repo: GitRepo, day: date, *, attribution: st
     assert outcome is not None and outcome.status is RunStatus.SUCCESS
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, result.run_id)
-    return str(run.steps[1].output["text"]), dict(run.pinned)
+    return str(output_of(run, 1)["text"]), dict(run.pinned)
 
 
 @pytest.mark.parametrize("attribution", ["landed", "authored"])

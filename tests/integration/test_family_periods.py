@@ -19,18 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Row, select
 
 from engine.core.models import PRIORITY, AttemptTrigger, RunStatus
 from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.read import calendar_view
+from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import instances, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
-from tests.support import ManualRuntime, RuntimeFactory, drain
+from tests.support import ManualRuntime, RuntimeFactory, drain, run_next
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 P = "2026-09-29T10:00Z"  # the period of the first scheduled slot after T0
@@ -50,7 +51,7 @@ def fan(runtime: RuntimeFactory, url: str, tmp_path: Path, *, overlap: str = "SK
                            "worker": {"retry_backoff": "1m", "lease": "60s", **(worker or {})}}, apply=True)
 
 
-def waiting_parent(rt, worker: Worker) -> int:  # type: ignore[no-untyped-def]
+def waiting_parent(rt: ManualRuntime, worker: Worker) -> int:
     """Tick the 10:00 slot and run its parent's fan-out: the parent WAITING, its children QUEUED."""
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     assert tick.tick(rt).created == {"QUEUED": 1}
@@ -59,17 +60,17 @@ def waiting_parent(rt, worker: Worker) -> int:  # type: ignore[no-untyped-def]
     return outcome.run_id
 
 
-def tick_at(rt, hour: int):  # type: ignore[no-untyped-def]
+def tick_at(rt: ManualRuntime, hour: int) -> tick.TickReport:
     rt.clock.set(T0.replace(hour=hour, minute=1))
     return tick.tick(rt)
 
 
-def rows_of(rt) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def rows_of(rt: Runtime) -> dict[str, Row[Any]]:
     with rt.store.read() as conn:
         return {r.idempotency_key: r for r in conn.execute(select(runs).order_by(runs.c.id)).all()}
 
 
-def children(rt) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def children(rt: Runtime) -> dict[str, Row[Any]]:
     return {k.rpartition("/")[2]: r for k, r in rows_of(rt).items() if r.parent_id is not None}
 
 
@@ -102,7 +103,7 @@ def test_queue_new_waits_behind_the_family_and_is_promoted_when_the_parent_ends(
     assert tick_at(rt, 11).created == {"PENDING": 1}
     next_key = "fan_parent:p1:2026-09-29T11:00Z"
     assert reconciler.sweep(rt).promoted == []  # a WAITING parent is a blocker, not a blocker gone (§5)
-    assert [worker.run_one().status for _ in range(3)] == [RunStatus.SUCCESS] * 3  # type: ignore[union-attr]
+    assert [run_next(worker).status for _ in range(3)] == [RunStatus.SUCCESS] * 3
     found = rows_of(rt)
     assert (found[KEY].status, found[next_key].status) == ("QUEUED", "PENDING")  # the fan-in is still to run
     outcome = worker.run_one()
@@ -174,7 +175,7 @@ def test_backfill_finds_a_waiting_parents_period_handled(store_url: str, tmp_pat
 
     # Finished, the period is the parent's PARTIAL_SUCCESS (left as it is), not its FAILED or SUCCESS children.
     # (The family's runs outrank the backfilled ones: its children, then its fan-in, come first.)
-    assert [worker.run_one().status for _ in range(4)] == [  # type: ignore[union-attr]
+    assert [run_next(worker).status for _ in range(4)] == [
         RunStatus.SUCCESS, RunStatus.FAILED, RunStatus.SUCCESS, RunStatus.PARTIAL_SUCCESS]
     assert children(rt)["b"].status == "FAILED"
     report = actions.backfill(rt, "fan", first=DAY, last=DAY)
@@ -187,7 +188,7 @@ def test_backfill_of_a_cancelled_family_reruns_the_children_that_did_not_succeed
     rt = fan(runtime, store_url, tmp_path)
     worker = Worker(rt, "w1")
     parent_id = waiting_parent(rt, worker)
-    assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]  # child a
+    assert run_next(worker).status is RunStatus.SUCCESS  # child a
     actions.cancel(rt, parent_id)
     assert {n: c.status for n, c in children(rt).items()} == {"a": "SUCCESS", "b": "CANCELLED", "c": "CANCELLED"}
 

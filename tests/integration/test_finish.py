@@ -26,7 +26,7 @@ from engine.scheduling import tick
 from engine.store import outbox, run_rows
 from tests.flows import family
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import ManualRuntime, RuntimeFactory
+from tests.support import ManualRuntime, RuntimeFactory, run_next
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
@@ -92,7 +92,7 @@ def _family(runtime: RuntimeFactory, url: str, tmp_path: Path) -> tuple[ManualRu
     rt.clock.set(T0 + timedelta(hours=1, minutes=1))
     tick.tick(rt)
     worker = Worker(rt, "w")
-    assert [worker.run_one().status for _ in range(2)] == [RunStatus.WAITING] * 2  # type: ignore[union-attr]
+    assert [run_next(worker).status for _ in range(2)] == [RunStatus.WAITING] * 2
     with rt.store.read() as conn:
         ids = {r.workflow: r.id for r in run_rows.list_runs(conn)}
     found = {"top": ids["fin_top"], "mid": ids["fin_mid"], "leaf": ids["four_steps"]}
@@ -107,7 +107,7 @@ def _worker_ends_it(rt: Runtime, run_id: int) -> None:
     assert outcome is not None and outcome.run_id == run_id
 
 
-def _lost_then_swept(rt: Runtime, run_id: int) -> None:
+def _lost_then_swept(rt: ManualRuntime, run_id: int) -> None:
     claim = Worker(rt, "dead").claim()  # claimed, then never heard from again
     assert claim is not None and claim.run.id == run_id
     rt.clock.advance(LEASE + timedelta(seconds=1))

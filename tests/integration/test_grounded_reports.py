@@ -20,7 +20,7 @@ from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import NOW, front_matter, platform_runtime, show
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
-from tests.support import RuntimeFactory, run_cli, write_config
+from tests.support import RuntimeFactory, output_of, run_cli, run_next, write_config
 
 REPORT = "reports/platform/2026-09-29-platform-daily-summary.md"
 INVENTED = "deadbee"  # seven hex characters: a commit id, and none of the run's
@@ -41,7 +41,7 @@ KO = ("요약", "영역별 변경 사항", "주요 커밋")
 
 
 def shas(rt: Any, run_id: int) -> list[str]:
-    return [c["sha"] for c in show(rt, run_id).steps[0].output["commits"]]
+    return [c["sha"] for c in output_of(show(rt, run_id), 0)["commits"]]
 
 
 def run_day(rt: Any) -> int:
@@ -69,7 +69,7 @@ def test_an_invented_commit_is_repaired_once(sqlite_url: str, tmp_path: Path, re
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[1] == first.body["messages"][1] and messages[2]["content"] == bad.strip()
     assert f"cites commit {INVENTED}, which is not among the run's commits" in messages[3]["content"]
-    output = show(rt, run_id).steps[1].output
+    output = output_of(show(rt, run_id), 1)
     assert output["grounding"]["verdict"] == "repaired"
     assert output["grounding"]["violations"] == [
         f'section "Summary": cites commit {INVENTED}, which is not among the run\'s commits']
@@ -87,7 +87,7 @@ def test_a_second_failure_falls_back_section_by_section(sqlite_url: str, tmp_pat
     run_id = run_day(rt)
 
     assert model.generations == 2
-    output = show(rt, run_id).steps[1].output
+    output = output_of(show(rt, run_id), 1)
     assert output["grounding"]["verdict"] == "fallback"
     assert output["grounding"]["replaced"] == ["Changes by area"]
     text = (tmp_path / REPORT).read_text()
@@ -110,7 +110,7 @@ def test_a_missing_section_is_asked_for_then_filled_in(sqlite_url: str, tmp_path
 
     repair = model.requests_to("/api/chat")[1].body["messages"][-1]["content"]
     assert 'section "Notable commits": is missing' in repair
-    output = show(rt, run_id).steps[1].output
+    output = output_of(show(rt, run_id), 1)
     assert output["grounding"]["verdict"] == "fallback"
     assert output["grounding"]["replaced"] == ["Notable commits"]
     text = (tmp_path / REPORT).read_text()
@@ -133,7 +133,7 @@ def test_english_under_korean_headings_is_repaired(sqlite_url: str, tmp_path: Pa
 
     repair = model.requests_to("/api/chat")[1].body["messages"][-1]["content"]
     assert 'section "요약": is not in Korean' in repair and "Korean (한국어)" in repair
-    assert show(rt, run_id).steps[1].output["grounding"]["verdict"] == "repaired"
+    assert output_of(show(rt, run_id), 1)["grounding"]["verdict"] == "repaired"
     assert "팀은 엔진과 단계 코드를 손보았습니다." in (tmp_path / REPORT).read_text()
 
 
@@ -167,13 +167,13 @@ def test_a_run_pinned_before_grounding_is_retried_as_it_was(sqlite_url: str, tmp
     run_id = run_day(rt)
     first = (tmp_path / REPORT).read_bytes()
     assert model.generations == 1 and f"`{INVENTED}`" in first.decode()  # v2 saved it as it was
-    assert show(rt, run_id).steps[1].output.get("grounding") is None
+    assert output_of(show(rt, run_id), 1).get("grounding") is None
     assert "grounding" not in front_matter(tmp_path / REPORT)
 
     rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": model.url})
     rt2.clock.set(NOW + timedelta(minutes=5))
     actions.retry(rt2, run_id, from_step="GENERATE_REPORT")
-    assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt2, "w")).status is RunStatus.SUCCESS
     assert model.generations == 2  # one generation, no repair: what the v2 run did
     assert show(rt2, run_id).pinned["prompt_version"] == "v2"
     assert (tmp_path / REPORT).read_bytes() == first

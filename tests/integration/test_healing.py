@@ -278,7 +278,8 @@ def test_notion_refusing_the_token_for_a_day_every_partial_period_ends_success_o
     for key, run in broken.items():
         assert run.status is RunStatus.PARTIAL_SUCCESS and run.error_code == "NOTION_UNAUTHORIZED", key
         assert run.waits_for is not None and run.waits_for.healthy is False
-        assert "re-queued from UPLOAD_NOTION automatically when it answers" in views.wait_view(run)["message"]
+        wait = views.wait_view(run)
+        assert wait is not None and "re-queued from UPLOAD_NOTION automatically when it answers" in wait["message"]
     assert notion.live_pages() == [] and len(files_of(tmp_path)) == 4
     assert TOKEN not in json.dumps([views.run_detail(r, rt.clock.now()) for r in broken.values()])
     page = web(rt).get(f"/runs/{broken['daily_report:platform:2026-09-29'].id}")

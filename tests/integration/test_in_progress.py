@@ -14,7 +14,7 @@ from engine.operations import actions
 from engine.scheduling import definitions
 from engine.store import run_rows
 from tests.fakes.gitrepo import make_repo
-from tests.support import make_runtime
+from tests.support import make_runtime, output_of
 
 BOB = ("Bob Lee", "bob@example.com")
 DAY0 = date(2026, 9, 27)
@@ -47,8 +47,8 @@ def test_a_branch_in_progress_three_days_then_merged_lands_once(sqlite_url: str,
         assert outcome is not None and outcome.status is RunStatus.SUCCESS
         with rt.store.read() as conn:
             run = run_rows.get_run(conn, result.run_id)
-        texts[n] = str(run.steps[1].output["text"])
-        landed[n] = [c["sha"] for c in run.steps[0].output["commits"]]
+        texts[n] = str(output_of(run, 1)["text"])
+        landed[n] = [c["sha"] for c in output_of(run, 0)["commits"]]
 
     branch = []
     for n in (1, 2, 3):  # Bob's branch grows a commit a day; main gets one of its own

@@ -18,7 +18,7 @@ from engine.operations import actions
 from engine.scheduling import definitions
 from engine.store import run_rows
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import make_runtime
+from tests.support import make_runtime, output_of
 
 ALICE = ("Alice Kim", "alice@example.com")
 BOB = ("Bob Lee", "bob@example.com")
@@ -67,10 +67,11 @@ def test_two_sub_projects_by_month_with_kinds_shared_commits_and_work_in_progres
     monthly = dict(workflow="monthly_report", cron="0 3 1 * *", timezone="UTC", attribution="landed")
     sprints = dict(workflow="sprint_report", cron="0 3 * * 1", timezone="UTC", attribution="landed",
                    sprint={"length": "28d", "anchor": "2026-09-28"})  # four-week sprints from Monday 28 September
-    schedules = [dict(name="api-monthly", project="api", **monthly), dict(name="web-monthly", project="web", **monthly),
-                 dict(name="mono-monthly", workflow="team_monthly_report", project="mono", projects=["api", "web"],
-                      cron="0 4 1 * *", timezone="UTC"),
-                 dict(name="api-sprint", project="api", **sprints), dict(name="web-sprint", project="web", **sprints)]
+    schedules: list[dict[str, Any]] = [
+        dict(name="api-monthly", project="api", **monthly), dict(name="web-monthly", project="web", **monthly),
+        dict(name="mono-monthly", workflow="team_monthly_report", project="mono", projects=["api", "web"],
+             cron="0 4 1 * *", timezone="UTC"),
+        dict(name="api-sprint", project="api", **sprints), dict(name="web-sprint", project="web", **sprints)]
     rt = make_runtime(sqlite_url, schedules=schedules, clock=ManualClock(datetime(2026, 12, 2, tzinfo=UTC)),
                       extra=extra)
     definitions.apply(rt)
@@ -85,7 +86,7 @@ def test_two_sub_projects_by_month_with_kinds_shared_commits_and_work_in_progres
         runs = [run_rows.get_run(conn, r.id) for r in run_rows.list_runs(conn, limit=None)]
     assert {r.status for r in runs} == {RunStatus.SUCCESS}
     held = {(r.project, r.business_key): r for r in runs if r.workflow == "monthly_report"}
-    in_sprints = {(r.project, r.business_key): {c["sha"] for c in r.steps[0].output["commits"]}
+    in_sprints = {(r.project, r.business_key): {c["sha"] for c in output_of(r, 0)["commits"]}
                   for r in runs if r.workflow == "sprint_report"}
     for key, folder in (("api", "services/api"), ("web", "services/web")):  # each commit in its sprint's report
         rows = subprocess.run(["git", "log", "--format=%H %cI", "main", "--", folder], cwd=repo.path, check=True,
@@ -99,15 +100,15 @@ def test_two_sub_projects_by_month_with_kinds_shared_commits_and_work_in_progres
     for key, folder in (("api", "services/api"), ("web", "services/web")):
         expected = oracle(repo, folder)
         for month in ("2026-10", "2026-11"):
-            got = {c["sha"] for c in held[(key, month)].steps[0].output["commits"]}
+            got = {c["sha"] for c in output_of(held[(key, month)], 0)["commits"]}
             assert got == expected.get(month, set()), (key, month)
     shared = next(sha for sha in oracle(repo, "services/api")["2026-10"] if sha in oracle(repo, "services/web")["2026-10"])
 
     def text(key: str, month: str) -> str:
-        return str(held[(key, month)].steps[1].output["text"])
+        return str(output_of(held[(key, month)], 1)["text"])
 
     def kinds(key: str, month: str) -> dict[str, int]:
-        return dict(held[(key, month)].steps[1].output["stats"]["kinds"])
+        return dict(output_of(held[(key, month)], 1)["stats"]["kinds"])
 
     assert kinds("api", "2026-10") == {"breaking": 1, "features": 1}
     assert kinds("web", "2026-10") == {"breaking": 1, "fixes": 1}
@@ -116,12 +117,12 @@ def test_two_sub_projects_by_month_with_kinds_shared_commits_and_work_in_progres
         "### Areas", 1)[1].split("###", 1)[0]  # areas below the root
     refunds = text("api", "2026-11").split("## In progress\n", 1)[1].split("\n## ", 1)[0]
     assert "`feature/refunds` (Bob Lee): 1 commit not merged yet" in refunds
-    every = [c["sha"] for r in held.values() for c in r.steps[0].output["commits"]]
-    assert all("refunds" not in c["subject"] for r in held.values() for c in r.steps[0].output["commits"])
+    every = [c["sha"] for r in held.values() for c in output_of(r, 0)["commits"]]
+    assert all("refunds" not in c["subject"] for r in held.values() for c in output_of(r, 0)["commits"])
     assert every.count(shared) == 2  # in each sub-project's report of its month
     team = next(r for r in runs if r.workflow == "team_monthly_report" and r.business_key == "2026-10")
-    team_text = str(team.steps[1].output["text"])
-    assert team.steps[1].output["stats"]["commits"] == 3  # the shared commit once: 1 + 1 + 1
+    team_text = str(output_of(team, 1)["text"])
+    assert output_of(team, 1)["stats"]["commits"] == 3  # the shared commit once: 1 + 1 + 1
     assert "1 commit changed more than one of api, web" in team_text
     # A month carries its weeks, as a weekly its days: api's October, by ISO week (3 and 20 October).
     assert "- **Week by week** (commits by author date): W40 1 · W41 0 · W42 0 · W43 1 · W44 0" in text("api", "2026-10")

@@ -19,7 +19,7 @@ from engine.store.tables import runs
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import SEOUL, show
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
-from tests.support import make_runtime
+from tests.support import make_runtime, output_of, run_next
 
 NOW = datetime(2026, 10, 6, 1, 0, tzinfo=UTC)  # Tuesday 10:00 in Seoul
 
@@ -44,11 +44,11 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
     rt = ops_runtime(store_url, tmp_path, repo)
     for day in (27, 28):  # two good days
         actions.trigger(rt, "platform-report", day=date(2026, 9, day))
-        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     repo.git("branch", "-m", "main", "gone")  # then the branch disappears: a permanent failure
     for day in (29, 30):
         actions.trigger(rt, "platform-report", day=date(2026, 9, day))
-        assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+        assert run_next(Worker(rt, "w")).status is RunStatus.FAILED
     cancelled = actions.trigger(rt, "platform-report", day=date(2026, 10, 2))
     actions.cancel(rt, cancelled.run_id)  # a slot that will not run
     rt.clock.set(datetime(2026, 10, 2, 12, 0, tzinfo=UTC))  # an operator makes echo hourly
@@ -57,10 +57,10 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
     assert echo[1] is not None and "high risk" in echo[1]
     rt.clock.set(NOW)
     ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     run = show(rt, ops.run_id)
     assert run.idempotency_key == "ops_weekly_report:ops:2026-W40"
-    facts = run.steps[0].output["facts"]
+    facts = output_of(run, 0)["facts"]
     start, end = (datetime.fromisoformat(facts[k].replace("Z", "+00:00")) for k in ("start", "end"))
     assert (start, end) == (datetime(2026, 9, 28, tzinfo=SEOUL), datetime(2026, 10, 5, tzinfo=SEOUL))
     window = (runs.c.scheduled_for >= start, runs.c.scheduled_for < end, runs.c.workflow == "daily_report")
@@ -97,9 +97,9 @@ def test_the_ops_report_counts_what_the_runs_table_holds(store_url: str, tmp_pat
     # A retry re-reads nothing: a new failure after the facts were read is not in the rerun.
     first = path.read_bytes()
     actions.trigger(rt, "platform-report", day=date(2026, 10, 1))
-    assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.FAILED
     actions.retry(rt, ops.run_id, from_step="WRITE_OPS")
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert path.read_bytes() == first
 
 
@@ -135,7 +135,7 @@ def test_the_ops_report_goes_to_notion_when_enabled(sqlite_url: str, tmp_path: P
         definitions.apply(rt)
         rt.clock.set(NOW)
         ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
-        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
         (page,) = notion.live_pages("ops_weekly_report:ops:2026-W40")
         assert {a.kind for a in show(rt, ops.run_id).artifacts} == {"markdown", "notion_page"}
 
@@ -160,18 +160,18 @@ def test_a_model_summary_may_cite_only_what_the_facts_hold(sqlite_url: str, tmp_
         rt.clock.set(NOW)
         repo.git("branch", "-m", "main", "gone")
         failed = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
-        assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+        assert run_next(Worker(rt, "w")).status is RunStatus.FAILED
         invented = json.dumps({"summary": "Run 999 hit GIT_TIMEOUT_ERROR in `nightly-backup`."})
         grounded = json.dumps({"summary": f"Run {failed.run_id} of `platform-report` failed "
                                           "with CONFIG_INVALID."})
         model.replies([invented, grounded])
         ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
-        assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
         schema = model.formats[-1]
         repair = model.requests_to("/api/chat")[-1].body["messages"][-1]["content"]
     assert schema["required"] == ["summary"] and model.formats[-2] == schema
     assert "cites run 999" in repair and "GIT_TIMEOUT_ERROR" in repair and "nightly-backup" in repair
-    output = show(rt, ops.run_id).steps[1].output
+    output = output_of(show(rt, ops.run_id), 1)
     assert output["grounding"]["verdict"] == "repaired"
     text = (tmp_path / "reports/_ops/ops/2026-W40-ops-weekly-summary.md").read_text()
     assert f"## Summary\n\nRun {failed.run_id} of `platform-report` failed with CONFIG_INVALID." in text
@@ -196,8 +196,8 @@ def test_the_ops_report_lists_stuck_runs_and_slots_too_old_to_record(store_url: 
     definitions.set_enabled(rt, "ops-weekly", enabled=True, reason=None)
     rt.clock.set(NOW)
     ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
-    facts = show(rt, ops.run_id).steps[0].output["facts"]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
+    facts = output_of(show(rt, ops.run_id), 0)["facts"]
     with rt.store.read() as conn:
         held = conn.execute(select(runs.c.id, runs.c.status).where(runs.c.workflow == "echo")
                             .order_by(runs.c.scheduled_for)).all()
@@ -230,8 +230,8 @@ def test_the_ops_report_lists_holidays_and_maintenance_windows_of_its_period(sto
     definitions.pause(rt, "nightly", until=datetime(2026, 10, 2, 12, tzinfo=UTC), reason="repo move")
     rt.clock.set(NOW)
     ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
-    facts = show(rt, ops.run_id).steps[0].output["facts"]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
+    facts = output_of(show(rt, ops.run_id), 0)["facts"]
     # Chuseok (2026-09-24..26 and its substitute day) and National Foundation Day (Saturday 2026-10-03).
     assert ("nightly", "2026-10-03", "National Foundation Day") in [
         (h["schedule"], h["date"], h["name"]) for h in facts["holidays"]]

@@ -11,13 +11,14 @@ from engine.execution import reconciler
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.read import views
+from engine.runtime import Runtime
 from engine.store import claims
 from tests.flows.testflows import FOUR_STEPS
 from tests.integration.test_worker import FLOWS, SPEC, T0, config, lines, queue_one, show
-from tests.support import RuntimeFactory
+from tests.support import RuntimeFactory, run_next
 
 
-def _claim_and_die(rt, worker_id: str = "dead") -> None:  # type: ignore[no-untyped-def]
+def _claim_and_die(rt: Runtime, worker_id: str = "dead") -> None:
     """A worker claims the run (step ONE starts) and is never heard from again."""
     now = rt.clock.now()
     with rt.store.write() as conn:
@@ -27,7 +28,7 @@ def _claim_and_die(rt, worker_id: str = "dead") -> None:  # type: ignore[no-unty
     assert claim is not None
 
 
-def _attempts(rt, run_id: int) -> list[tuple[int, str, str | None, str]]:  # type: ignore[no-untyped-def]
+def _attempts(rt: Runtime, run_id: int) -> list[tuple[int, str, str | None, str]]:
     return [(a.number, a.trigger.value, a.from_step, a.outcome.value) for a in show(rt, run_id).attempts]
 
 
@@ -64,7 +65,7 @@ def test_cancel_before_a_worker_takes_the_recovery_closes_it_cancelled(store_url
     assert Worker(rt, "w").run_one() is None
     # A later retry is a new attempt after the closed one, never a reuse of its number.
     actions.retry(rt, run_id)
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert _attempts(rt, run_id) == [(1, "scheduled", "ONE", "lost"), (2, "recovery", "ONE", "cancelled"),
                                      (3, "manual", "ONE", "success")]
 
@@ -81,7 +82,7 @@ def test_retry_before_a_worker_takes_the_recovery_supersedes_it(store_url: str, 
     assert [(a.number, a.trigger.value, a.outcome.value) for a in attempts] == [
         (1, "scheduled", "lost"), (2, "recovery", "superseded")]
     assert attempts[1].finished_at == rt.clock.now() and "manual" in (attempts[1].error_message or "")
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert _attempts(rt, run_id)[-1] == (3, "manual", "ONE", "success")
     assert show(rt, run_id).attempt_count == 3
 
@@ -117,5 +118,5 @@ def test_graceful_stop_hands_the_run_back_with_a_handback_attempt(store_url: str
     (tmp_path / "gate").touch()
     thread.join(timeout=60)
     assert result["outcome"].status is RunStatus.QUEUED  # type: ignore[attr-defined]
-    assert Worker(rt, "next").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "next")).status is RunStatus.SUCCESS
     assert _attempts(rt, run_id) == [(1, "scheduled", "ONE", "released"), (2, "handback", "THREE", "success")]

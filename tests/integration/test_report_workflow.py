@@ -11,14 +11,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine.core.models import RunStatus, StepStatus
+from engine.core.models import Run, RunStatus, StepStatus
 from engine.execution.worker import Worker
 from engine.operations import actions
+from engine.runtime import Runtime
 from engine.store import run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama, closed_port
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import ManualRuntime, RuntimeFactory
+from tests.support import ManualRuntime, RuntimeFactory, output_of, run_next
 
 SEOUL = ZoneInfo("Asia/Seoul")
 NOW = datetime(2026, 9, 30, 1, 0, tzinfo=UTC)  # 10:00 in Seoul on the 30th
@@ -72,7 +73,7 @@ def platform_runtime(runtime: RuntimeFactory, url: str, tmp_path: Path, repo: Gi
     return rt
 
 
-def show(rt, run_id: int):  # type: ignore[no-untyped-def]
+def show(rt: Runtime, run_id: int) -> Run:
     with rt.store.read() as conn:
         return run_rows.get_run(conn, run_id)
 
@@ -92,7 +93,7 @@ def test_daily_run_writes_the_file_and_one_page(store_url: str, tmp_path: Path, 
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
     run = show(rt, result.run_id)
-    commits = run.steps[0].output["commits"]
+    commits = output_of(run, 0)["commits"]
     assert [c["subject"] for c in commits] == ["first of the day", "afternoon", "just before midnight"]
     # The branch as it stood at the window's end (the 30th's first commit landed after it).
     assert run.pinned["head_sha"] == repo.head("main~1")
@@ -121,9 +122,9 @@ def test_a_retry_reproduces_the_pinned_inputs(sqlite_url: str, tmp_path: Path, r
     repo.commit("late but inside the window", at=datetime(2026, 9, 29, 12, 0, tzinfo=SEOUL))
     rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"prompt_version": "v2"})
     actions.retry(rt2, result.run_id, from_step="COLLECT_GIT")
-    assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt2, "w")).status is RunStatus.SUCCESS
     run = show(rt2, result.run_id)
-    assert "late but inside the window" not in [c["subject"] for c in run.steps[0].output["commits"]]
+    assert "late but inside the window" not in [c["subject"] for c in output_of(run, 0)["commits"]]
     assert run.pinned["prompt_version"] == "v1"
     assert (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_bytes() == first
     assert sorted(p.name for p in (tmp_path / "reports/platform").iterdir()) == [
@@ -146,7 +147,7 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
     assert run.not_before is not None and run.not_before > rt.clock.now()
     notion.heal()
     actions.retry(rt, result.run_id)
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     assert ollama.generations == 1
     assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
     run = show(rt, result.run_id)
@@ -168,7 +169,7 @@ def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_pa
     try:
         rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url})
         rt2.clock.set(NOW + timedelta(minutes=2))
-        assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        assert run_next(Worker(rt2, "w")).status is RunStatus.SUCCESS
         assert fake.generations == 1
     finally:
         fake.stop()
@@ -185,11 +186,11 @@ def test_weekly_run_covers_monday_to_monday_local(sqlite_url: str, tmp_path: Pat
     rt.clock.set(datetime(2026, 10, 6, 0, 0, tzinfo=UTC))
     result = actions.trigger(rt, "platform-report", day=date(2026, 10, 1))
     assert result.business_key == "2026-W40"
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     run = show(rt, result.run_id)
     assert run.pinned["window_start"] == "2026-09-27T15:00:00Z"  # Monday 28th 00:00 KST
     assert run.pinned["window_end"] == "2026-10-04T15:00:00Z"
-    assert [c["subject"] for c in run.steps[0].output["commits"]] == ["monday 00:00", "sunday 23:59"]
+    assert [c["subject"] for c in output_of(run, 0)["commits"]] == ["monday 00:00", "sunday 23:59"]
     assert (tmp_path / "reports/platform/2026-W40-platform-weekly-summary.md").exists()
 
 
@@ -197,7 +198,7 @@ def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Pa
                                                    runtime: RuntimeFactory) -> None:
     rt = platform_runtime(runtime, sqlite_url, tmp_path, repo)
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     run = show(rt, result.run_id)
     assert [s.status for s in run.steps] == [StepStatus.SUCCESS] + [StepStatus.SKIPPED] * 3
     assert all(s.error_message == "no_activity" for s in run.steps[1:])
@@ -208,7 +209,7 @@ def test_an_empty_window_with_on_empty_report_writes_a_short_report(sqlite_url: 
                                                                     runtime: RuntimeFactory) -> None:
     rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, on_empty="report")
     actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     text = (tmp_path / "reports/platform/2026-09-20-platform-daily-summary.md").read_text()
     assert re.search(r"no (commits|activity)", text, re.IGNORECASE)
 
@@ -221,7 +222,7 @@ def test_force_new_revision_gets_its_own_file_and_page(sqlite_url: str, tmp_path
     actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     Worker(rt, "w").run_one()
     forced = actions.trigger(rt, "platform-report", day=date(2026, 9, 29), force_new=True)
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     names = sorted(p.name for p in (tmp_path / "reports/platform").iterdir())
     assert names == ["2026-09-29-platform-daily-summary.md", "2026-09-29-platform-daily-summary.r2.md"]
     assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
@@ -240,7 +241,7 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
     rt = platform_runtime(runtime, sqlite_url, tmp_path, repo,
                           llm={"provider": "ollama", "host": down, "prompt_version": "v1"})
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
-    assert Worker(rt, "w").run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.RETRY_PENDING
     if legacy:  # rows written before the language existed pinned none
         pinned = dict(show(rt, result.run_id).pinned)
         assert pinned.pop("language") == "en"
@@ -251,7 +252,7 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
         rt2 = platform_runtime(runtime, sqlite_url, tmp_path, repo, llm={"provider": "ollama", "host": fake.url},
                                language="ko")
         rt2.clock.set(NOW + timedelta(minutes=2))
-        assert Worker(rt2, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+        assert run_next(Worker(rt2, "w")).status is RunStatus.SUCCESS
         [chat] = fake.requests_to("/api/chat")
     finally:
         fake.stop()
@@ -261,14 +262,14 @@ def test_a_run_created_before_the_language_change_keeps_english_on_retry(sqlite_
     assert "# Daily report: platform, 2026-09-29" in text and "## Statistics" in text and "## 통계" not in text
     run = show(rt2, result.run_id)
     assert run.pinned["prompt_version"] == "v1" and run.pinned.get("language", "en") == "en"
-    assert run.steps[1].output["language"] == "en"
+    assert output_of(run, 1)["language"] == "en"
 
 
 def test_a_new_run_pins_the_configured_language(sqlite_url: str, tmp_path: Path, repo: GitRepo,
                                                 runtime: RuntimeFactory) -> None:
     rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, language="ko-KR")
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     run = show(rt, result.run_id)
     assert (run.pinned["language"], run.pinned["prompt_version"]) == ("ko", "v4")
     text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
@@ -279,7 +280,7 @@ def test_exclude_globs_are_pinned_and_leave_the_statistics(sqlite_url: str, tmp_
                                                            runtime: RuntimeFactory) -> None:
     rt = platform_runtime(runtime, sqlite_url, tmp_path, repo, exclude=["steps/"])
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     run = show(rt, result.run_id)
     assert run.pinned["exclude"] == ["steps/"]
     statistics = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text().split(
@@ -299,8 +300,9 @@ def test_a_commit_git_cannot_parse_is_left_out_and_named_in_the_report(sqlite_ur
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
     outcome = Worker(rt, "w").run_one()
     assert outcome is not None and outcome.status is RunStatus.SUCCESS, outcome
-    collected = show(rt, result.run_id).steps[0]
-    assert collected.attempts == 1 and collected.output["unreadable"] == [corrupt]
-    assert "on top of it" in [c["subject"] for c in collected.output["commits"]]
+    run = show(rt, result.run_id)
+    collected = output_of(run, 0)
+    assert run.steps[0].attempts == 1 and collected["unreadable"] == [corrupt]
+    assert "on top of it" in [c["subject"] for c in collected["commits"]]
     text = (tmp_path / "reports/platform/2026-09-29-platform-daily-summary.md").read_text()
     assert f"> **Note:** 1 commit could not be read by git and was left out: `{corrupt}` (see `git fsck`)." in text

@@ -13,14 +13,14 @@ from engine.read import doctor
 from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import platform_runtime
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
-from tests.support import RuntimeFactory, run_cli, write_config
+from tests.support import RuntimeFactory, run_cli, run_next, write_config
 
 
 def test_a_failed_run_names_what_to_do(store_url: str, tmp_path: Path, repo: GitRepo, runtime: RuntimeFactory) -> None:
     rt = platform_runtime(runtime, store_url, tmp_path, repo)
     repo.git("branch", "-m", "main", "renamed")  # the configured branch is gone
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
-    assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.FAILED
     line = error_codes.runbook("CONFIG_INVALID")
     [finding] = doctor.check_failures(rt)
     assert finding.problem and finding.message == (

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.engine import Connection
 
 from engine.core.clock import ManualClock
 from engine.core.models import SchedulePriority
@@ -95,7 +96,8 @@ def test_the_postgresql_claim_walks_the_claim_order_index_without_sorting(pg_url
     issued: list[tuple[str, Any]] = []
 
     @event.listens_for(rt.store.engine, "before_cursor_execute")
-    def _traced(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+    def _traced(conn: Connection, cursor: object, statement: str, parameters: Any, context: object,
+                executemany: bool) -> None:
         if "FOR UPDATE" in statement:
             issued.append((statement, parameters))
 

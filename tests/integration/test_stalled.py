@@ -11,6 +11,7 @@ import pytest
 from engine.cli import render
 from engine.core.clock import ManualClock
 from engine.read import doctor, metrics, run_queries
+from engine.runtime import Runtime
 from engine.scheduling import definitions
 from engine.store import claims, run_rows
 from tests.flows.testflows import FOUR_STEPS
@@ -19,14 +20,15 @@ from tests.support import make_runtime, manual_run
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
 
-def _running(rt, key: str, *, claimed_at: datetime, lease_until: datetime) -> int:  # type: ignore[no-untyped-def]
+def _running(rt: Runtime, key: str, *, claimed_at: datetime, lease_until: datetime) -> int:
     with rt.store.write() as conn:
         run_id = run_rows.insert_run(conn, manual_run(key, claimed_at))
+        assert run_id is not None
         claim = claims.acquire_run(conn, worker_id=f"w-{key}", now=claimed_at, lease_until=lease_until,
                                    steps_by_workflow={"four_steps": FOUR_STEPS.step_names()}, projects=None,
                                    backfill_limit=1)
     assert claim is not None and claim.run.id == run_id
-    return run_id  # type: ignore[return-value]
+    return run_id
 
 
 def test_stalled_means_the_same_everywhere(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

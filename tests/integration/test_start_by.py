@@ -14,7 +14,7 @@ from engine.operations import actions
 from engine.scheduling import definitions, tick
 from engine.store import audit_rows, outbox, run_rows
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import make_runtime
+from tests.support import make_runtime, run_next
 
 T0 = datetime(2026, 9, 29, 8, 0, tzinfo=UTC)
 
@@ -46,7 +46,7 @@ def test_a_run_not_started_by_its_start_by_is_missed_and_alerted_once(store_url:
     assert (run.status, run.reason) == (RunStatus.MISSED, "start_by")
     assert len(events) == 1 and "start_by" in events[0].summary and "run_missed" in audit
     actions.retry(rt, run.id)  # an operator who still wants it
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
 
 
 def test_a_worker_applies_start_by_at_claim_without_the_reconciler(store_url: str, tmp_path: Path) -> None:
@@ -62,4 +62,4 @@ def test_a_worker_applies_start_by_at_claim_without_the_reconciler(store_url: st
     assert len(events) == 1 and reconciler.sweep(rt).missed == []  # nothing left for the reconciler, no 2nd alert
     rt.clock.set(T0 + timedelta(days=1, hours=1, seconds=30))  # the next day's slot, on time: it runs
     tick.tick(rt)
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS

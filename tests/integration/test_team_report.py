@@ -22,7 +22,7 @@ from engine.store import outbox, run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo
-from tests.support import ManualRuntime, RuntimeFactory, drain
+from tests.support import ManualRuntime, RuntimeFactory, drain, output_of
 from workflows import team_report
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -102,7 +102,7 @@ def test_a_missing_repository_costs_one_section_and_retry_collects_only_it(store
         again = {c.project: c for c in run_rows.list_runs(conn, parent_id=run.id)}
     assert run.status is RunStatus.SUCCESS
     assert {p: c.attempt_count for p, c in again.items()} == {"api": 1, "web": 2, "docs": 1}
-    saved = Path(run.steps[2].output["path"])  # a new version beside the first (reports.on_existing)
+    saved = Path(output_of(run, 2)["path"])  # a new version beside the first (reports.on_existing)
     assert saved.parent == path.parent and saved != path
     final = saved.read_text()
     assert "new checkout page" in final and "Not collected" not in final

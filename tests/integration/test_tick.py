@@ -9,11 +9,13 @@ import pytest
 from sqlalchemy import func, select
 
 from engine.core.clock import ManualClock
+from engine.core.models import Run
 from engine.operations import actions
+from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import audit_rows, run_rows, schedule_rows
 from engine.store.tables import audit_events, runs
-from tests.support import make_runtime
+from tests.support import ManualRuntime, make_runtime
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime:
@@ -25,12 +27,12 @@ def hourly(misfire: str, overlap: str = "ALLOW", **extra: object) -> dict[str, o
                 misfire=misfire, overlap=overlap, grace="10m", **extra)
 
 
-def all_runs(rt):  # type: ignore[no-untyped-def]
+def all_runs(rt: Runtime) -> list[Run]:
     with rt.store.read() as conn:
         return sorted(run_rows.list_runs(conn, limit=None), key=lambda r: r.scheduled_for)
 
 
-def apply_at(rt, instant: datetime) -> None:  # type: ignore[no-untyped-def]
+def apply_at(rt: ManualRuntime, instant: datetime) -> None:
     rt.clock.set(instant)
     definitions.apply(rt)
 

@@ -26,7 +26,7 @@ from tests.fakes.gitrepo import GitRepo
 from tests.integration.test_report_workflow import SEOUL, platform_runtime, show
 from tests.integration.test_report_workflow import repo as repo  # noqa: F401 - the fixture
 from tests.integration.test_web import client
-from tests.support import RuntimeFactory, drain
+from tests.support import RuntimeFactory, drain, output_of, run_next
 
 REPORT = "reports/platform/2026-09-29-platform-daily-summary.md"
 PROBE = ("… [Click to re-authenticate](https://evil.example/phish) ![t](https://evil.example/track.png) "
@@ -107,7 +107,7 @@ def test_a_phishing_link_from_the_model_is_repaired_away_and_nothing_of_it_is_li
 
     repair = model.requests_to("/api/chat")[1].body["messages"][-1]["content"]
     assert "links to https://evil.example/phish, which is not the project's own forge" in repair
-    grounding = show(rt, run_id).steps[1].output["grounding"]
+    grounding = output_of(show(rt, run_id), 1)["grounding"]
     assert grounding["verdict"] == "fallback" and grounding["replaced"] == ["Summary"]
     assert [v.split(": ", 1)[1][:8] for v in grounding["violations"]] == ["links to"] * 4
     text = assert_inert_everywhere(rt, run_id, tmp_path / REPORT, notion)
@@ -140,7 +140,7 @@ def test_a_link_into_the_projects_own_forge_stays_live(sqlite_url: str, tmp_path
                           notion=notion)
     run_id = run_report(rt)
     run = show(rt, run_id)
-    assert run.pinned["forge"] == FORGE and run.steps[1].output["grounding"]["verdict"] == "ok"
+    assert run.pinned["forge"] == FORGE and output_of(run, 1)["grounding"]["verdict"] == "ok"
     text = assert_inert_everywhere(rt, run_id, tmp_path / REPORT, notion)
     assert live_links(text) == [fix]
     assert f'<a href="{fix}">the fix</a>' in client(rt).get(f"/runs/{run_id}").text
@@ -163,7 +163,7 @@ def test_commit_text_shows_no_control_character_on_the_page_or_the_api(sqlite_ur
     assert "`&#x202E;evil`" in text and "`https://evil.example/x`" in text  # as written, inert (text rules 3)
     page = client(rt).get(f"/runs/{run_id}").text
     assert "gnp.exe &amp;#x202E;evil" in page  # the table and the report show the reference as written
-    stored = show(rt, run_id).steps[0].output["commits"]
+    stored = output_of(show(rt, run_id), 0)["commits"]
     assert any("\u202e" in c["subject"] for c in stored)  # the step output stays what git said
 
 
@@ -193,12 +193,12 @@ def test_the_ops_report_shows_a_hostile_actor_and_the_models_summary_as_text(
     rt.clock.set(NOW)
     model.replies([json.dumps({"summary": f"All calm. {PROBE}"})] * 2)
     ops = actions.trigger(rt, "ops-weekly", day=date(2026, 9, 28))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     [file] = (tmp_path / "reports" / "_ops").rglob("*.md")
     text = file.read_text()
     assert not RAW.search(text) and live_links(text) == []
     assert "changed echo-tick" in text and "x[/]" in text and "`[admin](https://evil.example/a)`" in text
-    assert show(rt, ops.run_id).steps[1].output["grounding"]["verdict"] == "fallback"
+    assert output_of(show(rt, ops.run_id), 1)["grounding"]["verdict"] == "fallback"
     page = client(rt).get(f"/runs/{ops.run_id}").text
     assert not RAW.search(page) and 'href="https://evil.example' not in page
 

@@ -29,7 +29,7 @@ from engine.store import history_rows, run_rows, schedule_rows
 from engine.web.app import create_app
 from engine.web.pages import SESSION_COOKIE
 from tests.fakes.gitrepo import make_repo
-from tests.support import REPO_ROOT, make_runtime, run_cli, write_config
+from tests.support import REPO_ROOT, ManualRuntime, make_runtime, run_cli, run_next, write_config
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -43,7 +43,7 @@ EVIL = '<script>alert("x")</script> and <img src=x onerror=alert(1)>'
 
 @dataclass
 class Site:
-    rt: Runtime
+    rt: ManualRuntime
     ok_id: int
     failed_id: int
     blocker: Path
@@ -61,13 +61,13 @@ def build_site(url: str, tmp_path: Path) -> Site:
                 timezone="Asia/Seoul")
     rt = make_runtime(url, schedules=[spec], clock=ManualClock(NOW - timedelta(days=1)), extra=extra)
     definitions.apply(rt)
-    rt.clock.set(NOW)  # type: ignore[attr-defined]
+    rt.clock.set(NOW)
     ok = actions.trigger(rt, "platform-report", day=date(2026, 9, 28))
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     blocker = tmp_path / "reports" / "platform" / "2026-09-29-platform-daily-summary.md"
     blocker.mkdir(parents=True)
     failed = actions.trigger(rt, "platform-report", day=date(2026, 9, 29))
-    assert Worker(rt, "w").run_one().status is RunStatus.FAILED  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.FAILED
     return Site(rt, ok.run_id, failed.run_id, blocker)
 
 
@@ -222,7 +222,7 @@ def test_retry_from_step_acts_like_the_cli_and_is_audited_as_ui(site: Site) -> N
         (event,) = [e for e in history_rows.run_audit(conn, site.failed_id) if e.action == "run_retried"]
     assert event.actor == "ui:alice" and event.after and event.after["from_step"] == "SAVE_MARKDOWN"
     site.blocker.rmdir()
-    assert Worker(site.rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(site.rt, "w")).status is RunStatus.SUCCESS
     assert "badge s-SUCCESS" in c.get(f"/runs/{site.failed_id}").text
 
 

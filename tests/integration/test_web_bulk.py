@@ -13,6 +13,7 @@ from engine.operations import actions
 from engine.scheduling import definitions, tick
 from engine.store import audit_rows, run_rows, schedule_rows
 from tests.integration.test_web import Site, build_site, client, logged_in, status_of
+from tests.support import run_next
 
 NAME = "platform-report"
 
@@ -78,7 +79,7 @@ def test_approve_every_waiting_slot_from_the_page(store_url: str, tmp_path: Path
     with site.rt.store.read() as conn:
         version = schedule_rows.get_schedule(conn, NAME).version
     definitions.set_schedule(site.rt, NAME, expect_version=version, changes={"misfire": Misfire.MANUAL})
-    site.rt.clock.advance(timedelta(days=3))  # type: ignore[attr-defined]
+    site.rt.clock.advance(timedelta(days=3))
     tick.tick(site.rt)  # three slots passed unticked: they wait for a person
     c, csrf = logged_in(site.rt)
     assert "Approve 3 waiting" in c.get("/schedules/platform-report").text
@@ -104,7 +105,7 @@ def test_run_now_and_regenerate_on_the_schedule_and_on_a_run(store_url: str, tmp
     site.blocker.rmdir()
     now = c.post("/schedules/platform-report/run-now", data={"csrf_token": csrf})
     assert now.status_code == 200 and f"run {site.failed_id}" in now.text and "requeued" in now.text
-    assert Worker(site.rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(site.rt, "w")).status is RunStatus.SUCCESS
     latest = c.post("/schedules/platform-report/regenerate", data={"csrf_token": csrf})
     assert latest.status_code == 200 and "daily_report:platform:2026-09-29#2" in latest.text
     regenerated = c.post(f"/runs/{site.ok_id}/regenerate", data={"csrf_token": csrf})
@@ -136,6 +137,6 @@ def test_regenerate_keeps_one_pending_revision_and_limits_a_session(store_url: s
     with site.rt.store.read() as conn:
         revisions = [r.revision for r in run_rows.list_runs(conn, limit=None) if r.business_key == "2026-09-28"]
     assert sorted(revisions) == [1, 2]  # the first asked for a revision; the others found it pending
-    site.rt.clock.advance(timedelta(minutes=1, seconds=1))  # type: ignore[attr-defined]
+    site.rt.clock.advance(timedelta(minutes=1, seconds=1))
     assert c.post(f"/runs/{site.ok_id}/regenerate", data={"csrf_token": csrf}).status_code == 200
     site.rt.store.dispose()

@@ -13,6 +13,7 @@ import shutil
 import warnings
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -28,7 +29,7 @@ from engine.store import outbox
 from engine.web.app import create_app
 from tests.fakes.gitrepo import make_repo
 from tests.integration.test_web import Site, build_site
-from tests.support import RuntimeFactory, drain, make_runtime
+from tests.support import RuntimeFactory, drain, make_runtime, run_next
 from workflows import team_report
 
 with warnings.catch_warnings():
@@ -91,7 +92,7 @@ def test_the_run_page_shows_the_newest_report_first_after_a_retry(team: tuple[Ru
 def daily(sqlite_url: str, tmp_path: Path) -> Site:
     site = build_site(sqlite_url, tmp_path)  # 09-28 SUCCESS with a report, 09-29 FAILED; today is 09-30 in Seoul
     quiet = actions.trigger(site.rt, "platform-report", day=date(2026, 9, 26))  # no commits that day
-    assert Worker(site.rt, "w").run_one().run_id == quiet.run_id  # type: ignore[union-attr]
+    assert run_next(Worker(site.rt, "w")).run_id == quiet.run_id
     site.blocker.rmdir()
     return site
 
@@ -157,7 +158,7 @@ def alerts_site(rt: Runtime, failed_id: int) -> None:
             ("stuck-1", "run_stuck", alerts.Severity.CRITICAL, True, "other <b>sched</b>")]
     with rt.store.write() as conn:
         for key, event, severity, notify, schedule in made:
-            outbox.record_event(conn, event=event, dedupe_key=key, at=now, summary=f"{event} <script>x</script>",
+            outbox.record_event(conn, event=alerts.AlertEvent(event), dedupe_key=key, at=now, summary=f"{event} <script>x</script>",
                                 decision=alerts.SeverityDecision(severity, notify), schedule=schedule, run_id=failed_id)
         rows = {a.id: row for row, a in outbox.list_due(conn, now)}
         outbox.mark_delivered(conn, rows["sent-1"], now)
@@ -226,10 +227,10 @@ def test_a_monthly_and_a_sprint_schedule_show_their_periods(sqlite_url: str, tmp
     repo.commit("fix: totals", at=datetime(2026, 10, 14, 12, tzinfo=UTC), files={"b.py": "b\n"})
     extra = {"projects": [{"key": "shop", "repo": str(repo.path), "branches": ["main"]}],
              "reports": {"dir": str(tmp_path / "reports")}, "llm": {"provider": "builtin"}}
-    schedules = [dict(name="shop-monthly", workflow="monthly_report", project="shop", cron="0 3 1 * *",
-                      timezone="UTC"),
-                 dict(name="shop-sprint", workflow="sprint_report", project="shop", cron="0 3 * * 1", timezone="UTC",
-                      sprint={"length": "14d", "anchor": "2026-10-05"})]
+    schedules: list[dict[str, Any]] = [
+        dict(name="shop-monthly", workflow="monthly_report", project="shop", cron="0 3 1 * *", timezone="UTC"),
+        dict(name="shop-sprint", workflow="sprint_report", project="shop", cron="0 3 * * 1", timezone="UTC",
+             sprint={"length": "14d", "anchor": "2026-10-05"})]
     rt = make_runtime(sqlite_url, schedules=schedules, clock=ManualClock(datetime(2026, 10, 1, tzinfo=UTC)),
                       extra=extra)
     definitions.apply(rt)

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 from engine.config.engine_sections import UiConfig
 from engine.core.models import RunStatus
@@ -20,7 +21,7 @@ from engine.read import run_queries
 from engine.runtime import Runtime
 from engine.web.app import create_app
 from engine.web.pages import SESSION_COOKIE
-from tests.integration.test_web import TOKEN, Site, TestClient, build_site, client, csrf_of, logged_in, status_of
+from tests.integration.test_web import TOKEN, Site, build_site, client, csrf_of, logged_in, status_of
 from tests.support import run_cli, write_config
 
 
@@ -80,7 +81,7 @@ def test_failed_logins_are_logged_without_the_token_and_limited(site: Site,
     assert blocked.status_code == 429 and 1 <= int(blocked.headers["retry-after"]) <= 300
     assert "content-security-policy" in blocked.headers
     assert c.get("/login").status_code == 429
-    site.rt.clock.advance(timedelta(minutes=5))  # type: ignore[attr-defined]
+    site.rt.clock.advance(timedelta(minutes=5))
     assert c.post("/login", data={"token": TOKEN, "csrf_token": csrf}).status_code == 303
 
 
@@ -101,7 +102,7 @@ def test_a_session_ends_after_session_ttl(site: Site) -> None:
     csrf = csrf_of(c.get("/login").text)
     assert c.post("/login", data={"token": TOKEN, "csrf_token": csrf}).status_code == 303
     csrf = csrf_of(c.get("/runs").text)
-    site.rt.clock.advance(timedelta(hours=1, seconds=1))  # type: ignore[attr-defined]
+    site.rt.clock.advance(timedelta(hours=1, seconds=1))
     answer = c.post(f"/runs/{site.failed_id}/retry", data={"csrf_token": csrf})
     assert answer.status_code == 403 and "log in first" in answer.text
 

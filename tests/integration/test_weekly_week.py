@@ -19,7 +19,7 @@ from engine.operations import actions
 from engine.scheduling import definitions
 from engine.store import run_rows
 from tests.fakes.gitrepo import GitRepo, make_repo
-from tests.support import make_runtime
+from tests.support import make_runtime, output_of, run_next
 
 SEOUL = ZoneInfo("Asia/Seoul")
 ALICE = ("Alice Kim", "alice@example.com")
@@ -61,10 +61,10 @@ def weekly(url: str, tmp_path: Path, repo: GitRepo, *, day: date = date(2026, 10
     definitions.apply(rt)
     rt.clock.set(datetime(2026, 10, 20, tzinfo=UTC))
     result = actions.trigger(rt, "shop-weekly", day=day)
-    assert Worker(rt, "w").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, result.run_id)
-    return str(run.steps[1].output["text"])
+    return str(output_of(run, 1)["text"])
 
 
 def visible(markdown: str) -> str:

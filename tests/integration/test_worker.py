@@ -22,7 +22,7 @@ from engine.runtime import Runtime
 from engine.scheduling import definitions, tick
 from engine.store import claims, run_rows
 from tests.flows.testflows import FOUR_STEPS
-from tests.support import ManualRuntime, RuntimeFactory, make_runtime
+from tests.support import ManualRuntime, RuntimeFactory, make_runtime, run_next
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
@@ -67,9 +67,9 @@ def test_third_step_fails_twice_then_succeeds(store_url: str, tmp_path: Path, ru
     assert first is not None and first.status is RunStatus.RETRY_PENDING and first.error_code == "MODEL_UNAVAILABLE"
     assert worker.run_one() is None  # not before the backoff has passed
     rt.clock.advance(timedelta(minutes=1, seconds=1))
-    assert worker.run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]
+    assert run_next(worker).status is RunStatus.RETRY_PENDING
     rt.clock.advance(timedelta(minutes=4, seconds=1))
-    assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(worker).status is RunStatus.SUCCESS
     ends = lines(log, "end")
     assert ends == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
     run = show(rt, run_id)
@@ -98,9 +98,9 @@ def test_retries_exhausted_fail_and_a_manual_retry_starts_a_fresh_budget(store_u
     assert "failed on purpose" in (run.error_message or "")
     assert worker.run_one() is None
     actions.retry(rt, run_id)
-    assert worker.run_one().status is RunStatus.RETRY_PENDING  # type: ignore[union-attr]  # 4th failure
+    assert run_next(worker).status is RunStatus.RETRY_PENDING  # 4th failure
     rt.clock.advance(timedelta(hours=1))
-    assert worker.run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(worker).status is RunStatus.SUCCESS
     assert lines(log, "end")["ONE"] == 1
     assert show(rt, run_id).attempts[3].trigger.value == "manual"
 
@@ -119,7 +119,7 @@ def test_permanent_error_fails_at_once_and_optional_step_gives_partial_success(s
     assert run.steps[3].error_code == "NOTION_UNAUTHORIZED"
     # Retrying runs only the failed step.
     actions.retry(rt, run_id)
-    assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w1")).status is RunStatus.SUCCESS
     assert lines(log, "end") == {"ONE": 1, "TWO": 1, "THREE": 1, "FOUR": 1}
 
 
@@ -134,7 +134,7 @@ def test_retry_from_step_reruns_that_step_and_the_later_ones(store_url: str, tmp
     with pytest.raises(errors.InvalidInput):
         actions.retry(rt, run_id, from_step="NOPE")
     actions.retry(rt, run_id, from_step="THREE")
-    assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w1")).status is RunStatus.SUCCESS
     assert lines(log, "end") == {"ONE": 1, "TWO": 1, "THREE": 2, "FOUR": 2}
     run = show(rt, run_id)
     assert run.attempts[-1].from_step == "THREE" and run.attempts[-1].trigger.value == "manual"
@@ -169,7 +169,7 @@ def test_worker_that_lost_its_lease_writes_nothing(store_url: str, tmp_path: Pat
     rt.clock.advance(timedelta(seconds=61))  # the lease (60s) has expired
     sweep = reconciler.sweep(rt)
     assert sweep.recovered == [run_id]
-    assert Worker(rt, "rescuer").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "rescuer")).status is RunStatus.SUCCESS
     (tmp_path / "gate").touch()  # the paused worker wakes up
     thread.join(timeout=60)
     assert result["outcome"].error_code == "LEASE_LOST"
@@ -261,7 +261,7 @@ def test_claim_limits_one_running_per_key_and_backfill_concurrency(store_url: st
     names = {"four_steps": FOUR_STEPS.step_names()}
     now = rt.clock.now()
 
-    def claim(worker: str):  # type: ignore[no-untyped-def]
+    def claim(worker: str) -> claims.Claim | None:
         with rt.store.write() as conn:
             return claims.acquire_run(conn, worker_id=worker, now=now, lease_until=now + timedelta(minutes=1),
                                         steps_by_workflow=names, projects=None, backfill_limit=1)
@@ -322,7 +322,7 @@ def test_a_step_waits_on_the_engines_clock(store_url: str, tmp_path: Path, runti
                  config=config(tmp_path, wait_on=["TWO"], wait_s=40.0), apply=True)
     run_id = queue_one(rt)
     started = rt.clock.now()
-    assert Worker(rt, "w1").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w1")).status is RunStatus.SUCCESS
     assert rt.clock.now() - started == timedelta(seconds=40)  # the manual clock passed the wait: no real sleep
     assert show(rt, run_id).status is RunStatus.SUCCESS
 
@@ -358,5 +358,5 @@ def test_sigterm_during_a_steps_wait_hands_the_run_back_at_that_step(store_url: 
     assert lines(log, "start")["TWO"] == 1 and lines(log, "end")["TWO"] == 0
     stop.clear()
     rt.clock.advance(timedelta(seconds=1))
-    assert Worker(rt, "w3").run_one().status is RunStatus.SUCCESS  # type: ignore[union-attr]
+    assert run_next(Worker(rt, "w3")).status is RunStatus.SUCCESS
     assert lines(log, "end")["TWO"] == 1

@@ -19,12 +19,15 @@ from sqlalchemy import select, update
 from engine.core import errors
 from engine.core.clock import ManualClock
 from engine.core.models import PeriodKind, RunStatus
+from engine.core.run_end import RunOutcome
 from engine.execution.group_commit import GroupCommitter
 from engine.execution.pool import WorkerPool
 from engine.operations import actions
-from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
+from engine.plugins.contract import StepContext, StepFn, StepResult, StepSpec, WorkflowDef
+from engine.runtime import Runtime
 from engine.scheduling import definitions
 from engine.store import run_rows
+from engine.store.handle import Store
 from engine.store.tables import rate_limits, runs, steps
 from tests.support import ManualRuntime, RuntimeFactory, make_runtime
 
@@ -53,7 +56,7 @@ class Witness:
                 self.in_flight[group] -= 1
 
 
-def witnessed(witness: Witness, name: str, wait_s: float = 0.0):  # type: ignore[no-untyped-def]
+def witnessed(witness: Witness, name: str, wait_s: float = 0.0) -> StepFn:
     def step(ctx: StepContext) -> StepResult:
         groups = ["all", f"key:{ctx.project}:{ctx.business_key}"] + (["backfill"] if ctx.project == "bf" else [])
         witness.enter(groups)
@@ -89,7 +92,7 @@ def pooled(runtime: RuntimeFactory, url: str, workflow: WorkflowDef, specs: list
                    config={"worker": {"lease": "60s", **worker}}, apply=True)
 
 
-def statuses(rt) -> Counter[str]:  # type: ignore[no-untyped-def]
+def statuses(rt: Runtime) -> Counter[str]:
     with rt.store.read() as conn:
         return Counter(conn.execute(select(runs.c.status)).scalars())
 
@@ -246,7 +249,7 @@ def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Pa
     for i in range(3):
         actions.trigger(rt, f"f{i}")
     pool = WorkerPool(rt, "pool")
-    result: dict[str, object] = {}
+    result: dict[str, list[RunOutcome]] = {}
     thread = threading.Thread(target=lambda: result.update(done=pool.work(until_idle=True)))
     thread.start()
     waiter = threading.Event()
@@ -270,14 +273,14 @@ def test_every_run_in_flight_keeps_its_lease_alive(sqlite_url: str, tmp_path: Pa
                 break
             waiter.wait(0.01)
         assert renewed()
-        assert rt.clock.now() > max(first.values())  # type: ignore[type-var]  # only the heartbeats keep them
+        assert rt.clock.now() > max(at for at in first.values() if at is not None)  # only the heartbeats keep them
         assert reconciler.sweep(rt).recovered == []
     finally:
         gate.touch()
         thread.join(timeout=60)
         pool.close()
-    assert {o.status for o in result["done"]} == {RunStatus.SUCCESS}  # type: ignore[attr-defined]
-    assert len(result["done"]) == 3  # type: ignore[arg-type]
+    assert {o.status for o in result["done"]} == {RunStatus.SUCCESS}
+    assert len(result["done"]) == 3
 
 
 def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(store_url: str,
@@ -289,7 +292,7 @@ def test_an_inline_step_runs_on_the_worker_thread_and_its_timeout_still_holds(st
         return StepResult(output={"ok": True})
 
     def slow(ctx: StepContext) -> StepResult:
-        rt.clock.advance(timedelta(seconds=11))  # type: ignore[attr-defined]  # an overrun of its 10 s timeout
+        rt.clock.advance(timedelta(seconds=11))  # an overrun of its 10 s timeout
         return StepResult(output={"late": True})
 
     workflow = WorkflowDef(name="pooled", period=PeriodKind.SLOT,
@@ -358,7 +361,7 @@ def test_serve_runs_as_many_runs_at_once_as_configured(sqlite_url: str, runtime:
 
 
 @contextmanager
-def serving(rt) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def serving(rt: Runtime) -> Iterator[None]:
     """``serve`` in a thread for the block; stopped as by SIGTERM, and joined, at its end."""
     from engine.app import serve
 
@@ -388,7 +391,7 @@ def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: st
     pin_waited: list[bool] = []
     executed = Counter[int]()
     lock = threading.Lock()
-    stores: list[object] = []  # the runtime's store, once it exists
+    stores: list[Store] = []  # the runtime's store, once it exists
 
     def pin(settings: object, project: str) -> dict[str, object]:
         if project == projects[-1]:
@@ -398,7 +401,7 @@ def test_serve_starts_runs_while_its_tick_is_still_creating_others(store_url: st
     def step(ctx: StepContext) -> StepResult:
         with lock:
             if not first_step.is_set():
-                with stores[0].read() as conn:  # type: ignore[attr-defined]
+                with stores[0].read() as conn:
                     rows_at_first_step.append(len(conn.execute(select(runs.c.id)).all()))
                 first_step.set()
             executed[ctx.run_id] += 1

@@ -20,6 +20,7 @@ import subprocess
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -218,7 +219,7 @@ def utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def slots_seen(rows: list[Any], too_old: list[Any], context: str
+def slots_seen(rows: Sequence[Any], too_old: Sequence[Any], context: str
                ) -> tuple[dict[int, list[tuple[datetime, datetime]]], dict[int, set[datetime]]]:
     """SPEC §10.1 from the outside (one revision-1 row per slot and trigger), then, per schedule,
     the ``too_old`` ranges of the audit and the slots that have a row, for the §10.2 check."""

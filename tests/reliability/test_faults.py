@@ -115,7 +115,8 @@ class Setup:
     def show(self, run_id: int) -> dict[str, Any]:
         result = run_cli("runs", "show", str(run_id), "--json", config=self.config)
         assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)
+        shown: dict[str, Any] = json.loads(result.stdout)
+        return shown
 
     def report_files(self) -> list[str]:
         root = self.tmp / "reports"

@@ -24,7 +24,7 @@ from engine.store.tables import artifacts, attempts, audit_events, runs, steps
 from tests.acceptance import procs
 from tests.fakes.fake_notion import FakeNotion
 from tests.reliability.harness import daily_history, daily_schedule, page_key, poll, report_config, sqlite_runs
-from tests.support import utc, write_config
+from tests.support import REPO_ROOT, utc, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,7 @@ def test_prune_shows_the_count_and_asks_and_only_yes_removes(sqlite_url: str, tm
     def prune(answer: str) -> Any:
         return subprocess.run(procs.command(config, now, "prune", "--before", "2026-03-05"), input=answer,
                               capture_output=True, text=True, env=procs.env_for(tmp_path, None),
-                              cwd=procs.REPO_ROOT, timeout=180)
+                              cwd=REPO_ROOT, timeout=180)
 
     for answer in ("n\n", ""):  # a refusal, and a script that forgot --yes (no answer at all)
         declined = prune(answer)

@@ -20,7 +20,7 @@ import pytest
 from engine.store import run_rows
 from tests.acceptance import procs
 from tests.reliability import replay
-from tests.support import make_runtime, run_cli, write_config
+from tests.support import make_runtime, output_of, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -190,7 +190,7 @@ def test_months_and_quarters_backfilled_after_on_time_ones_hold_their_own_commit
     finally:
         rt.store.dispose()
     assert {r.status.value for r in runs} == {"SUCCESS"}
-    held = {r.business_key: {c["sha"] for c in r.steps[0].output["commits"]} for r in runs}
+    held = {r.business_key: {c["sha"] for c in output_of(r, 0)["commits"]} for r in runs}
     assert sorted(held) == [period_key(s, kind) for s in starts]
     for key, shas in held.items():
         want = expected.get(key, set())
@@ -262,7 +262,7 @@ def test_sprints_backfilled_after_on_time_ones_hold_their_own_commits(store_url:
     finally:
         rt.store.dispose()
     assert {r.status.value for r in runs} == {"SUCCESS"}
-    held = {r.business_key: {c["sha"] for c in r.steps[0].output["commits"]} for r in runs}
+    held = {r.business_key: {c["sha"] for c in output_of(r, 0)["commits"]} for r in runs}
     assert sorted(held) == sorted(sprint_key(s) for s in starts) and len(runs) == len(starts)
     for key, shas in held.items():
         want = expected.get(key, set())

@@ -30,7 +30,7 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -280,7 +280,7 @@ def test_postgres_fails_under_running_nodes(cluster: pgcluster.Cluster, tmp_path
           f"{time.monotonic() - began:.0f}s; {context.split(',')[0]}")
 
 
-def check_slots(sched: dict[int, Any], rows: list[Any], too_old: list[Any], context: str) -> None:
+def check_slots(sched: dict[int, Any], rows: Sequence[Any], too_old: Sequence[Any], context: str) -> None:
     """§10.1 and §10.2 from the outside: every 5-minute slot since APPLIED, once (zones with whole-hour offsets)."""
     ranges, have = slots_seen(rows, too_old, context)
     for schedule_id, schedule in sched.items():
@@ -323,13 +323,13 @@ def test_a_worker_whose_lease_ran_out_while_beats_could_not_land_makes_no_extern
                              "worker": {"lease": "30s"}})
     try:
         definitions.apply(rt)
-        rt.clock.set(APPLIED + timedelta(minutes=3))  # type: ignore[attr-defined]
+        rt.clock.set(APPLIED + timedelta(minutes=3))
         assert tick.tick(rt).runs_created == 1
         outcome: list[Any] = []
         worker = threading.Thread(target=lambda: outcome.append(Worker(rt, "w").run_one()))
         worker.start()
         wait(lambda: log.exists() and "TWO" in log.read_text(), 60, "step TWO to start")
-        rt.clock.advance(timedelta(seconds=45))  # type: ignore[attr-defined]  # past the 30 s lease, no beat landed
+        rt.clock.advance(timedelta(seconds=45))  # past the 30 s lease, no beat landed
         gate.touch()
         worker.join(timeout=60)
         starts, ends = step_executions(log)

@@ -63,7 +63,8 @@ OFFSET_MINUTE = {"e-offset": 7}  # every other schedule fires at :00, :15, :30, 
 def rounds(seed: int, span: timedelta) -> list[timedelta]:
     """Cumulative offsets of each round from APPLIED_AT: 3-12 h apart, the fourth 30 h after the third."""
     rng = random.Random(f"{seed}:races")
-    offsets, at = [], timedelta(0)
+    offsets: list[timedelta] = []
+    at = timedelta(0)
     while at < span:
         at += timedelta(hours=30) if len(offsets) == 3 else timedelta(minutes=rng.randint(180, 720))
         offsets.append(min(at, span))
@@ -88,11 +89,11 @@ def run_round(tmp: Path, config: Path, now: str, number: int, *, ticks: int, wor
     (tmp / "logs").mkdir(exist_ok=True)
     commands = [["tick"]] * ticks + [["work", "--until-idle"]] * workers
     names = [f"logs/r{number:02d}-{args[0]}{n}.log" for n, args in enumerate(commands)]
-    started = [(procs.spawn(tmp, config, *args, now=now, log_name=name), tmp / name)
+    started = [(procs.spawn(tmp, config, *args, now=now, log_name=name), tmp / name, args)
                for args, name in zip(commands, names)]
-    for proc, log in started:
+    for proc, log, args in started:
         proc.communicate(timeout=600)
-        assert proc.returncode == 0, f"{proc.args[-3:]} exited {proc.returncode}: {log.read_text()[-4000:]}"
+        assert proc.returncode == 0, f"{args} exited {proc.returncode}: {log.read_text()[-4000:]}"
 
 
 def test_racing_ticks_and_workers(store_url: str, tmp_path: Path, long_run: bool, seed: int) -> None:
@@ -213,7 +214,7 @@ def test_two_workers_finishing_runs_of_one_schedule_at_the_same_instant_both_suc
                       extra={"testflow": {"log": str(tmp_path / "steps.log")}})
     try:
         definitions.apply(rt)
-        rt.clock.set(APPLIED_AT + timedelta(hours=2, minutes=1))  # type: ignore[attr-defined]
+        rt.clock.set(APPLIED_AT + timedelta(hours=2, minutes=1))
         assert tick.tick(rt).runs_created == 2
         barrier = threading.Barrier(2, timeout=20)
         met: list[str] = []

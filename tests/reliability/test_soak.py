@@ -125,7 +125,7 @@ class Soak:
         behind = self.scalar("SELECT count(*) FROM schedules WHERE enabled AND NOT archived AND next_run_at <= :now",
                              now=now)
         busy = self.scalar("SELECT count(*) FROM runs WHERE status IN ('QUEUED', 'RUNNING', 'RETRY_PENDING')")
-        return behind == 0 and busy == 0
+        return bool(behind == 0 and busy == 0)
 
     def round(self, at: datetime) -> None:
         clock = procs.Shared(at)

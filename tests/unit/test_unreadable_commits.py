@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import subprocess
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -34,8 +35,8 @@ def history(repo: GitRepo) -> str:
     return corrupt
 
 
-def test_git_itself_calls_the_commit_corrupt(tmp_path: object) -> None:
-    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+def test_git_itself_calls_the_commit_corrupt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
     corrupt = history(repo)
     with pytest.raises(subprocess.CalledProcessError) as failed:
         repo.git("fsck", "--no-dangling")
@@ -43,8 +44,8 @@ def test_git_itself_calls_the_commit_corrupt(tmp_path: object) -> None:
 
 
 def test_a_commit_git_cannot_parse_is_left_out_named_and_never_crashes(
-        tmp_path: object, bounds: WalkBounds, caplog: pytest.LogCaptureFixture) -> None:
-    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+        tmp_path: Path, bounds: WalkBounds, caplog: pytest.LogCaptureFixture) -> None:
+    repo = make_repo(tmp_path)
     corrupt = history(repo)
     with caplog.at_level(logging.WARNING, logger="steps.collect_git"):
         out = collect(repo.path, ["main"], START, END, bounds=bounds)
@@ -54,8 +55,8 @@ def test_a_commit_git_cannot_parse_is_left_out_named_and_never_crashes(
     assert len(warnings) == 1 and f"sha={corrupt}" in warnings[0]
 
 
-def test_an_unreadable_commit_belongs_to_the_window_it_was_committed_in(tmp_path: object, bounds: WalkBounds) -> None:
-    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+def test_an_unreadable_commit_belongs_to_the_window_it_was_committed_in(tmp_path: Path, bounds: WalkBounds) -> None:
+    repo = make_repo(tmp_path)
     history(repo)
     before = collect(repo.path, ["main"], START - timedelta(days=1), START, bounds=bounds)
     after = collect(repo.path, ["main"], END, END + timedelta(days=1), bounds=bounds)
@@ -81,11 +82,11 @@ def dated_commit(repo: GitRepo, author_stamp: str, message: str, at: datetime) -
 
 
 @pytest.mark.parametrize("stamp", EXTREMES)
-def test_an_author_date_no_calendar_holds_is_left_out_and_named(tmp_path: object, bounds: WalkBounds,
+def test_an_author_date_no_calendar_holds_is_left_out_and_named(tmp_path: Path, bounds: WalkBounds,
                                                                  stamp: str) -> None:
     from steps import collect_git
 
-    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+    repo = make_repo(tmp_path)
     base = repo.commit("the day before", at=START - timedelta(hours=3))
     repo.commit("morning", at=START + timedelta(hours=9))
     odd = dated_commit(repo, stamp, "from the far future", START + timedelta(hours=10))
@@ -96,10 +97,10 @@ def test_an_author_date_no_calendar_holds_is_left_out_and_named(tmp_path: object
     assert [c.subject for c in landed.commits] == ["morning"] and landed.unreadable == [odd]
 
 
-def test_a_report_of_such_a_window_is_written(tmp_path: object) -> None:
+def test_a_report_of_such_a_window_is_written(tmp_path: Path) -> None:
     from steps import generate_report
 
-    repo = make_repo(tmp_path)  # type: ignore[arg-type]
+    repo = make_repo(tmp_path)
     repo.commit("the day before", at=START - timedelta(hours=3))
     repo.commit("morning", at=START + timedelta(hours=9))
     odd = dated_commit(repo, EXTREMES[0], "from year 10000", START + timedelta(hours=10))
