@@ -8,6 +8,7 @@ unreachable server fails the run; elsewhere those tests skip, saying why.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import queue
@@ -77,6 +78,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             items[:] = [item for item in items if item.get_closest_marker("long") is None and item.nodeid not in LONG_ONLY]
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Set aside what exists once the tests are collected (modules, classes, the items): the collection after
+    each test (``_no_leaks``) then walks only what tests made, a few milliseconds instead of 50."""
+    gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks() -> Iterator[None]:
+    """After the test and its fixtures: close the stores it opened through tests/support.py, then collect the
+    garbage. An object in a reference cycle (an engine's pool, a connection) is freed only by the collector;
+    collected here, the ResourceWarning of one left open fails the test that made it (pyproject.toml makes it an
+    error), not whichever test runs when the collector next does."""
+    yield
+    support.close_stores()
+    gc.collect()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -9,12 +9,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import pytest
+from sqlalchemy import Connection, Engine, create_engine, event
 
 from engine.config import config_file
 from engine.core.clock import Clock, ManualClock
@@ -55,6 +57,46 @@ def copy_migrated_sqlite(path: Path) -> None:
     shutil.copyfile(sqlite_template(), path)
 
 
+# Every store this module opened for the running test, with each connection its pool has handed out, by id.
+_opened: list[tuple[Store, dict[int, Any]]] = []
+
+
+def close_stores() -> None:
+    """Close every store ``make_runtime`` and ``open_runtime`` opened, and every connection its pool handed out
+    (tests/conftest.py calls it after each test). A worker keeps its connection checked out until ``close``,
+    which few tests call: the pool's ``dispose`` closes only the connections checked in."""
+    while _opened:
+        store, made = _opened.pop()
+        store.dispose()
+        for connection in made.values():
+            connection.close()
+
+
+@contextmanager
+def disposing(engine: Engine) -> Iterator[Engine]:
+    """``engine`` for the block; its pool's connections closed at the end."""
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def connected(url: str) -> Iterator[Connection]:
+    """A connection to the database at ``url`` for the block, on an engine of its own disposed after it."""
+    with disposing(create_engine(url)) as engine, engine.connect() as conn:
+        yield conn
+
+
+def _opening(url: str, *, auto_migrate: bool | None = None) -> Store:
+    store = Store.open(url, auto_migrate=auto_migrate)
+    made: dict[int, Any] = {}
+    event.listen(store.engine, "checkout",
+                 lambda connection, _record, _proxy: made.setdefault(id(connection), connection))
+    _opened.append((store, made))
+    return store
+
+
 @dataclass
 class ManualRuntime(Runtime):
     """A runtime on a manual clock: time passes only when the test moves it (``rt.clock.advance``)."""
@@ -82,7 +124,7 @@ def make_runtime(url: str, *, schedules: Sequence[Mapping[str, Any]] = (), clock
     path = database.sqlite_path(cfg.store_url)
     if path is not None and not path.exists():
         copy_migrated_sqlite(path)
-    store = Store.open(cfg.store_url, auto_migrate=True)
+    store = _opening(cfg.store_url, auto_migrate=True)
     if clock is None or isinstance(clock, ManualClock):
         return ManualRuntime(store=store, registry=reg, config=cfg, clock=clock or ManualClock(config_mod_now()),
                              actor="tester")
@@ -98,16 +140,15 @@ def open_runtime(config: Path, clock: Clock, *, actor: str = "tester") -> Runtim
     from engine.plugins import workflow_registry
 
     cfg, registry = workflow_registry.load_with_config(config)
+    store = _opening(cfg.store_url)
     if isinstance(clock, ManualClock):
-        return ManualRuntime(store=Store.open(cfg.store_url), registry=registry, config=cfg, clock=clock, actor=actor)
-    return Runtime(store=Store.open(cfg.store_url), registry=registry, config=cfg, clock=clock, actor=actor)
+        return ManualRuntime(store=store, registry=registry, config=cfg, clock=clock, actor=actor)
+    return Runtime(store=store, registry=registry, config=cfg, clock=clock, actor=actor)
 
 
 class RuntimeFactory:
-    """The ``runtime`` fixture: builds typed runtimes on a manual clock and closes their stores after the test."""
-
-    def __init__(self) -> None:
-        self.built: list[Runtime] = []
+    """The ``runtime`` fixture: builds typed runtimes on a manual clock (their stores are closed after the test,
+    as every store ``make_runtime`` opens is)."""
 
     def __call__(self, url: str, *, schedules: Sequence[Mapping[str, Any]] = (), at: datetime | None = None,
                  workflows: Mapping[str, WorkflowDef] | None = None, installed: bool = True,
@@ -118,8 +159,6 @@ class RuntimeFactory:
         registry: Registry = {**(load_registry() if installed else {}), **(workflows or {})}
         rt = make_runtime(url, schedules=schedules, clock=ManualClock(at or config_mod_now()), registry=registry,
                           extra=config, base_dir=base_dir)
-        assert isinstance(rt, ManualRuntime)
-        self.built.append(rt)
         if apply:
             from engine.scheduling import definitions
 
@@ -128,23 +167,14 @@ class RuntimeFactory:
 
     def from_file(self, config: Path, *, at: datetime | None = None, actor: str = "tester") -> ManualRuntime:
         """A runtime at ``at`` (default ``config_mod_now()``) built from the file ``config``, as the CLI builds it."""
-        rt = open_runtime(config, ManualClock(at or config_mod_now()), actor=actor)
-        assert isinstance(rt, ManualRuntime)
-        self.built.append(rt)
-        return rt
-
-    def close(self) -> None:
-        for rt in self.built:
-            rt.store.dispose()
+        return open_runtime(config, ManualClock(at or config_mod_now()), actor=actor)
 
 
 @pytest.fixture
-def runtime() -> Iterator[RuntimeFactory]:
+def runtime() -> RuntimeFactory:
     """Build runtimes as ``runtime(url, schedules=[...], at=T0, workflows={...}, config={...}, apply=True)``
     or ``runtime.from_file(path, at=T0)``; their stores are closed after the test."""
-    factory = RuntimeFactory()
-    yield factory
-    factory.close()
+    return RuntimeFactory()
 
 
 def manual_run(key: str, at: datetime, *, workflow: str = "four_steps", project: str = "p1") -> NewRun:

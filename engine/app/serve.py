@@ -125,6 +125,7 @@ def serve(rt: Runtime, *, stop: threading.Event, worker_id: str | None = None,
         worker.close()
         if server is not None:
             server.shutdown()
+            server.server_close()  # the listening socket: shutdown only stops the loop
         if page is not None:
             page.stop()
         logs.event(log, logging.INFO, "serve_stopped", worker=worker.worker_id)

@@ -71,7 +71,8 @@ class _Quiet(WSGIRequestHandler):
 
 def start(rt: Runtime, port: int, *, bind: str = "127.0.0.1",
           limiter: sessions.LoginLimiter | None = None) -> WSGIServer:
-    """Serve the guarded exposition on ``bind:port`` in a daemon thread; the server (``shutdown`` stops it).
+    """Serve the guarded exposition on ``bind:port`` in a daemon thread; the server (``shutdown`` stops it,
+    ``server_close`` closes its socket).
 
     The ``[ui]`` token is checked as ``reportflow ui`` checks it (too short or too plain: exit 2).
     """

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from tests.flows.install import pythonpath
 from tests.support import REPO_ROOT
@@ -63,9 +62,9 @@ def spawn(tmp: Path, config: Path, *args: str, now: str | None = None,
     """Start the CLI; its logs (stderr) go to a file, never a pipe nobody drains while it runs
     (a full pipe would block the process mid-transaction). ``finish`` reads them back."""
     log_path = tmp / (log_name or f"proc-{next(_spawned)}-{args[0]}.log")
-    stderr: Any = open(log_path, "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(command(config, now, *args), stdout=subprocess.PIPE, stderr=stderr, text=True,
-                            env=env_for(tmp, env), cwd=REPO_ROOT)
+    with open(log_path, "w") as stderr:  # the child writes to its own copy of the descriptor
+        proc = subprocess.Popen(command(config, now, *args), stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                env=env_for(tmp, env), cwd=REPO_ROOT)
     proc.log_path = log_path  # type: ignore[attr-defined]
     return proc
 

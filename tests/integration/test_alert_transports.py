@@ -57,6 +57,7 @@ def hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
     monkeypatch.setenv("RF_HOOK", h.url)
     yield h
     h.server.shutdown()
+    h.server.server_close()
 
 
 def test_failures_missed_slots_stalled_and_silent_are_notified(sqlite_url: str, tmp_path: Path, hook: Hook,
@@ -197,3 +198,4 @@ def test_a_hanging_webhook_does_not_hold_the_database_during_reconcile(store_url
     finally:
         hook.release.set()
         hook.server.shutdown()
+        hook.server.server_close()

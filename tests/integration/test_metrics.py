@@ -160,6 +160,7 @@ def test_serve_metrics_port_scrapes_the_store_and_the_notification_failures(stor
             second = samples(response.read().decode())
     finally:
         server.shutdown()
+        server.server_close()
     assert value(first, "reportflow_runs", schedule="late", trigger="SCHEDULED", status="QUEUED") == 1
     assert value(first, "reportflow_notification_failures_total", event="run_failed") == 1
     # Each scrape reads the store afresh.

@@ -168,6 +168,7 @@ def test_apprise_follows_no_redirect(sqlite_url: str, tmp_path: Path, monkeypatc
         report = outbox_sender.deliver_pending(rt)
     finally:
         target.http.shutdown()
+        target.http.server_close()
     assert report.delivered == [] and len(report.failed) == 1
     assert [(method, path) for method, path, _ in target.seen] == [("POST", "/hook")]
     [event] = pending(rt)
