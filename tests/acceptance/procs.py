@@ -85,6 +85,14 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 60, what: str = "co
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def reap(proc: subprocess.Popen[str], timeout: float = 60) -> int:
+    """Wait for a spawned process to exit; its exit status. Its output is read to the end, which closes the
+    pipe (``wait`` alone leaves it open)."""
+    proc.communicate(timeout=timeout)
+    return proc.returncode
+
+
 def kill9(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the process and reap it."""
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    reap(proc, 30)

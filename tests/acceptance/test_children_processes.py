@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 
 from engine.store.tables import runs
 from tests.acceptance import procs
 from tests.flows import family
 from tests.flows.install import site_dir
-from tests.support import write_config
+from tests.support import connected, write_config
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -39,7 +39,7 @@ def log_lines(tmp: Path) -> list[list[str]]:
 
 
 def rows(url: str) -> list[dict[str, object]]:
-    with create_engine(url).connect() as conn:
+    with connected(url) as conn:
         return [dict(r._mapping) for r in conn.execute(select(runs).order_by(runs.c.id))]
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import func, select
 
 from engine.store.tables import audit_events, runs, schedules
 from tests.acceptance import procs
-from tests.support import write_config
+from tests.support import connected, write_config
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 12, 2, 9, 59, tzinfo=UTC)  # the slots are at 10:00
@@ -32,12 +32,12 @@ def config(tmp: Path, url: str, **down: Any) -> Path:
 
 
 def statuses(url: str) -> dict[str, str]:
-    with create_engine(url).connect() as conn:
+    with connected(url) as conn:
         return {r.project: r.status for r in conn.execute(select(runs.c.project, runs.c.status))}
 
 
 def audits(url: str, action: str) -> int:
-    with create_engine(url).connect() as conn:
+    with connected(url) as conn:
         return int(conn.execute(select(func.count()).where(audit_events.c.action == action)).scalar_one())
 
 
@@ -68,7 +68,7 @@ def test_racing_ticks_and_workers_release_the_dependent_once_after_its_upstreams
     assert statuses(store_url) == {"p1": "SUCCESS", "p2": "SUCCESS"}
     assert audits(store_url, "upstream_released") == 1
     lines = (tmp_path / "steps.log").read_text().splitlines()
-    with create_engine(store_url).connect() as conn:
+    with connected(store_url) as conn:
         up_id = conn.execute(select(runs.c.id).where(runs.c.project == "p1")).scalar_one()
     upstream_done = max(n for n, line in enumerate(lines) if line.startswith(f"end {up_id} FOUR"))
     assert min(n for n, line in enumerate(lines) if line.startswith(f"start {down_id} ")) > upstream_done
@@ -112,5 +112,5 @@ def test_an_unknown_upstream_or_a_cycle_is_refused_and_nothing_is_written(tmp_pa
         assert refused.returncode == 2, refused.stderr
         assert words in refused.stderr + refused.stdout
     if (tmp_path / "rf.db").exists():
-        with create_engine(url).connect() as conn:
+        with connected(url) as conn:
             assert conn.execute(select(func.count()).select_from(schedules)).scalar_one() == 0

@@ -25,7 +25,7 @@ from sqlalchemy.engine.url import make_url
 
 from engine.store.tables import attempts, runs, steps
 from tests.acceptance import procs
-from tests.support import write_config
+from tests.support import connected, write_config
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -56,8 +56,7 @@ def sigterm_at_gate(proc: subprocess.Popen[str], tmp: Path, log_name: str) -> No
     # step could end and the next begin before the process reads it), and it says so.
     procs.wait_for(lambda: "stop_requested" in (tmp / log_name).read_text(), what="the process to take SIGTERM in")
     (tmp / "gate").touch()
-    proc.wait(timeout=60)
-    assert proc.returncode == 143, (tmp / log_name).read_text()
+    assert procs.reap(proc) == 143, (tmp / log_name).read_text()
 
 
 def db(url: str) -> Engine:
@@ -76,7 +75,7 @@ def test_eight_tick_processes_create_every_run_exactly_once(store_url: str, tmp_
     for proc in ticks:
         out, err = procs.finish(proc, timeout=300)
         assert proc.returncode == 0, err
-    with db(store_url).connect() as conn:
+    with connected(store_url) as conn:
         total = conn.execute(select(func.count()).select_from(runs)).scalar_one()
         distinct = conn.execute(select(func.count()).select_from(
             select(runs.c.schedule_id, runs.c.scheduled_for).distinct().subquery())).scalar_one()
@@ -100,10 +99,10 @@ def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite
     procs.kill9(worker)
     # Nothing to recover while the lease lives; after it has expired the reconciler queues a recovery.
     procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(60)))
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         assert conn.execute(select(runs.c.status)).scalar_one() == "RUNNING"
     procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(200)))
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         assert conn.execute(select(runs.c.status)).scalar_one() == "RETRY_PENDING"
     procs.ok(procs.run(tmp_path, config, "work", "--until-idle", now=clock.at(201)))
     ends = Counter(line[2] for line in log_lines(tmp_path) if line[0] == "end")
@@ -112,7 +111,7 @@ def test_sigkill_mid_step_then_recovery_resumes_without_rerunning_success(sqlite
     order = ["ONE", "TWO", "THREE", "FOUR"]
     assert starts[step] == 2  # the interrupted step ran again...
     assert all(starts[s] == 1 for s in order if s != step)  # ...and no other
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         assert conn.execute(select(runs.c.status)).scalar_one() == "SUCCESS"
         rows = conn.execute(select(attempts.c.trigger, attempts.c.from_step, attempts.c.outcome)
                             .order_by(attempts.c.number)).all()
@@ -173,7 +172,7 @@ def test_paused_worker_cannot_write_after_its_lease_passed(store_url: str, tmp_p
     (rescuer_pid,) = pids
     assert not any(line[0] == "end" and line[2] != "ONE" and line[3] == str(paused.pid)
                    for line in log_lines(tmp_path))
-    with db(store_url).connect() as conn:
+    with connected(store_url) as conn:
         assert conn.execute(select(runs.c.status)).scalar_one() == "SUCCESS"
         outputs = dict(conn.execute(select(steps.c.name, steps.c.output)).all())
     assert outputs["ONE"]["pid"] == paused.pid
@@ -214,7 +213,7 @@ def test_two_workers_never_execute_one_run_twice(store_url: str, tmp_path: Path,
         by_run[line[1]].add(line[3])
     assert all(len(pids) == 1 for pids in by_run.values())  # one process executed each run
     assert len({pid for pids in by_run.values() for pid in pids}) == 2  # and both processes worked (the gate)
-    with db(store_url).connect() as conn:
+    with connected(store_url) as conn:
         statuses = Counter(conn.execute(select(runs.c.status)).scalars())
     assert statuses == {"SUCCESS": 200}
 
@@ -232,9 +231,9 @@ def test_serve_executes_a_due_run_and_stops_cleanly_on_sigterm(sqlite_url: str, 
                        what="the 09:00 run to finish")
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
+        procs.reap(server)
     assert server.returncode == 143, (tmp_path / "serve.log").read_text()
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         first = conn.execute(select(runs.c.status, runs.c.started_at, runs.c.scheduled_for)
                              .where(runs.c.id == 1)).one()
     assert first.status == "SUCCESS"
@@ -250,7 +249,7 @@ def test_sigterm_mid_step_finishes_the_step_and_hands_the_run_back(sqlite_url: s
     procs.wait_for(lambda: any(line[:3] == ["start", "1", "TWO"] for line in log_lines(tmp_path)),
                    what="the worker to enter TWO")
     sigterm_at_gate(worker, tmp_path, "work.log")
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         run = conn.execute(select(runs.c.status, runs.c.lease_owner)).one()
         done = dict(conn.execute(select(steps.c.name, steps.c.status)).all())
     assert run.status == "QUEUED" and run.lease_owner is None
@@ -279,8 +278,8 @@ def test_sigterm_mid_step_stops_serve_after_the_step_and_hands_the_run_back(sqli
         assert "schedules=1" in started and "next=" in started and "(four)" in started, started
     finally:
         if server.poll() is None:
-            server.kill()
-    with db(sqlite_url).connect() as conn:
+            procs.kill9(server)
+    with connected(sqlite_url) as conn:
         run = conn.execute(select(runs.c.status, runs.c.lease_owner).where(runs.c.id == 1)).one()
         done = dict(conn.execute(select(steps.c.name, steps.c.status).where(steps.c.run_id == 1)).all())
         outcomes = conn.execute(select(attempts.c.outcome).where(attempts.c.run_id == 1)).scalars().all()
@@ -307,7 +306,7 @@ def test_concurrent_schedule_edits_one_wins_the_other_exits_3(store_url: str, tm
         edits = [procs.spawn(tmp_path, config, "schedules", "set", "e", "--cron", cron, "--expect-version", "1")
                  for cron in crons]
         wait_for_both(edits)
-    codes = [p.wait(timeout=120) for p in edits]
+    codes = [procs.reap(p, 120) for p in edits]
     assert sorted(codes) == [0, 3], [procs.finish(p) for p in edits]
     loser = edits[codes.index(3)]
     assert "version" in procs.finish(loser)[1]

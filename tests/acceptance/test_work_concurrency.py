@@ -15,7 +15,8 @@ from sqlalchemy import select
 
 from engine.store.tables import runs, steps
 from tests.acceptance import procs
-from tests.acceptance.test_processes import db, flow_config, four, log_lines, sigterm_at_gate
+from tests.acceptance.test_processes import flow_config, four, log_lines, sigterm_at_gate
+from tests.support import connected
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
@@ -27,7 +28,7 @@ def many(count: int) -> list[dict[str, object]]:
 
 
 def step_rows(url: str) -> dict[tuple[str, str], str]:
-    with db(url).connect() as conn:
+    with connected(url) as conn:
         return {(str(r.run_id), r.name): r.status
                 for r in conn.execute(select(steps.c.run_id, steps.c.name, steps.c.status))}
 
@@ -49,7 +50,7 @@ def test_sigkill_during_group_commits_then_recovery_runs_no_success_step_twice(s
     assert durable and len(durable) < RUNS * 4  # killed in the middle of the work
     procs.ok(procs.run(tmp_path, config, "reconcile", now=clock.at(300)))
     procs.ok(procs.run(tmp_path, config, "work", "--until-idle", "--concurrency", "4", now=clock.at(301)))
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         assert Counter(conn.execute(select(runs.c.status)).scalars()) == {"SUCCESS": RUNS}
     lines = log_lines(tmp_path)
     starts = Counter((line[1], line[2]) for line in lines if line[0] == "start")
@@ -68,7 +69,7 @@ def test_sigterm_hands_back_every_run_in_flight_at_its_next_boundary(sqlite_url:
     procs.wait_for(lambda: len({line[1] for line in log_lines(tmp_path) if line[:1] == ["start"]
                                 and line[2] == "TWO"}) == 4, what="four runs to be inside TWO at once")
     sigterm_at_gate(worker, tmp_path, "work.log")
-    with db(sqlite_url).connect() as conn:
+    with connected(sqlite_url) as conn:
         rows = conn.execute(select(runs.c.status, runs.c.lease_owner)).all()
     assert [tuple(r) for r in rows] == [("QUEUED", None)] * 4
     done = Counter((name, status) for (_, name), status in step_rows(sqlite_url).items())
