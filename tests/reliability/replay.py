@@ -111,6 +111,7 @@ def stretched_history(root: Path, scale: int = SCALE) -> tuple[Path, list[tuple[
             line = match.group(1) + str(stamp).encode() + match.group(3) + b"\n"
         importer.stdin.write(line)
     importer.stdin.close()
+    exporter.stdout.close()  # read to its end: the export is over
     assert exporter.wait() == 0 and importer.wait() == 0
     chain = git(target, "log", "--first-parent", "--reverse", "--format=%H %ct", "main").split("\n")
     return target, [(sha, int(ct)) for sha, ct in (row.split() for row in chain if row)]

@@ -47,14 +47,15 @@ def test_a_kill_during_the_write_leaves_the_old_file_and_a_finished_write_the_ne
                 os.kill(proc.pid, signal.SIGKILL)
                 killed_mid_write += 1
                 break
-        proc.wait(timeout=60)
+        proc.communicate(timeout=60)
         assert path.read_bytes() == before
         # what a kill leaves is one temporary file of a fixed name, which the next write replaces
         assert [p.name for p in tmp_path.glob("*.draft")] == [".reportflow.toml.draft"]
     assert killed_mid_write == 3  # every kill landed while the temporary copy existed
 
     done = start(path)
-    assert done.wait(timeout=120) == 0, done.stderr.read() if done.stderr else ""
+    _, err = done.communicate(timeout=120)
+    assert done.returncode == 0, err
     after = path.read_bytes()
     assert after.startswith(before) and after[len(before):].startswith(BLOCK_START)
     assert not list(tmp_path.glob("*.draft")) and not (tmp_path / "state.db").exists()
@@ -89,7 +90,8 @@ def test_two_writers_at_once_take_turns_and_both_land(tmp_path: Path) -> None:
     finally:
         os.close(folder)
     for proc in procs:
-        assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
     after = path.read_bytes()
     assert after.startswith(before)
     added = after[len(before):].decode()
