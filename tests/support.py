@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,9 @@ from engine.plugins.workflow_registry import Registry, load_registry
 from engine.runtime import Runtime
 from engine.store import database
 from engine.store.handle import Store
+
+if TYPE_CHECKING:
+    from engine.execution.worker import Worker
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "engine.cli"]
@@ -190,3 +193,11 @@ def run_cli_modules(*args: str, cwd: Path, env: Mapping[str, str] | None = None,
     proc = subprocess.run([sys.executable, "-c", MODULES_WRAPPER, *args], capture_output=True, text=True, cwd=cwd,
                           env=full_env, timeout=timeout)
     return proc, set(out.read_text().split())
+
+
+def drain(worker: Worker) -> list[RunStatus]:
+    """Run ``worker`` until nothing is left to claim; each run's status, in the order they ended."""
+    done = []
+    while (outcome := worker.run_one()) is not None:
+        done.append(outcome.status)
+    return done

@@ -23,7 +23,7 @@ from engine.scheduling import tick
 from engine.store import pruning, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
-from tests.support import ManualRuntime, RuntimeFactory
+from tests.support import ManualRuntime, RuntimeFactory, drain
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 
@@ -56,13 +56,6 @@ def rows_of(rt: Runtime) -> dict[str, Row[Any]]:
 def work_lines(tmp_path: Path) -> list[str]:
     log = tmp_path / "family.log"
     return [line.split()[2] for line in log.read_text().splitlines() if line.startswith("work")] if log.exists() else []
-
-
-def drain(worker: Worker) -> list[RunStatus]:
-    done = []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
 
 
 def test_parent_waits_without_a_lease_and_its_fan_in_reads_every_child(store_url: str, tmp_path: Path,

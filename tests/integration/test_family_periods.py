@@ -32,7 +32,7 @@ from engine.scheduling import definitions, tick
 from engine.store import instances, run_rows
 from engine.store.tables import runs
 from tests.flows.family import FAN_CHILD, FAN_PARENT
-from tests.support import make_runtime
+from tests.support import drain, make_runtime
 
 T0 = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 P = "2026-09-29T10:00Z"  # the period of the first scheduled slot after T0
@@ -75,13 +75,6 @@ def rows_of(rt) -> dict[str, Any]:  # type: ignore[no-untyped-def]
 
 def children(rt) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return {k.rpartition("/")[2]: r for k, r in rows_of(rt).items() if r.parent_id is not None}
-
-
-def drain(worker: Worker) -> list[RunStatus]:
-    done = []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
 
 
 def work_runs(tmp_path: Path) -> list[int]:

@@ -25,7 +25,7 @@ from engine.store import outbox, run_rows
 from tests.fakes.fake_notion import FakeNotion
 from tests.fakes.fake_ollama import FakeOllama
 from tests.fakes.gitrepo import make_repo
-from tests.support import make_runtime
+from tests.support import drain, make_runtime
 from workflows import team_report
 
 SEOUL = ZoneInfo("Asia/Seoul")
@@ -53,13 +53,6 @@ def team_runtime(url: str, tmp_path: Path, **sections: Any):  # type: ignore[no-
     definitions.apply(rt)
     rt.clock.set(NOW)
     return rt
-
-
-def drain(worker: Worker) -> list[RunStatus]:
-    done = []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
 
 
 def test_a_team_report_has_a_summary_and_a_section_per_project(store_url: str, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from engine.store import outbox
 from engine.web.app import create_app
 from tests.fakes.gitrepo import make_repo
 from tests.integration.test_web import Site, build_site
-from tests.support import make_runtime
+from tests.support import drain, make_runtime
 from workflows import team_report
 
 with warnings.catch_warnings():
@@ -43,13 +43,6 @@ DAY = datetime(2026, 9, 29, 11, 0, tzinfo=SEOUL)
 
 def client(rt: Runtime) -> TestClient:
     return TestClient(create_app(rt, token=None), base_url="http://127.0.0.1:8321", follow_redirects=False)
-
-
-def drain(rt: Runtime) -> list[RunStatus]:
-    worker, done = Worker(rt, "w"), []
-    while (outcome := worker.run_one()) is not None:
-        done.append(outcome.status)
-    return done
 
 
 def team_site(url: str, tmp_path: Path) -> tuple[Runtime, int]:
@@ -69,10 +62,10 @@ def team_site(url: str, tmp_path: Path) -> tuple[Runtime, int]:
     rt.clock.set(NOW)  # type: ignore[attr-defined]
     shutil.move(tmp_path / "web", tmp_path / "web-away")
     run_id = actions.trigger(rt, "core-daily", day=date(2026, 9, 29)).run_id
-    drain(rt)
+    drain(Worker(rt, "w"))
     shutil.move(tmp_path / "web-away", tmp_path / "web")
     actions.retry(rt, run_id)
-    assert drain(rt) == [RunStatus.SUCCESS, RunStatus.SUCCESS]  # the web child, then the report again
+    assert drain(Worker(rt, "w")) == [RunStatus.SUCCESS, RunStatus.SUCCESS]  # the web child, then the report again
     return rt, run_id
 
 
@@ -245,7 +238,7 @@ def test_a_monthly_and_a_sprint_schedule_show_their_periods(sqlite_url: str, tmp
     rt.clock.set(datetime(2026, 11, 3, tzinfo=UTC))
     monthly = actions.trigger(rt, "shop-monthly", day=date(2026, 10, 15)).run_id
     sprint = actions.trigger(rt, "shop-sprint", day=date(2026, 10, 15)).run_id
-    assert drain(rt) == [RunStatus.SUCCESS, RunStatus.SUCCESS]
+    assert drain(Worker(rt, "w")) == [RunStatus.SUCCESS, RunStatus.SUCCESS]
     c = client(rt)
     month_page = c.get("/schedules/shop-monthly?month=2026-10").text
     cell = day_cell(month_page, "2026-10-01")
