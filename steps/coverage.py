@@ -41,7 +41,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from engine.core import errors
-from engine.core.models import Mark, MarkLine
+from engine.core.mark_lines import Mark, MarkLine
 from engine.core.period_fates import Fate, PeriodFate
 
 Heads = dict[str, str]

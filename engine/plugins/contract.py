@@ -37,7 +37,8 @@ import typing_extensions
 from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
-from engine.core.models import Mark, MarkLine, PeriodKind, RunStatus, StepStatus
+from engine.core.mark_lines import Mark, MarkLine
+from engine.core.models import PeriodKind, RunStatus, StepStatus
 from engine.core.period_fates import PeriodFate
 from engine.plugins import retrying
 
