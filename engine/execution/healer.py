@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, healing, logs, redact
-from engine.core.audit_events import SYSTEM_RECONCILER
+from engine.core.audit import SYSTEM_RECONCILER
 from engine.core.healing import HealAction
 from engine.core.models import AttemptTrigger, ProviderWait, Run, RunStatus
 from engine.core.reports import HealReport

@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts, calendars, errors, logs, policies, reports, stuck
-from engine.core.audit_events import SYSTEM_RECONCILER
+from engine.core.audit import SYSTEM_RECONCILER
 from engine.core.clock import format_instant
 from engine.core.models import Run, RunStatus
 from engine.core.schedule_spec import Criticality

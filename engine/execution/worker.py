@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs, policies
-from engine.core.audit_events import SYSTEM_RECONCILER
+from engine.core.audit import SYSTEM_RECONCILER
 from engine.core.models import FAILURE_STATUSES, AttemptOutcome, AttemptTrigger, NewRun, Run, RunStatus, StepStatus
 from engine.core.run_end import RunEnd, RunOutcome
 from engine.core.schedule_spec import Schedule

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from engine.core import calendars, dependencies, errors, inputs, policies, retention, revisions
-from engine.core.audit_events import AuditEvent
+from engine.core.audit import AuditEvent
 from engine.core.cron import timetable
 from engine.core.models import PeriodKind, Run, RunStatus
 from engine.core.schedule_spec import Schedule, Sprint

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.core import errors, inputs, limits
-from engine.core.audit_events import AuditEvent
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
 from engine.core.models import Run, RunStatus
 from engine.read import calendar_view

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs, run_counts
-from engine.core.audit_events import AuditEvent
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
 from engine.core.cron import timetable, validate
 from engine.core.models import HELD_BY_DISABLED, AttemptOutcome, RunStatus

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts, calendars, dependencies, errors, logs, policies, reports
-from engine.core.audit_events import SYSTEM_SCHEDULER
+from engine.core.audit import SYSTEM_SCHEDULER
 from engine.core.clock import format_instant
 from engine.core.models import NewRun, PeriodKind, RunStatus, RunTrigger
 from engine.core.schedule_spec import Schedule, ScheduleSpec

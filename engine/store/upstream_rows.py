@@ -22,7 +22,7 @@ from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts, dependencies, transitions
-from engine.core.audit_events import SYSTEM_SCHEDULER
+from engine.core.audit import SYSTEM_SCHEDULER
 from engine.core.clock import format_instant
 from engine.core.models import TERMINAL_STATUSES, AttemptOutcome, Run, RunStatus, SlotReason
 from engine.core.run_end import RunEnd
