@@ -24,8 +24,9 @@ from rich.table import Table
 from engine.cli import output
 from engine.cli.output import console, json_out, say, shown, status, warn
 from engine.core import dependencies, healing
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Run, RunTrigger
+from engine.core.models import Run, RunTrigger
 from engine.plugins.contract import WorkflowDef
 from engine.read import views
 

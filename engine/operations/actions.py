@@ -26,9 +26,9 @@ from engine.core.models import (
     Run,
     RunStatus,
     RunTrigger,
-    Schedule,
 )
 from engine.core.run_end import RunEnd
+from engine.core.schedule_spec import Schedule
 from engine.operations import family_actions
 from engine.runtime import Runtime
 from engine.scheduling import new_runs

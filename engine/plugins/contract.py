@@ -37,8 +37,9 @@ import typing_extensions
 from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
-from engine.core.models import Mark, MarkLine, PeriodKind, RunStatus, StepStatus
+from engine.core.models import PeriodKind, RunStatus, StepStatus
 from engine.core.period_fates import PeriodFate
+from engine.core.timeline_marks import Mark, MarkLine
 from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)

@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from engine.core import errors, inputs, limits
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Run, RunStatus
+from engine.core.models import Run, RunStatus
 from engine.read import calendar_view
 from engine.runtime import Runtime
 from engine.store import calendar_rows, families, health_rows, history_rows, run_rows, schedule_rows

@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 from engine.config import durations
 from engine.core import calendars, dependencies, error_codes, healing, policies
 from engine.core.clock import format_instant
-from engine.core.models import Run, Schedule, StepStatus
+from engine.core.models import Run, StepStatus
+from engine.core.schedule_spec import Schedule
 from engine.plugins.contract import WorkflowDef
 
 

@@ -30,7 +30,8 @@ from sqlalchemy import (
 )
 
 from engine.core import alerts
-from engine.core.models import CLAIMABLE_STATUSES, BackupStatus, RunStatus, RunTrigger, StepStatus
+from engine.core.backup_slots import BackupStatus
+from engine.core.models import CLAIMABLE_STATUSES, RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
@@ -101,7 +102,7 @@ runs = Table(
     Column("status", String(20), nullable=False),
     Column("reason", String(32)),
     Column("priority", Integer, nullable=False),  # the trigger's (core.models.PRIORITY)
-    # The schedule's (core.models.SCHEDULE_RANK): set at creation, followed by runs not started (SPEC §18).
+    # The schedule's (core.schedule_spec.SCHEDULE_RANK): set at creation, followed by runs not started (SPEC §18).
     Column("schedule_priority", Integer, nullable=False, server_default=text("20")),
     Column("not_before", UTCDateTime),
     Column("pinned", JSON, nullable=False),

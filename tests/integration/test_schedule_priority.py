@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event
 
 from engine.core.clock import ManualClock
-from engine.core.models import SchedulePriority
+from engine.core.schedule_spec import SchedulePriority
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.runtime import Runtime

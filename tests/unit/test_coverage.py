@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.core.models import Mark
 from engine.core.period_fates import Fate, PeriodFate
+from engine.core.timeline_marks import Mark
 from engine.plugins.contract import MemoryMarks
 from steps import coverage
 
