@@ -145,6 +145,14 @@ def _forge_api(value: str) -> str:
     return value.rstrip("/")
 
 
+def _forge_path(value: str) -> str:
+    """A repository's path on its forge: ``owner/name`` (GitLab: ``group/sub/name``), no ``.`` or ``..`` part."""
+    parts = value.split("/")
+    if value and (len(parts) < 2 or any(not re.fullmatch(r"[A-Za-z0-9._-]+", p) or p in (".", "..") for p in parts)):
+        raise ValueError("must be the repository's path on the forge, e.g. acme/shop")
+    return value
+
+
 class ForgeSettings(Strict):
     """``[[projects]] forge``: the forge whose merged pull requests and closed issues a report holds (layout 6).
     A field left out is derived from ``origin``: the kind from its host, the API from the kind, the repository from
@@ -152,7 +160,7 @@ class ForgeSettings(Strict):
 
     kind: Literal["github", "gitlab", "gitea", "forgejo"] | None = None
     api: Annotated[str, AfterValidator(_forge_api)] = ""
-    repository: Annotated[str, Field(pattern=r"^$|^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$", max_length=300)] = ""
+    repository: Annotated[str, AfterValidator(_forge_path), Field(max_length=300)] = ""
     token_env: Annotated[str, Field(pattern=r"^$|^[A-Za-z_][A-Za-z0-9_]*$")] = ""
     # Each request ends within it, its answer included.
     timeout: Duration = timedelta(seconds=20)
