@@ -15,8 +15,9 @@
   ``Retry-After``): the hold is one slot whose interval is the wait, so every process's next request waits for
   it too. A reset further than ``MAX_RATE_WAIT_S`` away is not waited for: the view is missing, rate-limited.
 - Failures are ``ForgeError``s carrying a ``ForgeMissing`` (the report's one line); 5xx answers and dropped
-  connections are tried again a few times within a short budget (``engine.plugins.retrying``). No message
-  holds the token.
+  connections are tried again a few times within a short budget (``engine.plugins.retrying``); a request that
+  ran out its deadline is not (a forge that slow is down for this report), and a reading sends at most
+  ``MAX_REQUESTS``, so the forge can hold the step only so long. No message holds the token.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ MAX_BYTES = 8 * 1024 * 1024
 #: Requests of one limit are at least this far apart across every process (GitHub asks for no more than
 #: 900 REST points a minute; a report asks a handful).
 REQUEST_INTERVAL = timedelta(milliseconds=100)
-#: The longest rate-limit reset waited for inside the step; further away, the view is missing.
+#: The longest the step waits for rate-limit resets, all requests together; a reset further away leaves the view
+#: missing (the engine's shared-limit skew guard, ``pacing.MAX_AHEAD``, is 5 minutes).
 MAX_RATE_WAIT_S = 60.0
+#: Requests one reading sends at most, tries again included: with each request's deadline, this bounds how long
+#: the forge can hold COLLECT_GIT (a reading asks 2 listings and a page of reviews per pull request).
+MAX_REQUESTS = 50
 #: A rate-limit answer without a reset or a ``Retry-After``: GitHub asks to wait at least a minute.
 DEFAULT_RATE_WAIT_S = 60.0
 #: Rate-limit answers waited out for one request before it gives up.
@@ -145,7 +150,7 @@ class ForgeClient:
         self._headers = auth_headers(target.kind, token)
         self._http, self._cache, self._pace, self._sleep = http, cache, pace, sleep
         self._limit = limit_name(target.api, token)
-        self._max_rate_wait_s = max_rate_wait_s
+        self._rate_wait_left_s = max_rate_wait_s
         self._origin = _origin(target.api)
         #: Requests sent and answers taken from the cache (a ``304``), for the log line.
         self.sent = self.cached = 0
@@ -164,8 +169,9 @@ class ForgeClient:
                                      retryable=lambda exc: isinstance(exc, ForgeError) and exc.transient,
                                      max_attempts=ATTEMPTS, initial_s=1.0, max_wait_s=4.0)
             except _RateLimited as limited:
-                if limited.wait_s > self._max_rate_wait_s:
+                if limited.wait_s > self._rate_wait_left_s:
                     raise ForgeError("rate_limited", limited.until) from None
+                self._rate_wait_left_s -= limited.wait_s
                 self._hold(limited.wait_s)
                 last = limited.until
         raise ForgeError("rate_limited", last)
@@ -185,6 +191,8 @@ class ForgeClient:
         self._pace(self._limit, timedelta(seconds=max(wait_s, REQUEST_INTERVAL.total_seconds())))
 
     def _once(self, url: str) -> Page:
+        if self.sent >= MAX_REQUESTS:
+            raise ForgeError("unavailable", f"more than {MAX_REQUESTS} requests")
         self._pace(self._limit, REQUEST_INTERVAL)
         kept = self._cache.get(url)
         headers = dict(self._headers)
@@ -196,7 +204,7 @@ class ForgeClient:
         except http_deadline.ResponseTooLarge as exc:
             raise ForgeError("too_large", f"{exc.limit:,} bytes") from None
         except httpx.TimeoutException:
-            raise ForgeError("unavailable", "no answer in time", transient=True) from None
+            raise ForgeError("unavailable", "no answer in time") from None
         except httpx.TransportError as exc:
             raise ForgeError("unavailable", type(exc).__name__, transient=True) from None
         status = answer.status_code
@@ -223,7 +231,7 @@ class ForgeClient:
         if etag:
             self._cache.put(url, Cached(etag, paging, body))
         reset = _exhausted(answer)
-        if reset is not None and reset.wait_s <= self._max_rate_wait_s:
+        if reset is not None and reset.wait_s <= self._rate_wait_left_s:
             self._hold(reset.wait_s)  # the quota is spent: the next request of every process waits for the reset
         return Page(body, self._next(url, paging))
 

@@ -31,9 +31,10 @@ from steps.forge_api import ForgeClient, ForgeError
 from steps.forge_model import ClosedIssue, ForgeView, PullRequest
 
 #: Pages of one listing read at most, and entries asked per page.
-MAX_PAGES, PER_PAGE = 10, 50
-#: Pull requests whose reviews are read (the newest merged; the rest are listed without reviewers).
-MAX_DETAILED = 40
+MAX_PAGES, PER_PAGE = 5, 50
+#: Pull requests whose reviews (a page of 100, rarely two) are read: the newest merged; the rest are listed
+#: without reviewers. With the listings, a reading stays under ``forge_api.MAX_REQUESTS``.
+MAX_DETAILED = 25
 #: A pull request merged this long before the range began may still have landed in it (a clone fetched late).
 LIST_SLACK = timedelta(days=2)
 #: Bounds of what is kept of the forge's text.
@@ -97,10 +98,10 @@ def _github_pulls(client: ForgeClient, span: Span) -> tuple[list[PullRequest], b
     for index, entry in enumerate(landed):
         author = _login(entry.get("user"))
         reviews: list[Mapping[str, Any]] = []
-        if index < MAX_DETAILED:
+        if index < MAX_DETAILED:  # the newest first
             number = _number(entry, "number")
-            review_params: dict[str, str | int] = {"limit": PER_PAGE} if gitea else {"per_page": 100}
-            for page in client.pages(client.url(f"{base}/pulls/{number}/reviews", review_params), max_pages=3):
+            review_params: dict[str, str | int] = {"limit": 100} if gitea else {"per_page": 100}
+            for page in client.pages(client.url(f"{base}/pulls/{number}/reviews", review_params), max_pages=2):
                 reviews += [r for r in (page.body if isinstance(page.body, list) else []) if isinstance(r, Mapping)]
         reviewers, approvals = _verdicts(reviews, author)
         out.append(PullRequest(

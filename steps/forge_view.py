@@ -36,7 +36,7 @@ class ForgeSource:
     api: str = ""
     repository: str = ""
     token_env: str = ""
-    deadline_s: float = 20.0
+    deadline_s: float = 10.0
     cache_dir: Path | None = None
 
     def target(self, web: str | None) -> forge_api.ForgeTarget | None:

@@ -162,8 +162,8 @@ class ForgeSettings(Strict):
     api: Annotated[str, AfterValidator(_forge_api)] = ""
     repository: Annotated[str, AfterValidator(_forge_path), Field(max_length=300)] = ""
     token_env: Annotated[str, Field(pattern=r"^$|^[A-Za-z_][A-Za-z0-9_]*$")] = ""
-    # Each request ends within it, its answer included.
-    timeout: Duration = timedelta(seconds=20)
+    # Each request ends within it, its answer included (a reading sends at most 50: ``forge_api.MAX_REQUESTS``).
+    timeout: Duration = timedelta(seconds=10)
     # The ETag cache (``steps.forge_cache``), resolved against the config's folder.
     cache_dir: Annotated[Path, AfterValidator(_check_path_text)] = Path(".reportflow/forge-cache")
 

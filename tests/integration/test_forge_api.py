@@ -217,3 +217,13 @@ def test_the_token_is_in_no_log_line_and_no_view(caplog: pytest.LogCaptureFixtur
         read = gather(forge)
     assert "ghp_CANARY" not in caplog.text + refused.model_dump_json() + read.model_dump_json()
     assert "forge_not_read" in caplog.text and "forge_read" in caplog.text
+
+
+def test_rate_limit_waits_are_bounded_for_the_whole_reading() -> None:
+    clock = ManualClock(NOW)
+    with FakeForge("github") as forge:
+        seed(forge)
+        forge.rate_limit_next(2, reset_in_s=40)  # each wait fits alone; together they pass the step's patience
+        view = gather(forge, clock=clock)
+    assert view.missing is not None and view.missing.reason == "rate_limited"
+    assert timedelta(seconds=39) <= clock.now() - NOW <= timedelta(seconds=forge_api.MAX_RATE_WAIT_S)
