@@ -103,8 +103,8 @@ def target_of(kind: ForgeKind | None, api: str, repository: str, web: str | None
     if kind is None or not path:
         return None
     if not api:
-        if parts is None or not parts.hostname:
-            return None
+        if parts is None or not parts.hostname:  # no origin: only GitHub has one well-known API
+            return ForgeTarget(kind, "https://api.github.com", path) if kind == "github" else None
         host = parts.hostname.lower()
         api = {"github": "https://api.github.com" if host in ("github.com", "www.github.com")
                else f"https://{host}/api/v3", "gitlab": f"https://{host}/api/v4",

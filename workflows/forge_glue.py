@@ -12,8 +12,8 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
-from engine.core import inputs
-from engine.plugins.contract import StepContext, StepResult
+from engine.core import errors, inputs
+from engine.plugins.contract import Finding, StepContext, StepResult
 from workflows.report_pins import ReportPins
 from workflows.report_settings import ForgeSettings, ProjectSettings
 
@@ -49,3 +49,27 @@ def with_forge_view(ctx: StepContext, pinned: ReportPins, project: ProjectSettin
     shas = [c.sha for c in [*out.commits, *out.arrived_late]] + [m.sha for m in out.merges or []]
     view = forge_view.gather(source, web, token, forge_view.span_of(start, end, shas), pace=ctx.pace, sleep=ctx.sleep)
     return dataclasses.replace(result, output=out.model_copy(update={"forge_view": view}))
+
+
+def check(project: ProjectSettings) -> list[Finding]:
+    """``doctor``'s line for a project with ``forge``: which repository on which API is asked, with the token of
+    which variable; a problem when no repository can be told or the variable is not set (no request is sent)."""
+    from steps import git_repo
+
+    if project.forge is None:
+        return []
+    source = source_of(project.forge)
+    try:
+        web = git_repo.forge(project.repo)
+    except errors.StepError:  # no repository there: check_project says so
+        web = None
+    target = source.target(web)
+    where = f"project {project.key}: forge"
+    if target is None:
+        return [Finding("forge", f"{where}: origin names no forge repository: set forge.kind, forge.api and "
+                                 "forge.repository", problem=True)]
+    variable = source.token_variable(web)
+    if not os.environ.get(variable):
+        return [Finding("forge", f"{where}: the environment variable {variable} (forge.token_env) is not set: "
+                                 "reports will say the forge was not read", problem=True)]
+    return [Finding("forge", f"{where}: {target.kind} {target.repository} at {target.api}, token in {variable}")]

@@ -255,3 +255,18 @@ def test_a_model_citing_an_unlisted_pull_request_is_repaired_then_replaced() -> 
     failed = generate(report_input(), CitingWriter([wrong, wrong]), num_ctx=8192, options={})
     assert failed.grounding is not None and failed.grounding["verdict"] == "fallback"
     assert "#77" not in failed.text
+
+
+def test_doctor_names_the_forge_and_the_token_s_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workflows import forge_glue
+
+    settings = report_settings.load({"projects": [
+        {"key": "shop", "repo": str(tmp_path), "forge": {"kind": "github", "repository": "acme/shop"}}]}, tmp_path)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    [missing] = forge_glue.check(settings.project("shop"))
+    assert missing.problem and "GITHUB_TOKEN (forge.token_env) is not set" in missing.message
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_doctor_secret")
+    [found] = forge_glue.check(settings.project("shop"))
+    assert not found.problem and found.message == (
+        "project shop: forge: github acme/shop at https://api.github.com, token in GITHUB_TOKEN")
+    assert "ghp_doctor_secret" not in found.message
