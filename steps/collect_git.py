@@ -53,6 +53,7 @@ from pydantic import BaseModel
 
 from engine.core import errors, logs
 from steps import excluded_files, git_history, git_log, git_range, git_repo
+from steps.forge_model import ForgeView
 from steps.git_log import CommitInfo, GitFailure
 from steps.report_model import InProgress, LastWeek, Merge
 
@@ -120,6 +121,9 @@ class CollectOutput(BaseModel):
     merges: list[Merge] | None = None
     #: Work on branches not merged yet (layout 5, ``steps.wip_git``); None when not gathered.
     in_progress: list[InProgress] | None = None
+    #: What the forge says of the range (layout 6, ``steps.forge_view``); None when not gathered. Kept here so a
+    #: retry of the later steps shows the same titles and reviewers.
+    forge_view: ForgeView | None = None
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -125,6 +126,48 @@ class NotionSettings(Strict):
         return self
 
 
+#: A loopback address may be asked over plain http (a proxy or a test server on this node); any other only over
+#: https, since every request carries the token.
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _forge_api(value: str) -> str:
+    """A forge API's base address: https (http only on a loopback address), no credentials in it."""
+    if not value:
+        return value
+    parts = urllib.parse.urlsplit(http_host(value))
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an address with its scheme, e.g. https://git.example.com/api/v4")
+    if parts.username or parts.password:
+        raise ValueError("must hold no user or password: the token comes from the variable token_env names")
+    if parts.scheme.lower() != "https" and parts.hostname not in _LOOPBACK:
+        raise ValueError("must be an https:// address (http:// only on a loopback address): it carries the token")
+    return value.rstrip("/")
+
+
+def _forge_path(value: str) -> str:
+    """A repository's path on its forge: ``owner/name`` (GitLab: ``group/sub/name``), no ``.`` or ``..`` part."""
+    parts = value.split("/")
+    if value and (len(parts) < 2 or any(not re.fullmatch(r"[A-Za-z0-9._-]+", p) or p in (".", "..") for p in parts)):
+        raise ValueError("must be the repository's path on the forge, e.g. acme/shop")
+    return value
+
+
+class ForgeSettings(Strict):
+    """``[[projects]] forge``: the forge whose merged pull requests and closed issues a report holds (layout 6).
+    A field left out is derived from ``origin``: the kind from its host, the API from the kind, the repository from
+    its path, the token's variable from the kind (``GITHUB_TOKEN``, ``GITLAB_TOKEN``, ``GITEA_TOKEN``)."""
+
+    kind: Literal["github", "gitlab", "gitea", "forgejo"] | None = None
+    api: Annotated[str, AfterValidator(_forge_api)] = ""
+    repository: Annotated[str, AfterValidator(_forge_path), Field(max_length=300)] = ""
+    token_env: Annotated[str, Field(pattern=r"^$|^[A-Za-z_][A-Za-z0-9_]*$")] = ""
+    # Each request ends within it, its answer included (a reading sends at most 50: ``forge_api.MAX_REQUESTS``).
+    timeout: Duration = timedelta(seconds=10)
+    # The ETag cache (``steps.forge_cache``), resolved against the config's folder.
+    cache_dir: Annotated[Path, AfterValidator(_check_path_text)] = Path(".reportflow/forge-cache")
+
+
 def _folder(value: str) -> str:
     from steps import subprojects
 
@@ -157,6 +200,8 @@ class ProjectSettings(Strict):
     # A sub-project: folders of the repository it keeps (and leaves out), e.g. ["services/api/"] (``steps.subprojects``).
     paths: list[Annotated[str, AfterValidator(_folder)]] = []
     exclude_paths: list[Annotated[str, AfterValidator(_folder)]] = []
+    # The forge's view (``ForgeSettings``): none unless set; ``forge = {}`` derives everything from origin.
+    forge: ForgeSettings | None = None
 
 
 class ReportSettings(Strict):
@@ -207,7 +252,8 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
                                    f"'{settings.reports.language}' needs prompt_version = \"v2\"",
                                    key="llm.prompt_version")
     reports = settings.reports.model_copy(update={"dir": reports_dir(settings.reports.dir, base_dir)})
-    projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
+    projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve(), "forge": forge_resolved(p.forge, base_dir, i)})
+                for i, p in enumerate(settings.projects)]
     attributions = {f"{s.get('workflow')}:{s.get('project')}": s["attribution"] for s in raw.get("schedules", [])
                     if isinstance(s, Mapping) and s.get("attribution") in ("landed", "authored")}
     llm = settings.llm
@@ -231,6 +277,16 @@ def reports_dir(given: Path, base_dir: Path) -> Path:
     return defaults.output_dir(given, base_dir, key="reports.dir", meant_for="reports")
 
 
+def forge_resolved(forge: ForgeSettings | None, base_dir: Path, index: int) -> ForgeSettings | None:
+    """A project's ``forge`` with its cache folder resolved against the config's folder (``defaults.output_dir``:
+    ConfigInvalid when unsafe)."""
+    if forge is None:
+        return None
+    folder = defaults.output_dir(forge.cache_dir, base_dir, key=f"projects[{index}].forge.cache_dir",
+                                 meant_for="the forge's cache")
+    return forge.model_copy(update={"cache_dir": folder})
+
+
 def check_project(settings: ReportSettings, key: str) -> None:
     settings.project(key)
 
@@ -245,8 +301,9 @@ TEXT_RULES = 4
 #: and a team report its sections per repository and person (issue 34); 4 counts well-known automation
 #: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry; 5 names a team file's
 #: period once (``team_report.TEAM_NAME_LAYOUT``), says which count the summary and the areas table
-#: give (``report_markdown.MAINLY_LAYOUT``) and groups the changes by kind (``steps.change_kinds``).
-LAYOUT = 5
+#: give (``report_markdown.MAINLY_LAYOUT``) and groups the changes by kind (``steps.change_kinds``); 6 reads the
+#: forge's view of a project with ``forge`` (merged pull requests, reviews, closed issues: ``steps.forge_markdown``).
+LAYOUT = 6
 
 
 def llm_pins(settings: ReportSettings) -> WriterPins:
