@@ -308,4 +308,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         files_root=report_glue.reports_root,
         draft_schedule=drafting.draft,
         providers=providers.providers,
+        delivery_step=delivery.DELIVER,
     )

@@ -261,7 +261,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         ),
         load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
         child_projects=lambda settings, key: settings.team_projects(key),
-        files_root=report_glue.reports_root, providers=providers.providers,
+        files_root=report_glue.reports_root, providers=providers.providers, delivery_step=delivery.DELIVER,
     )
 
 

@@ -571,6 +571,9 @@ class WorkflowDef:
     providers: Callable[[Any], tuple[Provider, ...]] = _no_providers
     #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
     projectless: bool = False
+    #: The step that sends its reports out through ``StepContext.deliveries``, if one: ``runs resend`` queues a run
+    #: again from it, once it has made the run's unconfirmed or failed deliveries PENDING.
+    delivery_step: str | None = None
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:
