@@ -27,8 +27,10 @@ SUMMARY_CHARS = 600
 PULL_REQUESTS = 10
 #: A short form's own ceiling, whatever the target allows.
 BODY_CHARS = 4000
-#: A merge commit's subject that names a pull (or merge) request: GitHub's ``#12``, GitLab's ``!12``.
-REQUEST = re.compile(r"(?<![\w/&#!\]])[#!](?P<number>[1-9][0-9]{0,8})\b")
+#: A merge commit's subject that names a pull request: ``Merge pull request #12 from …`` (GitHub, Gitea).
+PULL = re.compile(r"(?<![\w/&#!\]])#(?P<number>[1-9][0-9]{0,8})\b")
+#: GitLab's: ``See merge request group/project!12`` (its page is not ``#12``'s: listed without a link).
+MERGE_REQUEST = re.compile(r"merge request [\w./-]*!(?P<number>[1-9][0-9]{0,8})\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,12 @@ def pull_requests_of(merges: Sequence[Any] | None, link: Any | None = None) -> l
     found: dict[int, PullRequest] = {}
     for merge in merges or ():
         subject = str(getattr(merge, "subject", ""))
-        match = REQUEST.search(subject)
-        if match is not None:
+        if (match := PULL.search(subject)) is not None:
             number = int(match["number"])
             found.setdefault(number, PullRequest(number, subject, link(number) if link else None))
+        elif (match := MERGE_REQUEST.search(subject)) is not None:
+            number = int(match["number"])
+            found.setdefault(number, PullRequest(number, subject))
     return list(found.values())
 
 
