@@ -73,9 +73,9 @@ def pull_requests(ctx: StepContext[Any]) -> list[PullRequest]:
     return report_brief.pull_requests_of(collected.merges, ForgeLinks(ctx.pins(ReportPins).forge).reference)
 
 
-def deliver(ctx: StepContext[Any], *, team: bool = False) -> StepResult:
+def deliver_report(ctx: StepContext[Any], *, team: bool = False) -> StepResult:
     """DELIVER: the report's short form to each target of its ``[[deliveries]]``; SKIPPED when none."""
-    from steps import deliver as delivering
+    from steps import deliver
     from steps import report_brief
     from steps.report_model import ReportOutput
     from steps.save_markdown import SaveOutput
@@ -97,10 +97,10 @@ def deliver(ctx: StepContext[Any], *, team: bool = False) -> StepResult:
                                     page=page is not None and bool(page.url), update=kind is MessageKind.UPDATE,
                                     fallback=report.fallback is not None, pull_requests=found)
 
-    out = delivering.deliver(
+    out = deliver.deliver(
         ctx.deliveries, policies.base_key(ctx.workflow, ctx.project, ctx.business_key),
         report_brief.digest(report.text), targets_of(entries), brief, check_fence=ctx.check_fence, sleep=ctx.sleep,
-        settings=delivering.Settings(deadline_s=min(e.timeout for e in entries).total_seconds()),
+        settings=deliver.Settings(deadline_s=min(e.timeout for e in entries).total_seconds()),
         resend_hint=f"reportflow runs resend {ctx.run_id}")
     return StepResult(output=out)
 

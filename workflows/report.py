@@ -297,7 +297,7 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                      output_model="steps.save_markdown:SaveOutput"),
             StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
-            StepSpec(delivery.DELIVER, delivery.deliver, timeout_s=300, optional=True,
+            StepSpec(delivery.DELIVER, delivery.deliver_report, timeout_s=300, optional=True,
                      output_model="steps.deliver:DeliverOutput"),
         ),
         load_settings=report_settings.load,

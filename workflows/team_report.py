@@ -256,7 +256,7 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                      output_model="steps.save_markdown:SaveOutput"),
             StepSpec("UPLOAD_NOTION", partial(report.upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
-            StepSpec(delivery.DELIVER, partial(delivery.deliver, team=True), timeout_s=300, optional=True,
+            StepSpec(delivery.DELIVER, partial(delivery.deliver_report, team=True), timeout_s=300, optional=True,
                      output_model="steps.deliver:DeliverOutput"),
         ),
         load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
