@@ -122,8 +122,11 @@ def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
         if unknown:
             raise errors.ConfigInvalid(f"team '{team.key}' names projects without a [[projects]] entry: "
                                        f"{', '.join(unknown)}", key=f"{origin[0]}[{origin[1]}].projects")
+    # Any team of the file: a [[teams]] entry, or the project of a team schedule of whichever team workflow.
+    named = {t.key for t in teams} | {str(s.get("project")) for s in schedules if isinstance(schedules, list)
+                                      and isinstance(s, Mapping) and str(s.get("workflow", "")).startswith("team_")}
     for index, entry in enumerate(settings.deliveries):
-        if entry.team is not None and entry.team not in {t.key for t in teams}:
+        if entry.team is not None and entry.team not in named:
             raise errors.ConfigInvalid(f"no team '{entry.team}' ([[teams]], or a team schedule's project)",
                                        key=f"deliveries[{index}].team")
     return settings

@@ -168,6 +168,7 @@ class MemoryDeliveries:
         self._lock = threading.Lock()
 
     def begin(self, key: str, target: str, digest: str) -> SendPlan:
+        """Decide for ``target`` and keep the row (SENDING before a send)."""
         with self._lock:
             plan = decide_send(self.rows.get((key, target)), key=key, target=target, digest=digest,
                                run_id=self.run_id, now=self.clock.now())
@@ -176,6 +177,7 @@ class MemoryDeliveries:
             return plan
 
     def finish(self, key: str, target: str, attempt: int, outcome: SendOutcome) -> bool:
+        """Record how send ``attempt`` ended; False when the row is no longer that SENDING attempt."""
         with self._lock:
             row = self.rows.get((key, target))
             if row is None or row.state is not DeliveryState.SENDING or row.attempts != attempt:

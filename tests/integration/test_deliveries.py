@@ -215,3 +215,17 @@ def test_a_report_with_no_delivery_skips_the_step(sqlite_url: str, tmp_path: Pat
     assert run_once(rt).status is RunStatus.SUCCESS
     run = run_queries.get_run(rt, result.run_id)
     assert (run.steps[-1].name, run.steps[-1].status) == ("DELIVER", StepStatus.SKIPPED)
+
+
+def test_a_team_report_reaches_its_team_target_once(sqlite_url: str, tmp_path: Path, hook: webhook.Webhook,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.integration.test_team_report import drain, team_runtime
+
+    monkeypatch.setenv("RF_TEAM_CHAT", chat_url(hook))
+    rt = team_runtime(sqlite_url, tmp_path, deliveries=[{"team": "core", "to_env": ["RF_TEAM_CHAT"]},
+                                                        {"schedule": "core-daily", "to_env": ["RF_TEAM_CHAT"]}])
+    result = actions.trigger(rt, "core-daily", day=DAY)
+    assert drain(Worker(rt, "w"))[-1] is RunStatus.SUCCESS
+    (post,) = hook.received  # named by two entries, sent once
+    assert "core" in post.body["title"] and "2026-09-29" in post.body["title"]
+    assert delivered(rt, result.run_id) == {"RF_TEAM_CHAT": DeliveryState.SENT}
