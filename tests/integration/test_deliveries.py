@@ -136,6 +136,12 @@ def test_a_target_that_takes_the_message_and_drops_the_connection_gets_it_once(
     assert run.error_code == "DELIVERY_UNCONFIRMED"
     assert f"reportflow runs resend {result.run_id}" in (run.error_message or "")
     assert delivered(rt, result.run_id) == {"RF_CHAT": DeliveryState.UNCONFIRMED, "RF_MAIL": DeliveryState.UNCONFIRMED}
+    # The run's page lists each target, its state and the command that sends it again; never the URL.
+    from tests.integration.test_web_pages import client
+
+    page = client(rt).get(f"/runs/{result.run_id}").text
+    assert 'data-delivery="RF_MAIL"' in page and "UNCONFIRMED" in page
+    assert f"reportflow runs resend {result.run_id} --target RF_MAIL" in page and TOKEN not in page
     # Retried from DELIVER (by hand, or by anything else): still never sent again by itself.
     actions.retry(rt, result.run_id, from_step="DELIVER")
     assert run_once(rt).status is RunStatus.PARTIAL_SUCCESS

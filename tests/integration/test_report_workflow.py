@@ -150,7 +150,7 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
     assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
     run = show(rt, result.run_id)
     assert [a.from_step for a in run.attempts] == ["COLLECT_GIT", "UPLOAD_NOTION"]
-    assert [s.attempts for s in run.steps] == [1, 1, 1, 2]
+    assert [s.attempts for s in run.steps] == [1, 1, 1, 2, 1]  # DELIVER: skipped, no [[deliveries]]
 
 
 def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_path: Path,
