@@ -75,8 +75,7 @@ def pull_requests(ctx: StepContext[Any]) -> list[PullRequest]:
 
 def deliver_report(ctx: StepContext[Any], *, team: bool = False) -> StepResult:
     """DELIVER: the report's short form to each target of its ``[[deliveries]]``; SKIPPED when none."""
-    from steps import deliver
-    from steps import report_brief
+    from steps import deliver, report_brief
     from steps.report_model import ReportOutput
     from steps.save_markdown import SaveOutput
     from steps.upload_notion import UploadOutput
