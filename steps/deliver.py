@@ -100,6 +100,10 @@ def _once(book: DeliveryBook, key: str, digest: str, target: Target, brief: Call
     """One turn for one target: ask the ledger, send if it says so, record; a retryable ``StepError`` when the
     target clearly did not take the message and may later."""
     loaded = delivery_send.load(target)  # a wrong variable fails before the ledger is touched
+    limits = loaded.limits
+    # Both forms are made before the row is SENDING: nothing but the send itself may come between the two records.
+    messages: dict[MessageKind, Message] = {
+        kind: fit(brief(kind), title_chars=limits.title_chars, body_chars=limits.body_chars) for kind in MessageKind}
     plan = book.begin(key, target.name, digest)
     if plan.action is SendAction.DONE:
         return TargetOutcome(target=target.name, state=DeliveryState.SENT)
@@ -109,8 +113,7 @@ def _once(book: DeliveryBook, key: str, digest: str, target: Target, brief: Call
                              error=row.error if row is not None and row.error else
                              "an earlier send may have arrived: not sent again by itself")
     assert plan.row is not None and plan.kind is not None
-    limits = loaded.limits
-    message: Message = fit(brief(plan.kind), title_chars=limits.title_chars, body_chars=limits.body_chars)
+    message = messages[plan.kind]
     try:
         check_fence()  # a run taken over by another worker makes no send
     except BaseException:
