@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from engine.core import errors, inputs, policies
 from engine.core.models import PeriodKind
 from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import diagnose, drafting, forge_glue, providers, report_glue, report_settings
+from workflows import delivery, diagnose, drafting, forge_glue, providers, report_glue, report_settings
 from workflows.range_pins import RangePins
 from workflows.report_pins import ReportPins
 from workflows.report_settings import ReportSettings
@@ -298,6 +298,8 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                      output_model="steps.save_markdown:SaveOutput"),
             StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
+            StepSpec(delivery.DELIVER, delivery.deliver_report, timeout_s=300, optional=True,
+                     output_model="steps.deliver:DeliverOutput"),
         ),
         load_settings=report_settings.load,
         check_project=report_settings.check_project,
@@ -307,4 +309,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         files_root=report_glue.reports_root,
         draft_schedule=drafting.draft,
         providers=providers.providers,
+        delivery_step=delivery.DELIVER,
     )

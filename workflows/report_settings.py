@@ -204,11 +204,40 @@ class ProjectSettings(Strict):
     forge: ForgeSettings | None = None
 
 
+class DeliverySettings(Strict):
+    """A ``[[deliveries]]`` entry: the reports of one project, team or schedule sent to each target in ``to_env``.
+
+    Each name in ``to_env`` is an environment variable holding one Apprise URL (``slack://``, ``mailto://``...):
+    the URL carries a token, so it is read when a report is sent, never written in the file.
+    """
+
+    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
+    team: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
+    schedule: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    to_env: Annotated[list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]],
+                      Field(min_length=1)]
+    # One send's deadline (connect, write, answer): a target that dribbles its answer holds nothing longer.
+    timeout: Duration = timedelta(seconds=15)
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> DeliverySettings:
+        named = [name for name in ("project", "team", "schedule") if getattr(self, name) is not None]
+        if len(named) != 1:
+            raise ValueError("name exactly one of project, team or schedule (whose reports are sent)")
+        return self
+
+    def covers(self, *, project: str | None, team: str | None, schedule: str | None) -> bool:
+        """Whether this entry sends the reports of a run of ``project`` (or ``team``) by ``schedule``."""
+        return ((self.project is not None and self.project == project) or (self.team is not None and self.team == team)
+                or (self.schedule is not None and self.schedule == schedule))
+
+
 class ReportSettings(Strict):
     reports: ReportsSettings = ReportsSettings()
     llm: LlmSettings = LlmSettings()
     notion: NotionSettings = NotionSettings()
     projects: list[ProjectSettings] = []
+    deliveries: list[DeliverySettings] = []
     #: ``attribution`` of each report schedule that names one, by ``"{workflow}:{project}"``
     #: (one live schedule per workflow and project); read from ``[[schedules]]`` at load.
     attributions: dict[str, Literal["landed", "authored"]] = {}
@@ -224,7 +253,7 @@ class ReportSettings(Strict):
         raise errors.ConfigInvalid(f"no [[projects]] entry with key '{key}'")
 
 
-SECTIONS = ("reports", "llm", "notion", "projects")
+SECTIONS = ("reports", "llm", "notion", "projects", "deliveries")
 
 
 def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
@@ -251,6 +280,7 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
         raise errors.ConfigInvalid(f"prompt v1 asks for English only; reports.language = "
                                    f"'{settings.reports.language}' needs prompt_version = \"v2\"",
                                    key="llm.prompt_version")
+    check_deliveries(settings, raw)
     reports = settings.reports.model_copy(update={"dir": reports_dir(settings.reports.dir, base_dir)})
     projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve(), "forge": forge_resolved(p.forge, base_dir, i)})
                 for i, p in enumerate(settings.projects)]
@@ -264,6 +294,20 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
             raise errors.ConfigInvalid(f"{NODE_HOST_ENV}: {exc}", key="llm.host") from exc
     return settings.model_copy(update={"reports": reports, "projects": projects, "attributions": attributions,
                                        "llm": llm})
+
+
+def check_deliveries(settings: ReportSettings, raw: Mapping[str, Any]) -> None:
+    """Each ``[[deliveries]]`` entry names a project of the file, or a schedule of it (a team is checked by the team
+    workflow, which knows the teams); ConfigInvalid names the entry's key."""
+    known = {p.key for p in settings.projects}
+    schedules = {s.get("name") for s in raw.get("schedules", []) or [] if isinstance(s, Mapping)}
+    for index, entry in enumerate(settings.deliveries):
+        if entry.project is not None and entry.project not in known:
+            raise errors.ConfigInvalid(f"no [[projects]] entry with key '{entry.project}'",
+                                       key=f"deliveries[{index}].project")
+        if entry.schedule is not None and entry.schedule not in schedules:
+            raise errors.ConfigInvalid(f"no [[schedules]] entry named '{entry.schedule}'",
+                                       key=f"deliveries[{index}].schedule")
 
 
 #: The variable a node sets to name the model host its workers reach, over ``[llm] host`` (one shared file,

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from engine.core.deliveries import Delivery
 from engine.core.schedule_spec import SCHEDULE_RANK, SchedulePriority
 
 
@@ -261,6 +262,8 @@ class Run:
     children: tuple[Run, ...] = field(default=())  # loaded for ``runs show`` and the run page only
     schedule_enabled: bool | None = None  # None when the row was read without its schedule
     waits_for: ProviderWait | None = None  # loaded by the read side only (``runs list``, ``runs show``, the page)
+    # The report's deliveries (``[[deliveries]]``: one per target, shared by its revisions); ``runs show`` and the page.
+    deliveries: tuple[Delivery, ...] = field(default=())
     quiet: str | None = None  # why a run that succeeded wrote nothing ("no commits"); ``runs list`` only
     # The upstream periods it waits (or waited) for, ``(schedule, business key)``; ``upstream_until`` is set
     # only while it waits for them (SPEC §18).

@@ -29,7 +29,7 @@ from sqlalchemy import (
     text,
 )
 
-from engine.core import alerts
+from engine.core import alerts, deliveries
 from engine.core.backup_slots import BackupStatus
 from engine.core.models import CLAIMABLE_STATUSES, RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
@@ -325,6 +325,29 @@ backups_taken = Table(
     Column("size", BigInteger),  # a verified copy's size and sha256 when it was verified (migration 0015)
     Column("sha256", String(64)),
     CheckConstraint(sql_in("status", [s.value for s in BackupStatus]), name="status"),
+)
+
+# The at-most-once outbox of messages to the outside (``engine.core.deliveries``, ``engine.store.delivery_rows``):
+# one row per report key and target (a ``[[deliveries]]`` variable's name, never its URL), made SENDING and
+# committed before each send. Kept for ever, like marks: a row is what stops a report from being sent twice.
+deliveries_sent = Table(
+    "deliveries", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", String(255), nullable=False),
+    Column("target", String(128), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("sent_digest", String(64)),
+    Column("run_id", BigInteger),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("error", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("sent_at", UTCDateTime),
+    UniqueConstraint("key", "target"),
+    CheckConstraint(sql_in("state", [s.value for s in deliveries.DeliveryState]), name="state"),
+    CheckConstraint(sql_in("kind", [k.value for k in deliveries.MessageKind]), name="kind"),
+    Index("ix_deliveries_state", "state"),
 )
 
 # The partial indexes' condition on PostgreSQL, the same as their ``sqlite_where``. It is
