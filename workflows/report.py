@@ -227,7 +227,7 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "window_end_local": pinned.window_end_local,
         "heads": pinned.heads or {},
         # What the report holds (runs pinned with an attribution; absent before, so their re-runs write the same bytes).
-        **({"attribution": pinned.attribution, **taken.front(pinned)} if (taken := pinned.range) is not None else {}),
+        **({"attribution": pinned.attribution, **pinned.range_front(taken)} if (taken := pinned.range) is not None else {}),
         "provider": report.provider,
         "model": report.model,
         "model_digest": report.model_digest,
