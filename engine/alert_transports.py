@@ -24,12 +24,13 @@ import os
 import threading
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from prometheus_client import Counter
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 TIMEOUT_S = 5.0  # per read
 WEBHOOK_DEADLINE_S = 10.0  # the whole POST: connect, send, status line, headers, body
 APPRISE_DEADLINE_S = 15.0  # every Apprise URL of one event together
@@ -112,7 +113,7 @@ class AlertTransports:
         import apprise
 
         # Sequential and in the calling thread (no Apprise worker pool, whose threads would hold the
-        # process at exit after a timeout): the deadline is kept by ``_within``'s daemon thread instead.
+        # process at exit after a timeout): the deadline is kept by ``within``'s daemon thread instead.
         asset = apprise.AppriseAsset(http_redirects=False, async_mode=False, service_timeout=0)
         sender = apprise.Apprise(asset=asset)
         if not sender.add([u for u in urls.replace(",", " ").split() if u]):
@@ -123,7 +124,7 @@ class AlertTransports:
                                       notify_type=apprise.NotifyType(APPRISE_TYPES[severity])))
 
         try:
-            ok = _within(notify, self.apprise_deadline_s)
+            ok = within(notify, self.apprise_deadline_s)
         except TimeoutError:
             return f"no answer within {self.apprise_deadline_s:g}s"
         except Exception as exc:  # noqa: BLE001 - a plugin's own error is a failed send, never a crash
@@ -135,13 +136,14 @@ class AlertTransports:
         self.failures.labels(event=event).inc()
 
 
-def _within(fn: Callable[[], bool], deadline_s: float) -> bool:
+def within(fn: Callable[[], T], deadline_s: float) -> T:
     """``fn()`` in a daemon thread, waited for at most ``deadline_s`` (TimeoutError after).
 
-    For a library that owns its sockets (Apprise): a send past its deadline is left to end
-    on its own, and a daemon thread never holds the process at exit.
+    For a library that owns its sockets (Apprise: alerts here, report deliveries in
+    ``steps.delivery_send``): a send past its deadline is left to end on its own, and a daemon
+    thread never holds the process at exit.
     """
-    outcome: list[bool] = []
+    outcome: list[T] = []
     failure: list[BaseException] = []
 
     def run() -> None:

@@ -13,7 +13,8 @@ from engine.alert_transports import AlertTransports
 from engine.config.config_file import AppConfig
 from engine.core import policies
 from engine.core.clock import Clock
-from engine.core.models import PeriodKind, Schedule
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import Schedule
 from engine.plugins import workflow_registry
 from engine.plugins.contract import WorkflowDef
 from engine.plugins.workflow_registry import Registry

@@ -24,7 +24,7 @@ Contract (SPEC §6, §11, §13):
 - Excluded files: with ``exclude`` given (a list, maybe empty), a file is
   marked ``excluded`` when ``.gitattributes`` at ``head_sha`` sets
   ``linguist-generated`` or ``linguist-vendored`` on it, or when one of the
-  ``exclude`` globs matches it (``exclude_matches``). Marked files stay in the
+  ``exclude`` globs matches it (``steps.excluded_files``). Marked files stay in the
   output; the report leaves them out of its statistics. ``exclude=None``
   (runs pinned before exclusion existed) marks nothing.
 
@@ -41,7 +41,6 @@ window), ``GIT_COMMIT_NOT_FOUND`` (a pinned SHA absent even after a fetch).
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import math
 from collections.abc import Sequence
@@ -53,19 +52,15 @@ from typing import Literal
 from pydantic import BaseModel
 
 from engine.core import errors, logs
-from steps import git_history, git_log, git_range, git_repo
-from steps.git_log import CommitInfo, FileChange, GitFailure
+from steps import excluded_files, git_history, git_log, git_range, git_repo
+from steps.forge_model import ForgeView
+from steps.git_log import CommitInfo, GitFailure
 from steps.report_model import InProgress, LastWeek, Merge
 
-__all__ = ["CollectOutput", "CommitInfo", "FileChange", "WalkBounds", "collect", "collect_between"]
+__all__ = ["CollectOutput", "WalkBounds", "collect", "collect_between"]
 
 
 log = logging.getLogger(__name__)
-
-#: What GitHub Linguist (and so most forges) leave out of a repository's statistics.
-LINGUIST_ATTRIBUTES = ("linguist-generated", "linguist-vendored")
-
-
 
 
 @dataclass(frozen=True)
@@ -126,6 +121,9 @@ class CollectOutput(BaseModel):
     merges: list[Merge] | None = None
     #: Work on branches not merged yet (layout 5, ``steps.wip_git``); None when not gathered.
     in_progress: list[InProgress] | None = None
+    #: What the forge says of the range (layout 6, ``steps.forge_view``); None when not gathered. Kept here so a
+    #: retry of the later steps shows the same titles and reviewers.
+    forge_view: ForgeView | None = None
 
 
 def collect(repo_path: Path, branches: list[str], window_start: datetime, window_end: datetime,
@@ -160,7 +158,7 @@ def collect(repo_path: Path, branches: list[str], window_start: datetime, window
             raise git_repo.unreadable_error(repo.path, again) from again
     if exclude is not None:
         try:
-            _mark_excluded(repo.path, heads[first], commits, exclude)
+            excluded_files.mark_excluded(repo.path, heads[first], commits, exclude)
         except GitFailure as exc:
             raise git_repo.unreadable_error(repo.path, exc) from exc
     return CollectOutput.model_validate({
@@ -208,7 +206,6 @@ def _left_out(repo_dir: Path, broken: Sequence[git_log.Unreadable], lo: float, h
         logs.event(log, logging.WARNING, "commit_unreadable", repo=str(repo_dir), sha=sha,
                    effect="left out of the report (git cannot parse it; see git fsck)")
     return shas
-
 
 
 def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str], lower: dict[str, str], *,
@@ -283,7 +280,7 @@ def collect_between(repo_path: Path, branches: list[str], upper: dict[str, str],
                 unreadable = sorted({*unreadable, *by_date})
                 late = [c for c in ranged if c["authored_at"] < _iso(since_utc)]
         if exclude is not None and first is not None:
-            _mark_excluded(repo.path, upper[first], [*commits, *late], exclude)
+            excluded_files.mark_excluded(repo.path, upper[first], [*commits, *late], exclude)
     except GitFailure as exc:
         raise git_repo.unreadable_error(repo.path, exc) from exc
     return CollectOutput.model_validate({
@@ -320,38 +317,6 @@ def _by_author_time(found: list[tuple[int, git_log.RawCommit]], wanted: frozense
             if not wanted or wanted & {c["author_name"].casefold(), c["author_email"].casefold()}]
     kept.sort(key=lambda pair: (pair[0], pair[1]["sha"]))
     return [c for _, c in kept]
-
-
-def exclude_matches(path: str, globs: Sequence[str]) -> bool:
-    """Whether a repository path matches one of ``globs``.
-
-    A glob matches the whole path (``*`` also crosses ``/``: ``vendor/*`` is
-    everything under ``vendor``); a glob without ``/`` also matches the file
-    name anywhere (``*.lock``); a glob ending in ``/`` matches a directory's
-    contents at any depth (``.venv/``).
-    """
-    name = path.rsplit("/", 1)[-1]
-    for glob in globs:
-        if glob.endswith("/"):
-            directory = glob.rstrip("/")
-            if fnmatch.fnmatchcase(path, f"{directory}/*") or fnmatch.fnmatchcase(path, f"*/{directory}/*"):
-                return True
-        elif fnmatch.fnmatchcase(path, glob) or ("/" not in glob and fnmatch.fnmatchcase(name, glob)):
-            return True
-    return False
-
-
-def _mark_excluded(repo_dir: Path, head: str, commits: list[git_log.RawCommit], globs: Sequence[str]) -> None:
-    """Set ``excluded`` on the files marked generated/vendored at ``head`` or matched by ``globs``."""
-    paths = sorted({f["path"] for c in commits for f in c["files"]})
-    handle = git_repo.open_repo(repo_dir)
-    marked = git_log.attribute_set(repo_dir, head, paths, LINGUIST_ATTRIBUTES) if paths and git_log.attributes_may_apply(
-        repo_dir, Path(handle.common_dir), head, paths) else set()
-    marked.update(p for p in paths if exclude_matches(p, globs))
-    for commit in commits:
-        for change in commit["files"]:
-            if change["path"] in marked:
-                change["excluded"] = True
 
 
 def _check_window(window_start: datetime, window_end: datetime) -> tuple[datetime, datetime]:

@@ -41,8 +41,8 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from engine.core import errors
-from engine.core.models import Mark, MarkLine
 from engine.core.period_fates import Fate, PeriodFate
+from engine.core.timeline_marks import Mark, MarkLine
 
 Heads = dict[str, str]
 

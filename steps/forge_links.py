@@ -6,10 +6,11 @@ own way; the kind is told by the host, and an unknown host gets no link at all (
 is better than a guessed address that answers 404).
 
 - GitHub: ``/commit/SHA``, ``/issues/N`` (GitHub redirects an issue number that is a pull
-  request to the pull request).
-- GitLab (``gitlab.com`` or a host named ``gitlab.*``): ``/-/commit/SHA``, ``/-/issues/N``.
+  request to the pull request), ``/pull/N``.
+- GitLab (``gitlab.com`` or a host named ``gitlab.*``): ``/-/commit/SHA``, ``/-/issues/N``,
+  ``/-/merge_requests/N`` (a merge request is ``!N`` there).
 - Gitea and Forgejo (``codeberg.org``, hosts named ``gitea.*``/``forgejo.*``): ``/commit/SHA``,
-  ``/issues/N`` (both redirect a pull request's number as GitHub does).
+  ``/issues/N`` (both redirect a pull request's number as GitHub does), ``/pulls/N``.
 - Bitbucket (``bitbucket.org``): ``/commits/SHA``; ``#N`` names an issue or a pull request,
   which Bitbucket does not redirect between, so it stays text.
 """
@@ -75,4 +76,12 @@ class ForgeLinks:
         if kind is None or kind is ForgeKind.BITBUCKET:
             return None
         page = "-/issues" if kind is ForgeKind.GITLAB else "issues"
+        return f"{self.forge}/{page}/{number}"
+
+    def pull(self, number: int) -> str | None:
+        """The web page of pull request ``number`` (GitLab: merge request ``!number``)."""
+        kind = self.kind
+        if kind is None or kind is ForgeKind.BITBUCKET:
+            return None
+        page = {ForgeKind.GITHUB: "pull", ForgeKind.GITLAB: "-/merge_requests", ForgeKind.GITEA: "pulls"}[kind]
         return f"{self.forge}/{page}/{number}"

@@ -18,6 +18,9 @@ Contract (SPEC §6):
 - A window without commits gives a short no-activity report and calls no
   model (``model = "none"``, empty ``prompt_sha256``).
 - Commits git could not read (``unreadable``) are named in a note, never silently.
+- The forge's view (layout 6, ``steps.forge_markdown``): its pull requests and closed issues follow the
+  commits in the prompt, and the model may cite ``#N`` only from them and the commits; the report names them
+  (``## Merged``, ``## Reviews``, ``## Issues closed``), or says in one line that the forge was not read.
 - The model's text is untrusted (text rules 2 on, ``steps.untrusted.narrative``): control and
   bidi characters removed, every link out of the project's forge shown as text, and such a
   link is a grounding violation (repair, then the builtin writer's section).
@@ -37,7 +40,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engine.core import errors, redact
-from steps import grounding, merged, untrusted, week_facts
+from steps import forge_markdown, grounding, merged, untrusted, week_facts
 from steps.git_log import CommitInfo
 from steps.ollama_writer import OllamaWriter
 from steps.report_markdown import (
@@ -261,7 +264,8 @@ def _render(inp: ReportInput, stats: ReportStats, template: PromptTemplate,
     except (KeyError, ValueError) as exc:
         raise errors.step_error("CONFIG_INVALID", f"prompt template {template.workflow}."
                                 f"{template.version}.md has a bad placeholder: {exc}") from exc
-    return prompt.rstrip("\n") + "\n", listing
+    forge = forge_markdown.prompt_block(inp)  # layout 6: what the model may cite of the forge
+    return prompt.rstrip("\n") + "\n" + (f"\n{forge}" if forge else ""), listing
 
 
 def coverage_text(inp: ReportInput) -> str:
@@ -307,10 +311,15 @@ def facts_of(inp: ReportInput) -> grounding.Facts:
     for commit in inp.reported:
         verbatim += [commit.subject, commit.author_name, *(f.path for f in commit.files)]
         verbatim += [Layout.of(inp).area(f.path) for f in commit.files]
+    view = forge_markdown.view_of(inp)
+    if view is not None:
+        verbatim += [text for p in view.pulls for text in (p.title, p.author, *p.reviewers, *p.labels)]
+        verbatim += [text for i in view.issues for text in (i.title, i.author)]
     return grounding.Facts(commits=tuple(c.sha for c in inp.reported),
                            headings=(t.summary, t.areas, t.notable), language=inp.language,
                            verbatim=tuple(dict.fromkeys(inline(v) for v in verbatim)),
-                           links=inp.text_rules >= untrusted.LINK_RULES, forge=inp.forge)
+                           links=inp.text_rules >= untrusted.LINK_RULES, forge=inp.forge,
+                           numbers=forge_markdown.citable(inp), merge_requests=view is not None and view.kind == "gitlab")
 
 
 def _grounded(inp: ReportInput, stats: ReportStats, template: PromptTemplate, writer: Writer,
@@ -396,10 +405,10 @@ def generate(inp: ReportInput, writer: Writer, *, num_ctx: int,
         by += f"; {t.fallback_by(fallback_for)}"
     note = trim_note(listed=listing.listed, total=listing.total, compacted=listing.compacted,
                      num_ctx=num_ctx, language=inp.language) if trimmed else ""
-    text = assemble([header(inp, stats, writer_line=by), note, left_out, fallback_note, narrative,
-                     kinds_section(inp), week_facts.section(inp), week_facts.weeks_section(inp),
-                     merged.daily_section(inp),
-                     in_progress_section(inp), arrived_late_section(inp),
+    text = assemble([header(inp, stats, writer_line=by), note, left_out, forge_markdown.notes(inp), fallback_note,
+                     narrative, kinds_section(inp), week_facts.section(inp), week_facts.weeks_section(inp),
+                     merged.daily_section(inp), forge_markdown.reviews_section(inp),
+                     forge_markdown.issues_section(inp), in_progress_section(inp), arrived_late_section(inp),
                      statistics_section(stats, inp.language, inp.text_rules, inp.layout)])
     return ReportOutput(text=text, model=result.model, model_digest=result.digest,
                         prompt_version=inp.prompt_version,

@@ -16,6 +16,8 @@ The rules:
   section's prose: headings, code spans and the verbatim data (commit
   subjects, names, paths, the project) left out. Other languages are not
   measured;
+- with ``facts.numbers`` (a report with the forge's view, layout 6), every ``#N`` cited (on GitLab every
+  ``!N`` too) is a pull request or issue of the run: one the forge listed, or one its commits name;
 - with ``facts.links`` (text rules 2 on), the text links nowhere but into
   ``facts.forge``: a link, image, autolink, raw ``<a>``/``<img>``, bare URL
   or address elsewhere is a violation (``steps.untrusted.foreign_links``),
@@ -31,11 +33,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from steps import untrusted
+from steps.forge_links import REFERENCE
 from steps.report_texts import primary
 
 Verdict = Literal["ok", "repaired", "fallback"]
 Kind = Literal["missing_section", "out_of_order", "preamble", "extra_heading", "unknown_commit", "unknown_fact",
-               "language", "foreign_link"]
+               "unknown_reference", "language", "foreign_link"]
 
 #: Share of Hangul among the letters of a Korean section's prose.
 HANGUL_SHARE = 0.3
@@ -44,6 +47,8 @@ HANGUL_SHARE = 0.3
 _HEX_WORD = re.compile(r"(?<![0-9A-Za-z_/])[0-9A-Fa-f]{7,40}(?![0-9A-Za-z_/])(?!\.[A-Za-z])")
 _HEADING = re.compile(r"^##[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _CODE = re.compile(r"`[^`\n]*`")
+#: A GitLab merge request cited as ``!14`` (not inside a word, a path, or after ``!``/``]``).
+_MERGE_REQUEST = re.compile(r"(?<![\w/&#!\]])!(?P<number>[1-9][0-9]{0,8})\b")
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
 
 
@@ -60,6 +65,10 @@ class Facts:
     links: bool = False
     #: The project's own forge (``https://host/owner/repo``), the one place a link may point; None: nowhere.
     forge: str | None = None
+    #: The pull request and issue numbers the text may cite (``#N``); None: numbers are not checked.
+    numbers: frozenset[int] | None = None
+    #: GitLab: a merge request is cited as ``!N``, checked against ``numbers`` too.
+    merge_requests: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,15 @@ def hangul_share(body: str, verbatim: Sequence[str] = ()) -> float | None:
     return sum(1 for c in letters if _HANGUL.match(c)) / len(letters)
 
 
+def cited_numbers(text: str, merge_requests: bool = False) -> list[tuple[str, int]]:
+    """The pull requests and issues ``text`` cites, as written and by number: every ``#N`` (and ``!N`` with
+    ``merge_requests``), each once."""
+    found = [(m.group(), int(m["number"])) for m in REFERENCE.finditer(text)]
+    if merge_requests:
+        found += [(m.group(), int(m["number"])) for m in _MERGE_REQUEST.finditer(text)]
+    return list(dict.fromkeys(found))
+
+
 def link_violations(section: str | None, body: str, forge: str | None) -> list[Violation]:
     """One ``foreign_link`` violation per link in ``body`` that points out of ``forge``."""
     return [Violation("foreign_link", section, f"links to {target[:120]}, which is not the project's own "
@@ -136,6 +154,11 @@ def _body_violations(heading: str, body: str, facts: Facts) -> list[Violation]:
         if not any(c.startswith(word.lower()) for c in known):
             found.append(Violation("unknown_commit", heading or None,
                                    f"cites commit {word}, which is not among the run's commits"))
+    if facts.numbers is not None:
+        found += [Violation("unknown_reference", heading or None,
+                            f"cites {written}, which is not among the run's pull requests and issues: cite only "
+                            "those listed") for written, n in cited_numbers(body, facts.merge_requests)
+                  if n not in facts.numbers]
     if primary(facts.language) == "ko":
         share = hangul_share(body, facts.verbatim)
         if share is not None and share < HANGUL_SHARE:
@@ -150,7 +173,8 @@ def check(text: str, facts: Facts) -> tuple[Violation, ...]:
     found: list[Violation] = []
     if preamble.strip():
         found.append(Violation("preamble", None, "has text before the first section heading"))
-        found += [v for v in _body_violations("", preamble, facts) if v.kind in ("unknown_commit", "foreign_link")]
+        found += [v for v in _body_violations("", preamble, facts)
+                  if v.kind in ("unknown_commit", "unknown_reference", "foreign_link")]
     wanted = list(facts.headings)
     seen = [h for h, _ in parts]
     for heading in wanted:

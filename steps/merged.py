@@ -2,12 +2,14 @@
 names the pull request: ``Merge pull request #14 from bob/feature``) and the commits it brought.
 
 A weekly lists them in its week (``steps.week_facts``, layout 3); a daily under its own heading from layout 5,
-when there were any. Gathered at COLLECT_GIT (``steps.week_git.merges``); pure here, same input, same bytes.
+when there were any. From layout 6, with the forge's view, the pull requests come first, named by the forge
+(``steps.forge_markdown``: title, author, reviewers), each with the merge it came by; the merges no pull request
+names follow as before. Gathered at COLLECT_GIT (``steps.week_git.merges``); pure here, same input, same bytes.
 """
 
 from __future__ import annotations
 
-from steps import untrusted
+from steps import forge_markdown, untrusted
 from steps.report_markdown import commit_ref, is_weekly
 from steps.report_model import ReportInput
 from steps.report_texts import Texts, texts
@@ -27,11 +29,15 @@ def gathered_for(workflow: str, layout: int) -> bool:
 
 
 def listing(inp: ReportInput, t: Texts) -> list[str]:
-    """The merges as list items (``No merges.`` when none)."""
+    """The pull requests (layout 6, with the forge's view) and the merges no pull request names, as list items
+    (``No merges.`` when none)."""
     merges = inp.merges or []
-    if not merges:
+    pulls = forge_markdown.landed(inp)
+    if not merges and not pulls:
         return [t.no_merges]
-    out = []
+    out = forge_markdown.pull_items(inp, t, merges)
+    named = {pull.sha for pull in pulls}
+    merges = [merge for merge in merges if merge.sha not in named]
     for merge in merges[:MERGES_LISTED]:
         brought = [commit_ref(sha, inp) for sha in merge.brought_shas[:5]]
         out.append(f"- {commit_ref(merge.sha, inp)} {untrusted.text(merge.subject, inp.text_rules)} "
@@ -44,7 +50,7 @@ def listing(inp: ReportInput, t: Texts) -> list[str]:
 def daily_section(inp: ReportInput) -> str:
     """A daily's (a monthly's, a quarterly's) ``## Merged`` (layout 5; empty when nothing was merged or the merges
     were not gathered)."""
-    if is_weekly(inp) or inp.layout < DAILY_LAYOUT or not inp.merges:
+    if is_weekly(inp) or inp.layout < DAILY_LAYOUT or not (inp.merges or forge_markdown.landed(inp)):
         return ""
     t = texts(inp.language)
     return "\n".join([f"## {t.merged_heading}", "", *listing(inp, t)]) + "\n"

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from steps import areas, change_kinds, subprojects
+from steps.forge_model import ForgeView
 from steps.git_log import CommitInfo, FileChange
 
 WorkflowName = Literal["daily_report", "weekly_report", "monthly_report", "quarterly_report", "sprint_report"]
@@ -116,6 +117,9 @@ class ReportInput(BaseModel):
     in_progress: list[InProgress] | None = None
     #: Every file path starts with its repository's name (a team report's commits, layout 3): areas stay apart.
     repository_prefixed: bool = False
+    #: The forge's merged pull requests and closed issues (layout 6, ``steps.forge_markdown``); None when not
+    #: gathered.
+    forge_view: ForgeView | None = None
 
     @property
     def reported(self) -> list[CommitInfo]:

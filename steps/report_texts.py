@@ -232,6 +232,16 @@ class Texts:
         return (f"> **Note:** the model's text for {', '.join(replaced)} failed the checks twice "
                 "and was replaced by the built-in writer's.\n")
 
+    # A delivery's short form (``steps.report_brief``): the words it adds to the report's own lines.
+    brief_updated = "Updated"
+    brief_page = "Notion page"
+    brief_file = "File"
+    brief_pull_requests = "Pull requests"
+
+    def brief_more(self, n: int) -> str:
+        """What stands for the items a short form had no room for."""
+        return f"…and {n} more"
+
 
 class KoreanTexts(Texts):
     """Korean (한국어), in the plain written style of an engineering team's report (합니다체)."""
@@ -425,6 +435,14 @@ class KoreanTexts(Texts):
     def grounding_note(self, replaced: Sequence[str]) -> str:
         return (f"> **참고:** {', '.join(replaced)} 섹션은 모델의 글이 두 번 검사를 통과하지 못해 "
                 "기본 작성기의 글로 바꾸었습니다.\n")
+
+    brief_updated = "수정됨"
+    brief_page = "Notion 페이지"
+    brief_file = "파일"
+    brief_pull_requests = "풀 리퀘스트"
+
+    def brief_more(self, n: int) -> str:
+        return f"…외 {n}건"
 
 
 _CATALOGUE: dict[str, Texts] = {t.language: t for t in (Texts(), KoreanTexts())}

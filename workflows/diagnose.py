@@ -1,4 +1,4 @@
-"""``doctor`` checks of the report workflows: repositories, Ollama, Notion, and the Notion pages of past runs.
+"""``doctor`` checks of the report workflows: repositories, forges, Ollama, Notion, and the Notion pages of past runs.
 
 Each problem line says what to run or change. Network checks are short (at
 most ``TIMEOUT_S`` per request) and go through the same clients the steps use
@@ -16,6 +16,7 @@ from engine.core import clock, errors
 from engine.core.models import ArtifactRecord
 from engine.core.pacing import LocalLimits
 from engine.plugins.contract import Finding, node_name
+from workflows import forge_glue
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
 TIMEOUT_S = 5.0
@@ -29,6 +30,7 @@ def diagnose(settings: ReportSettings, projects: Sequence[str], artifacts: Seque
     findings: list[Finding] = []
     for key in projects:
         findings += check_project(settings, key)
+        findings += forge_glue.check(settings.project(key)) if any(p.key == key for p in settings.projects) else []
     if projects and settings.llm.provider == "ollama":
         findings += check_ollama(settings.llm)
     pages = sorted((a for a in artifacts if a.kind == "notion_page"),

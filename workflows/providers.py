@@ -2,9 +2,9 @@
 
 ``providers(settings)`` names them with the error codes that mean each one failed a run
 and a cheap probe: the Ollama server (``GET /api/tags`` through the official client, the
-doctor's own check: the configured model present) when the provider is ``ollama``, and
+doctor's own check: the configured model present) when the provider is ``ollama``,
 Notion (one authenticated read of the configured database or data source through
-notion-client) when enabled. Names and labels hold no secret (credentials in URLs are masked; the token
+notion-client) when enabled, and the ``[[deliveries]]`` targets (``workflows.delivery``). Names and labels hold no secret (credentials in URLs are masked; the token
 is read from its variable at each probe and appears nowhere). Nothing is imported or
 sent until a probe runs.
 """
@@ -20,6 +20,7 @@ from functools import partial
 
 from engine.core import redact
 from engine.plugins.contract import ProbeResult, Provider, StepContext, node_name
+from workflows import delivery
 from workflows.report_settings import LlmSettings, NotionSettings, ReportSettings
 
 #: The step that asks the model (the daily's and the team report's): its time is the model server's.
@@ -84,7 +85,7 @@ def providers(settings: ReportSettings | None) -> tuple[Provider, ...]:
         found.append(Provider(name=f"notion:{base or 'api.notion.com'}:{target}",
                               label=f"notion{' at ' + base if base else ''} ({target})", codes=NOTION_CODES,
                               probe=partial(probe_notion, notion)))
-    return tuple(found)
+    return (*found, *delivery.providers(settings))
 
 
 def probe_ollama(llm: LlmSettings) -> ProbeResult:

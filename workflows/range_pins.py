@@ -10,15 +10,11 @@ them, this module writes them, so a renamed field is a type error, not a silent 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from engine.core import inputs
 from engine.core.clock import format_instant
-
-if TYPE_CHECKING:
-    from workflows.report_pins import ReportPins
 
 
 class RangePins(BaseModel):
@@ -40,27 +36,9 @@ class RangePins(BaseModel):
     def covered(self) -> bool:
         return self.covered_by is not None
 
-    @classmethod
-    def read(cls, pinned: ReportPins) -> RangePins | None:
-        """The range a run pinned, or None when it has pinned none yet."""
-        if pinned.since_heads is None or pinned.heads is None or pinned.since is None:
-            return None
-        return cls(upper=dict(pinned.heads), lower=dict(pinned.since_heads), since=inputs.instant(pinned.since),
-                   until=inputs.instant(pinned.until) if pinned.until else None,
-                   covered_by=(pinned.covered_by or "") if pinned.covered else None, excluded=list(pinned.excluded),
-                   held_later=list(pinned.held_later), also_covers=list(pinned.also_covers))
-
     def pins(self, head_sha: str) -> dict[str, Any]:
         """The pins to store, under the keys runs have always used (``head_sha``: the first branch's head)."""
         return {"heads": self.upper, "head_sha": head_sha, "since_heads": self.lower,
                 "since": format_instant(self.since), "until": format_instant(self.until) if self.until else None,
                 "covered": self.covered, "excluded_heads": self.excluded, "also_covers": self.also_covers,
                 "covered_by": self.covered_by, **({"held_later": self.held_later} if self.held_later else {})}
-
-    def front(self, pinned: ReportPins) -> dict[str, Any]:
-        """What the report's front matter says of its range; a run pinned before ``covered_by`` keeps its old key,
-        so its re-runs write the same bytes."""
-        covered = ({"covered_by": self.covered_by} if "covered_by" in pinned.model_fields_set
-                   else {"covered_by_later_report": pinned.covered})
-        return {"covers_since": pinned.since, "covers_until": pinned.until, "since_heads": self.lower,
-                "also_covers": self.also_covers, **covered}

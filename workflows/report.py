@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 from engine.core import errors, inputs, policies
 from engine.core.models import PeriodKind
 from engine.plugins.contract import Degraded, StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import diagnose, drafting, providers, report_glue, report_settings
+from workflows import delivery, diagnose, drafting, forge_glue, providers, report_glue, report_settings
 from workflows.range_pins import RangePins
 from workflows.report_pins import ReportPins
 from workflows.report_settings import ReportSettings
@@ -44,7 +44,7 @@ def collect(ctx: StepContext[ReportSettings], pinned: ReportPins | None = None) 
         raise errors.step_error("CONFIG_INVALID", exc.message) from exc
     pinned = pinned or ctx.pins(ReportPins)
     if pinned.attribution and pinned.schedule:
-        return coverage_collect(ctx, project.repo, pinned)
+        return forge_glue.with_forge_view(ctx, pinned, project, coverage_collect(ctx, project.repo, pinned))
     out = collect_git.collect(project.repo, pinned.branches, ctx.period_start_at, ctx.period_end_at,
                               pinned_heads=pinned.heads, authors=pinned.authors, include_merges=pinned.include_merges,
                               exclude=pinned.exclude)
@@ -56,7 +56,7 @@ def collect(ctx: StepContext[ReportSettings], pinned: ReportPins | None = None) 
     # A window whose only commits git could not read is not empty: its report says what was left out.
     empty = not out.commits and not out.unreadable
     skip = "no_activity" if empty and pinned.on_empty == "skip" else None
-    return StepResult(output=out, pins=pins, skip_remaining=skip)
+    return forge_glue.with_forge_view(ctx, pinned, project, StepResult(output=out, pins=pins, skip_remaining=skip))
 
 
 def coverage_collect(ctx: StepContext, repo: Path, pinned: ReportPins) -> StepResult:
@@ -164,6 +164,7 @@ def generate(ctx: StepContext[ReportSettings], *, commits: list[Any] | None = No
         last_week=collected.last_week if collected is not None else None,
         merges=collected.merges if collected is not None else None,
         in_progress=collected.in_progress if collected is not None else None,
+        forge_view=collected.forge_view if collected is not None else None,
         unreadable=collected.unreadable if collected is not None else list(unreadable),
         forge=pinned.forge, repository_prefixed=repositories)
     writer: Any
@@ -226,7 +227,7 @@ def front_matter(ctx: StepContext, report: ReportOutput) -> dict[str, Any]:
         "window_end_local": pinned.window_end_local,
         "heads": pinned.heads or {},
         # What the report holds (runs pinned with an attribution; absent before, so their re-runs write the same bytes).
-        **({"attribution": pinned.attribution, **taken.front(pinned)} if (taken := pinned.range) is not None else {}),
+        **({"attribution": pinned.attribution, **pinned.range_front(taken)} if (taken := pinned.range) is not None else {}),
         "provider": report.provider,
         "model": report.model,
         "model_digest": report.model_digest,
@@ -297,6 +298,8 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                      output_model="steps.save_markdown:SaveOutput"),
             StepSpec("UPLOAD_NOTION", partial(upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
+            StepSpec(delivery.DELIVER, delivery.deliver_report, timeout_s=300, optional=True,
+                     output_model="steps.deliver:DeliverOutput"),
         ),
         load_settings=report_settings.load,
         check_project=report_settings.check_project,
@@ -306,4 +309,5 @@ def report_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
         files_root=report_glue.reports_root,
         draft_schedule=drafting.draft,
         providers=providers.providers,
+        delivery_step=delivery.DELIVER,
     )

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.core import inputs
 from workflows.range_pins import RangePins
 
 
@@ -81,7 +82,20 @@ class ReportPins(WriterPins):
     @property
     def range(self) -> RangePins | None:
         """The commit range COLLECT_GIT pinned, or None when it has pinned none yet (or runs by window)."""
-        return RangePins.read(self)
+        if self.since_heads is None or self.heads is None or self.since is None:
+            return None
+        return RangePins(upper=dict(self.heads), lower=dict(self.since_heads), since=inputs.instant(self.since),
+                         until=inputs.instant(self.until) if self.until else None,
+                         covered_by=(self.covered_by or "") if self.covered else None, excluded=list(self.excluded),
+                         held_later=list(self.held_later), also_covers=list(self.also_covers))
+
+    def range_front(self, taken: RangePins) -> dict[str, Any]:
+        """What the report's front matter says of its range; a run pinned before ``covered_by`` keeps its old key,
+        so its re-runs write the same bytes."""
+        covered = ({"covered_by": taken.covered_by} if "covered_by" in self.model_fields_set
+                   else {"covered_by_later_report": self.covered})
+        return {"covers_since": self.since, "covers_until": self.until, "since_heads": taken.lower,
+                "also_covers": taken.also_covers, **covered}
 
     @property
     def bot_names(self) -> frozenset[str]:

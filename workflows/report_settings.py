@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -125,6 +126,48 @@ class NotionSettings(Strict):
         return self
 
 
+#: A loopback address may be asked over plain http (a proxy or a test server on this node); any other only over
+#: https, since every request carries the token.
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _forge_api(value: str) -> str:
+    """A forge API's base address: https (http only on a loopback address), no credentials in it."""
+    if not value:
+        return value
+    parts = urllib.parse.urlsplit(http_host(value))
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an address with its scheme, e.g. https://git.example.com/api/v4")
+    if parts.username or parts.password:
+        raise ValueError("must hold no user or password: the token comes from the variable token_env names")
+    if parts.scheme.lower() != "https" and parts.hostname not in _LOOPBACK:
+        raise ValueError("must be an https:// address (http:// only on a loopback address): it carries the token")
+    return value.rstrip("/")
+
+
+def _forge_path(value: str) -> str:
+    """A repository's path on its forge: ``owner/name`` (GitLab: ``group/sub/name``), no ``.`` or ``..`` part."""
+    parts = value.split("/")
+    if value and (len(parts) < 2 or any(not re.fullmatch(r"[A-Za-z0-9._-]+", p) or p in (".", "..") for p in parts)):
+        raise ValueError("must be the repository's path on the forge, e.g. acme/shop")
+    return value
+
+
+class ForgeSettings(Strict):
+    """``[[projects]] forge``: the forge whose merged pull requests and closed issues a report holds (layout 6).
+    A field left out is derived from ``origin``: the kind from its host, the API from the kind, the repository from
+    its path, the token's variable from the kind (``GITHUB_TOKEN``, ``GITLAB_TOKEN``, ``GITEA_TOKEN``)."""
+
+    kind: Literal["github", "gitlab", "gitea", "forgejo"] | None = None
+    api: Annotated[str, AfterValidator(_forge_api)] = ""
+    repository: Annotated[str, AfterValidator(_forge_path), Field(max_length=300)] = ""
+    token_env: Annotated[str, Field(pattern=r"^$|^[A-Za-z_][A-Za-z0-9_]*$")] = ""
+    # Each request ends within it, its answer included (a reading sends at most 50: ``forge_api.MAX_REQUESTS``).
+    timeout: Duration = timedelta(seconds=10)
+    # The ETag cache (``steps.forge_cache``), resolved against the config's folder.
+    cache_dir: Annotated[Path, AfterValidator(_check_path_text)] = Path(".reportflow/forge-cache")
+
+
 def _folder(value: str) -> str:
     from steps import subprojects
 
@@ -157,6 +200,36 @@ class ProjectSettings(Strict):
     # A sub-project: folders of the repository it keeps (and leaves out), e.g. ["services/api/"] (``steps.subprojects``).
     paths: list[Annotated[str, AfterValidator(_folder)]] = []
     exclude_paths: list[Annotated[str, AfterValidator(_folder)]] = []
+    # The forge's view (``ForgeSettings``): none unless set; ``forge = {}`` derives everything from origin.
+    forge: ForgeSettings | None = None
+
+
+class DeliverySettings(Strict):
+    """A ``[[deliveries]]`` entry: the reports of one project, team or schedule sent to each target in ``to_env``.
+
+    Each name in ``to_env`` is an environment variable holding one Apprise URL (``slack://``, ``mailto://``...):
+    the URL carries a token, so it is read when a report is sent, never written in the file.
+    """
+
+    project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
+    team: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
+    schedule: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    to_env: Annotated[list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]],
+                      Field(min_length=1)]
+    # One send's deadline (connect, write, answer): a target that dribbles its answer holds nothing longer.
+    timeout: Duration = timedelta(seconds=15)
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> DeliverySettings:
+        named = [name for name in ("project", "team", "schedule") if getattr(self, name) is not None]
+        if len(named) != 1:
+            raise ValueError("name exactly one of project, team or schedule (whose reports are sent)")
+        return self
+
+    def covers(self, *, project: str | None, team: str | None, schedule: str | None) -> bool:
+        """Whether this entry sends the reports of a run of ``project`` (or ``team``) by ``schedule``."""
+        return ((self.project is not None and self.project == project) or (self.team is not None and self.team == team)
+                or (self.schedule is not None and self.schedule == schedule))
 
 
 class ReportSettings(Strict):
@@ -164,6 +237,7 @@ class ReportSettings(Strict):
     llm: LlmSettings = LlmSettings()
     notion: NotionSettings = NotionSettings()
     projects: list[ProjectSettings] = []
+    deliveries: list[DeliverySettings] = []
     #: ``attribution`` of each report schedule that names one, by ``"{workflow}:{project}"``
     #: (one live schedule per workflow and project); read from ``[[schedules]]`` at load.
     attributions: dict[str, Literal["landed", "authored"]] = {}
@@ -179,7 +253,7 @@ class ReportSettings(Strict):
         raise errors.ConfigInvalid(f"no [[projects]] entry with key '{key}'")
 
 
-SECTIONS = ("reports", "llm", "notion", "projects")
+SECTIONS = ("reports", "llm", "notion", "projects", "deliveries")
 
 
 def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
@@ -206,8 +280,10 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
         raise errors.ConfigInvalid(f"prompt v1 asks for English only; reports.language = "
                                    f"'{settings.reports.language}' needs prompt_version = \"v2\"",
                                    key="llm.prompt_version")
+    check_deliveries(settings, raw)
     reports = settings.reports.model_copy(update={"dir": reports_dir(settings.reports.dir, base_dir)})
-    projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve()}) for p in settings.projects]
+    projects = [p.model_copy(update={"repo": (base_dir / p.repo).resolve(), "forge": forge_resolved(p.forge, base_dir, i)})
+                for i, p in enumerate(settings.projects)]
     attributions = {f"{s.get('workflow')}:{s.get('project')}": s["attribution"] for s in raw.get("schedules", [])
                     if isinstance(s, Mapping) and s.get("attribution") in ("landed", "authored")}
     llm = settings.llm
@@ -220,6 +296,20 @@ def load(raw: Mapping[str, Any], base_dir: Path) -> ReportSettings:
                                        "llm": llm})
 
 
+def check_deliveries(settings: ReportSettings, raw: Mapping[str, Any]) -> None:
+    """Each ``[[deliveries]]`` entry names a project of the file, or a schedule of it (a team is checked by the team
+    workflow, which knows the teams); ConfigInvalid names the entry's key."""
+    known = {p.key for p in settings.projects}
+    schedules = {s.get("name") for s in raw.get("schedules", []) or [] if isinstance(s, Mapping)}
+    for index, entry in enumerate(settings.deliveries):
+        if entry.project is not None and entry.project not in known:
+            raise errors.ConfigInvalid(f"no [[projects]] entry with key '{entry.project}'",
+                                       key=f"deliveries[{index}].project")
+        if entry.schedule is not None and entry.schedule not in schedules:
+            raise errors.ConfigInvalid(f"no [[schedules]] entry named '{entry.schedule}'",
+                                       key=f"deliveries[{index}].schedule")
+
+
 #: The variable a node sets to name the model host its workers reach, over ``[llm] host`` (one shared file,
 #: each node its own Ollama: ``REPORTFLOW_LLM_HOST=http://10.0.0.7:11434``); its pool is that host's.
 NODE_HOST_ENV = "REPORTFLOW_LLM_HOST"
@@ -229,6 +319,16 @@ def reports_dir(given: Path, base_dir: Path) -> Path:
     """``[reports] dir`` resolved against the config's folder; ConfigInvalid (``reports.dir``) when it is unsafe
     (``defaults.output_dir``): reports are files this process writes, perhaps as root."""
     return defaults.output_dir(given, base_dir, key="reports.dir", meant_for="reports")
+
+
+def forge_resolved(forge: ForgeSettings | None, base_dir: Path, index: int) -> ForgeSettings | None:
+    """A project's ``forge`` with its cache folder resolved against the config's folder (``defaults.output_dir``:
+    ConfigInvalid when unsafe)."""
+    if forge is None:
+        return None
+    folder = defaults.output_dir(forge.cache_dir, base_dir, key=f"projects[{index}].forge.cache_dir",
+                                 meant_for="the forge's cache")
+    return forge.model_copy(update={"cache_dir": folder})
 
 
 def check_project(settings: ReportSettings, key: str) -> None:
@@ -245,8 +345,9 @@ TEXT_RULES = 4
 #: and a team report its sections per repository and person (issue 34); 4 counts well-known automation
 #: accounts (``github-actions``, ``renovate``...) as bots without a ``bots`` entry; 5 names a team file's
 #: period once (``team_report.TEAM_NAME_LAYOUT``), says which count the summary and the areas table
-#: give (``report_markdown.MAINLY_LAYOUT``) and groups the changes by kind (``steps.change_kinds``).
-LAYOUT = 5
+#: give (``report_markdown.MAINLY_LAYOUT``) and groups the changes by kind (``steps.change_kinds``); 6 reads the
+#: forge's view of a project with ``forge`` (merged pull requests, reviews, closed issues: ``steps.forge_markdown``).
+LAYOUT = 6
 
 
 def llm_pins(settings: ReportSettings) -> WriterPins:

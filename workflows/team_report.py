@@ -14,6 +14,7 @@ naming the team; or the schedule names a ``[[teams]]`` entry that does. Steps:
 3. ``SAVE_MARKDOWN``: ``reports/_team/{business_key}-{schedule}-{daily|weekly}-summary.md`` (the period
    once: a schedule named ``core-daily`` writes ``{business_key}-core-daily-summary.md``).
 4. ``UPLOAD_NOTION``: one page (optional, as for a project report).
+5. ``DELIVER``: the short form to the team's ``[[deliveries]]`` targets (``workflows.delivery``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from engine.config.problems import problem_from_validation
 from engine.core import errors
 from engine.core.models import PeriodKind
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
-from workflows import providers, report, report_glue, report_settings
+from workflows import delivery, providers, report, report_glue, report_settings
 from workflows.report_pins import ReportPins, TeamPins
 from workflows.report_settings import ReportSettings
 
@@ -121,6 +122,13 @@ def load(workflow: str, raw: Mapping[str, Any], base_dir: Path) -> Settings:
         if unknown:
             raise errors.ConfigInvalid(f"team '{team.key}' names projects without a [[projects]] entry: "
                                        f"{', '.join(unknown)}", key=f"{origin[0]}[{origin[1]}].projects")
+    # Any team of the file: a [[teams]] entry, or the project of a team schedule of whichever team workflow.
+    named = {t.key for t in teams} | {str(s.get("project")) for s in schedules if isinstance(schedules, list)
+                                      and isinstance(s, Mapping) and str(s.get("workflow", "")).startswith("team_")}
+    for index, entry in enumerate(settings.deliveries):
+        if entry.team is not None and entry.team not in named:
+            raise errors.ConfigInvalid(f"no team '{entry.team}' ([[teams]], or a team schedule's project)",
+                                       key=f"deliveries[{index}].team")
     return settings
 
 
@@ -251,10 +259,12 @@ def team_workflow(name: str, period: PeriodKind, kind: str) -> WorkflowDef:
                      output_model="steps.save_markdown:SaveOutput"),
             StepSpec("UPLOAD_NOTION", partial(report.upload, kind), timeout_s=600, optional=True,
                      output_model="steps.upload_notion:UploadOutput"),
+            StepSpec(delivery.DELIVER, partial(delivery.deliver_report, team=True), timeout_s=300, optional=True,
+                     output_model="steps.deliver:DeliverOutput"),
         ),
         load_settings=partial(load, name), check_project=check_team, pin=partial(team_pins, name),
         child_projects=lambda settings, key: settings.team_projects(key),
-        files_root=report_glue.reports_root, providers=providers.providers,
+        files_root=report_glue.reports_root, providers=providers.providers, delivery_step=delivery.DELIVER,
     )
 
 

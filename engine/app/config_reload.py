@@ -17,7 +17,7 @@ from pathlib import Path
 
 from engine.config import defaults
 from engine.core import alerts, errors, logs
-from engine.core.models import Criticality
+from engine.core.schedule_spec import Criticality
 from engine.plugins import workflow_registry
 from engine.runtime import Runtime
 from engine.store import outbox

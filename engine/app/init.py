@@ -49,6 +49,11 @@ fallback = "builtin"          # model down: the built-in report on time, written
 enabled = false
 token_env = "NOTION_TOKEN"    # the NAME of the variable holding the token
 database_id = ""
+
+# Each report's short form to a chat or a mailbox, once per report and target (README "Chat and e-mail"):
+# [[deliveries]]
+# project = "myproject"       # or team = "core", or schedule = "myproject-daily"
+# to_env = ["SLACK_REPORTS_URL"]   # the NAMES of variables each holding one Apprise URL (slack://, mailto://...)
 """
 
 #: One repository's project and its daily and weekly schedules (``init --repo`` may be given several times).

@@ -24,8 +24,9 @@ from rich.table import Table
 from engine.cli import output
 from engine.cli.output import console, json_out, say, shown, status, warn
 from engine.core import dependencies, healing
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Run, RunTrigger
+from engine.core.models import Run, RunTrigger
 from engine.plugins.contract import WorkflowDef
 from engine.read import views
 
@@ -399,6 +400,15 @@ def run_detail(run: Run, now: datetime, as_json: bool) -> None:
         for a in data["artifacts"]:
             artifacts.add_row(shown(a["kind"]), shown(a["location"]), (a["sha256"] or "")[:16])
         out.print(artifacts)
+    if data["deliveries"]:
+        sent = Table(title="deliveries")
+        for column in ("target", "state", "kind", "tries", "sent", "note"):
+            sent.add_column(column)
+        for d in data["deliveries"]:
+            note = " ".join(part for part in (d["error"], f"(resend: {d['resend']})" if d["resend"] else None) if part)
+            sent.add_row(shown(d["target"]), _status(d["state"]), d["kind"], str(d["attempts"]), d["sent_at"] or "",
+                         shown(note))
+        out.print(sent)
     if data["children"]:
         children = Table(title="child runs")
         for column in ("id", "key", "project", "status"):

@@ -1,4 +1,4 @@
-"""``reportflow runs ...``: list, show, retry, approve, cancel (one run, or a schedule's runs in bulk).
+"""``reportflow runs ...``: list, show, retry, resend, approve, cancel (one run, or a schedule's runs in bulk).
 
 No ``from __future__ import annotations``: Typer reads every command's signature at each start
 (see ``cli.app``); engine types are quoted and engine modules imported inside the commands.
@@ -90,6 +90,21 @@ def runs_retry(ctx: typer.Context,
     rt = context.cli_of(ctx).runtime(strict=True)
     _bulk(bulk_actions.plan_retry(rt, schedule, statuses=statuses, first=first, last=last), rt,
           dry_run=dry_run, yes=yes, as_json=as_json)
+
+
+@app.command("resend")
+def runs_resend(ctx: typer.Context, run: str,
+                target: Annotated[Optional[list[str]], typer.Option(
+                    "--target", help="Only this delivery target (its variable's name); repeatable.")] = None,
+                as_json: context.JsonOpt = False) -> None:
+    """Send a report again where its delivery is unconfirmed or failed, once you have looked and it is not there.
+
+    Example: reportflow runs resend 42 --target SLACK_REPORTS_URL
+    """
+    from engine.operations import actions
+
+    output.action(actions.resend(context.cli_of(ctx).runtime(strict=True), context.parse_run_id(run),
+                                 targets=target or None), as_json)
 
 
 @app.command("approve")

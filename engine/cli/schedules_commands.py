@@ -11,7 +11,8 @@ import typer
 
 from engine.cli import context, output
 from engine.core import errors
-from engine.core.models import DstFold, DstGap, Misfire, Overlap, PeriodKind, ReportOn, SchedulePriority
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import DstFold, DstGap, Misfire, Overlap, ReportOn, SchedulePriority
 
 if TYPE_CHECKING:
     from engine.store.handle import Store

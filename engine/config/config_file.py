@@ -32,12 +32,8 @@ from engine.config.engine_sections import LimitsConfig, NotifyConfig, StoreConfi
 from engine.config.problems import problem_from_validation
 from engine.config.schedule_config import PROJECTLESS, ScheduleConfig, WorkflowSourceConfig
 from engine.core import calendars, dependencies, errors
-from engine.core.models import (
-    DstFold,
-    DstGap,
-    PeriodKind,
-    ScheduleSpec,
-)
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import DstFold, DstGap, ScheduleSpec
 
 
 class EngineSections(BaseModel):

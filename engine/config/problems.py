@@ -74,7 +74,7 @@ def problem_from_validation(exc: ValidationError, file: str | None, prefix: Sequ
         missing = [str(e["loc"][-1]) for e in found if e["type"] == "missing" and e["loc"][:-1] == first["loc"][:-1]]
         close = difflib.get_close_matches(str(first["loc"][-1]), missing, n=1, cutoff=0.7)
         message = f"unknown key (did you mean '{close[0]}'?)" if close else "unknown key"
-    elif first["loc"] and str(first["loc"][-1]).endswith("_env"):
+    elif any(isinstance(part, str) and part.endswith("_env") for part in first["loc"]):  # ``to_env[0]`` too
         message = "must be the NAME of an environment variable, not its value"  # the value may be a secret URL
     elif "input" in first and not isinstance(first["input"], dict | list):
         message = f"{redact.echoed(first['input'])}: {message}"

@@ -28,7 +28,7 @@ from engine.config.fields import (
     parse_freshness_target,
 )
 from engine.config.problems import problem_from_validation
-from engine.core.models import (
+from engine.core.schedule_spec import (
     Criticality,
     DstFold,
     DstGap,
@@ -65,7 +65,7 @@ class ScheduleConfig(Strict):
     project: Annotated[str, Field(pattern=KEY_PATTERN, max_length=64)] | None = None
     cron: str
     timezone: str
-    # The defaults are ScheduleSpec's (engine.core.models): one source.
+    # The defaults are ScheduleSpec's (engine.core.schedule_spec): one source.
     report_on: ReportOn = ScheduleSpec.report_on
     overlap: Overlap = ScheduleSpec.overlap
     misfire: Misfire = ScheduleSpec.misfire

@@ -14,7 +14,8 @@ from enum import StrEnum
 from typing import Any
 
 from engine.core.clock import format_instant
-from engine.core.models import UNSUCCESSFUL_STATUSES, Criticality
+from engine.core.models import UNSUCCESSFUL_STATUSES
+from engine.core.schedule_spec import Criticality
 
 
 class Severity(StrEnum):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from engine.core import errors, inputs, retention
-from engine.core.models import AWAITING_OPERATOR_STATUSES, FAILURE_STATUSES, RETRYABLE_STATUSES, Run, RunStatus, Sprint
+from engine.core.models import AWAITING_OPERATOR_STATUSES, FAILURE_STATUSES, RETRYABLE_STATUSES, Run, RunStatus
+from engine.core.schedule_spec import Sprint
 
 # What ``runs retry`` accepts (SPEC §12), in the order forms list them, and what ``runs retry --schedule``
 # takes without ``--status``; what ``runs approve`` takes.

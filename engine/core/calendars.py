@@ -13,7 +13,8 @@ from datetime import date, datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from engine.core.models import Schedule, ScheduleSpec, SlotReason
+from engine.core.models import SlotReason
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 
 #: The reasons of slots not run on purpose: not due, not late, not an alert.
 EXCUSED = frozenset({SlotReason.HOLIDAY.value, SlotReason.MAINTENANCE.value})

@@ -16,7 +16,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from engine.core import period_keys, policies
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import OnUpstream, PeriodKind, Run, RunStatus, ScheduleSpec, SlotReason
+from engine.core.models import PeriodKind, Run, RunStatus, SlotReason
+from engine.core.schedule_spec import OnUpstream, ScheduleSpec
 
 # How far around a dependent's period the upstream's slots are enumerated: a weekly with
 # report_on = "previous" fires up to 13 days after the first day of the period it reports on (a month's,

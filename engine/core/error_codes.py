@@ -67,6 +67,21 @@ CODES: tuple[ErrorCode, ...] = (
     ErrorCode("NOTION_INVALID_REQUEST", "no",
               "Notion refused the page's content (a property or block it does not accept); check the database's "
               "title property and `reportflow doctor`, then `runs retry`"),
+    ErrorCode("DELIVERY_UNAVAILABLE", "yes",
+              "a `[[deliveries]]` target refused the connection, did not resolve or answered 503: nothing was "
+              "sent; the run retries with backoff, and is queued again by itself once the target answers"),
+    ErrorCode("DELIVERY_RATE_LIMITED", "yes", "a delivery target answered 429: nothing was sent; the run retries "
+              "with backoff"),
+    ErrorCode("DELIVERY_REFUSED", "no",
+              "a delivery target answered 3xx or 4xx (a wrong URL or token, a target that moved): fix the URL in the "
+              "variable named by `deliveries.to_env`, then `runs retry RUN --from-step DELIVER`"),
+    ErrorCode("DELIVERY_TARGET_INVALID", "no",
+              "a variable named by `deliveries.to_env` is unset, holds more than one URL, or one Apprise cannot "
+              "send to: set it, then `runs retry RUN --from-step DELIVER`"),
+    ErrorCode("DELIVERY_UNCONFIRMED", "no",
+              "a delivery may or may not have arrived (no answer in time, a dropped connection, a sender that died "
+              "mid-send): it is never sent again by itself; look at the target, then `runs resend RUN` if it is "
+              "not there"),
     ErrorCode("CHILD_INVALID", "no", "a workflow asked for a child run without a valid name; fix the workflow"),
     ErrorCode("CHILDREN_FAILED", "no",
               "some child runs of a team report did not succeed (they are named); fix their cause, then "

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from engine.core.models import PeriodKind, Sprint
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import Sprint
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _WEEK = re.compile(r"([0-9]{4})-W([0-9]{2})")

@@ -15,21 +15,8 @@ from zoneinfo import ZoneInfo
 
 from engine.core import period_keys
 from engine.core.cron import timetable
-from engine.core.models import (
-    AttemptTrigger,
-    Misfire,
-    Overlap,
-    Period,
-    PeriodKind,
-    ReportOn,
-    Run,
-    RunStatus,
-    RunTrigger,
-    Schedule,
-    ScheduleSpec,
-    SlotReason,
-    Sprint,
-)
+from engine.core.models import AttemptTrigger, Period, PeriodKind, Run, RunStatus, RunTrigger, SlotReason
+from engine.core.schedule_spec import Misfire, Overlap, ReportOn, Schedule, ScheduleSpec, Sprint
 
 # --- business periods -------------------------------------------------------
 

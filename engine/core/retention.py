@@ -19,7 +19,8 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from engine.core import period_keys
-from engine.core.models import TERMINAL_STATUSES, RunStatus, Sprint
+from engine.core.models import TERMINAL_STATUSES, RunStatus
+from engine.core.schedule_spec import Sprint
 
 PRUNE_ACTION = "runs_pruned"
 # A slot reports on a period that ends at most this long before the slot (a weekly

@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from statistics import median
 
 from engine.core.cron import expression, timetable
-from engine.core.models import DstFold, DstGap, ScheduleSpec
+from engine.core.schedule_spec import DstFold, DstGap, ScheduleSpec
 
 #: Above this many runs on a schedule's busiest day, ``apply``, ``validate`` and ``draft`` warn.
 DEFAULT_WARN_RUNS_PER_DAY = 48

@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 
 from engine.core import calendars
 from engine.core.cron import timetable
-from engine.core.models import ACTIVE_STATUSES, RunStatus, Schedule, ScheduleSpec
+from engine.core.models import ACTIVE_STATUSES, RunStatus
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 
 MAX_SLOTS = 20_000  # a minutely schedule over 30 days is 43,200 slots: a window is cut to its newest ones
 

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from engine.core import alerts, freshness, logs, slo
 from engine.core.clock import format_instant
-from engine.core.models import Schedule
+from engine.core.schedule_spec import Schedule
 from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
 

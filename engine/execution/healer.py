@@ -26,9 +26,11 @@ from datetime import datetime, timedelta
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, healing, logs, redact
+from engine.core.audit import SYSTEM_RECONCILER
 from engine.core.healing import HealAction
-from engine.core.models import SYSTEM_RECONCILER, AttemptTrigger, ProviderWait, Run, RunStatus, ScheduleSpec
+from engine.core.models import AttemptTrigger, ProviderWait, Run, RunStatus
 from engine.core.reports import HealReport
+from engine.core.schedule_spec import ScheduleSpec
 from engine.plugins.contract import ProbeResult, Provider
 from engine.runtime import Runtime
 from engine.store import audit_rows, database, health_rows, outbox, run_rows, schedule_rows

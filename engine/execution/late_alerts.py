@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from engine.core import alerts, calendars, logs, slo
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import Schedule
+from engine.core.schedule_spec import Schedule
 from engine.runtime import Runtime
 from engine.store import outbox, periods, schedule_rows
 

@@ -11,8 +11,9 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from engine.core import errors, period_fates, policies
-from engine.core.models import Period, PeriodKind, ScheduleSpec
+from engine.core.models import Period, PeriodKind
 from engine.core.period_fates import Fate, PeriodFate
+from engine.core.schedule_spec import ScheduleSpec
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit_rows, run_rows, schedule_rows

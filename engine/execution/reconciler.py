@@ -14,8 +14,10 @@ from datetime import datetime
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts, calendars, errors, logs, policies, reports, stuck
+from engine.core.audit import SYSTEM_RECONCILER
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_RECONCILER, Criticality, Run, RunStatus
+from engine.core.models import Run, RunStatus
+from engine.core.schedule_spec import Criticality
 from engine.execution import freshness_alerts, late_alerts
 from engine.runtime import Runtime
 from engine.store import (

@@ -25,7 +25,7 @@ from engine.execution import fan_out, period_walk
 from engine.execution.lease import Lease
 from engine.plugins.contract import StepContext, StepResult, StepSpec, WorkflowDef
 from engine.runtime import Runtime
-from engine.store import marks, ops_facts
+from engine.store import delivery_rows, marks, ops_facts
 from engine.store.claims import Claim
 from engine.store.handle import Store
 
@@ -153,7 +153,8 @@ def run_context(rt: Runtime, claim: Claim, workflow: WorkflowDef, lease: Lease,
         exclusive=rt.store.exclusive, slots=rt.store.slot, pace=partial(wait_for_slot, rt.store, rt.clock),
         sleep=partial(lease.sleep, stop=stop), engine_facts=partial(_engine_facts, rt),
         output_models=workflow.output_models(), children=partial(fan_out.outcomes, rt, run.id),
-        marks=marks.StoreMarks(rt.store, rt.clock, run.id), earlier_periods=partial(period_walk.earlier_periods, rt))
+        marks=marks.StoreMarks(rt.store, rt.clock, run.id), earlier_periods=partial(period_walk.earlier_periods, rt),
+        deliveries=delivery_rows.StoreDeliveries(rt.store, rt.clock, run.id))
 
 
 def step_context(claim: Claim, fixed: dict[str, Any], pinned: dict[str, Any], outputs: dict[str, Any],

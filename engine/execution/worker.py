@@ -28,18 +28,10 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs, policies
-from engine.core.models import (
-    FAILURE_STATUSES,
-    SYSTEM_RECONCILER,
-    AttemptOutcome,
-    AttemptTrigger,
-    NewRun,
-    Run,
-    RunStatus,
-    Schedule,
-    StepStatus,
-)
+from engine.core.audit import SYSTEM_RECONCILER
+from engine.core.models import FAILURE_STATUSES, AttemptOutcome, AttemptTrigger, NewRun, Run, RunStatus, StepStatus
 from engine.core.run_end import RunEnd, RunOutcome
+from engine.core.schedule_spec import Schedule
 from engine.execution import fan_out, healer, step_call
 from engine.execution.group_commit import GroupCommitter, PinnedWriter, Writer
 from engine.execution.lease import Heartbeat, Lease

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -26,13 +26,22 @@ from engine.core.models import (
     Run,
     RunStatus,
     RunTrigger,
-    Schedule,
 )
 from engine.core.run_end import RunEnd
+from engine.core.schedule_spec import Schedule
 from engine.operations import family_actions
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
-from engine.store import attempt_rows, audit_rows, finish, health_rows, pruning, run_rows, schedule_rows
+from engine.store import (
+    attempt_rows,
+    audit_rows,
+    delivery_rows,
+    finish,
+    health_rows,
+    pruning,
+    run_rows,
+    schedule_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -379,3 +388,33 @@ def retry(rt: Runtime, run_id: int, *, from_step: str | None = None) -> ActionRe
                                            "retry takes FAILED, PARTIAL_SUCCESS, RETRY_PENDING, CANCELLED, MISSED, "
                                            "SKIPPED (and SUCCESS with --from-step)")
         return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "retried", from_step=from_step)
+
+
+def resend(rt: Runtime, run_id: int, *, targets: Sequence[str] | None = None) -> ActionResult:
+    """Send a run's report again where its delivery is unconfirmed or failed (to every such target, or ``targets``):
+    in one transaction their ledger rows become PENDING and the run is queued from its workflow's delivery step.
+
+    The one way an unconfirmed delivery is sent again (the engine never does it by itself): an operator who has
+    looked at the target and not found the message. ``InvalidInput`` when nothing is left to send.
+    """
+    now = rt.clock.now()
+    with rt.store.write() as conn:
+        run = run_rows.get_run(conn, run_id, detail=False)
+        if run.schedule_id is not None:
+            refuse_disabled(schedule_rows.get_schedule_by_id(conn, run.schedule_id), f"resend of run {run_id}")
+        step = rt.workflow(run.workflow).delivery_step
+        if step is None:
+            raise errors.InvalidInput(f"run {run_id}: {run.workflow} delivers nothing ([[deliveries]])")
+        if run.status not in RETRYABLE_STATUSES | {RunStatus.SUCCESS}:
+            raise errors.InvalidTransition(f"run {run_id}", run.status.value, "QUEUED",
+                                           "resend takes a run that ended (not one queued or running)")
+        changed = delivery_rows.resend(conn, policies.base_key(run.workflow, run.project, run.business_key),
+                                       targets, now)
+        if not changed:
+            which = f" to {', '.join(targets)}" if targets else ""
+            raise errors.InvalidInput(f"run {run_id}: no delivery of its report{which} is unconfirmed or failed "
+                                      f"(reportflow runs show {run_id})")
+        audit_rows.record_audit(conn, at=now, actor=rt.actor, action="deliveries_resent", schedule_id=run.schedule_id,
+                                run_id=run.id, before={r.target: r.state.value for r in changed},
+                                after={r.target: "PENDING" for r in changed})
+        return _requeue(conn, rt, run, AttemptTrigger.MANUAL, now, "resent", from_step=step)

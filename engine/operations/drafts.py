@@ -31,7 +31,7 @@ from engine.config import config_file
 from engine.core import calendars, errors, limits, redact, run_counts
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import ScheduleSpec
+from engine.core.schedule_spec import ScheduleSpec
 from engine.plugins.contract import DraftAnswer, DraftRequest, WorkflowDef
 from engine.scheduling import definitions
 

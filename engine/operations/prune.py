@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from engine.core import alerts, errors, logs, retention
-from engine.core.models import Criticality
+from engine.core.schedule_spec import Criticality
 from engine.runtime import Runtime
 from engine.store import audit_rows, outbox, pruning
 

@@ -37,8 +37,10 @@ import typing_extensions
 from pydantic import BaseModel, ValidationError
 
 from engine.core import clock, errors
-from engine.core.models import Mark, MarkLine, PeriodKind, RunStatus, StepStatus
+from engine.core.deliveries import DeliveryBook, MemoryDeliveries
+from engine.core.models import PeriodKind, RunStatus, StepStatus
 from engine.core.period_fates import PeriodFate
+from engine.core.timeline_marks import Mark, MarkLine
 from engine.plugins import retrying
 
 M = TypeVar("M", bound=BaseModel)
@@ -210,6 +212,9 @@ class StepContext(Generic[SettingsT]):
     # up to the first that has or may still get a run of its own (``engine.core.period_fates``).
     earlier_periods: Callable[[str, datetime], tuple[PeriodFate, ...]] = _no_earlier_periods
     marks: MarkBook = field(default_factory=MemoryMarks)
+    # The at-most-once outbox of messages to the outside (``engine.core.deliveries``): a row per key and target,
+    # committed SENDING before each send, so that no retry or crash sends one twice.
+    deliveries: DeliveryBook = field(default_factory=MemoryDeliveries)
     # Step name -> declared output model (a class, or its "pkg.mod:Model" path, not imported here).
     output_models: Mapping[str, type[BaseModel] | str] = field(default_factory=dict)
     # The inputs a parent's fan-out step gave this child run (empty for a run that is no child).
@@ -567,6 +572,9 @@ class WorkflowDef:
     providers: Callable[[Any], tuple[Provider, ...]] = _no_providers
     #: Its schedules name no project: their runs are keyed ``{workflow}:ops:{business_key}``.
     projectless: bool = False
+    #: The step that sends its reports out through ``StepContext.deliveries``, if one: ``runs resend`` queues a run
+    #: again from it, once it has made the run's unconfirmed or failed deliveries PENDING.
+    delivery_step: str | None = None
     origin: str = ""  # where the registry found it: an entry point, a file or a module (set on loading)
 
     def step_names(self) -> tuple[str, ...]:

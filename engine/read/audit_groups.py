@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.core.models import AuditEvent
+from engine.core.audit import AuditEvent
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,10 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from engine.core import calendars, dependencies, errors, inputs, policies, retention, revisions
+from engine.core.audit import AuditEvent
 from engine.core.cron import timetable
-from engine.core.models import AuditEvent, PeriodKind, Run, RunStatus, Schedule, Sprint
+from engine.core.models import PeriodKind, Run, RunStatus
+from engine.core.schedule_spec import Schedule, Sprint
 from engine.runtime import Runtime
 from engine.store import calendar_rows, history_rows, pruning, schedule_rows
 

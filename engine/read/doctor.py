@@ -37,7 +37,7 @@ from engine.plugins.contract import Finding
 from engine.plugins.workflow_registry import Registry
 from engine.read import backup_status
 from engine.runtime import Runtime
-from engine.store import database, doctor_rows, health_rows, instances, schedule_rows
+from engine.store import database, delivery_rows, doctor_rows, health_rows, instances, schedule_rows
 from engine.store.handle import Store
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ def run_checks(config_path: Path, *, db_url: str | None, clock: Clock) -> list[F
             findings += check_scheduler(rt)
             findings += check_runs(rt)
             findings += check_waits(rt)
+            findings += check_deliveries(rt)
             findings += check_clock(store, clock)
             findings += check_lease(store, cfg.worker.lease)
             findings += backup_status.check_backups(rt)  # [store] backup: the newest backup's age
@@ -251,6 +252,17 @@ def check_waits(rt: Runtime) -> list[Finding]:
         found.append(Finding("healing", f"{len(waiting)} run(s) wait for {label} ({state}): re-queued "
                                         "automatically when it answers", warning=True))
     return found
+
+
+def check_deliveries(rt: Runtime) -> list[Finding]:
+    """Deliveries left unconfirmed (``engine.core.deliveries``): never sent again by themselves, so each is named
+    with the command that sends it again once a person has looked at the target."""
+    with rt.store.read() as conn:
+        held = delivery_rows.unconfirmed(conn)
+    return [Finding("deliveries", f"{d.key} to {d.target} is unconfirmed since {format_instant(d.updated_at)} "
+                                  f"({d.error or 'it may have arrived'}): look at the target, then "
+                                  f"`reportflow runs resend {d.run_id} --target {d.target}` if it is not there",
+                    warning=True) for d in held]
 
 
 def check_failures(rt: Runtime) -> list[Finding]:

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from engine.core import errors, inputs, limits
+from engine.core import errors, inputs, limits, policies
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
-from engine.core.models import AuditEvent, Run, RunStatus
+from engine.core.models import Run, RunStatus
 from engine.read import calendar_view
 from engine.runtime import Runtime
-from engine.store import calendar_rows, families, health_rows, history_rows, run_rows, schedule_rows
+from engine.store import calendar_rows, delivery_rows, families, health_rows, history_rows, run_rows, schedule_rows
 from engine.store.history_rows import RunFilter
 
 
@@ -51,8 +52,14 @@ def get_run(rt: Runtime, run_id: int) -> Run:
     """One run in detail: steps, attempts, artifacts, and its child runs (SPEC §17)."""
     with rt.store.read() as conn:
         run = run_rows.get_run(conn, run_id)
-        run = dataclasses.replace(run, children=tuple(families.children_of(conn, run_id)))
+        run = dataclasses.replace(run, children=tuple(families.children_of(conn, run_id)),
+                                  deliveries=tuple(delivery_rows.for_keys(conn, [run_key(run)])))
         return with_waits(conn, [run])[0]
+
+
+def run_key(run: Run) -> str:
+    """The report key a run's deliveries are kept under: its base key (its revisions share it)."""
+    return policies.base_key(run.workflow, run.project, run.business_key)
 
 
 @dataclass(frozen=True)

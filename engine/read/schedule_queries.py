@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from engine.core import calendars, healing, slo
 from engine.core.cron import timetable
-from engine.core.models import Run, Schedule, ScheduleSpec
+from engine.core.models import Run
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.store import health_rows, periods, schedule_rows
 

@@ -8,9 +8,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engine.config import durations
-from engine.core import calendars, dependencies, error_codes, healing, policies
+from engine.core import calendars, deliveries, dependencies, error_codes, healing, policies
 from engine.core.clock import format_instant
-from engine.core.models import Run, Schedule, StepStatus
+from engine.core.deliveries import Delivery
+from engine.core.models import Run, StepStatus
+from engine.core.schedule_spec import Schedule
 from engine.plugins.contract import WorkflowDef
 
 
@@ -133,7 +135,18 @@ def run_detail(run: Run, now: datetime) -> dict[str, Any]:
                       for a in run.artifacts],
         "children": [{"id": c.id, "key": c.idempotency_key, "project": c.project, "status": c.status.value}
                      for c in run.children],
+        "deliveries": [delivery_view(run, d) for d in run.deliveries],
     }
+
+
+def delivery_view(run: Run, delivery: Delivery) -> dict[str, Any]:
+    """One delivery target of a run's report (its variable's name, never its URL), and the command that sends it
+    again when it is unconfirmed or failed."""
+    again = delivery.state in deliveries.RESENDABLE
+    return {"target": delivery.target, "state": delivery.state.value, "kind": delivery.kind.value,
+            "attempts": delivery.attempts, "run_id": delivery.run_id, "error": delivery.error,
+            "updated_at": format_instant(delivery.updated_at), "sent_at": format_instant(delivery.sent_at),
+            "resend": f"reportflow runs resend {run.id} --target {delivery.target}" if again else None}
 
 
 def slo_view(measured: Any) -> dict[str, Any]:

@@ -17,10 +17,12 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, logs, run_counts
+from engine.core.audit import AuditEvent
 from engine.core.clock import format_instant
 from engine.core.cron import timetable, validate
-from engine.core.models import HELD_BY_DISABLED, AttemptOutcome, AuditEvent, RunStatus, Schedule, ScheduleSpec
+from engine.core.models import HELD_BY_DISABLED, AttemptOutcome, RunStatus
 from engine.core.run_end import RunEnd
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.scheduling import drift, model_time
 from engine.store import audit_rows, finish, locks, rows, run_rows, schedule_rows

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.core.models import Schedule, ScheduleSpec
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.store import rows
 
 

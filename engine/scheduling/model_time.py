@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, run_counts
-from engine.core.models import ScheduleSpec
+from engine.core.schedule_spec import ScheduleSpec
 from engine.plugins.contract import WorkflowDef
 from engine.store import history_rows, schedule_rows
 from engine.store.handle import Store

@@ -13,20 +13,8 @@ from typing import Any
 from engine.core import policies
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import (
-    PRIORITY,
-    SCHEDULE_RANK,
-    AttemptTrigger,
-    NewRun,
-    Period,
-    ReportOn,
-    Run,
-    RunStatus,
-    RunTrigger,
-    Schedule,
-    ScheduleSpec,
-    SlotReason,
-)
+from engine.core.models import PRIORITY, AttemptTrigger, NewRun, Period, Run, RunStatus, RunTrigger, SlotReason
+from engine.core.schedule_spec import SCHEDULE_RANK, ReportOn, Schedule, ScheduleSpec
 from engine.plugins.contract import ChildRun, WorkflowDef
 
 

@@ -19,8 +19,10 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts, calendars, dependencies, errors, logs, policies, reports
+from engine.core.audit import SYSTEM_SCHEDULER
 from engine.core.clock import format_instant
-from engine.core.models import SYSTEM_SCHEDULER, NewRun, PeriodKind, RunStatus, RunTrigger, Schedule, ScheduleSpec
+from engine.core.models import NewRun, PeriodKind, RunStatus, RunTrigger
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.runtime import Runtime
 from engine.scheduling import new_runs
 from engine.store import audit_rows, due, locks, outbox, run_rows, schedule_rows, upstream_rows

@@ -10,7 +10,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
 from engine.core import inputs
-from engine.core.models import AuditEvent
+from engine.core.audit import AuditEvent
 from engine.store.tables import audit_events
 
 

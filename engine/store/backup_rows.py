@@ -15,8 +15,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts
+from engine.core.backup_slots import BackupStatus
 from engine.core.clock import format_instant
-from engine.core.models import BackupStatus, Criticality
+from engine.core.schedule_spec import Criticality
 from engine.store import outbox
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import backups_taken

@@ -30,9 +30,9 @@ from engine.config import defaults
 from engine.core import errors, redact
 from engine.store import fastsql, locks
 
-HEAD_REVISION = "0015"
+HEAD_REVISION = "0016"
 KNOWN_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009",
-                             "0010", "0011", "0012", "0013", "0014", "0015"})
+                             "0010", "0011", "0012", "0013", "0014", "0015", "0016"})
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_MS = 30_000
 _BEGIN = {mode: f"BEGIN {mode}" for mode in ("IMMEDIATE", "DEFERRED", "EXCLUSIVE")}

@@ -2,7 +2,8 @@
 
 ``Store`` owns the SQLAlchemy engine and hands out transactions; the
 functions in ``engine.store.schedule_rows`` and ``engine.store.run_rows`` run inside
-them. Rows never leave this package: callers get ``engine.core.models`` objects.
+them. Rows never leave this package: callers get ``engine.core``'s frozen objects (``models``, ``schedule_spec``,
+``audit``, ``timeline_marks``).
 """
 
 from __future__ import annotations

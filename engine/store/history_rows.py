@@ -16,7 +16,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from engine.core import period_keys
-from engine.core.models import AuditEvent, PeriodKind, Run, StepStatus
+from engine.core.audit import AuditEvent
+from engine.core.models import PeriodKind, Run, StepStatus
 from engine.store import rows
 from engine.store.tables import audit_events, runs, schedules, steps
 

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from engine.core.clock import Clock
-from engine.core.models import Mark, MarkLine
+from engine.core.timeline_marks import Mark, MarkLine
 from engine.store.handle import Store
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import mark_lines, marks

@@ -27,7 +27,8 @@ from sqlalchemy.engine import Connection
 from engine.core import calendars, concurrency_caps
 from engine.core.clock import format_instant
 from engine.core.cron import timetable
-from engine.core.models import UNRUN_STATUSES, PeriodKind, Schedule
+from engine.core.models import UNRUN_STATUSES, PeriodKind
+from engine.core.schedule_spec import Schedule
 from engine.store import periods, schedule_rows, waiting
 from engine.store.tables import audit_events, runs, schedules
 

@@ -19,7 +19,8 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from engine.core import alerts, redact
 from engine.core.clock import format_instant
-from engine.core.models import Criticality, Run, Schedule
+from engine.core.models import Run
+from engine.core.schedule_spec import Criticality, Schedule
 from engine.store import fastsql, schedule_rows
 from engine.store.run_rows import dialect_insert
 from engine.store.tables import events, runs, schedules, sql_in

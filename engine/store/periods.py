@@ -15,7 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from engine.core import policies, slo
-from engine.core.models import PeriodKind, RunStatus, Schedule
+from engine.core.models import PeriodKind, RunStatus
+from engine.core.schedule_spec import Schedule
 from engine.store.tables import runs
 
 _KEYS_PER_QUERY = 500

@@ -15,6 +15,13 @@ from engine.core.models import (
     AttemptOutcome,
     AttemptRecord,
     AttemptTrigger,
+    Run,
+    RunStatus,
+    RunTrigger,
+    StepRecord,
+    StepStatus,
+)
+from engine.core.schedule_spec import (
     Criticality,
     DstFold,
     DstGap,
@@ -22,15 +29,10 @@ from engine.core.models import (
     OnUpstream,
     Overlap,
     ReportOn,
-    Run,
-    RunStatus,
-    RunTrigger,
     Schedule,
     SchedulePriority,
     ScheduleSpec,
     Sprint,
-    StepRecord,
-    StepStatus,
 )
 
 _DURATIONS = ("grace", "catchup_window", "max_runtime", "jitter", "deadline", "start_by", "after_window")

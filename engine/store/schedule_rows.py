@@ -11,7 +11,8 @@ from sqlalchemy import Select, and_, bindparam, func, insert, select, text, upda
 from sqlalchemy.engine import Connection
 
 from engine.core import errors, redact
-from engine.core.models import SCHEDULE_RANK, Run, Schedule, ScheduleSpec
+from engine.core.models import Run
+from engine.core.schedule_spec import SCHEDULE_RANK, Schedule, ScheduleSpec
 from engine.store import fastsql, rows, run_rows
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.tables import runs, schedules

@@ -15,8 +15,9 @@ from sqlalchemy.engine import Connection
 
 from engine.core import alerts, policies
 from engine.core.clock import format_instant
-from engine.core.models import AttemptOutcome, Run, RunStatus, Schedule, SlotReason
+from engine.core.models import AttemptOutcome, Run, RunStatus, SlotReason
 from engine.core.run_end import RunEnd
+from engine.core.schedule_spec import Schedule
 from engine.store import audit_rows, finish, outbox
 
 

@@ -29,8 +29,9 @@ from sqlalchemy import (
     text,
 )
 
-from engine.core import alerts
-from engine.core.models import CLAIMABLE_STATUSES, BackupStatus, RunStatus, RunTrigger, StepStatus
+from engine.core import alerts, deliveries
+from engine.core.backup_slots import BackupStatus
+from engine.core.models import CLAIMABLE_STATUSES, RunStatus, RunTrigger, StepStatus
 from engine.store.due import LIVE_SCHEDULE
 from engine.store.types import UTCDateTime
 
@@ -101,7 +102,7 @@ runs = Table(
     Column("status", String(20), nullable=False),
     Column("reason", String(32)),
     Column("priority", Integer, nullable=False),  # the trigger's (core.models.PRIORITY)
-    # The schedule's (core.models.SCHEDULE_RANK): set at creation, followed by runs not started (SPEC §18).
+    # The schedule's (core.schedule_spec.SCHEDULE_RANK): set at creation, followed by runs not started (SPEC §18).
     Column("schedule_priority", Integer, nullable=False, server_default=text("20")),
     Column("not_before", UTCDateTime),
     Column("pinned", JSON, nullable=False),
@@ -324,6 +325,29 @@ backups_taken = Table(
     Column("size", BigInteger),  # a verified copy's size and sha256 when it was verified (migration 0015)
     Column("sha256", String(64)),
     CheckConstraint(sql_in("status", [s.value for s in BackupStatus]), name="status"),
+)
+
+# The at-most-once outbox of messages to the outside (``engine.core.deliveries``, ``engine.store.delivery_rows``):
+# one row per report key and target (a ``[[deliveries]]`` variable's name, never its URL), made SENDING and
+# committed before each send. Kept for ever, like marks: a row is what stops a report from being sent twice.
+deliveries_sent = Table(
+    "deliveries", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", String(255), nullable=False),
+    Column("target", String(128), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("sent_digest", String(64)),
+    Column("run_id", BigInteger),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("error", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("sent_at", UTCDateTime),
+    UniqueConstraint("key", "target"),
+    CheckConstraint(sql_in("state", [s.value for s in deliveries.DeliveryState]), name="state"),
+    CheckConstraint(sql_in("kind", [k.value for k in deliveries.MessageKind]), name="kind"),
+    Index("ix_deliveries_state", "state"),
 )
 
 # The partial indexes' condition on PostgreSQL, the same as their ``sqlite_where``. It is

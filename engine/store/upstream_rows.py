@@ -22,18 +22,11 @@ from sqlalchemy import select, text, tuple_, update
 from sqlalchemy.engine import Connection
 
 from engine.core import alerts, dependencies, transitions
+from engine.core.audit import SYSTEM_SCHEDULER
 from engine.core.clock import format_instant
-from engine.core.models import (
-    SYSTEM_SCHEDULER,
-    TERMINAL_STATUSES,
-    AttemptOutcome,
-    OnUpstream,
-    Run,
-    RunStatus,
-    ScheduleSpec,
-    SlotReason,
-)
+from engine.core.models import TERMINAL_STATUSES, AttemptOutcome, Run, RunStatus, SlotReason
 from engine.core.run_end import RunEnd
+from engine.core.schedule_spec import OnUpstream, ScheduleSpec
 from engine.store import audit_rows, fastsql, locks, outbox, run_rows
 from engine.store.tables import runs, schedules
 

@@ -8,7 +8,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from engine.core.models import Criticality
+from engine.core.schedule_spec import Criticality
 from tests.fakes.gitrepo import make_repo
 from tests.support import run_cli, write_config
 

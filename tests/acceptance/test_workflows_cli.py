@@ -26,7 +26,7 @@ def test_list_shows_installed_workflows_and_their_entry_points(tmp_path: Path) -
     assert (daily["period"], daily["payload_version"]) == ("day", 1)
     assert [(s["name"], s["output_model"]) for s in daily["steps"]] == [
         ("COLLECT_GIT", "CollectOutput"), ("GENERATE_REPORT", "ReportOutput"), ("SAVE_MARKDOWN", "SaveOutput"),
-        ("UPLOAD_NOTION", "UploadOutput")]
+        ("UPLOAD_NOTION", "UploadOutput"), ("DELIVER", "DeliverOutput")]
     assert listed["weekly_report"]["period"] == "week"
 
 

@@ -2,13 +2,17 @@
 
 ``hold_next()`` makes the next POST wait until ``release()`` (so a test can kill
 the sender mid-request, having seen the request arrive); ``fail_next(503)``
-answers the next POST with that status.
+answers the next POST with that status; ``drop_next()`` reads the next POST whole and
+closes the connection without an answer; ``dribble_next(seconds)`` answers it one byte
+at a time, ``seconds`` apart.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +35,7 @@ class Webhook:
     _released: threading.Event = field(default_factory=threading.Event)
     _hold: bool = False
     _fail: list[int] = field(default_factory=list)
+    _endings: list[tuple[str, float]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def hold_next(self) -> None:
@@ -42,6 +47,16 @@ class Webhook:
 
     def fail_next(self, status: int) -> None:
         self._fail.append(status)
+
+    def drop_next(self) -> None:
+        self._endings.append(("drop", 0.0))
+
+    def dribble_next(self, seconds: float) -> None:
+        self._endings.append(("dribble", seconds))
+
+    def _ending(self) -> tuple[str, float]:
+        with self._lock:
+            return self._endings.pop(0) if self._endings else ("answer", 0.0)
 
     def _answer(self, headers: dict[str, str], body: dict[str, Any]) -> int:
         with self._lock:
@@ -63,6 +78,21 @@ def serve() -> Iterator[Webhook]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             status = hook._answer({k.lower(): v for k, v in self.headers.items()}, body)
+            ending, seconds = hook._ending()
+            if ending == "drop":  # taken, then the connection goes: the sender never hears so
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if ending == "dribble":
+                try:
+                    for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(seconds)
+                except OSError:
+                    pass
+                self.close_connection = True
+                return
             try:
                 self.send_response(status)
                 self.send_header("Content-Length", "2")

@@ -143,7 +143,7 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
     assert outcome is not None and outcome.status is RunStatus.RETRY_PENDING
     assert outcome.error_code == "NOTION_UNAVAILABLE"
     run = show(rt, result.run_id)
-    assert [s.status for s in run.steps] == [StepStatus.SUCCESS] * 3 + [StepStatus.FAILED]
+    assert [s.status for s in run.steps] == [StepStatus.SUCCESS] * 3 + [StepStatus.FAILED, StepStatus.PENDING]
     assert run.not_before is not None and run.not_before > rt.clock.now()
     notion.heal()
     actions.retry(rt, result.run_id)
@@ -152,7 +152,7 @@ def test_notion_down_then_retry_runs_only_the_upload(sqlite_url: str, tmp_path: 
     assert len(notion.live_pages("daily_report:platform:2026-09-29")) == 1
     run = show(rt, result.run_id)
     assert [a.from_step for a in run.attempts] == ["COLLECT_GIT", "UPLOAD_NOTION"]
-    assert [s.attempts for s in run.steps] == [1, 1, 1, 2]
+    assert [s.attempts for s in run.steps] == [1, 1, 1, 2, 1]  # DELIVER: skipped, no [[deliveries]]
 
 
 def test_ollama_down_is_model_unavailable_then_completes(sqlite_url: str, tmp_path: Path, repo: GitRepo,
@@ -200,7 +200,7 @@ def test_an_empty_window_is_skipped_without_a_file(sqlite_url: str, tmp_path: Pa
     result = actions.trigger(rt, "platform-report", day=date(2026, 9, 20))
     assert run_next(Worker(rt, "w")).status is RunStatus.SUCCESS
     run = show(rt, result.run_id)
-    assert [s.status for s in run.steps] == [StepStatus.SUCCESS] + [StepStatus.SKIPPED] * 3
+    assert [s.status for s in run.steps] == [StepStatus.SUCCESS] + [StepStatus.SKIPPED] * 4
     assert all(s.error_message == "no_activity" for s in run.steps[1:])
     assert not (tmp_path / "reports").exists()
 

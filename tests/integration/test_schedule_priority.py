@@ -11,7 +11,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 
 from engine.core.clock import ManualClock
-from engine.core.models import SchedulePriority
+from engine.core.schedule_spec import SchedulePriority
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.runtime import Runtime

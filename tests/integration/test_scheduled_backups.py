@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from engine.app import cycle
 from engine.core import errors
-from engine.core.models import BackupStatus
+from engine.core.backup_slots import BackupStatus
 from engine.execution.pool import WorkerPool
 from engine.operations import scheduled_backups
 from engine.read import backup_status

@@ -7,7 +7,8 @@ import re
 from datetime import date, timedelta
 from pathlib import Path
 
-from engine.core.models import Misfire, RunStatus
+from engine.core.models import RunStatus
+from engine.core.schedule_spec import Misfire
 from engine.execution.worker import Worker
 from engine.operations import actions
 from engine.scheduling import definitions, tick

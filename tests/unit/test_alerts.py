@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from engine.core import alerts
 from engine.core.alerts import Severity as S
-from engine.core.models import Criticality as C
+from engine.core.schedule_spec import Criticality as C
 
 NOW = datetime(2026, 9, 29, 9, 0, tzinfo=UTC)
 PERIOD = sorted(alerts.PERIOD_EVENTS)

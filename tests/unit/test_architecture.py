@@ -96,5 +96,5 @@ def test_workflows_are_declared_as_entry_points() -> None:
     registry = load_registry()
     assert {"daily_report", "weekly_report", "echo"} <= set(registry)
     assert registry["daily_report"].step_names() == ("COLLECT_GIT", "GENERATE_REPORT", "SAVE_MARKDOWN",
-                                                     "UPLOAD_NOTION")
+                                                     "UPLOAD_NOTION", "DELIVER")
 

@@ -9,7 +9,8 @@ import pytest
 
 from engine.config import config_file
 from engine.core import calendars, errors
-from engine.core.models import Schedule, ScheduleSpec, SlotReason
+from engine.core.models import SlotReason
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.plugins.workflow_registry import load_registry
 
 SPEC = ScheduleSpec(name="kr", workflow="echo", project="p", cron="0 9 * * *", timezone="Asia/Seoul",

@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from engine.core.models import Mark
 from engine.core.period_fates import Fate, PeriodFate
+from engine.core.timeline_marks import Mark
 from engine.plugins.contract import MemoryMarks
 from steps import coverage
 
@@ -365,5 +365,5 @@ def test_a_range_pinned_by_every_release_reads_back_the_same() -> None:
                                      "also_covers": []})  # before until and covered_by
     read = old.range
     assert read is not None and read.covered_by == "" and read.until is None
-    assert read.front(old)["covered_by_later_report"] is True and "covered_by" not in read.front(old)
+    assert old.range_front(read)["covered_by_later_report"] is True and "covered_by" not in old.range_front(read)
     assert ReportPins.model_validate({"heads": {"main": "b" * 40}}).range is None  # no range pinned yet

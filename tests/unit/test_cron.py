@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from engine.core import errors
 from engine.core.cron import expression, timetable, validate
-from engine.core.models import DstFold, DstGap, PeriodKind, ScheduleSpec
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import DstFold, DstGap, ScheduleSpec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 MICRO = timedelta(microseconds=1)

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from engine.core import errors
 from engine.core.cron import expression, timetable, validate
-from engine.core.models import PeriodKind, ScheduleSpec
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import ScheduleSpec
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # a Thursday
 

@@ -16,7 +16,7 @@ import pytest
 
 from engine.core import errors
 from engine.core.cron import expression, timetable
-from engine.core.models import DstFold, DstGap
+from engine.core.schedule_spec import DstFold, DstGap
 
 DATA = Path(__file__).parent / "data" / "cron_vectors.txt"
 RULES = {"dst", "or", "star", "range"}

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from engine.core import dependencies
-from engine.core.models import OnUpstream, PeriodKind, ReportOn, RunStatus, ScheduleSpec, SlotReason
+from engine.core.models import PeriodKind, RunStatus, SlotReason
+from engine.core.schedule_spec import OnUpstream, ReportOn, ScheduleSpec
 
 DAILY = ScheduleSpec(name="reportflow-daily", workflow="daily_report", project="p", cron="0 9 * * *",
                      timezone="Asia/Seoul")  # report_on previous: the 9:00 run reports on yesterday

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.core.models import Schedule, ScheduleSpec
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.scheduling import drift
 from engine.store import rows
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from engine.core import alerts, freshness, slo
-from engine.core.models import Criticality, RunStatus
+from engine.core.models import RunStatus
+from engine.core.schedule_spec import Criticality
 
 DEADLINE = timedelta(hours=1)
 WINDOW = timedelta(days=30)

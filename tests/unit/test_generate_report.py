@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from engine.core.errors import StepError
-from steps.collect_git import CommitInfo, FileChange, collect
+from steps.collect_git import collect
 from steps.generate_report import (
     BuiltinWriter,
     OllamaWriter,
@@ -24,6 +24,7 @@ from steps.generate_report import (
     generate,
     render_prompt,
 )
+from steps.git_log import CommitInfo, FileChange
 from steps.ollama_chat import RetryPolicy
 from steps.report_model import ReportMaterial
 from tests.fakes.fake_ollama import DEFAULT_MODEL, FakeOllama, closed_port, fake_digest

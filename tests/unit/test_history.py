@@ -6,7 +6,8 @@ import dataclasses
 from datetime import UTC, date, datetime, timedelta
 
 from engine.core.cron import words
-from engine.core.models import PeriodKind, Run, RunStatus, RunTrigger, Schedule, ScheduleSpec
+from engine.core.models import PeriodKind, Run, RunStatus, RunTrigger
+from engine.core.schedule_spec import Schedule, ScheduleSpec
 from engine.read.calendar_view import AuditRange, CalendarRow, plan_cells
 
 T0 = datetime(2026, 9, 20, 0, 0, tzinfo=UTC)

@@ -100,7 +100,8 @@ def test_the_next_nothing_due_tick_imports_neither_typer_nor_pydantic_nor_the_wo
     assert stdout == first and "0 schedule(s) due, no runs" in stdout
     assert "engine.cli.fast_tick" in modules and "sqlalchemy.dialects.sqlite" in modules  # it read the store
     assert loaded(modules, "typer", "click", "rich", "pydantic", "croniter", "engine.cli.app", "engine.config.config_file",
-                  "engine.plugins", "engine.runtime", "engine.scheduling", "engine.core.models", "engine.store.tables",
+                  "engine.plugins", "engine.runtime", "engine.scheduling", "engine.core.models", "engine.core.schedule_spec",
+                  "engine.core.audit", "engine.core.timeline_marks", "engine.core.backup_slots", "engine.store.tables",
                   "engine.store.run_rows", "workflows", "steps", "git", "ollama", "notion_client", "httpx",
                   *CLIENTS_AND_SERVERS) == []
     assert loaded(modules, "sqlalchemy.dialects.postgresql", "urllib.request") == []

@@ -109,6 +109,25 @@ def test_no_import_circle_inside_execution() -> None:
     assert _cycle(graph) == []
 
 
+def _module_graph(*tops: str) -> dict[str, set[str]]:
+    """Every module under the packages ``tops`` (nested packages included), by dotted name, and the modules among them
+    it imports (``from P import m`` counts as importing ``P.m`` when that is a module)."""
+    root = ENGINE.parent
+    files = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+             for top in tops for p in sorted((root / top).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files else node.module
+                          for a in node.names}
+        graph[name] = {other for other in found if other in files} - {name}
+    return graph
+
+
 def test_no_import_circle_inside_any_package() -> None:
     """Issue 44, item 3: ``config.backup_config`` and ``config.config_file`` imported each other (the first lazily);
     every package of the engine is checked now, not only ``execution``."""
@@ -116,3 +135,13 @@ def test_no_import_circle_inside_any_package() -> None:
     assert {"config", "core", "execution", "store", "web"} <= set(packages)
     circles = {package: _cycle(_module_imports(package)) for package in packages}
     assert {package: circle for package, circle in circles.items() if circle} == {}
+
+
+def test_no_import_circle_anywhere_in_the_code() -> None:
+    """One graph of every module of ``engine/`` (nested packages such as ``core/cron/`` included, and across packages)
+    ``steps/`` and ``workflows/``: no module imports one that imports it back, however long the way round."""
+    graph = _module_graph("engine", "steps", "workflows")
+    assert {"engine.core.cron.timetable", "engine.core.models", "engine.core.schedule_spec",
+            "steps.collect_git", "steps.git_history"} <= set(graph)
+    assert "engine.core.schedule_spec" in graph["engine.core.models"]
+    assert _cycle(graph) == []

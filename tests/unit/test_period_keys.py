@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.core import period_keys, policies
-from engine.core.models import PeriodKind, ReportOn, Sprint
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import ReportOn, Sprint
 
 days = st.dates(min_value=date(1, 1, 8), max_value=date(9999, 12, 24))
 instants = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),

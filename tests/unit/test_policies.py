@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from engine.core import errors, policies
 from engine.core.cron import timetable, validate
-from engine.core.models import Misfire, Overlap, PeriodKind, ReportOn, RunStatus, Schedule, ScheduleSpec, SlotReason
+from engine.core.models import PeriodKind, RunStatus, SlotReason
+from engine.core.schedule_spec import Misfire, Overlap, ReportOn, Schedule, ScheduleSpec
 from engine.scheduling import new_runs
 
 
@@ -296,7 +297,8 @@ def test_a_current_window_ends_at_the_slot_and_a_previous_one_covers_the_whole_p
     from datetime import UTC, datetime
 
     from engine.core import policies
-    from engine.core.models import PeriodKind, ReportOn
+    from engine.core.models import PeriodKind
+    from engine.core.schedule_spec import ReportOn
 
     slot = datetime(2026, 9, 29, 10, 30, tzinfo=UTC)  # 19:30 in Seoul
     today = policies.business_period(PeriodKind.DAY, slot, "Asia/Seoul", ReportOn.CURRENT)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from steps.collect_git import collect, exclude_matches
+from steps.collect_git import collect
+from steps.excluded_files import exclude_matches
 from steps.generate_report import BuiltinWriter, ReportInput, generate
 from steps.report_model import ReportStats
 from tests.fakes.gitrepo import GitRepo, make_repo

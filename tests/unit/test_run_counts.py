@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from engine.core import run_counts
-from engine.core.models import DstFold, DstGap
+from engine.core.schedule_spec import DstFold, DstGap
 
 BERLIN = "Europe/Berlin"
 

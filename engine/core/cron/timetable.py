@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 from engine.core import errors
 from engine.core.clock import to_utc
 from engine.core.cron import expression
-from engine.core.models import DstFold, DstGap
+from engine.core.schedule_spec import DstFold, DstGap
 
 TICK = timedelta(microseconds=1)
 _LOOKBEHIND = timedelta(days=2)  # a fold's second pass or a gap across midnight moves fires into the next day

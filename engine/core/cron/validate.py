@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 
 from engine.core import errors, period_keys
 from engine.core.cron import expression, timetable
-from engine.core.models import DstFold, DstGap, PeriodKind, ReportOn, ScheduleSpec
+from engine.core.models import PeriodKind
+from engine.core.schedule_spec import DstFold, DstGap, ReportOn, ScheduleSpec
 
 _REFERENCE = datetime(2026, 1, 1, tzinfo=UTC)  # check_schedule's "now": validity never depends on the clock
 

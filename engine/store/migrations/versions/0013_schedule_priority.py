@@ -15,7 +15,7 @@ branch_labels = None
 depends_on = None
 
 CLAIMABLE_RUN = "status IN ('QUEUED', 'RETRY_PENDING')"  # engine.store.tables.CLAIMABLE_RUN as of this revision
-NORMAL = 20  # engine.core.models.SCHEDULE_RANK[NORMAL]: every run made before priorities existed
+NORMAL = 20  # engine.core.schedule_spec.SCHEDULE_RANK[NORMAL]: every run made before priorities existed
 
 
 def _claim_order(*columns: str | sa.ColumnElement[object]) -> None:
