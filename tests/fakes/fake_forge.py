@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
+from tests.fakes import loopback
+
 Json = dict[str, Any]
 Kind = Literal["github", "gitea", "gitlab"]
 
@@ -130,17 +132,11 @@ class FakeForge:
     def __enter__(self) -> FakeForge:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-forge", daemon=True)
-        self._thread.start()
+        self._thread = loopback.start(self._server, "fake-forge")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        loopback.stop(self._server, self._thread)
 
     @property
     def url(self) -> str:

@@ -29,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes import loopback
+
 Json = dict[str, Any]
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 _BOT = {"object": "user", "id": "00000000-0000-4000-8000-0000000000b0"}
@@ -163,18 +165,12 @@ class FakeNotion:
     def __enter__(self) -> FakeNotion:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-notion", daemon=True)
-        self._thread.start()
+        self._thread = loopback.start(self._server, "fake-notion")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        loopback.stop(self._server, self._thread)
 
     @property
     def url(self) -> str:

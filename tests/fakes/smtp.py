@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from tests.fakes import loopback
+
 
 @dataclass
 class Mailbox:
@@ -90,10 +92,8 @@ def serve() -> Iterator[Mailbox]:
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     box.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread = loopback.start(server, "fake-smtp")
     try:
         yield box
     finally:
-        server.shutdown()
-        server.server_close()
+        loopback.stop(server, thread)

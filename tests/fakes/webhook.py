@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes import loopback
+
 
 @dataclass
 class Received:
@@ -107,11 +109,9 @@ def serve() -> Iterator[Webhook]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     hook.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread = loopback.start(server, "fake-webhook")
     try:
         yield hook
     finally:
         hook.release()
-        server.shutdown()
-        server.server_close()
+        loopback.stop(server, thread)
